@@ -1,0 +1,195 @@
+//! `OrtNodeComputeInfo`: runs a compiled plan in ORT's Compute callback.
+
+use std::ffi::c_void;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+
+use ort_sys::{OrtKernelContext, OrtStatus};
+use smallvec::SmallVec;
+
+use super::api::Api;
+use super::structs::{OrtNodeComputeContext, OrtNodeComputeInfo, EP_STRUCT_VERSION};
+use super::guard;
+use crate::error::{Error, Result};
+use crate::exec::{execute, Outputs, Parallel, RunState, Serial, TensorIn};
+use crate::graph::{dtype, Shape};
+use crate::plan::Plan;
+use crate::probe;
+
+#[repr(C)]
+pub(super) struct ComputeInfo {
+    base: OrtNodeComputeInfo,
+    api: Api,
+    plan: Plan,
+    /// Per-Run states, reused; one is taken per concurrent Run.
+    pool: Mutex<Vec<RunState>>,
+    inject_panic: bool,
+}
+
+impl ComputeInfo {
+    pub(super) fn create(api: Api, plan: Plan, inject_panic: bool) -> *mut OrtNodeComputeInfo {
+        let state = RunState::new(&plan);
+        let info = Box::new(ComputeInfo {
+            base: OrtNodeComputeInfo { ort_version_supported: EP_STRUCT_VERSION, create_state, compute, release_state },
+            api,
+            plan,
+            pool: Mutex::new(vec![state]),
+            inject_panic,
+        });
+        Box::into_raw(info).cast()
+    }
+
+    pub(super) fn release(this: *mut OrtNodeComputeInfo) {
+        if !this.is_null() {
+            // SAFETY: made by Box::into_raw in `create`, released once.
+            drop(unsafe { Box::from_raw(this.cast::<ComputeInfo>()) });
+        }
+    }
+}
+
+fn info<'a>(this: *const OrtNodeComputeInfo) -> &'a ComputeInfo {
+    // SAFETY: ORT passes back the pointer made in `create`; `base` is the first field.
+    unsafe { &*this.cast::<ComputeInfo>() }
+}
+
+unsafe extern "system" fn create_state(
+    this: *mut OrtNodeComputeInfo,
+    ctx: *mut OrtNodeComputeContext,
+    state: *mut *mut c_void,
+) -> *mut OrtStatus {
+    let info = info(this);
+    guard(&info.api, "CreateState", || {
+        // The fused node's name, as ORT reports it, must be the one we compiled: this
+        // also checks that OrtEpApi's fifth slot is where we think it is.
+        let name = info.api.node_compute_context_node_name(ctx);
+        if name != info.plan.name {
+            return Err(Error::ep(format_args!(
+                "CreateState for '{name}' reached the plan of '{}'",
+                info.plan.name
+            )));
+        }
+        // The state is the info itself: per-Run scratch comes from its pool.
+        // SAFETY: valid out pointer.
+        unsafe { *state = this.cast() };
+        Ok(())
+    })
+}
+
+unsafe extern "system" fn release_state(_this: *mut OrtNodeComputeInfo, _state: *mut c_void) {}
+
+unsafe extern "system" fn compute(
+    this: *mut OrtNodeComputeInfo,
+    _state: *mut c_void,
+    ctx: *mut OrtKernelContext,
+) -> *mut OrtStatus {
+    let info = info(this);
+    guard(&info.api, "Compute", || run(info, ctx))
+}
+
+fn run(info: &ComputeInfo, ctx: *mut OrtKernelContext) -> Result<()> {
+    let api = &info.api;
+    let plan = &info.plan;
+    let mut inputs: SmallVec<[TensorIn<'_>; 4]> = SmallVec::new();
+    for i in 0..plan.inputs.len() {
+        let v = api.kernel_input(ctx, i)?;
+        let (elem_type, dims) = api.tensor_type_and_shape_ref(v)?;
+        let mut shape = Shape::new();
+        for &d in dims {
+            shape.push(usize::try_from(d).map_err(|_| Error::ep(format_args!("input {i} has negative dim {d}")))?);
+        }
+        let len: usize = shape.iter().product();
+        let data: &[f32] = if elem_type != dtype::FLOAT || len == 0 {
+            &[]
+        } else {
+            let p = api.tensor_data(v)?.cast::<f32>();
+            // SAFETY: a float32 tensor of `len` elements that ORT keeps alive for this Compute.
+            unsafe { std::slice::from_raw_parts(p, len) }
+        };
+        inputs.push(TensorIn { elem_type, shape, data });
+    }
+    if info.inject_panic {
+        panic!("injected panic in fused node '{}' (inject_panic)", plan.name);
+    }
+    let mut state = info
+        .pool
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .pop()
+        .unwrap_or_else(|| RunState::new(plan));
+    let mut outputs = OrtOutputs { api, ctx };
+    let par = OrtParallel { api, ctx };
+    let result = execute(plan, &mut state, &inputs, &mut outputs, &par);
+    info.pool.lock().unwrap_or_else(|p| p.into_inner()).push(state);
+    if result.is_ok() {
+        probe::record_run(plan.steps.len());
+    }
+    result
+}
+
+struct OrtOutputs<'c> {
+    api: &'c Api,
+    ctx: *mut OrtKernelContext,
+}
+
+impl<'c> Outputs<'c> for OrtOutputs<'c> {
+    fn alloc(&mut self, index: usize, shape: &[usize]) -> Result<&'c mut [f32]> {
+        let dims: SmallVec<[i64; 8]> = shape.iter().map(|&d| d as i64).collect();
+        let v = self.api.kernel_output(self.ctx, index, &dims)?;
+        let len: usize = shape.iter().product();
+        if len == 0 {
+            return Ok(&mut []);
+        }
+        let p = self.api.tensor_mutable_data(v)?.cast::<f32>();
+        // SAFETY: ORT allocated a float32 output of `len` elements for this Compute; each
+        // output index is allocated once per Run, so no two slices alias.
+        Ok(unsafe { std::slice::from_raw_parts_mut(p, len) })
+    }
+}
+
+struct OrtParallel<'c> {
+    api: &'c Api,
+    ctx: *mut OrtKernelContext,
+}
+
+struct Job<'f> {
+    out: *mut f32,
+    len: usize,
+    chunk_len: usize,
+    f: &'f (dyn Fn(usize, &mut [f32]) + Sync),
+    panicked: AtomicBool,
+}
+
+unsafe extern "C" fn run_chunk(data: *mut c_void, index: usize) {
+    // SAFETY: `data` is the Job that for_each_chunk keeps alive across ParallelFor.
+    let job = unsafe { &*data.cast::<Job<'_>>() };
+    let start = index * job.chunk_len;
+    if start >= job.len {
+        return;
+    }
+    let end = (start + job.chunk_len).min(job.len);
+    // SAFETY: chunks [start, end) for distinct indices are disjoint parts of `out`.
+    let chunk = unsafe { std::slice::from_raw_parts_mut(job.out.add(start), end - start) };
+    if catch_unwind(AssertUnwindSafe(|| (job.f)(start, chunk))).is_err() {
+        job.panicked.store(true, Ordering::Relaxed);
+    }
+}
+
+impl Parallel for OrtParallel<'_> {
+    fn for_each_chunk(&self, out: &mut [f32], chunk_len: usize, f: &(dyn Fn(usize, &mut [f32]) + Sync)) {
+        let chunk_len = chunk_len.max(1);
+        let tasks = out.len().div_ceil(chunk_len);
+        if tasks <= 1 {
+            return Serial.for_each_chunk(out, chunk_len, f);
+        }
+        let job = Job { out: out.as_mut_ptr(), len: out.len(), chunk_len, f, panicked: AtomicBool::new(false) };
+        let data = (&job as *const Job<'_>).cast_mut().cast::<c_void>();
+        if self.api.parallel_for(self.ctx, run_chunk, tasks, data).is_err() {
+            // ORT could not schedule: elementwise chunks are idempotent, run them here.
+            return Serial.for_each_chunk(out, chunk_len, f);
+        }
+        if job.panicked.load(Ordering::Relaxed) {
+            panic!("a kernel panicked on ORT's thread pool");
+        }
+    }
+}

@@ -1,0 +1,170 @@
+//! The `OrtEp` callbacks: claim nodes (GetCapability) and compile them into plans.
+
+use std::ffi::c_char;
+
+use ort_sys::{OrtGraph, OrtNode, OrtSessionOptions, OrtStatus};
+
+use super::api::Api;
+use super::compute::ComputeInfo;
+use super::factory::EP_NAME;
+use super::structs::{OrtEp, OrtEpGraphSupportInfo, OrtNodeComputeInfo, EP_STRUCT_VERSION};
+use super::{guard, read};
+use crate::capability::partition;
+use crate::error::{Error, Result};
+use crate::plan::Plan;
+use crate::registry::kernel_for;
+
+/// Session option (set as a provider option `inject_panic`) naming a node whose fused
+/// Compute panics on purpose: the test that a panic becomes an error, not an abort.
+/// ORT stores provider options under `ep.<lowercased EP name>.`.
+const INJECT_PANIC_KEY: &std::ffi::CStr = c"ep.rivet.inject_panic";
+const NO_FALLBACK_KEY: &std::ffi::CStr = c"session.disable_cpu_ep_fallback";
+
+
+#[repr(C)]
+pub(super) struct Ep {
+    base: OrtEp,
+    api: Api,
+    inject_panic: Option<String>,
+    /// `session.disable_cpu_ep_fallback=1`: a node Rivet cannot run fails the session in
+    /// Compile, with the node and the reason, instead of ORT's generic message.
+    no_fallback: bool,
+}
+
+fn ep<'a>(this: *const OrtEp) -> &'a Ep {
+    // SAFETY: ORT passes back the pointer made in `Ep::create`; `base` is the first field.
+    unsafe { &*this.cast::<Ep>() }
+}
+
+impl Ep {
+    pub(super) fn create(api: Api, options: *const OrtSessionOptions) -> Result<*mut OrtEp> {
+        let inject_panic = api.session_config_entry(options, INJECT_PANIC_KEY)?;
+        let no_fallback = api.session_config_entry(options, NO_FALLBACK_KEY)?.is_some_and(|v| v.trim() == "1");
+        let ep = Box::new(Ep {
+            base: OrtEp {
+                ort_version_supported: EP_STRUCT_VERSION,
+                get_name,
+                get_capability,
+                compile,
+                release_node_compute_infos,
+                get_preferred_data_layout: None,
+                should_convert_data_layout_for_op: None,
+                set_dynamic_options: None,
+                on_run_start: None,
+                on_run_end: None,
+                create_allocator: None,
+                create_sync_stream_for_device: None,
+                get_compiled_model_compatibility_info: None,
+            },
+            api,
+            inject_panic,
+            no_fallback,
+        });
+        Ok(Box::into_raw(ep).cast())
+    }
+
+    pub(super) fn release(this: *mut OrtEp) {
+        if !this.is_null() {
+            // SAFETY: made by Box::into_raw in `create`, released once by ORT.
+            drop(unsafe { Box::from_raw(this.cast::<Ep>()) });
+        }
+    }
+}
+
+unsafe extern "system" fn get_name(_this: *const OrtEp) -> *const c_char {
+    EP_NAME.as_ptr()
+}
+
+unsafe extern "system" fn get_capability(
+    this: *mut OrtEp,
+    graph: *const OrtGraph,
+    info: *mut OrtEpGraphSupportInfo,
+) -> *mut OrtStatus {
+    let ep = ep(this);
+    guard(&ep.api, "GetCapability", || {
+        let (ptrs, nodes) = read::nodes(&ep.api, graph)?;
+        let verdicts: Vec<Result<_, String>> = nodes.iter().map(kernel_for).collect();
+        let claimable: Vec<bool> = verdicts.iter().map(Result::is_ok).collect();
+        let desc = crate::graph::GraphDesc { nodes, ..Default::default() };
+        for group in partition(&desc, &claimable) {
+            let group_ptrs: Vec<*const OrtNode> = group.iter().map(|&i| ptrs[i]).collect();
+            ep.api.add_nodes_to_fuse(info, &group_ptrs)?;
+        }
+        if ep.no_fallback {
+            // ORT's own message for a node left over with fallback off does not say which
+            // node or why. Claim each such node alone (a single node cannot close a cycle)
+            // so that Compile fails the session naming it and the reason.
+            for (i, verdict) in verdicts.iter().enumerate() {
+                if verdict.is_err() {
+                    let owner = ep.api.node_ep_name(ptrs[i])?;
+                    if owner.is_empty() || owner == "Rivet" {
+                        ep.api.add_nodes_to_fuse(info, &[ptrs[i]])?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    })
+}
+
+unsafe extern "system" fn compile(
+    this: *mut OrtEp,
+    graphs: *const *const OrtGraph,
+    fused_nodes: *const *const OrtNode,
+    count: usize,
+    infos: *mut *mut OrtNodeComputeInfo,
+    _ep_context_nodes: *mut *mut OrtNode,
+) -> *mut OrtStatus {
+    let ep = ep(this);
+    guard(&ep.api, "Compile", || {
+        if count == 0 {
+            return Ok(());
+        }
+        if graphs.is_null() || fused_nodes.is_null() || infos.is_null() {
+            return Err(Error::ep("Compile got null arrays"));
+        }
+        // SAFETY: ORT passes `count` graphs, fused nodes and info slots.
+        let (graphs, fused, out) = unsafe {
+            (
+                std::slice::from_raw_parts(graphs, count),
+                std::slice::from_raw_parts(fused_nodes, count),
+                std::slice::from_raw_parts_mut(infos, count),
+            )
+        };
+        out.iter_mut().for_each(|p| *p = std::ptr::null_mut());
+        let mut built = Vec::with_capacity(count);
+        for i in 0..count {
+            let (name, desc) = read::fused_graph(&ep.api, graphs[i], fused[i])?;
+            let plan = Plan::build(&name, &desc).map_err(|e| {
+                if ep.no_fallback {
+                    Error { message: format!("{e}; CPU fallback is disabled (session.disable_cpu_ep_fallback=1)"), ..e }
+                } else {
+                    e
+                }
+            })?;
+            let panic_here = ep
+                .inject_panic
+                .as_deref()
+                .is_some_and(|target| desc.nodes.iter().any(|n| n.name == target));
+            built.push(ComputeInfo::create(ep.api, plan, panic_here));
+        }
+        for (slot, info) in out.iter_mut().zip(built) {
+            *slot = info;
+        }
+        Ok(())
+    })
+}
+
+unsafe extern "system" fn release_node_compute_infos(
+    _this: *mut OrtEp,
+    infos: *mut *mut OrtNodeComputeInfo,
+    n: usize,
+) {
+    if infos.is_null() {
+        return;
+    }
+    // SAFETY: ORT passes back the `n` infos Compile created.
+    for &info in unsafe { std::slice::from_raw_parts(infos, n) } {
+        ComputeInfo::release(info);
+    }
+}

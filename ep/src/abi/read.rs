@@ -1,0 +1,175 @@
+//! Reads ORT's graph objects into Rivet's owned `GraphDesc`.
+
+use std::collections::HashSet;
+use std::ffi::{c_char, CStr};
+use std::ptr;
+
+use ort_sys::{ONNXType, OrtGraph, OrtNode, OrtOpAttrType, OrtValueInfo};
+use smallvec::SmallVec;
+
+use super::api::Api;
+use crate::error::{Error, Result};
+use crate::graph::{dtype, AttrValue, ConstDesc, Dim, GraphDesc, NodeDesc, ValueDesc};
+
+/// Reads a value's name and declared tensor type; a null value info is an omitted input.
+pub fn value(api: &Api, v: *const OrtValueInfo) -> Result<Option<ValueDesc>> {
+    if v.is_null() {
+        return Ok(None);
+    }
+    let name = api.value_info_name(v)?;
+    if name.is_empty() {
+        return Ok(None);
+    }
+    let type_info = api.value_info_type_info(v)?;
+    if type_info.is_null() || api.type_info_onnx_type(type_info)? != ONNXType::ONNX_TYPE_TENSOR {
+        return Ok(Some(ValueDesc { name, elem_type: 0, dims: None }));
+    }
+    let t = api.type_info_tensor_info(type_info)?;
+    let elem_type = api.tensor_info_element_type(t)?;
+    let rank = api.tensor_info_rank(t)?;
+    let mut dims = vec![0i64; rank];
+    api.tensor_info_dims(t, &mut dims)?;
+    let mut symbols: Vec<*const c_char> = vec![ptr::null(); rank];
+    api.tensor_info_symbolic_dims(t, &mut symbols)?;
+    let declared = dims
+        .iter()
+        .zip(&symbols)
+        .map(|(&d, &s)| {
+            if d >= 0 {
+                Dim::Fixed(d as usize)
+            } else if s.is_null() {
+                Dim::Symbolic(String::new())
+            } else {
+                // SAFETY: ORT's symbolic dim names are NUL-terminated and live with the type info.
+                Dim::Symbolic(unsafe { CStr::from_ptr(s) }.to_string_lossy().into_owned())
+            }
+        })
+        .collect();
+    // A tensor whose rank ORT does not know reports rank 0 with no shape; treat a declared
+    // scalar and an unknown shape alike only when ORT says there is no shape at all.
+    Ok(Some(ValueDesc { name, elem_type, dims: Some(declared) }))
+}
+
+fn values(api: &Api, infos: &[*const OrtValueInfo]) -> Result<Vec<Option<ValueDesc>>> {
+    infos.iter().map(|&v| value(api, v)).collect()
+}
+
+fn read_bytes(api: &Api, a: *const ort_sys::OrtOpAttr, t: OrtOpAttrType) -> Result<Vec<u8>> {
+    let mut buf = vec![0u8; 64];
+    let size = api.read_op_attr(a, t, &mut buf)?;
+    if size > buf.len() {
+        buf.resize(size, 0);
+        api.read_op_attr(a, t, &mut buf)?;
+    }
+    buf.truncate(size);
+    Ok(buf)
+}
+
+fn attribute(api: &Api, a: *const ort_sys::OrtOpAttr) -> Result<(String, AttrValue)> {
+    let name = api.op_attr_name(a)?;
+    let t = api.op_attr_type(a)?;
+    let value = match t {
+        OrtOpAttrType::ORT_OP_ATTR_INT => {
+            let b = read_bytes(api, a, t)?;
+            AttrValue::Int(i64::from_ne_bytes(b.get(..8).and_then(|s| s.try_into().ok()).ok_or_else(|| Error::ort("short int attribute"))?))
+        }
+        OrtOpAttrType::ORT_OP_ATTR_FLOAT => {
+            let b = read_bytes(api, a, t)?;
+            AttrValue::Float(f32::from_ne_bytes(b.get(..4).and_then(|s| s.try_into().ok()).ok_or_else(|| Error::ort("short float attribute"))?))
+        }
+        OrtOpAttrType::ORT_OP_ATTR_STRING => {
+            let b = read_bytes(api, a, t)?;
+            let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
+            AttrValue::String(String::from_utf8_lossy(&b[..end]).into_owned())
+        }
+        OrtOpAttrType::ORT_OP_ATTR_INTS => {
+            let b = read_bytes(api, a, t)?;
+            AttrValue::Ints(b.chunks_exact(8).map(|c| i64::from_ne_bytes(c.try_into().expect("8 bytes"))).collect())
+        }
+        OrtOpAttrType::ORT_OP_ATTR_FLOATS => {
+            let b = read_bytes(api, a, t)?;
+            AttrValue::Floats(b.chunks_exact(4).map(|c| f32::from_ne_bytes(c.try_into().expect("4 bytes"))).collect())
+        }
+        _ => AttrValue::Other,
+    };
+    Ok((name, value))
+}
+
+/// Reads one node.
+pub fn node(api: &Api, n: *const OrtNode) -> Result<NodeDesc> {
+    let mut inputs = vec![ptr::null(); api.node_num_inputs(n)?];
+    api.node_inputs(n, &mut inputs)?;
+    let mut outputs = vec![ptr::null(); api.node_num_outputs(n)?];
+    api.node_outputs(n, &mut outputs)?;
+    let mut attrs = vec![ptr::null(); api.node_num_attributes(n)?];
+    api.node_attributes(n, &mut attrs)?;
+    Ok(NodeDesc {
+        name: api.node_name(n)?,
+        op_type: api.node_op_type(n)?,
+        domain: api.node_domain(n)?,
+        since_version: api.node_since_version(n)?,
+        inputs: values(api, &inputs)?,
+        outputs: values(api, &outputs)?,
+        attrs: attrs.iter().map(|&a| attribute(api, a)).collect::<Result<_>>()?,
+    })
+}
+
+/// Reads a graph's nodes, with the `OrtNode` pointers in the same order.
+pub fn nodes(api: &Api, g: *const OrtGraph) -> Result<(Vec<*const OrtNode>, Vec<NodeDesc>)> {
+    let mut ptrs = vec![ptr::null(); api.graph_num_nodes(g)?];
+    api.graph_nodes(g, &mut ptrs)?;
+    let descs = ptrs.iter().map(|&n| node(api, n)).collect::<Result<_>>()?;
+    Ok((ptrs, descs))
+}
+
+/// Reads a fused subgraph: its nodes, the fused node's inputs and outputs in order, and
+/// the constant initializers the nodes read that are not among the fused inputs.
+pub fn fused_graph(api: &Api, g: *const OrtGraph, fused: *const OrtNode) -> Result<(String, GraphDesc)> {
+    let name = api.node_name(fused)?;
+    let (_, nodes) = nodes(api, g)?;
+    let fused_desc = node(api, fused)?;
+    let inputs: Vec<ValueDesc> = fused_desc.inputs.into_iter().flatten().collect();
+    let outputs: Vec<ValueDesc> = fused_desc.outputs.into_iter().flatten().collect();
+
+    let known: HashSet<&str> = inputs
+        .iter()
+        .map(|v| v.name.as_str())
+        .chain(nodes.iter().flat_map(|n| n.outputs.iter().flatten().map(|v| v.name.as_str())))
+        .collect();
+    let missing: HashSet<String> = nodes
+        .iter()
+        .flat_map(|n| n.inputs.iter().flatten())
+        .filter(|v| !known.contains(v.name.as_str()))
+        .map(|v| v.name.clone())
+        .collect();
+    let mut constants = Vec::new();
+    if !missing.is_empty() {
+        let mut inits = vec![ptr::null(); api.graph_num_initializers(g)?];
+        api.graph_initializers(g, &mut inits)?;
+        for &vi in &inits {
+            let vname = api.value_info_name(vi)?;
+            if missing.contains(&vname) && api.value_info_is_constant_initializer(vi)? {
+                constants.push(constant(api, vi, vname)?);
+            }
+        }
+    }
+    Ok((name, GraphDesc { nodes, inputs, outputs, constants }))
+}
+
+fn constant(api: &Api, vi: *const OrtValueInfo, name: String) -> Result<ConstDesc> {
+    let v = api.value_info_initializer_value(vi)?;
+    let (elem, dims) = api.tensor_type_and_shape_ref(v)?;
+    if elem != dtype::FLOAT {
+        return Err(Error::ep(format_args!("initializer '{name}' is {}, not float32", dtype::name(elem))));
+    }
+    let shape: SmallVec<[usize; 8]> = dims.iter().map(|&d| d.max(0) as usize).collect();
+    let len: usize = shape.iter().product();
+    let data = if len == 0 {
+        Vec::new()
+    } else {
+        let p = api.tensor_data(v)?.cast::<f32>();
+        // SAFETY: a float32 initializer of `len` elements; ORT keeps it alive for Compile.
+        unsafe { std::slice::from_raw_parts(p, len) }.to_vec()
+    };
+    Ok(ConstDesc { name, shape, data })
+}

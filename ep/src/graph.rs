@@ -1,0 +1,100 @@
+//! An owned, ORT-free description of a graph: what the ABI layer reads out of an
+//! `OrtGraph`, and what capability and planning work on.
+
+use smallvec::SmallVec;
+
+/// ONNX element type codes (TensorProto.DataType).
+pub mod dtype {
+    pub const FLOAT: i32 = 1;
+    pub const INT64: i32 = 7;
+
+    /// Name of an ONNX element type, for messages.
+    pub fn name(code: i32) -> &'static str {
+        match code {
+            1 => "float32",
+            2 => "uint8",
+            3 => "int8",
+            4 => "uint16",
+            5 => "int16",
+            6 => "int32",
+            7 => "int64",
+            8 => "string",
+            9 => "bool",
+            10 => "float16",
+            11 => "float64",
+            12 => "uint32",
+            13 => "uint64",
+            16 => "bfloat16",
+            _ => "other",
+        }
+    }
+}
+
+/// One dimension as declared in the model.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Dim {
+    Fixed(usize),
+    /// Symbolic (`N`) or unknown (empty name).
+    Symbolic(String),
+}
+
+pub type Shape = SmallVec<[usize; 8]>;
+pub type DeclaredShape = SmallVec<[Dim; 8]>;
+
+/// A value's declared type: `None` dims means the rank is unknown.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ValueDesc {
+    pub name: String,
+    /// ONNX element type, or 0 when the value is not a tensor.
+    pub elem_type: i32,
+    pub dims: Option<DeclaredShape>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum AttrValue {
+    Int(i64),
+    Float(f32),
+    String(String),
+    Ints(Vec<i64>),
+    Floats(Vec<f32>),
+    /// Kinds Rivet never accepts (graphs, tensors, string lists).
+    Other,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct NodeDesc {
+    pub name: String,
+    pub op_type: String,
+    pub domain: String,
+    pub since_version: i32,
+    /// `None` for an omitted optional input.
+    pub inputs: Vec<Option<ValueDesc>>,
+    pub outputs: Vec<Option<ValueDesc>>,
+    pub attrs: Vec<(String, AttrValue)>,
+}
+
+impl NodeDesc {
+    pub fn attr(&self, name: &str) -> Option<&AttrValue> {
+        self.attrs.iter().find(|(n, _)| n == name).map(|(_, v)| v)
+    }
+}
+
+/// A constant tensor the plan keeps (an initializer ORT did not pass as an input).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ConstDesc {
+    pub name: String,
+    pub shape: Shape,
+    pub data: Vec<f32>,
+}
+
+/// A graph as Rivet sees it. Nodes are in the order ORT listed them.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct GraphDesc {
+    pub nodes: Vec<NodeDesc>,
+    /// Graph inputs (for a fused subgraph: the fused node's inputs, in order).
+    pub inputs: Vec<ValueDesc>,
+    /// Graph outputs (for a fused subgraph: the fused node's outputs, in order).
+    pub outputs: Vec<ValueDesc>,
+    /// Constant initializers not among `inputs`.
+    pub constants: Vec<ConstDesc>,
+}

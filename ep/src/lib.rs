@@ -1,0 +1,17 @@
+//! Rivet: a CPU execution provider for ONNX Runtime, loaded as a plugin library.
+//!
+//! Layers, from ORT inwards: `abi` (the only `unsafe`: ORT's structs, the call wrapper,
+//! the callbacks), `capability` (which nodes to claim), `plan` (a compiled subgraph),
+//! `exec` (runs a plan over slices), `registry` (the supported ops), and the kernels in
+//! the `rivet-kernels` crate.
+
+#![deny(unsafe_op_in_unsafe_fn)]
+
+pub mod abi;
+pub mod capability;
+pub mod error;
+pub mod exec;
+pub mod graph;
+pub mod plan;
+pub mod probe;
+pub mod registry;

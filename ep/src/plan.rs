@@ -1,0 +1,164 @@
+//! A compiled subgraph: the steps to run, where each value lives, and what each value is
+//! declared to be. Built once at Compile; `exec` runs it at every Run.
+
+use std::collections::HashMap;
+use std::fmt;
+
+use smallvec::SmallVec;
+
+use crate::error::{Error, Result};
+use crate::graph::{dtype, DeclaredShape, Dim, GraphDesc, Shape};
+use crate::registry::{kernel_for, Kernel};
+
+pub type ValueId = usize;
+
+/// Where a value's data lives during a Run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Slot {
+    /// The fused node's input `i`, owned by ORT.
+    Input(usize),
+    /// The fused node's output `i`, allocated through ORT at Run.
+    Output(usize),
+    /// An intermediate buffer of the per-Run state.
+    Buffer(usize),
+    /// A constant the plan holds.
+    Const(usize),
+}
+
+#[derive(Clone, Debug)]
+pub struct PlanValue {
+    pub name: String,
+    pub slot: Slot,
+    /// Declared dims, when the model gives a rank.
+    pub declared: Option<DeclaredShape>,
+    /// The first step that reads this value, with the input position: errors about a
+    /// fused input name the node that consumes it.
+    pub first_reader: Option<(usize, usize)>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Step {
+    pub node_name: String,
+    pub op_type: String,
+    pub kernel: Kernel,
+    pub inputs: SmallVec<[ValueId; 2]>,
+    pub output: ValueId,
+}
+
+/// What an error message says about a node: `node 'relu_0' (Relu)`.
+pub struct NodeLabel<'a>(pub &'a Step);
+
+impl fmt::Display for NodeLabel<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "node '{}' ({})", self.0.node_name, self.0.op_type)
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Plan {
+    /// Name of the fused node ORT created for this subgraph.
+    pub name: String,
+    pub values: Vec<PlanValue>,
+    pub steps: Vec<Step>,
+    pub inputs: Vec<ValueId>,
+    pub outputs: Vec<ValueId>,
+    pub constants: Vec<(Shape, Vec<f32>)>,
+    pub num_buffers: usize,
+}
+
+impl Plan {
+    /// Builds the plan for a fused subgraph. Fails if a node is not runnable (it should
+    /// not have been claimed) or the graph does not hang together.
+    pub fn build(name: &str, graph: &GraphDesc) -> Result<Plan> {
+        let mut values: Vec<PlanValue> = Vec::new();
+        let mut by_name: HashMap<String, ValueId> = HashMap::new();
+        fn add(
+            values: &mut Vec<PlanValue>,
+            by_name: &mut HashMap<String, ValueId>,
+            name: &str,
+            slot: Slot,
+            declared: Option<DeclaredShape>,
+        ) -> ValueId {
+            values.push(PlanValue { name: name.to_string(), slot, declared, first_reader: None });
+            by_name.insert(name.to_string(), values.len() - 1);
+            values.len() - 1
+        }
+
+        // Nodes first: an unrunnable node is the most useful thing to report.
+        let kernels = graph
+            .nodes
+            .iter()
+            .map(|node| {
+                kernel_for(node).map_err(|why| {
+                    Error::invalid(format_args!("Rivet cannot run node '{}' ({}): {why}", node.name, node.op_type))
+                })
+            })
+            .collect::<Result<Vec<Kernel>>>()?;
+        let mut inputs = Vec::with_capacity(graph.inputs.len());
+        for (i, v) in graph.inputs.iter().enumerate() {
+            if v.elem_type != dtype::FLOAT {
+                return Err(Error::ep(format_args!(
+                    "fused input '{}' is {}, not float32",
+                    v.name,
+                    dtype::name(v.elem_type)
+                )));
+            }
+            inputs.push(add(&mut values, &mut by_name, &v.name, Slot::Input(i), v.dims.clone()));
+        }
+        let mut constants = Vec::new();
+        for c in &graph.constants {
+            let dims = c.shape.iter().map(|&d| Dim::Fixed(d)).collect();
+            add(&mut values, &mut by_name, &c.name, Slot::Const(constants.len()), Some(dims));
+            constants.push((c.shape.clone(), c.data.clone()));
+        }
+        let output_index: HashMap<&str, usize> =
+            graph.outputs.iter().enumerate().map(|(i, v)| (v.name.as_str(), i)).collect();
+
+        let mut steps = Vec::with_capacity(graph.nodes.len());
+        let mut num_buffers = 0;
+        for (node, kernel) in graph.nodes.iter().zip(kernels) {
+            let mut step_inputs = SmallVec::new();
+            for (pos, input) in node.inputs.iter().flatten().enumerate() {
+                let id = *by_name.get(&input.name).ok_or_else(|| {
+                    Error::ep(format_args!(
+                        "node '{}' ({}) input {pos} '{}' is produced by no earlier node, input or initializer",
+                        node.name, node.op_type, input.name
+                    ))
+                })?;
+                if values[id].first_reader.is_none() {
+                    values[id].first_reader = Some((steps.len(), pos));
+                }
+                step_inputs.push(id);
+            }
+            let out = node.outputs[0].as_ref().expect("checked by kernel_for");
+            let slot = match output_index.get(out.name.as_str()) {
+                Some(&o) => Slot::Output(o),
+                None => {
+                    num_buffers += 1;
+                    Slot::Buffer(num_buffers - 1)
+                }
+            };
+            let output = add(&mut values, &mut by_name, &out.name, slot, out.dims.clone());
+            steps.push(Step {
+                node_name: node.name.clone(),
+                op_type: node.op_type.clone(),
+                kernel,
+                inputs: step_inputs,
+                output,
+            });
+        }
+        let mut outputs = Vec::with_capacity(graph.outputs.len());
+        for v in &graph.outputs {
+            match by_name.get(&v.name) {
+                Some(&id) if matches!(values[id].slot, Slot::Output(_)) => outputs.push(id),
+                _ => {
+                    return Err(Error::ep(format_args!(
+                        "fused output '{}' is not produced by any node of the subgraph",
+                        v.name
+                    )))
+                }
+            }
+        }
+        Ok(Plan { name: name.to_string(), values, steps, inputs, outputs, constants, num_buffers })
+    }
+}

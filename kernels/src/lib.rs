@@ -1,0 +1,46 @@
+//! Native f32 kernels for the Rivet execution provider.
+//!
+//! This crate knows nothing about ONNX Runtime: it works on plain `f32`
+//! slices and `usize` shapes, and contains no `unsafe` code.
+//!
+//! * [`UnaryOp`]: elementwise activations and math functions (ONNX semantics,
+//!   attributes already resolved), with [`UnaryOp::apply`] /
+//!   [`UnaryOp::apply_inplace`] and an f64 [`UnaryOp::reference`] for tests.
+//! * [`BinaryOp`] + [`Broadcast`] + [`binary_f32`]: elementwise binary ops
+//!   with numpy-style broadcasting. A [`Broadcast`] plan is built once per
+//!   shape pair; `binary_f32` can fill any sub-range of the output, so callers
+//!   may split the work across threads.
+//!
+//! # Performance
+//!
+//! Kernels are scalar Rust written for LLVM's auto-vectorizer: one
+//! monomorphized loop per op over zipped slices (no bounds checks), and
+//! transcendental functions (`exp`, `expm1`, `ln`, `erf`, `tanh`, ...) are
+//! implemented inline in [`math`](crate) with selects instead of libm calls,
+//! so the loops vectorize. Only `Pow` (with an exponent other than 2) calls
+//! libm.
+//!
+//! # Accuracy
+//!
+//! Every unary op is swept against its f64 reference in the tests with a
+//! pinned bound per op (see `unary_tests.rs`); roughly: exact for the
+//! piecewise-linear ops, `Floor`, `Ceil`, `Sqrt`, `Reciprocal`, `Abs`, `Neg`;
+//! a few ulp for `Exp`, `Log`, `Tanh`, `Sigmoid`, `Softplus`, `Mish`, ...;
+//! `Erf` within 2e-7 absolute.
+
+#![forbid(unsafe_code)]
+
+mod binary;
+mod broadcast;
+mod math;
+mod reference;
+mod unary;
+
+#[cfg(test)]
+mod binary_tests;
+#[cfg(test)]
+mod unary_tests;
+
+pub use binary::{binary_f32, BinaryOp};
+pub use broadcast::{Broadcast, BroadcastError, BroadcastKind};
+pub use unary::UnaryOp;

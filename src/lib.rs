@@ -1,0 +1,8 @@
+//! The Rivet harness: loads ONNX Runtime and the Rivet plugin, builds models in memory,
+//! runs them on Rivet and on ORT's own CPU EP, and compares. Used by the `rivet` CLI and
+//! by the end-to-end tests.
+
+pub mod harness;
+pub mod model;
+pub mod ort_extra;
+pub mod paths;

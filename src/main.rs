@@ -1,0 +1,132 @@
+//! `rivet`: run a model on Rivet and on ORT's CPU EP and compare; print the op table.
+
+use std::collections::HashMap;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use rivet::harness::{self, Arm, SessionOpts};
+use rivet::model::{Attr, Dim, ModelBuilder, FLOAT};
+
+const USAGE: &str = "usage:
+  rivet run [--model PATH] [--dim NAME=VALUE]... [--iters N] [--threads N]
+      Runs the model (default: a built-in one) on Rivet and on ORT's CPU EP, checks
+      Rivet's outputs against ORT's and prints per-Run time for each.
+  rivet ops
+      Prints the table of supported ops (markdown), generated from Rivet's registry.";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("run") => run(&args[1..]),
+        Some("ops") => {
+            print!("{}", rivet_ep::registry::markdown_table());
+            Ok(())
+        }
+        Some("-h" | "--help") | None => {
+            println!("{USAGE}");
+            Ok(())
+        }
+        Some(other) => Err(format!("unknown command '{other}'\n{USAGE}")),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("rivet: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The built-in model: an elementwise block on x[N, 1024] with two initializers.
+pub fn builtin_model() -> Vec<u8> {
+    let n = 1024;
+    let w: Vec<f32> = harness::values(7, n, 0.5, 1.5).into_iter().map(|v| v as f32).collect();
+    let b: Vec<f32> = harness::values(8, n, -0.5, 0.5).into_iter().map(|v| v as f32).collect();
+    ModelBuilder::new(21)
+        .input("x", FLOAT, &[Dim::from("N"), Dim::from(n as i64)])
+        .initializer("w", &[n as i64], w)
+        .initializer("b", &[n as i64], b)
+        .node("Mul", "scale", &["x", "w"], &["xw"])
+        .node("Add", "shift", &["xw", "b"], &["h"])
+        .node("Tanh", "squash", &["h"], &["t"])
+        .node_with("Gelu", "gelu", &["t"], &["g"], &[("approximate", Attr::Str("tanh".into()))])
+        .node_with("LeakyRelu", "leaky", &["x"], &["l"], &[("alpha", Attr::Float(0.1))])
+        .node("Max", "join", &["g", "l"], &["y"])
+        .output("y", FLOAT, None)
+        .build()
+}
+
+fn parse_run_args(args: &[String]) -> Result<(Option<String>, HashMap<String, i64>, usize, Option<usize>), String> {
+    let mut model = None;
+    let mut dims = HashMap::new();
+    let mut iters = 200;
+    let mut threads = None;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let mut value = |flag: &str| it.next().cloned().ok_or_else(|| format!("{flag} needs a value"));
+        match a.as_str() {
+            "--model" => model = Some(value("--model")?),
+            "--dim" => {
+                let v = value("--dim")?;
+                let (k, n) = v.split_once('=').ok_or_else(|| format!("--dim takes NAME=VALUE, got '{v}'"))?;
+                let n: i64 = n.parse().map_err(|_| format!("--dim {k}: '{n}' is not a whole number"))?;
+                if n < 0 {
+                    return Err(format!("--dim {k}: {n} is negative"));
+                }
+                dims.insert(k.to_string(), n);
+            }
+            "--iters" => iters = value("--iters")?.parse().map_err(|_| "--iters takes a whole number".to_string())?,
+            "--threads" => threads = Some(value("--threads")?.parse().map_err(|_| "--threads takes a whole number".to_string())?),
+            other => return Err(format!("unknown argument '{other}'\n{USAGE}")),
+        }
+    }
+    Ok((model, dims, iters.max(1), threads))
+}
+
+fn micros(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e6
+}
+
+fn run(args: &[String]) -> Result<(), String> {
+    let (model_path, mut dims, iters, threads) = parse_run_args(args)?;
+    let (label, bytes) = match &model_path {
+        Some(p) => (p.clone(), std::fs::read(p).map_err(|e| format!("reading {p}: {e}"))?),
+        None => {
+            dims.entry("N".into()).or_insert(4);
+            ("built-in (Mul, Add, Tanh, Gelu, LeakyRelu, Max on x[N, 1024])".to_string(), builtin_model())
+        }
+    };
+    let env = harness::environment()?;
+    let rivet_opts = SessionOpts { record_assignment: true, intra_threads: threads, ..Default::default() };
+    let ort_opts = SessionOpts { intra_threads: threads, ..Default::default() };
+    let mut rivet = harness::session(env, &bytes, Arm::Rivet, &rivet_opts)?;
+    let mut ort = harness::session(env, &bytes, Arm::OrtCpu, &ort_opts)?;
+
+    let assigned = rivet::ort_extra::graph_assignment(&rivet)?;
+    let on_rivet = assigned.iter().filter(|(ep, _, _)| ep == harness::RIVET_EP).count();
+    let inputs = harness::generate_inputs(&ort, &dims)?;
+    let want = harness::run(&mut ort, &inputs)?;
+    let got = harness::run(&mut rivet, &inputs)?;
+    let score = harness::compare(&got, &want, 1e-4, 1e-5)?;
+
+    let prepared = harness::prepare(&inputs)?;
+    let rounds = 5;
+    let per_round = iters.div_ceil(rounds);
+    let (mut t_rivet, mut t_ort) = (Vec::new(), Vec::new());
+    let mut ort_round_medians = Vec::new();
+    for _ in 0..rounds {
+        t_ort.extend(harness::time_runs(&mut ort, &prepared, 10, per_round).inspect(|t| ort_round_medians.push(harness::quantile(t, 0.5)))?);
+        t_rivet.extend(harness::time_runs(&mut rivet, &prepared, 10, per_round)?);
+    }
+    let drift = {
+        let lo = ort_round_medians.iter().min().copied().unwrap_or_default();
+        let hi = ort_round_medians.iter().max().copied().unwrap_or_default();
+        (micros(hi) / micros(lo).max(1e-9) - 1.0) * 100.0
+    };
+    println!("model: {label}; {on_rivet}/{} nodes on Rivet; outputs match ORT (worst error {:.3} of tolerance rtol 1e-4, atol 1e-5)", assigned.len(), score);
+    let (r50, o50) = (harness::quantile(&t_rivet, 0.5), harness::quantile(&t_ort, 0.5));
+    println!("Rivet       p50 {:>9.2} us/Run  p90 {:>9.2} us/Run", micros(r50), micros(harness::quantile(&t_rivet, 0.9)));
+    println!("ORT CPU EP  p50 {:>9.2} us/Run  p90 {:>9.2} us/Run", micros(o50), micros(harness::quantile(&t_ort, 0.9)));
+    println!("Rivet/ORT p50 ratio {:.2} ({rounds} interleaved rounds of {per_round} Runs; ORT drift between rounds {drift:.1}%)", micros(r50) / micros(o50));
+    Ok(())
+}

@@ -1,0 +1,259 @@
+//! Builds ONNX models in memory: a small protobuf writer for the handful of ONNX messages
+//! a test or the built-in model needs (ModelProto, GraphProto, NodeProto, ...).
+
+/// ONNX element type codes used by the builder.
+pub const FLOAT: i32 = 1;
+pub const INT64: i32 = 7;
+pub const DOUBLE: i32 = 11;
+
+/// A declared dimension.
+#[derive(Clone, Debug)]
+pub enum Dim {
+    Fixed(i64),
+    Sym(String),
+}
+
+impl From<i64> for Dim {
+    fn from(v: i64) -> Self {
+        Dim::Fixed(v)
+    }
+}
+impl From<&str> for Dim {
+    fn from(s: &str) -> Self {
+        Dim::Sym(s.to_string())
+    }
+}
+
+/// An attribute value.
+#[derive(Clone, Debug)]
+pub enum Attr {
+    Float(f32),
+    Int(i64),
+    Str(String),
+    Floats(Vec<f32>),
+    Ints(Vec<i64>),
+}
+
+#[derive(Default)]
+struct Buf(Vec<u8>);
+
+impl Buf {
+    fn varint(&mut self, mut v: u64) {
+        while v >= 0x80 {
+            self.0.push((v as u8) | 0x80);
+            v >>= 7;
+        }
+        self.0.push(v as u8);
+    }
+    fn key(&mut self, field: u32, wire: u32) {
+        self.varint(((field << 3) | wire) as u64);
+    }
+    fn int(&mut self, field: u32, v: i64) {
+        self.key(field, 0);
+        self.varint(v as u64);
+    }
+    fn bytes(&mut self, field: u32, b: &[u8]) {
+        self.key(field, 2);
+        self.varint(b.len() as u64);
+        self.0.extend_from_slice(b);
+    }
+    fn string(&mut self, field: u32, s: &str) {
+        self.bytes(field, s.as_bytes());
+    }
+    fn message(&mut self, field: u32, m: Buf) {
+        self.bytes(field, &m.0);
+    }
+    fn float(&mut self, field: u32, v: f32) {
+        self.key(field, 5);
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+}
+
+struct Node {
+    op_type: String,
+    name: String,
+    domain: String,
+    inputs: Vec<String>,
+    outputs: Vec<String>,
+    attrs: Vec<(String, Attr)>,
+}
+
+struct ValueInfo {
+    name: String,
+    elem_type: i32,
+    dims: Option<Vec<Dim>>,
+}
+
+struct Initializer {
+    name: String,
+    dims: Vec<i64>,
+    data: Vec<f32>,
+}
+
+/// A model under construction. `build` returns the serialized ModelProto.
+pub struct ModelBuilder {
+    opset: i64,
+    nodes: Vec<Node>,
+    inputs: Vec<ValueInfo>,
+    outputs: Vec<ValueInfo>,
+    initializers: Vec<Initializer>,
+}
+
+impl ModelBuilder {
+    /// A model importing the default ONNX domain at `opset`.
+    pub fn new(opset: i64) -> Self {
+        Self { opset, nodes: vec![], inputs: vec![], outputs: vec![], initializers: vec![] }
+    }
+
+    pub fn input(mut self, name: &str, elem_type: i32, dims: &[Dim]) -> Self {
+        self.inputs.push(ValueInfo { name: name.into(), elem_type, dims: Some(dims.to_vec()) });
+        self
+    }
+
+    /// An output; `dims: None` leaves the shape to ORT's inference.
+    pub fn output(mut self, name: &str, elem_type: i32, dims: Option<&[Dim]>) -> Self {
+        self.outputs.push(ValueInfo { name: name.into(), elem_type, dims: dims.map(<[Dim]>::to_vec) });
+        self
+    }
+
+    pub fn initializer(mut self, name: &str, dims: &[i64], data: Vec<f32>) -> Self {
+        self.initializers.push(Initializer { name: name.into(), dims: dims.to_vec(), data });
+        self
+    }
+
+    pub fn node(self, op_type: &str, name: &str, inputs: &[&str], outputs: &[&str]) -> Self {
+        self.node_with(op_type, name, inputs, outputs, &[])
+    }
+
+    pub fn node_with(mut self, op_type: &str, name: &str, inputs: &[&str], outputs: &[&str], attrs: &[(&str, Attr)]) -> Self {
+        self.nodes.push(Node {
+            op_type: op_type.into(),
+            name: name.into(),
+            domain: String::new(),
+            inputs: inputs.iter().map(|s| s.to_string()).collect(),
+            outputs: outputs.iter().map(|s| s.to_string()).collect(),
+            attrs: attrs.iter().map(|(n, a)| (n.to_string(), a.clone())).collect(),
+        });
+        self
+    }
+
+    /// Like `node_with` in a custom domain (for ops no EP implements).
+    pub fn node_in_domain(mut self, domain: &str, op_type: &str, name: &str, inputs: &[&str], outputs: &[&str]) -> Self {
+        self = self.node(op_type, name, inputs, outputs);
+        self.nodes.last_mut().expect("just added").domain = domain.into();
+        self
+    }
+
+    pub fn build(&self) -> Vec<u8> {
+        let mut graph = Buf::default();
+        for n in &self.nodes {
+            graph.message(1, encode_node(n));
+        }
+        graph.string(2, "rivet_graph");
+        for i in &self.initializers {
+            let mut t = Buf::default();
+            for &d in &i.dims {
+                t.int(1, d);
+            }
+            t.int(2, FLOAT as i64);
+            t.string(8, &i.name);
+            let raw: Vec<u8> = i.data.iter().flat_map(|v| v.to_le_bytes()).collect();
+            t.bytes(9, &raw);
+            graph.message(5, t);
+        }
+        for v in &self.inputs {
+            graph.message(11, encode_value_info(v));
+        }
+        for v in &self.outputs {
+            graph.message(12, encode_value_info(v));
+        }
+        let mut model = Buf::default();
+        model.int(1, 10); // ir_version
+        model.string(2, "rivet");
+        model.message(7, graph);
+        let mut opset = Buf::default();
+        opset.string(1, "");
+        opset.int(2, self.opset);
+        model.message(8, opset);
+        let mut custom = self.nodes.iter().filter(|n| !n.domain.is_empty()).map(|n| n.domain.clone()).collect::<Vec<_>>();
+        custom.sort();
+        custom.dedup();
+        for d in custom {
+            let mut o = Buf::default();
+            o.string(1, &d);
+            o.int(2, 1);
+            model.message(8, o);
+        }
+        model.0
+    }
+}
+
+fn encode_node(n: &Node) -> Buf {
+    let mut b = Buf::default();
+    for i in &n.inputs {
+        b.string(1, i);
+    }
+    for o in &n.outputs {
+        b.string(2, o);
+    }
+    b.string(3, &n.name);
+    b.string(4, &n.op_type);
+    for (name, a) in &n.attrs {
+        let mut m = Buf::default();
+        m.string(1, name);
+        match a {
+            Attr::Float(v) => {
+                m.float(2, *v);
+                m.int(20, 1);
+            }
+            Attr::Int(v) => {
+                m.int(3, *v);
+                m.int(20, 2);
+            }
+            Attr::Str(s) => {
+                m.string(4, s);
+                m.int(20, 3);
+            }
+            Attr::Floats(vs) => {
+                for v in vs {
+                    m.float(7, *v);
+                }
+                m.int(20, 6);
+            }
+            Attr::Ints(vs) => {
+                for v in vs {
+                    m.int(8, *v);
+                }
+                m.int(20, 7);
+            }
+        }
+        b.message(5, m);
+    }
+    if !n.domain.is_empty() {
+        b.string(7, &n.domain);
+    }
+    b
+}
+
+fn encode_value_info(v: &ValueInfo) -> Buf {
+    let mut tensor = Buf::default();
+    tensor.int(1, v.elem_type as i64);
+    if let Some(dims) = &v.dims {
+        let mut shape = Buf::default();
+        for d in dims {
+            let mut dim = Buf::default();
+            match d {
+                Dim::Fixed(n) => dim.int(1, *n),
+                Dim::Sym(s) => dim.string(2, s),
+            }
+            shape.message(1, dim);
+        }
+        tensor.message(2, shape);
+    }
+    let mut ty = Buf::default();
+    ty.message(1, tensor);
+    let mut b = Buf::default();
+    b.string(1, &v.name);
+    b.message(2, ty);
+    b
+}

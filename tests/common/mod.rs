@@ -1,0 +1,56 @@
+//! Shared helpers for the end-to-end tests.
+#![allow(dead_code)]
+
+use ort::session::Session;
+use rivet::harness::{self, Arm, HostTensor, SessionOpts};
+
+/// Rivet only, CPU fallback off.
+pub fn strict() -> SessionOpts {
+    SessionOpts { no_fallback: true, record_assignment: true, ..Default::default() }
+}
+
+pub fn env() -> &'static ort::environment::Environment {
+    harness::environment().expect("ORT and the Rivet plugin load (run through `cargo xtask test`)")
+}
+
+pub fn rivet_session(model: &[u8]) -> Session {
+    harness::session(env(), model, Arm::Rivet, &strict()).expect("Rivet session")
+}
+
+pub fn ort_session(model: &[u8]) -> Session {
+    harness::session(env(), model, Arm::OrtCpu, &SessionOpts::default()).expect("ORT CPU session")
+}
+
+/// Values covering the interesting range plus special values at the end.
+pub fn sweep(n: usize, lo: f64, hi: f64, specials: bool) -> Vec<f32> {
+    let mut v: Vec<f32> = (0..n).map(|i| (lo + (hi - lo) * i as f64 / (n.max(2) - 1) as f64) as f32).collect();
+    if specials && n >= 8 {
+        let s = [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 0.0, -0.0, 1e-40, -1e-40, 1e30];
+        let k = s.len();
+        v[n - k..].copy_from_slice(&s);
+    }
+    v
+}
+
+/// Runs the same inputs on Rivet (strict) and on ORT's CPU EP and compares; every node
+/// must be assigned to Rivet.
+pub fn check_matches_ort(model: &[u8], inputs: &[HostTensor], rtol: f64, atol: f64, what: &str) -> Result<(), String> {
+    let mut rivet = harness::session(env(), model, Arm::Rivet, &strict()).map_err(|e| format!("{what}: {e}"))?;
+    let mut ort = ort_session(model);
+    let assigned = rivet::ort_extra::graph_assignment(&rivet).map_err(|e| format!("{what}: {e}"))?;
+    if assigned.is_empty() {
+        return Err(format!("{what}: no assignment info"));
+    }
+    if let Some((ep, node, op)) = assigned.iter().find(|(ep, _, _)| ep != harness::RIVET_EP) {
+        return Err(format!("{what}: node {node} ({op}) ran on {ep}"));
+    }
+    let want = harness::run(&mut ort, inputs).map_err(|e| format!("{what}: ORT run failed: {e}"))?;
+    let got = harness::run(&mut rivet, inputs).map_err(|e| format!("{what}: Rivet run failed: {e}"))?;
+    harness::compare(&got, &want, rtol, atol).map(|_| ()).map_err(|e| format!("{what}: {e}"))
+}
+
+pub fn assert_matches_ort(model: &[u8], inputs: &[HostTensor], rtol: f64, atol: f64, what: &str) {
+    if let Err(e) = check_matches_ort(model, inputs, rtol, atol, what) {
+        panic!("{e}");
+    }
+}

@@ -1,0 +1,146 @@
+//! Partitioning, fallback, bad input and failure containment against the real runtime.
+
+mod common;
+
+use common::{env, ort_session, rivet_session, strict, sweep};
+use rivet::harness::{self, Arm, HostTensor, SessionOpts};
+use rivet::model::{ModelBuilder, FLOAT};
+
+/// Relu -> Softmax (not claimed by Rivet) -> Sigmoid, plus a skip edge Relu -> Add that
+/// would make a cycle if Relu and Add were fused across the Softmax.
+fn split_model() -> Vec<u8> {
+    ModelBuilder::new(21)
+        .input("x", FLOAT, &[2.into(), 8.into()])
+        .node("Relu", "relu", &["x"], &["r"])
+        .node("Softmax", "softmax", &["r"], &["s"])
+        .node("Sigmoid", "sigmoid", &["s"], &["g"])
+        .node("Add", "add", &["g", "r"], &["y"])
+        .output("y", FLOAT, None)
+        .build()
+}
+
+#[test]
+fn an_unsupported_node_is_left_to_the_cpu_ep_and_the_graph_still_matches() {
+    let model = split_model();
+    let opts = SessionOpts { record_assignment: true, ..Default::default() };
+    let mut rivet = harness::session(env(), &model, Arm::Rivet, &opts).expect("session with fallback");
+    let mut assigned = rivet::ort_extra::graph_assignment(&rivet).expect("assignment");
+    assigned.sort();
+    let expect = |ep: &str, node: &str, op: &str| (ep.to_string(), node.to_string(), op.to_string());
+    assert_eq!(
+        assigned,
+        vec![
+            expect("CPUExecutionProvider", "softmax", "Softmax"),
+            expect("Rivet", "add", "Add"),
+            expect("Rivet", "relu", "Relu"),
+            expect("Rivet", "sigmoid", "Sigmoid"),
+        ]
+    );
+    let mut ort = ort_session(&model);
+    let inputs = [HostTensor::f32("x", &[2, 8], sweep(16, -2.0, 2.0, false))];
+    let want = harness::run(&mut ort, &inputs).expect("ORT run");
+    let got = harness::run(&mut rivet, &inputs).expect("split run");
+    harness::compare(&got, &want, 1e-5, 1e-6).expect("split graph matches ORT");
+}
+
+#[test]
+fn with_fallback_off_an_unsupported_node_fails_session_creation_naming_it() {
+    let err = harness::session(env(), &split_model(), Arm::Rivet, &strict()).expect_err("must not be created");
+    assert!(err.contains("node 'softmax' (Softmax)"), "the message names the node: {err}");
+    assert!(err.contains("not implemented"), "and says why: {err}");
+    assert!(err.contains("session.disable_cpu_ep_fallback"), "{err}");
+}
+
+#[test]
+fn unsupported_attribute_values_and_types_are_not_claimed() {
+    // Gelu with an unknown approximation and Relu on int64: both left to ORT, which
+    // rejects or runs them; with fallback off the session fails naming the node.
+    let gelu = ModelBuilder::new(21)
+        .input("x", FLOAT, &[4.into()])
+        .node_with("Gelu", "odd_gelu", &["x"], &["y"], &[("approximate", rivet::model::Attr::Str("erf".into()))])
+        .output("y", FLOAT, None)
+        .build();
+    let err = harness::session(env(), &gelu, Arm::Rivet, &strict()).expect_err("not claimed");
+    assert!(err.contains("node 'odd_gelu' (Gelu)") && err.contains("approximate='erf'"), "{err}");
+    let relu64 = ModelBuilder::new(21)
+        .input("x", rivet::model::INT64, &[4.into()])
+        .node("Relu", "int_relu", &["x"], &["y"])
+        .output("y", rivet::model::INT64, None)
+        .build();
+    let err = harness::session(env(), &relu64, Arm::Rivet, &strict()).expect_err("not claimed");
+    assert!(err.contains("node 'int_relu' (Relu)") && err.contains("int64"), "{err}");
+}
+
+#[test]
+fn non_broadcastable_shapes_at_run_name_the_node_and_inputs_and_the_session_keeps_working() {
+    let model = ModelBuilder::new(21)
+        .input("a", FLOAT, &["N".into()])
+        .input("b", FLOAT, &["M".into()])
+        .node("Add", "the_add", &["a", "b"], &["y"])
+        .output("y", FLOAT, None)
+        .build();
+    let mut s = rivet_session(&model);
+    let bad = [HostTensor::f32("a", &[3], vec![1.0; 3]), HostTensor::f32("b", &[4], vec![1.0; 4])];
+    let err = harness::run(&mut s, &bad).expect_err("3 and 4 do not broadcast");
+    assert!(err.contains("node 'the_add' (Add)"), "{err}");
+    assert!(err.contains("'a'") && err.contains("'b'"), "{err}");
+    assert!(err.contains("[3]") && err.contains("[4]"), "{err}");
+    let good = [HostTensor::f32("a", &[3], vec![1.0; 3]), HostTensor::f32("b", &[1], vec![2.0])];
+    let out = harness::run(&mut s, &good).expect("the session still works");
+    assert_eq!(out[0].data, vec![3.0; 3]);
+}
+
+#[test]
+fn wrong_dtype_or_rank_at_run_is_an_error_and_the_session_keeps_working() {
+    let model = ModelBuilder::new(21)
+        .input("x", FLOAT, &[2.into(), 3.into()])
+        .node("Relu", "relu", &["x"], &["y"])
+        .output("y", FLOAT, None)
+        .build();
+    let mut s = rivet_session(&model);
+    // ORT checks declared types and static dims before Rivet sees the inputs; either way
+    // the caller gets an error naming the input, and nothing is lost.
+    let wrong_type = [HostTensor { name: "x".into(), elem: ort::value::TensorElementType::Int64, shape: vec![2, 3], data: vec![1.0; 6] }];
+    let err = harness::run(&mut s, &wrong_type).expect_err("int64 for a float input");
+    assert!(err.contains('x'), "{err}");
+    let wrong_shape = [HostTensor::f32("x", &[3, 2], vec![1.0; 6])];
+    let err = harness::run(&mut s, &wrong_shape).expect_err("[3, 2] for [2, 3]");
+    assert!(err.contains('x'), "{err}");
+    let out = harness::run(&mut s, &[HostTensor::f32("x", &[2, 3], vec![-1.0, 2.0, -3.0, 4.0, -5.0, 6.0])]).expect("still works");
+    assert_eq!(out[0].data, vec![0.0, 2.0, 0.0, 4.0, 0.0, 6.0]);
+}
+
+#[test]
+fn a_panic_inside_compute_becomes_an_error_status_not_an_abort() {
+    let model = ModelBuilder::new(21)
+        .input("x", FLOAT, &[4.into()])
+        .node("Exp", "boom", &["x"], &["y"])
+        .output("y", FLOAT, None)
+        .build();
+    let opts = SessionOpts {
+        no_fallback: true,
+        // The `ort` crate takes `<EP name>.<key>`; ORT stores it as `ep.rivet.inject_panic`.
+        provider_options: vec![("Rivet.inject_panic".into(), "boom".into())],
+        ..Default::default()
+    };
+    let mut s = harness::session(env(), &model, Arm::Rivet, &opts).expect("session");
+    let inputs = [HostTensor::f32("x", &[4], vec![0.0; 4])];
+    for _ in 0..3 {
+        let err = harness::run(&mut s, &inputs).expect_err("the injected panic is an error");
+        assert!(err.contains("Rivet panicked in Compute"), "{err}");
+        assert!(err.contains("injected panic"), "{err}");
+    }
+    // The process is alive and other sessions are unaffected.
+    let mut fine = rivet_session(&model);
+    let out = harness::run(&mut fine, &inputs).expect("normal session runs");
+    assert_eq!(out[0].data, vec![1.0; 4]);
+}
+
+#[test]
+fn the_plugin_reports_its_name_vendor_and_one_cpu_device() {
+    // A misplaced factory slot would answer with the wrong string or crash here.
+    let devices: Vec<_> = env().devices().filter(|d| d.ep().is_ok_and(|n| n == "Rivet")).collect();
+    assert_eq!(devices.len(), 1);
+    assert_eq!(devices[0].ep_vendor().expect("vendor"), "Rivet");
+    assert_eq!(devices[0].hardware_device().ty(), ort::memory::DeviceType::CPU);
+}

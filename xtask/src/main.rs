@@ -1,0 +1,157 @@
+//! Rivet's workflows: `cargo xtask setup | build | run | test`.
+//!
+//! `setup` makes `.venv/` with the pinned ONNX Runtime wheel and friends (idempotent);
+//! `run` and `test` call it when needed and pass the library paths to what they start.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+const USAGE: &str = "usage: cargo xtask <command>
+  setup           make .venv/ with requirements.txt (onnxruntime==1.32.0, onnx, numpy, pytest)
+  build           build the plugin (target/release/librivet_ep.so) and its probe build
+  run [ARGS]      build, then `rivet run ARGS` (a built-in model, or --model PATH [--dim N=V])
+  test            build, then every check and test: fmt, clippy (with and without probe),
+                  Rust unit and end-to-end tests, Python tests";
+
+type Result<T = ()> = std::result::Result<T, String>;
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("setup") => setup().map(|_| ()),
+        Some("build") => setup().and_then(|env| build(&env)),
+        Some("run") => setup().and_then(|env| build(&env).and_then(|()| run(&env, &args[1..]))),
+        Some("test") => setup().and_then(|env| build(&env).and_then(|()| test(&env))),
+        Some("-h" | "--help") | None => {
+            println!("{USAGE}");
+            Ok(())
+        }
+        Some(other) => Err(format!("unknown command '{other}'\n{USAGE}")),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("xtask: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask sits in the workspace").to_path_buf()
+}
+
+/// Paths every child process gets.
+struct Env {
+    python: PathBuf,
+    ort_dylib: PathBuf,
+    rivet_lib: PathBuf,
+    rivet_probe_lib: PathBuf,
+}
+
+impl Env {
+    fn apply<'c>(&self, cmd: &'c mut Command) -> &'c mut Command {
+        cmd.env("ORT_DYLIB_PATH", &self.ort_dylib)
+            .env("RIVET_EP_LIB", &self.rivet_lib)
+            .env("RIVET_EP_PROBE_LIB", &self.rivet_probe_lib)
+            .env("RIVET_PYTHON", &self.python)
+            .current_dir(root())
+    }
+}
+
+fn status(cmd: &mut Command) -> Result {
+    let shown = format!("{cmd:?}");
+    let st = cmd.status().map_err(|e| format!("could not start {shown}: {e}"))?;
+    if st.success() {
+        Ok(())
+    } else {
+        Err(format!("{shown} failed ({st})"))
+    }
+}
+
+fn cargo() -> Command {
+    Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+}
+
+fn find_python() -> Result<String> {
+    let candidates = std::env::var("PYTHON").map(|p| vec![p]).unwrap_or_else(|_| vec!["python3".into(), "python".into()]);
+    for c in &candidates {
+        if Command::new(c).arg("--version").output().is_ok_and(|o| o.status.success()) {
+            return Ok(c.clone());
+        }
+    }
+    Err(format!(
+        "no Python found (tried {}). Install Python 3.9+ with its venv module (Debian: apt-get install python3 python3-venv) or set PYTHON=/path/to/python3",
+        candidates.join(", ")
+    ))
+}
+
+fn venv_python(venv: &Path) -> PathBuf {
+    venv.join("bin/python")
+}
+
+/// Creates `.venv/` and installs requirements.txt unless the stamp says it is done.
+fn setup() -> Result<Env> {
+    let root = root();
+    let venv = root.join(".venv");
+    let reqs = std::fs::read_to_string(root.join("requirements.txt")).map_err(|e| format!("reading requirements.txt: {e}"))?;
+    let stamp = venv.join(".rivet-requirements");
+    let python = venv_python(&venv);
+    let done = python.exists() && std::fs::read_to_string(&stamp).is_ok_and(|s| s == reqs);
+    if !done {
+        if !python.exists() {
+            let system = find_python()?;
+            eprintln!("xtask: creating {} with {system}", venv.display());
+            status(Command::new(&system).args(["-m", "venv"]).arg(&venv)).map_err(|e| {
+                format!("{e}\nCould not create the virtual environment: on Debian/Ubuntu install python3-venv")
+            })?;
+        }
+        eprintln!("xtask: installing requirements.txt into .venv (onnxruntime==1.32.0, onnx, numpy, pytest)");
+        status(Command::new(&python).args(["-m", "pip", "install", "--disable-pip-version-check", "-q", "-r"]).arg(root.join("requirements.txt")))
+            .map_err(|e| format!("{e}\npip could not install the requirements: check that PyPI is reachable"))?;
+        std::fs::write(&stamp, &reqs).map_err(|e| format!("writing {}: {e}", stamp.display()))?;
+    }
+    let ort_dylib = find_ort(&venv)?;
+    let target = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| root.join("target"));
+    Ok(Env {
+        python,
+        ort_dylib,
+        rivet_lib: target.join("release/librivet_ep.so"),
+        rivet_probe_lib: target.join("probe/release/librivet_ep.so"),
+    })
+}
+
+fn find_ort(venv: &Path) -> Result<PathBuf> {
+    let lib = venv.join("lib");
+    for entry in std::fs::read_dir(&lib).map_err(|e| format!("reading {}: {e}", lib.display()))?.flatten() {
+        let p = entry.path().join("site-packages/onnxruntime/capi/libonnxruntime.so.1.32.0");
+        if p.exists() {
+            return Ok(p);
+        }
+    }
+    Err(format!("libonnxruntime.so.1.32.0 is not in {}: delete .venv and run `cargo xtask setup` again", lib.display()))
+}
+
+/// Builds the production plugin and the probe build (in its own target dir so the two
+/// never overwrite each other), plus the CLI.
+fn build(env: &Env) -> Result {
+    status(env.apply(&mut cargo()).args(["build", "--release", "-p", "rivet-ep", "-p", "rivet"]))?;
+    let probe_dir = env.rivet_probe_lib.parent().and_then(Path::parent).ok_or("bad probe path")?;
+    status(env.apply(&mut cargo()).args(["build", "--release", "-p", "rivet-ep", "--features", "probe", "--target-dir"]).arg(probe_dir))
+}
+
+fn run(env: &Env, args: &[String]) -> Result {
+    status(env.apply(&mut cargo()).args(["run", "--quiet", "--release", "-p", "rivet", "--", "run"]).args(args))
+}
+
+fn test(env: &Env) -> Result {
+    eprintln!("xtask: rustfmt");
+    status(env.apply(&mut cargo()).args(["fmt", "--all", "--check"]))?;
+    eprintln!("xtask: clippy (default features, then probe)");
+    status(env.apply(&mut cargo()).args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]))?;
+    status(env.apply(&mut cargo()).args(["clippy", "-p", "rivet-ep", "-p", "rivet-macros", "--all-targets", "--features", "probe", "--", "-D", "warnings"]))?;
+    eprintln!("xtask: cargo test (unit and end-to-end)");
+    status(env.apply(&mut cargo()).args(["test", "--workspace", "--release"]))?;
+    eprintln!("xtask: Python tests (the README snippet against the pinned wheel)");
+    status(env.apply(&mut Command::new(&env.python)).args(["-m", "pytest", "-q", "tests/python"]))
+}
