@@ -48,7 +48,9 @@ pub fn ort_environment() -> Result<&'static Environment, Error> {
 pub fn environment_with(lib: &Path) -> Result<&'static Environment, Error> {
     let env = ort_environment()?;
     PLUGIN
-        .get_or_init(|| env.register_ep_library(REGISTRATION, lib).map_err(|e| format!("registering {}: {e}", lib.display())))
+        .get_or_init(|| {
+            env.register_ep_library(REGISTRATION, lib).map_err(|e| format!("registering {}: {e}", lib.display()))
+        })
         .clone()?;
     Ok(env)
 }
@@ -118,16 +120,33 @@ pub struct HostTensor {
 
 impl HostTensor {
     pub fn f32(name: &str, shape: &[i64], data: Vec<f32>) -> Self {
-        Self { name: name.into(), elem: TensorElementType::Float32, shape: shape.to_vec(), data: data.into_iter().map(f64::from).collect() }
+        Self {
+            name: name.into(),
+            elem: TensorElementType::Float32,
+            shape: shape.to_vec(),
+            data: data.into_iter().map(f64::from).collect(),
+        }
     }
 
     fn to_value(&self) -> Result<DynValue, Error> {
         let shape = self.shape.clone();
         Ok(match self.elem {
-            TensorElementType::Float32 => Tensor::from_array((shape, self.data.iter().map(|&v| v as f32).collect::<Vec<_>>())).map_err(err)?.into_dyn(),
+            TensorElementType::Float32 => {
+                Tensor::from_array((shape, self.data.iter().map(|&v| v as f32).collect::<Vec<_>>()))
+                    .map_err(err)?
+                    .into_dyn()
+            }
             TensorElementType::Float64 => Tensor::from_array((shape, self.data.clone())).map_err(err)?.into_dyn(),
-            TensorElementType::Int64 => Tensor::from_array((shape, self.data.iter().map(|&v| v as i64).collect::<Vec<_>>())).map_err(err)?.into_dyn(),
-            TensorElementType::Int32 => Tensor::from_array((shape, self.data.iter().map(|&v| v as i32).collect::<Vec<_>>())).map_err(err)?.into_dyn(),
+            TensorElementType::Int64 => {
+                Tensor::from_array((shape, self.data.iter().map(|&v| v as i64).collect::<Vec<_>>()))
+                    .map_err(err)?
+                    .into_dyn()
+            }
+            TensorElementType::Int32 => {
+                Tensor::from_array((shape, self.data.iter().map(|&v| v as i32).collect::<Vec<_>>()))
+                    .map_err(err)?
+                    .into_dyn()
+            }
             other => return Err(format!("input '{}': the harness cannot make {other:?} tensors", self.name)),
         })
     }
@@ -188,9 +207,17 @@ pub fn generate_inputs(session: &Session, dims: &HashMap<String, i64>) -> Result
             match dims.get(sym) {
                 Some(&v) => real.push(v),
                 None if sym.is_empty() => {
-                    return Err(format!("input '{}' dim {i} is unknown and unnamed: it cannot be given with --dim", input.name()))
+                    return Err(format!(
+                        "input '{}' dim {i} is unknown and unnamed: it cannot be given with --dim",
+                        input.name()
+                    ))
                 }
-                None => return Err(format!("input '{}' has symbolic dim '{sym}': give it with --dim {sym}=VALUE", input.name())),
+                None => {
+                    return Err(format!(
+                        "input '{}' has symbolic dim '{sym}': give it with --dim {sym}=VALUE",
+                        input.name()
+                    ))
+                }
             }
         }
         let n: i64 = real.iter().product();
@@ -216,7 +243,8 @@ pub fn prepare(inputs: &[HostTensor]) -> Result<PreparedInputs, Error> {
 
 /// One Run; returns the outputs in the session's output order.
 pub fn run_prepared(session: &mut Session, inputs: &PreparedInputs) -> Result<Vec<HostTensor>, Error> {
-    let values: Vec<(&str, SessionInputValue<'_>)> = inputs.0.iter().map(|(n, v)| (n.as_str(), SessionInputValue::from(v))).collect();
+    let values: Vec<(&str, SessionInputValue<'_>)> =
+        inputs.0.iter().map(|(n, v)| (n.as_str(), SessionInputValue::from(v))).collect();
     let names: Vec<String> = session.outputs().iter().map(|o| o.name().to_string()).collect();
     let outputs = session.run(values).map_err(err)?;
     names.iter().map(|n| HostTensor::from_value(n, &outputs[n.as_str()])).collect()
@@ -230,10 +258,19 @@ pub fn run(session: &mut Session, inputs: &[HostTensor]) -> Result<Vec<HostTenso
 /// Times `iters` Runs (after `warmup`), returning each Run's duration. Inputs are bound
 /// once, in the session's input order, so the loop does no per-Run harness work beyond
 /// what ORT's `run` needs.
-pub fn time_runs(session: &mut Session, inputs: &PreparedInputs, warmup: usize, iters: usize) -> Result<Vec<Duration>, Error> {
+pub fn time_runs(
+    session: &mut Session,
+    inputs: &PreparedInputs,
+    warmup: usize,
+    iters: usize,
+) -> Result<Vec<Duration>, Error> {
     let mut ordered: Vec<SessionInputValue<'_>> = Vec::new();
     for input in session.inputs() {
-        let (_, v) = inputs.0.iter().find(|(n, _)| n == input.name()).ok_or_else(|| format!("no value for input '{}'", input.name()))?;
+        let (_, v) = inputs
+            .0
+            .iter()
+            .find(|(n, _)| n == input.name())
+            .ok_or_else(|| format!("no value for input '{}'", input.name()))?;
         ordered.push(SessionInputValue::from(v));
     }
     for _ in 0..warmup {
@@ -269,14 +306,25 @@ pub fn compare(got: &[HostTensor], want: &[HostTensor], rtol: f64, atol: f64) ->
         }
         for (i, (&a, &b)) in g.data.iter().zip(&w.data).enumerate() {
             let score = if a.is_nan() || b.is_nan() {
-                if a.is_nan() && b.is_nan() { 0.0 } else { f64::INFINITY }
+                if a.is_nan() && b.is_nan() {
+                    0.0
+                } else {
+                    f64::INFINITY
+                }
             } else if a.is_infinite() || b.is_infinite() {
-                if a == b { 0.0 } else { f64::INFINITY }
+                if a == b {
+                    0.0
+                } else {
+                    f64::INFINITY
+                }
             } else {
                 (a - b).abs() / (atol + rtol * b.abs())
             };
             if score > 1.0 && score > worst {
-                return Err(format!("output '{}' element {i}: got {a}, expected {b} (rtol {rtol}, atol {atol})", w.name));
+                return Err(format!(
+                    "output '{}' element {i}: got {a}, expected {b} (rtol {rtol}, atol {atol})",
+                    w.name
+                ));
             }
             worst = worst.max(score);
         }

@@ -6,3 +6,5 @@ pub mod harness;
 pub mod model;
 pub mod ort_extra;
 pub mod paths;
+pub mod probe_reader;
+pub mod profile;

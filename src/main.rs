@@ -11,6 +11,10 @@ const USAGE: &str = "usage:
   rivet run [--model PATH] [--dim NAME=VALUE]... [--iters N] [--threads N]
       Runs the model (default: a built-in one) on Rivet and on ORT's CPU EP, checks
       Rivet's outputs against ORT's and prints per-Run time for each.
+  rivet profile [--model PATH] [--dim NAME=VALUE]... [--iters N] [--threads N]
+      Runs the model on the probe build of Rivet and prints per-phase counts per Run and
+      per node: calls, ns (with RIVET_PROFILE_DISPATCH=1), allocations, bytes, ORT calls,
+      statuses. CPU fallback stays on: the table covers the nodes Rivet runs.
   rivet ops
       Prints the table of supported ops (markdown), generated from Rivet's registry.";
 
@@ -18,6 +22,7 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("run") => run(&args[1..]),
+        Some("profile") => profile(&args[1..]),
         Some("ops") => {
             print!("{}", rivet_ep::registry::markdown_table());
             Ok(())
@@ -56,7 +61,15 @@ pub fn builtin_model() -> Vec<u8> {
         .build()
 }
 
-fn parse_run_args(args: &[String]) -> Result<(Option<String>, HashMap<String, i64>, usize, Option<usize>), String> {
+/// `run` and `profile` arguments.
+struct RunArgs {
+    model: Option<String>,
+    dims: HashMap<String, i64>,
+    iters: usize,
+    threads: Option<usize>,
+}
+
+fn parse_run_args(args: &[String]) -> Result<RunArgs, String> {
     let mut model = None;
     let mut dims = HashMap::new();
     let mut iters = 200;
@@ -76,11 +89,46 @@ fn parse_run_args(args: &[String]) -> Result<(Option<String>, HashMap<String, i6
                 dims.insert(k.to_string(), n);
             }
             "--iters" => iters = value("--iters")?.parse().map_err(|_| "--iters takes a whole number".to_string())?,
-            "--threads" => threads = Some(value("--threads")?.parse().map_err(|_| "--threads takes a whole number".to_string())?),
+            "--threads" => {
+                threads = Some(value("--threads")?.parse().map_err(|_| "--threads takes a whole number".to_string())?)
+            }
             other => return Err(format!("unknown argument '{other}'\n{USAGE}")),
         }
     }
-    Ok((model, dims, iters.max(1), threads))
+    Ok(RunArgs { model, dims, iters: iters.max(1), threads })
+}
+
+fn load_model(model_path: &Option<String>, dims: &mut HashMap<String, i64>) -> Result<(String, Vec<u8>), String> {
+    Ok(match model_path {
+        Some(p) => (p.clone(), std::fs::read(p).map_err(|e| format!("reading {p}: {e}"))?),
+        None => {
+            dims.entry("N".into()).or_insert(4);
+            ("built-in (Mul, Add, Tanh, Gelu, LeakyRelu, Max on x[N, 1024])".to_string(), builtin_model())
+        }
+    })
+}
+
+fn profile(args: &[String]) -> Result<(), String> {
+    let RunArgs { model: model_path, mut dims, iters, threads } = parse_run_args(args)?;
+    let (label, bytes) = load_model(&model_path, &mut dims)?;
+    let lib = rivet::paths::rivet_probe_lib()?;
+    let env = harness::environment_with(&lib)?;
+    let probe = rivet::probe_reader::ProbeReader::open(&lib)?;
+    let opts = SessionOpts { record_assignment: true, intra_threads: threads, ..Default::default() };
+    let mut session = harness::session(env, &bytes, Arm::Rivet, &opts)?;
+    let assigned = rivet::ort_extra::graph_assignment(&session)?;
+    let on_rivet = assigned.iter().filter(|(ep, _, _)| ep == harness::RIVET_EP).count();
+    let inputs = harness::prepare(&harness::generate_inputs(&session, &dims)?)?;
+    harness::time_runs(&mut session, &inputs, 10, 0)?;
+    let before = probe.global();
+    harness::time_runs(&mut session, &inputs, 0, iters)?;
+    let counts = probe.global().since(&before);
+    println!("model: {label}; {on_rivet}/{} nodes on Rivet; {iters} Runs", assigned.len());
+    print!("{}", rivet::profile::table(&probe.phase_names(), &counts, iters as u64));
+    if std::env::var_os("RIVET_PROFILE_DISPATCH").is_none() {
+        println!("(ns columns are 0: set RIVET_PROFILE_DISPATCH=1 to time phases)");
+    }
+    Ok(())
 }
 
 fn micros(d: Duration) -> f64 {
@@ -88,14 +136,8 @@ fn micros(d: Duration) -> f64 {
 }
 
 fn run(args: &[String]) -> Result<(), String> {
-    let (model_path, mut dims, iters, threads) = parse_run_args(args)?;
-    let (label, bytes) = match &model_path {
-        Some(p) => (p.clone(), std::fs::read(p).map_err(|e| format!("reading {p}: {e}"))?),
-        None => {
-            dims.entry("N".into()).or_insert(4);
-            ("built-in (Mul, Add, Tanh, Gelu, LeakyRelu, Max on x[N, 1024])".to_string(), builtin_model())
-        }
-    };
+    let RunArgs { model: model_path, mut dims, iters, threads } = parse_run_args(args)?;
+    let (label, bytes) = load_model(&model_path, &mut dims)?;
     let env = harness::environment()?;
     let rivet_opts = SessionOpts { record_assignment: true, intra_threads: threads, ..Default::default() };
     let ort_opts = SessionOpts { intra_threads: threads, ..Default::default() };
@@ -115,7 +157,10 @@ fn run(args: &[String]) -> Result<(), String> {
     let (mut t_rivet, mut t_ort) = (Vec::new(), Vec::new());
     let mut ort_round_medians = Vec::new();
     for _ in 0..rounds {
-        t_ort.extend(harness::time_runs(&mut ort, &prepared, 10, per_round).inspect(|t| ort_round_medians.push(harness::quantile(t, 0.5)))?);
+        t_ort.extend(
+            harness::time_runs(&mut ort, &prepared, 10, per_round)
+                .inspect(|t| ort_round_medians.push(harness::quantile(t, 0.5)))?,
+        );
         t_rivet.extend(harness::time_runs(&mut rivet, &prepared, 10, per_round)?);
     }
     let drift = {
@@ -125,7 +170,11 @@ fn run(args: &[String]) -> Result<(), String> {
     };
     println!("model: {label}; {on_rivet}/{} nodes on Rivet; outputs match ORT (worst error {:.3} of tolerance rtol 1e-4, atol 1e-5)", assigned.len(), score);
     let (r50, o50) = (harness::quantile(&t_rivet, 0.5), harness::quantile(&t_ort, 0.5));
-    println!("Rivet       p50 {:>9.2} us/Run  p90 {:>9.2} us/Run", micros(r50), micros(harness::quantile(&t_rivet, 0.9)));
+    println!(
+        "Rivet       p50 {:>9.2} us/Run  p90 {:>9.2} us/Run",
+        micros(r50),
+        micros(harness::quantile(&t_rivet, 0.9))
+    );
     println!("ORT CPU EP  p50 {:>9.2} us/Run  p90 {:>9.2} us/Run", micros(o50), micros(harness::quantile(&t_ort, 0.9)));
     println!("Rivet/ORT p50 ratio {:.2} ({rounds} interleaved rounds of {per_round} Runs; ORT drift between rounds {drift:.1}%)", micros(r50) / micros(o50));
     Ok(())

@@ -125,7 +125,14 @@ impl ModelBuilder {
         self.node_with(op_type, name, inputs, outputs, &[])
     }
 
-    pub fn node_with(mut self, op_type: &str, name: &str, inputs: &[&str], outputs: &[&str], attrs: &[(&str, Attr)]) -> Self {
+    pub fn node_with(
+        mut self,
+        op_type: &str,
+        name: &str,
+        inputs: &[&str],
+        outputs: &[&str],
+        attrs: &[(&str, Attr)],
+    ) -> Self {
         self.nodes.push(Node {
             op_type: op_type.into(),
             name: name.into(),
@@ -138,7 +145,14 @@ impl ModelBuilder {
     }
 
     /// Like `node_with` in a custom domain (for ops no EP implements).
-    pub fn node_in_domain(mut self, domain: &str, op_type: &str, name: &str, inputs: &[&str], outputs: &[&str]) -> Self {
+    pub fn node_in_domain(
+        mut self,
+        domain: &str,
+        op_type: &str,
+        name: &str,
+        inputs: &[&str],
+        outputs: &[&str],
+    ) -> Self {
         self = self.node(op_type, name, inputs, outputs);
         self.nodes.last_mut().expect("just added").domain = domain.into();
         self
@@ -175,7 +189,8 @@ impl ModelBuilder {
         opset.string(1, "");
         opset.int(2, self.opset);
         model.message(8, opset);
-        let mut custom = self.nodes.iter().filter(|n| !n.domain.is_empty()).map(|n| n.domain.clone()).collect::<Vec<_>>();
+        let mut custom =
+            self.nodes.iter().filter(|n| !n.domain.is_empty()).map(|n| n.domain.clone()).collect::<Vec<_>>();
         custom.sort();
         custom.dedup();
         for d in custom {

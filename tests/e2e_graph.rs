@@ -100,13 +100,19 @@ fn wrong_dtype_or_rank_at_run_is_an_error_and_the_session_keeps_working() {
     let mut s = rivet_session(&model);
     // ORT checks declared types and static dims before Rivet sees the inputs; either way
     // the caller gets an error naming the input, and nothing is lost.
-    let wrong_type = [HostTensor { name: "x".into(), elem: ort::value::TensorElementType::Int64, shape: vec![2, 3], data: vec![1.0; 6] }];
+    let wrong_type = [HostTensor {
+        name: "x".into(),
+        elem: ort::value::TensorElementType::Int64,
+        shape: vec![2, 3],
+        data: vec![1.0; 6],
+    }];
     let err = harness::run(&mut s, &wrong_type).expect_err("int64 for a float input");
     assert!(err.contains('x'), "{err}");
     let wrong_shape = [HostTensor::f32("x", &[3, 2], vec![1.0; 6])];
     let err = harness::run(&mut s, &wrong_shape).expect_err("[3, 2] for [2, 3]");
     assert!(err.contains('x'), "{err}");
-    let out = harness::run(&mut s, &[HostTensor::f32("x", &[2, 3], vec![-1.0, 2.0, -3.0, 4.0, -5.0, 6.0])]).expect("still works");
+    let out = harness::run(&mut s, &[HostTensor::f32("x", &[2, 3], vec![-1.0, 2.0, -3.0, 4.0, -5.0, 6.0])])
+        .expect("still works");
     assert_eq!(out[0].data, vec![0.0, 2.0, 0.0, 4.0, 0.0, 6.0]);
 }
 

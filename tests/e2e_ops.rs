@@ -97,9 +97,12 @@ fn every_unary_op_matches_ort() {
     assert_eq!(checked, 2 * 31);
 }
 
+/// (variant, a declared, a actual, b declared, b actual)
+type BinaryShapes = (&'static str, Vec<Dim>, Vec<i64>, Vec<Dim>, Vec<i64>);
+
 #[test]
 fn every_binary_op_matches_ort_with_broadcasting() {
-    let shapes: Vec<(&str, Vec<Dim>, Vec<i64>, Vec<Dim>, Vec<i64>)> = vec![
+    let shapes: Vec<BinaryShapes> = vec![
         ("same", vec![2.into(), 3.into(), 4.into()], vec![2, 3, 4], vec![2.into(), 3.into(), 4.into()], vec![2, 3, 4]),
         ("trailing", vec![2.into(), 3.into(), 4.into()], vec![2, 3, 4], vec![4.into()], vec![4]),
         ("both", vec![2.into(), 1.into(), 4.into()], vec![2, 1, 4], vec![3.into(), 1.into()], vec![3, 1]),
@@ -125,8 +128,10 @@ fn every_binary_op_matches_ort_with_broadcasting() {
                 .build();
             let na: i64 = sa.iter().product();
             let nb: i64 = sb.iter().product();
-            let a: Vec<f32> = rivet::harness::values(1, na as usize, range.0, range.1).into_iter().map(|v| v as f32).collect();
-            let mut b: Vec<f32> = rivet::harness::values(2, nb as usize, range.0, range.1).into_iter().map(|v| v as f32).collect();
+            let a: Vec<f32> =
+                rivet::harness::values(1, na as usize, range.0, range.1).into_iter().map(|v| v as f32).collect();
+            let mut b: Vec<f32> =
+                rivet::harness::values(2, nb as usize, range.0, range.1).into_iter().map(|v| v as f32).collect();
             if op == "Max" || op == "Min" {
                 if let Some(first) = b.first_mut() {
                     *first = f32::NAN; // NaN propagates like ORT's

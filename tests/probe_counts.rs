@@ -1,25 +1,19 @@
-//! With the probe build, Rivet's own count of executed nodes agrees with ORT's assignment.
+//! With the probe build loaded into real ORT: Rivet's executed-node count equals ORT's
+//! assignment, per-phase counts are reported, and every steady-state Run costs the same.
 
 use rivet::harness::{self, Arm, HostTensor, SessionOpts};
 use rivet::model::{ModelBuilder, FLOAT};
-
-fn totals(lib: &libloading::Library) -> (u64, u64) {
-    // SAFETY: the probe build exports `rivet_probe_totals(out: *mut u64)` writing two values.
-    let f: libloading::Symbol<unsafe extern "C" fn(*mut u64)> = unsafe { lib.get(b"rivet_probe_totals") }.expect("probe export");
-    let mut out = [0u64; 2];
-    // SAFETY: `out` has room for the two values.
-    unsafe { f(out.as_mut_ptr()) };
-    (out[0], out[1])
-}
+use rivet_ep::probe::Phase;
 
 #[test]
-fn assigned_nodes_equal_executed_nodes() {
+fn assigned_nodes_equal_executed_nodes_and_each_run_costs_the_same() {
     let path = rivet::paths::rivet_probe_lib().expect("probe build");
     let env = harness::environment_with(&path).expect("ORT with the probe plugin");
-    // SAFETY: the same file ORT loaded: dlopen returns the same handle, so the counters are shared.
-    let lib = unsafe { libloading::Library::new(&path) }.expect("open probe lib");
+    let probe = rivet::probe_reader::ProbeReader::open(&path).expect("probe exports");
+    assert_eq!(probe.phase_names(), Phase::ALL.iter().map(|p| p.name()).collect::<Vec<_>>());
+
     let model = ModelBuilder::new(21)
-        .input("x", FLOAT, &["N".into(), 32.into()])
+        .input("x", FLOAT, &[2.into(), 32.into()])
         .node("Relu", "a", &["x"], &["a"])
         .node("Exp", "b", &["a"], &["b"])
         .node("Softmax", "cpu_only", &["b"], &["c"])
@@ -27,18 +21,37 @@ fn assigned_nodes_equal_executed_nodes() {
         .node("Add", "e", &["d", "x"], &["y"])
         .output("y", FLOAT, None)
         .build();
-    let opts = SessionOpts { record_assignment: true, ..Default::default() };
+    let opts = SessionOpts { record_assignment: true, intra_threads: Some(1), ..Default::default() };
     let mut s = harness::session(env, &model, Arm::Rivet, &opts).expect("session");
-    let on_rivet = rivet::ort_extra::graph_assignment(&s).expect("assignment").iter().filter(|(ep, _, _)| ep == "Rivet").count() as u64;
+    let assigned = rivet::ort_extra::graph_assignment(&s).expect("assignment");
+    let on_rivet = assigned.iter().filter(|(ep, _, _)| ep == "Rivet").count() as u64;
     assert_eq!(on_rivet, 4);
-    let inputs = [HostTensor::f32("x", &[2, 32], vec![0.5; 64])];
-    let before = totals(&lib);
-    let runs = 7;
-    for _ in 0..runs {
-        harness::run(&mut s, &inputs).expect("run");
+    let inputs = harness::prepare(&[HostTensor::f32("x", &[2, 32], vec![0.5; 64])]).unwrap();
+    harness::run_prepared(&mut s, &inputs).expect("warm-up run");
+
+    let mut per_run = Vec::new();
+    for _ in 0..5 {
+        let before = probe.global();
+        harness::run_prepared(&mut s, &inputs).expect("run");
+        per_run.push(probe.global().since(&before));
     }
-    let after = totals(&lib);
-    // Two fused nodes (before and after the Softmax), each run once per session Run.
-    assert_eq!(after.0 - before.0, 2 * runs);
-    assert_eq!(after.1 - before.1, on_rivet * runs);
+    let first = per_run[0];
+    // Two fused nodes (either side of the Softmax), one Compute each per Run.
+    assert_eq!(first.runs, 2);
+    assert_eq!(first.nodes_executed, on_rivet);
+    assert_eq!(first.phase(Phase::CallbackEntry).calls, 2);
+    // Fused node 1: x in, Exp out; fused node 2: Softmax's output and x in, y out:
+    // 3 calls per input, 2 per output.
+    assert_eq!(first.total().ffi_calls, (3 + 2) + (2 * 3 + 2));
+    assert_eq!(first.phase(Phase::KernelInvoke).calls, 4);
+    assert_eq!(first.total().statuses, 0);
+    assert_eq!(first.total().allocs, 0, "a steady-state Run allocates nothing: {first:#?}");
+    for (i, c) in per_run.iter().enumerate() {
+        let mut c = *c;
+        let mut f = first;
+        for p in c.phases.iter_mut().chain(f.phases.iter_mut()) {
+            p.ns = 0; // time is the one column that may differ
+        }
+        assert_eq!(c, f, "Run {i} differs from the first");
+    }
 }

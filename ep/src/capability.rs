@@ -107,12 +107,7 @@ fn topological_order(preds: &[Vec<usize>], succs: &[Vec<usize>]) -> Vec<usize> {
 
 /// True when fusing `members` into one node would put it on a cycle: some path leaves the
 /// set and comes back. Other groups count as the single nodes they will become.
-fn creates_cycle(
-    members: &[usize],
-    group_of: &[Option<usize>],
-    groups: &[Vec<usize>],
-    succs: &[Vec<usize>],
-) -> bool {
+fn creates_cycle(members: &[usize], group_of: &[Option<usize>], groups: &[Vec<usize>], succs: &[Vec<usize>]) -> bool {
     let n = succs.len();
     let mut inside = vec![false; n];
     for &m in members {
@@ -189,22 +184,14 @@ mod tests {
     #[test]
     fn a_diamond_through_an_unclaimed_node_is_not_fused() {
         // a -> u -> d and a -> d: fusing a and d would make a cycle a+d -> u -> a+d.
-        let g = graph(vec![
-            node("a", &["x"], "a"),
-            node("u", &["a"], "u"),
-            node("d", &["a", "u"], "d"),
-        ]);
+        let g = graph(vec![node("a", &["x"], "a"), node("u", &["a"], "u"), node("d", &["a", "u"], "d")]);
         let groups = partition(&g, &[true, false, true]);
         assert_eq!(groups, vec![vec![0], vec![2]]);
     }
 
     #[test]
     fn two_branches_join_into_one_group() {
-        let g = graph(vec![
-            node("a", &["x"], "a"),
-            node("b", &["y"], "b"),
-            node("c", &["a", "b"], "c"),
-        ]);
+        let g = graph(vec![node("a", &["x"], "a"), node("b", &["y"], "b"), node("c", &["a", "b"], "c")]);
         let groups = partition(&g, &[true, true, true]);
         assert_eq!(groups.len(), 1);
         assert_eq!(groups[0].len(), 3);

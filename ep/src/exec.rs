@@ -8,7 +8,9 @@ use rivet_kernels::{binary_f32, Broadcast};
 use crate::error::{Error, Result};
 use crate::graph::{dtype, DeclaredShape, Dim, Shape};
 use crate::plan::{NodeLabel, Plan, Slot, Step};
+use crate::probe;
 use crate::registry::Kernel;
+use rivet_macros::dispatch_phase;
 
 /// One input of the fused node, as ORT handed it over.
 pub struct TensorIn<'a> {
@@ -133,14 +135,11 @@ pub fn execute<'a>(
         }
         state.shapes[plan.inputs[i]].clone_from(&input.shape);
     }
-    for (c, (shape, _)) in plan.constants.iter().enumerate() {
-        if let Some(id) = plan.values.iter().position(|v| v.slot == Slot::Const(c)) {
-            state.shapes[id].clone_from(shape);
-        }
+    for (id, shape, _) in &plan.constants {
+        state.shapes[*id].clone_from(shape);
     }
 
-    let mut outs: smallvec::SmallVec<[Option<&'a mut [f32]>; 4]> =
-        (0..plan.outputs.len()).map(|_| None).collect();
+    let mut outs: smallvec::SmallVec<[Option<&'a mut [f32]>; 4]> = (0..plan.outputs.len()).map(|_| None).collect();
 
     for step in &plan.steps {
         run_step(plan, step, state, inputs, &mut outs, outputs, par)?;
@@ -148,6 +147,7 @@ pub fn execute<'a>(
     Ok(())
 }
 
+#[dispatch_phase(DispatchLookup)]
 fn run_step<'a>(
     plan: &Plan,
     step: &Step,
@@ -211,6 +211,7 @@ fn run_step<'a>(
         }
         Slot::Input(_) | Slot::Const(_) => unreachable!("a step never writes an input or constant"),
     }
+    probe::record_nodes(1);
     Ok(())
 }
 
@@ -234,14 +235,22 @@ fn read<'s>(
 ) -> &'s [f32] {
     match plan.values[id].slot {
         Slot::Input(i) => inputs[i].data,
-        Slot::Const(c) => &plan.constants[c].1,
+        Slot::Const(c) => &plan.constants[c].2,
         Slot::Buffer(b) => &buffers[b],
         Slot::Output(o) => outs[o].as_deref().expect("outputs are written before they are read"),
     }
 }
 
 /// Runs a step's kernel into `dst`, splitting large outputs over the thread pool.
-fn apply(step: &Step, x: &[f32], y: Option<&[f32]>, broadcast: Option<&Broadcast>, dst: &mut [f32], par: &dyn Parallel) {
+#[dispatch_phase(KernelInvoke)]
+fn apply(
+    step: &Step,
+    x: &[f32],
+    y: Option<&[f32]>,
+    broadcast: Option<&Broadcast>,
+    dst: &mut [f32],
+    par: &dyn Parallel,
+) {
     let parallel = dst.len() >= PARALLEL_MIN_LEN;
     match step.kernel {
         Kernel::Identity => dst.copy_from_slice(x),

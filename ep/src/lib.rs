@@ -7,6 +7,9 @@
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
+// The macros name `::rivet_ep::probe`, which must resolve inside this crate too.
+extern crate self as rivet_ep;
+
 pub mod abi;
 pub mod capability;
 pub mod error;
@@ -15,3 +18,8 @@ pub mod graph;
 pub mod plan;
 pub mod probe;
 pub mod registry;
+
+/// With the probe, the cdylib counts every heap allocation (see `probe`).
+#[cfg(feature = "probe")]
+#[global_allocator]
+static ALLOCATOR: probe::CountingAllocator<std::alloc::System> = probe::CountingAllocator(std::alloc::System);

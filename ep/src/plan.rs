@@ -62,7 +62,8 @@ pub struct Plan {
     pub steps: Vec<Step>,
     pub inputs: Vec<ValueId>,
     pub outputs: Vec<ValueId>,
-    pub constants: Vec<(Shape, Vec<f32>)>,
+    /// Constants: the value they define, their shape and data.
+    pub constants: Vec<(ValueId, Shape, Vec<f32>)>,
     pub num_buffers: usize,
 }
 
@@ -108,8 +109,8 @@ impl Plan {
         let mut constants = Vec::new();
         for c in &graph.constants {
             let dims = c.shape.iter().map(|&d| Dim::Fixed(d)).collect();
-            add(&mut values, &mut by_name, &c.name, Slot::Const(constants.len()), Some(dims));
-            constants.push((c.shape.clone(), c.data.clone()));
+            let id = add(&mut values, &mut by_name, &c.name, Slot::Const(constants.len()), Some(dims));
+            constants.push((id, c.shape.clone(), c.data.clone()));
         }
         let output_index: HashMap<&str, usize> =
             graph.outputs.iter().enumerate().map(|(i, v)| (v.name.as_str(), i)).collect();

@@ -37,13 +37,7 @@ pub struct OpSpec {
 
 macro_rules! unary {
     ($name:literal, $lo:literal..=$hi:literal, $op:expr) => {
-        OpSpec {
-            op_type: $name,
-            since: ($lo, $hi),
-            arity: Arity::Unary,
-            attrs: &[],
-            build: |_| Ok(Kernel::Unary($op)),
-        }
+        OpSpec { op_type: $name, since: ($lo, $hi), arity: Arity::Unary, attrs: &[], build: |_| Ok(Kernel::Unary($op)) }
     };
 }
 
@@ -148,9 +142,7 @@ pub static OPS: &[OpSpec] = &[
         since: (10, 22),
         arity: Arity::Unary,
         attrs: &["alpha"],
-        build: |n| {
-            Ok(Kernel::Unary(UnaryOp::ThresholdedRelu { alpha: float_attr(n, "alpha", 1.0)? }))
-        },
+        build: |n| Ok(Kernel::Unary(UnaryOp::ThresholdedRelu { alpha: float_attr(n, "alpha", 1.0)? })),
     },
     unary!("Mish", 18..=22, UnaryOp::Mish),
     OpSpec {
@@ -171,13 +163,7 @@ pub static OPS: &[OpSpec] = &[
     binary!("Pow", 7..=15, BinaryOp::Pow),
     binary!("Max", 8..=13, BinaryOp::Max),
     binary!("Min", 8..=13, BinaryOp::Min),
-    OpSpec {
-        op_type: "Identity",
-        since: (1, 25),
-        arity: Arity::Unary,
-        attrs: &[],
-        build: |_| Ok(Kernel::Identity),
-    },
+    OpSpec { op_type: "Identity", since: (1, 25), arity: Arity::Unary, attrs: &[], build: |_| Ok(Kernel::Identity) },
 ];
 
 /// Finds the spec for an op type in the default domain.
@@ -229,10 +215,7 @@ pub fn markdown_table() -> String {
     let mut out = String::from("| op | opset (since_version) | attributes | types |\n|---|---|---|---|\n");
     for s in OPS {
         let attrs = if s.attrs.is_empty() { "-".to_string() } else { s.attrs.join(", ") };
-        out.push_str(&format!(
-            "| {} | {}..={} | {} | float32 |\n",
-            s.op_type, s.since.0, s.since.1, attrs
-        ));
+        out.push_str(&format!("| {} | {}..={} | {} | float32 |\n", s.op_type, s.since.0, s.since.1, attrs));
     }
     out
 }

@@ -75,19 +75,10 @@ fn min_nan(a: f32, b: f32) -> f32 {
 /// chunks for threads). a.len() and b.len() must equal the element counts of
 /// the shapes given to `Broadcast::new`; panics otherwise (and when the range
 /// exceeds the output).
-pub fn binary_f32(
-    op: BinaryOp,
-    plan: &Broadcast,
-    a: &[f32],
-    b: &[f32],
-    out: &mut [f32],
-    start: usize,
-) {
+pub fn binary_f32(op: BinaryOp, plan: &Broadcast, a: &[f32], b: &[f32], out: &mut [f32], start: usize) {
     assert_eq!(a.len(), plan.a_len, "binary_f32: `a` length does not match the plan");
     assert_eq!(b.len(), plan.b_len, "binary_f32: `b` length does not match the plan");
-    let in_range = start
-        .checked_add(out.len())
-        .is_some_and(|end| end <= plan.out_len());
+    let in_range = start.checked_add(out.len()).is_some_and(|end| end <= plan.out_len());
     assert!(in_range, "binary_f32: output range exceeds the broadcast output");
     if out.is_empty() {
         return;
@@ -108,14 +99,7 @@ pub fn binary_f32(
 
 /// Dispatches on the plan kind; `f` is inlined into every loop.
 #[inline(always)]
-fn run<F: Fn(f32, f32) -> f32 + Copy>(
-    plan: &Broadcast,
-    a: &[f32],
-    b: &[f32],
-    out: &mut [f32],
-    start: usize,
-    f: F,
-) {
+fn run<F: Fn(f32, f32) -> f32 + Copy>(plan: &Broadcast, a: &[f32], b: &[f32], out: &mut [f32], start: usize, f: F) {
     let end = start + out.len();
     match plan.kind() {
         BroadcastKind::SameShape => vv(&a[start..end], &b[start..end], out, f),
@@ -149,14 +133,7 @@ fn sv<F: Fn(f32, f32) -> f32>(x: f32, b: &[f32], out: &mut [f32], f: F) {
 /// Strided walk over the collapsed shape: an odometer over the outer axes and
 /// a contiguous or broadcast row loop for the innermost one.
 #[inline(always)]
-fn general<F: Fn(f32, f32) -> f32 + Copy>(
-    plan: &Broadcast,
-    a: &[f32],
-    b: &[f32],
-    out: &mut [f32],
-    start: usize,
-    f: F,
-) {
+fn general<F: Fn(f32, f32) -> f32 + Copy>(plan: &Broadcast, a: &[f32], b: &[f32], out: &mut [f32], start: usize, f: F) {
     let (dims, sa, sb) = (&plan.dims[..], &plan.a_strides[..], &plan.b_strides[..]);
     // out_len >= 2 here (smaller outputs are SameShape or empty), so some
     // collapsed axis exists.

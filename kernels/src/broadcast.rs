@@ -58,11 +58,7 @@ impl fmt::Display for BroadcastError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let rank = self.a.len().max(self.b.len());
         let from_right = rank.saturating_sub(self.axis); // >= 1 for a valid error
-        let dim = |s: &[usize]| {
-            s.len()
-                .checked_sub(from_right)
-                .map_or_else(|| "-".to_string(), |i| s[i].to_string())
-        };
+        let dim = |s: &[usize]| s.len().checked_sub(from_right).map_or_else(|| "-".to_string(), |i| s[i].to_string());
         write!(
             f,
             "shapes {:?} and {:?} cannot be broadcast (dimension -{from_right}: {} vs {})",
@@ -102,11 +98,7 @@ impl Broadcast {
             } else if da == 1 {
                 db
             } else {
-                return Err(BroadcastError {
-                    a: a.to_vec(),
-                    b: b.to_vec(),
-                    axis: i,
-                });
+                return Err(BroadcastError { a: a.to_vec(), b: b.to_vec(), axis: i });
             };
             out_shape.push(d);
         }
@@ -123,16 +115,7 @@ impl Broadcast {
             BroadcastKind::General
         };
         let (dims, a_strides, b_strides) = collapse(a, b, &out_shape);
-        Ok(Broadcast {
-            out_shape,
-            out_len,
-            a_len,
-            b_len,
-            kind,
-            dims,
-            a_strides,
-            b_strides,
-        })
+        Ok(Broadcast { out_shape, out_len, a_len, b_len, kind, dims, a_strides, b_strides })
     }
 
     /// Output shape.
@@ -173,8 +156,7 @@ fn collapse(a: &[usize], b: &[usize], out: &[usize]) -> (Dims, Dims, Dims) {
         if n == 1 {
             continue;
         }
-        if let (Some(last), Some(la), Some(lb)) = (dims.last_mut(), a_st.last_mut(), b_st.last_mut())
-        {
+        if let (Some(last), Some(la), Some(lb)) = (dims.last_mut(), a_st.last_mut(), b_st.last_mut()) {
             // The previous axis steps over exactly one run of this one in both
             // inputs: merge them.
             if *la == sa[i] * n && *lb == sb[i] * n {

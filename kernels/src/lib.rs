@@ -16,7 +16,7 @@
 //! Kernels are scalar Rust written for LLVM's auto-vectorizer: one
 //! monomorphized loop per op over zipped slices (no bounds checks), and
 //! transcendental functions (`exp`, `expm1`, `ln`, `erf`, `tanh`, ...) are
-//! implemented inline in [`math`](crate) with selects instead of libm calls,
+//! implemented inline (module `math`) with selects instead of libm calls,
 //! so the loops vectorize. Only `Pow` (with an exponent other than 2) calls
 //! libm.
 //!
@@ -38,6 +38,8 @@ mod unary;
 
 #[cfg(test)]
 mod binary_tests;
+#[cfg(test)]
+mod unary_edge_tests;
 #[cfg(test)]
 mod unary_tests;
 

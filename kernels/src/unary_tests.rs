@@ -3,22 +3,28 @@
 
 use crate::UnaryOp;
 
-/// Smallest positive subnormal f32 (2^-149).
-const TINY: f64 = 1.401_298_464_324_817e-45;
 /// Smallest normal f32 (2^-126): relative errors of subnormal results are
 /// measured against it.
 const MIN_NORMAL: f64 = 1.175_494_350_822_287_5e-38;
 /// One f32 ulp at 1.0 (2^-23).
 const ULP1: f64 = 1.192_092_895_507_812_5e-7;
 
-/// Pinned error bound per op: `|apply(x) - reference(x)| <= abs + rel * |reference(x)|`
+/// Pinned error bound per op (the maximum measured error is 50-90% of it):
+///
+/// `|apply(x) - reference(x)| <= abs + rel * max(|reference(x)|, MIN_NORMAL)`
+///
 /// for every swept `x`, where `reference` is the f64 result rounded to f32 and
 /// infinities count as ±2^128 (so a result next to the overflow threshold is
-/// judged by its relative error). NaN must match NaN exactly.
+/// judged by its relative error). NaN must match NaN exactly. `rel` is in
+/// units of 2^-23, i.e. `1.0 * ULP1` is between 1 and 2 ulp of the result.
 ///
-/// `abs = TINY` only forgives the last subnormal bit; larger `abs` terms are
-/// for ops whose error is naturally absolute (erf, and the erf/ulp(1)-limited
-/// parts of Gelu and HardSwish).
+/// The `abs` terms cover errors that are absolute by nature:
+/// * HardSigmoid / HardSwish: rounding of `alpha * x` before the cancellation
+///   with `beta` (ONNX Runtime evaluates the same expression).
+/// * Mish / Gelu: a subnormal intermediate (`e^x`, `erfc`) multiplied by `x`
+///   (up to ~100x the last subnormal bit, i.e. < 2e-43).
+/// * GeluTanh: `exp` of the rounded f32 argument `-2u`, `|u|` up to ~100, so
+///   the relative error grows as the result vanishes (absolute stays < 3e-8).
 const BOUNDS: &[(&str, f64, f64)] = &[
     ("Relu", 0.0, 0.0),
     ("Sigmoid", 0.0, 2.5 * ULP1),
@@ -50,7 +56,7 @@ const SELU_ALPHA: f32 = 1.673_263_2;
 const SELU_GAMMA: f32 = 1.050_701;
 
 /// Every op, with ONNX default attributes and with a second attribute set.
-fn all_ops() -> Vec<UnaryOp> {
+pub(crate) fn all_ops() -> Vec<UnaryOp> {
     use UnaryOp::*;
     vec![
         Relu,
@@ -94,10 +100,7 @@ fn name(op: &UnaryOp) -> String {
 
 fn bound(op: &UnaryOp) -> (f64, f64) {
     let n = name(op);
-    let (_, abs, rel) = BOUNDS
-        .iter()
-        .find(|(k, _, _)| *k == n)
-        .unwrap_or_else(|| panic!("no bound pinned for {n}"));
+    let (_, abs, rel) = BOUNDS.iter().find(|(k, _, _)| *k == n).unwrap_or_else(|| panic!("no bound pinned for {n}"));
     (*abs, *rel)
 }
 
@@ -151,7 +154,13 @@ fn sweep_inputs() -> Vec<f32> {
 /// occurs. Passing means a ratio <= 1.
 fn worst(op: &UnaryOp, reference_op: &UnaryOp, xs: &[f32], (abs, rel): (f64, f64)) -> (f64, f32) {
     const TWO_128: f64 = 3.402_823_669_209_385e38;
-    let fin = |v: f64| if v.is_infinite() { TWO_128.copysign(v) } else { v };
+    let fin = |v: f64| {
+        if v.is_infinite() {
+            TWO_128.copysign(v)
+        } else {
+            v
+        }
+    };
     let mut ys = vec![0.0; xs.len()];
     op.apply(xs, &mut ys);
     let mut worst = (0.0, 0.0);
@@ -225,114 +234,4 @@ fn sweep_detects_wrong_attributes() {
         let (ratio, _) = worst(&used, &intended, &xs, bound(&intended));
         assert!(ratio > 1.0, "{used:?} passed as {intended:?}");
     }
-}
-
-fn apply1(op: UnaryOp, x: f32) -> f32 {
-    let mut y = [0.0];
-    op.apply(&[x], &mut y);
-    y[0]
-}
-
-#[test]
-fn special_values() {
-    use UnaryOp::*;
-    let (inf, nan) = (f32::INFINITY, f32::NAN);
-    for op in all_ops() {
-        assert!(apply1(op, nan).is_nan(), "{op:?}(NaN) must be NaN");
-    }
-    let cases = [
-        (Relu, -1.0, 0.0),
-        (Sigmoid, -1000.0, 0.0),
-        (Sigmoid, 1000.0, 1.0),
-        (Sigmoid, -inf, 0.0),
-        (Sigmoid, inf, 1.0),
-        (Tanh, inf, 1.0),
-        (Tanh, -inf, -1.0),
-        (Tanh, 1e-40, 1e-40),
-        (Erf, -inf, -1.0),
-        (Exp, -inf, 0.0),
-        (Exp, 100.0, inf),
-        (Log, 0.0, -inf),
-        (Log, inf, inf),
-        (Softplus, -inf, 0.0),
-        (Softplus, inf, inf),
-        (Softplus, 1e30, 1e30),
-        (Softsign, inf, 1.0),
-        (Softsign, -inf, -1.0),
-        (HardSwish, inf, inf),
-        (HardSwish, -inf, 0.0),
-        (Elu { alpha: 1.0 }, -inf, -1.0),
-        (Celu { alpha: 2.0 }, -inf, -2.0),
-        (Mish, -inf, 0.0),
-        (Mish, inf, inf),
-        (Gelu, -inf, 0.0),
-        (Gelu, inf, inf),
-        (Gelu, -1e30, 0.0),
-        (GeluTanh, -inf, 0.0),
-        (GeluTanh, inf, inf),
-        (GeluTanh, 1e30, 1e30),
-    ];
-    for (op, x, want) in cases {
-        assert_eq!(apply1(op, x), want, "{op:?}({x:e})");
-    }
-    for x in [-1.0, -1e-40, -inf] {
-        assert!(apply1(Log, x).is_nan() && apply1(Sqrt, x).is_nan(), "Log/Sqrt({x})");
-    }
-    // Sign of zero for rounding.
-    let bits = |op, x| apply1(op, x).to_bits();
-    assert_eq!(bits(Floor, -0.0), (-0.0f32).to_bits());
-    assert_eq!(bits(Ceil, -0.5), (-0.0f32).to_bits());
-    assert_eq!(bits(Ceil, 0.5), 1.0f32.to_bits());
-    assert_eq!(bits(Floor, -0.5), (-1.0f32).to_bits());
-    assert_eq!(bits(Floor, 0.999_999_94), 0.0f32.to_bits());
-    assert_eq!(bits(Floor, -8_388_607.5), (-8_388_608.0f32).to_bits());
-    assert_eq!(bits(Ceil, 1e30), 1e30f32.to_bits());
-}
-
-/// Inputs for the layout tests: specials and a spread of finite values.
-fn mixed(n: usize) -> Vec<f32> {
-    let specials = [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, -0.0, 1e-40, 1e30];
-    (0..n)
-        .map(|i| {
-            if i % 11 == 5 {
-                specials[(i / 11) % specials.len()]
-            } else {
-                ((i as f32) * 0.618_034).sin() * (1.0 + (i % 13) as f32 * 3.0)
-            }
-        })
-        .collect()
-}
-
-/// `apply`, `apply_inplace` and one-element calls agree bit for bit, for
-/// lengths that exercise the vector body and every tail length.
-#[test]
-fn layouts_agree_bitwise() {
-    for op in all_ops() {
-        for n in [0, 1, 2, 3, 7, 8, 15, 16, 17, 31, 33, 64, 1000] {
-            let x = mixed(n);
-            let mut y = vec![0.0; n];
-            op.apply(&x, &mut y);
-            let mut z = x.clone();
-            op.apply_inplace(&mut z);
-            for i in 0..n {
-                let single = apply1(op, x[i]);
-                assert_eq!(y[i].to_bits(), z[i].to_bits(), "{op:?} in place, n={n}, i={i}");
-                assert_eq!(y[i].to_bits(), single.to_bits(), "{op:?} single, n={n}, i={i}");
-            }
-            // Unaligned sub-slices.
-            if n > 3 {
-                let mut w = vec![0.0; n - 3];
-                op.apply(&x[3..], &mut w);
-                for (a, b) in w.iter().zip(&y[3..]) {
-                    assert_eq!(a.to_bits(), b.to_bits(), "{op:?} offset, n={n}");
-                }
-            }
-        }
-    }
-}
-
-#[test]
-#[should_panic(expected = "lengths differ")]
-fn apply_length_mismatch_panics() {
-    UnaryOp::Relu.apply(&[1.0, 2.0], &mut [0.0]);
 }

@@ -74,7 +74,8 @@ fn cargo() -> Command {
 }
 
 fn find_python() -> Result<String> {
-    let candidates = std::env::var("PYTHON").map(|p| vec![p]).unwrap_or_else(|_| vec!["python3".into(), "python".into()]);
+    let candidates =
+        std::env::var("PYTHON").map(|p| vec![p]).unwrap_or_else(|_| vec!["python3".into(), "python".into()]);
     for c in &candidates {
         if Command::new(c).arg("--version").output().is_ok_and(|o| o.status.success()) {
             return Ok(c.clone());
@@ -94,7 +95,8 @@ fn venv_python(venv: &Path) -> PathBuf {
 fn setup() -> Result<Env> {
     let root = root();
     let venv = root.join(".venv");
-    let reqs = std::fs::read_to_string(root.join("requirements.txt")).map_err(|e| format!("reading requirements.txt: {e}"))?;
+    let reqs =
+        std::fs::read_to_string(root.join("requirements.txt")).map_err(|e| format!("reading requirements.txt: {e}"))?;
     let stamp = venv.join(".rivet-requirements");
     let python = venv_python(&venv);
     let done = python.exists() && std::fs::read_to_string(&stamp).is_ok_and(|s| s == reqs);
@@ -107,8 +109,12 @@ fn setup() -> Result<Env> {
             })?;
         }
         eprintln!("xtask: installing requirements.txt into .venv (onnxruntime==1.32.0, onnx, numpy, pytest)");
-        status(Command::new(&python).args(["-m", "pip", "install", "--disable-pip-version-check", "-q", "-r"]).arg(root.join("requirements.txt")))
-            .map_err(|e| format!("{e}\npip could not install the requirements: check that PyPI is reachable"))?;
+        status(
+            Command::new(&python)
+                .args(["-m", "pip", "install", "--disable-pip-version-check", "-q", "-r"])
+                .arg(root.join("requirements.txt")),
+        )
+        .map_err(|e| format!("{e}\npip could not install the requirements: check that PyPI is reachable"))?;
         std::fs::write(&stamp, &reqs).map_err(|e| format!("writing {}: {e}", stamp.display()))?;
     }
     let ort_dylib = find_ort(&venv)?;
@@ -137,7 +143,11 @@ fn find_ort(venv: &Path) -> Result<PathBuf> {
 fn build(env: &Env) -> Result {
     status(env.apply(&mut cargo()).args(["build", "--release", "-p", "rivet-ep", "-p", "rivet"]))?;
     let probe_dir = env.rivet_probe_lib.parent().and_then(Path::parent).ok_or("bad probe path")?;
-    status(env.apply(&mut cargo()).args(["build", "--release", "-p", "rivet-ep", "--features", "probe", "--target-dir"]).arg(probe_dir))
+    status(
+        env.apply(&mut cargo())
+            .args(["build", "--release", "-p", "rivet-ep", "--features", "probe", "--target-dir"])
+            .arg(probe_dir),
+    )
 }
 
 fn run(env: &Env, args: &[String]) -> Result {
@@ -149,7 +159,19 @@ fn test(env: &Env) -> Result {
     status(env.apply(&mut cargo()).args(["fmt", "--all", "--check"]))?;
     eprintln!("xtask: clippy (default features, then probe)");
     status(env.apply(&mut cargo()).args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]))?;
-    status(env.apply(&mut cargo()).args(["clippy", "-p", "rivet-ep", "-p", "rivet-macros", "--all-targets", "--features", "probe", "--", "-D", "warnings"]))?;
+    status(env.apply(&mut cargo()).args([
+        "clippy",
+        "-p",
+        "rivet-ep",
+        "-p",
+        "rivet-macros",
+        "--all-targets",
+        "--features",
+        "probe",
+        "--",
+        "-D",
+        "warnings",
+    ]))?;
     eprintln!("xtask: cargo test (unit and end-to-end)");
     status(env.apply(&mut cargo()).args(["test", "--workspace", "--release"]))?;
     eprintln!("xtask: Python tests (the README snippet against the pinned wheel)");

@@ -7,12 +7,16 @@ use std::ptr;
 
 use ort_sys::{
     ONNXTensorElementDataType, ONNXType, OrtApi, OrtApiBase, OrtErrorCode, OrtGraph, OrtHardwareDevice,
-    OrtHardwareDeviceType, OrtKernelContext, OrtNode, OrtOpAttr, OrtOpAttrType, OrtSessionOptions,
-    OrtStatus, OrtTensorTypeAndShapeInfo, OrtTypeInfo, OrtValue, OrtValueInfo,
+    OrtHardwareDeviceType, OrtKernelContext, OrtNode, OrtOpAttr, OrtOpAttrType, OrtSessionOptions, OrtStatus,
+    OrtTensorTypeAndShapeInfo, OrtTypeInfo, OrtValue, OrtValueInfo,
 };
 
-use super::structs::{OrtEpApi, OrtEpDevice, OrtEpFactory, OrtEpGraphSupportInfo, OrtNodeComputeContext, OrtNodeFusionOptions};
+use super::structs::{
+    OrtEpApi, OrtEpDevice, OrtEpFactory, OrtEpGraphSupportInfo, OrtNodeComputeContext, OrtNodeFusionOptions,
+};
 use crate::error::{Error, ErrorKind, Result};
+use crate::probe;
+use rivet_macros::ort_ffi;
 
 /// The `OrtApi` version Rivet asks for: 24 adds `GetTensorElementTypeAndShapeDataReference`.
 pub const ORT_API_VERSION: u32 = 24;
@@ -37,20 +41,39 @@ fn cstr_to_string(p: *const c_char) -> String {
     unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
 }
 
+#[ort_ffi]
+fn get_api(base: *const OrtApiBase) -> *const OrtApi {
+    // SAFETY: ORT passes a valid OrtApiBase to CreateEpFactories.
+    unsafe { ((*base).GetApi)(ORT_API_VERSION) }
+}
+
+#[ort_ffi]
+fn get_ep_api(ort: &OrtApi) -> *const ort_sys::OrtEpApi {
+    // SAFETY: a valid OrtApi table of version >= 22.
+    unsafe { (ort.GetEpApi)() }
+}
+
 impl Api {
     /// Gets the tables from the base ORT hands to `CreateEpFactories`.
-    pub fn from_base(base: *const OrtApiBase) -> Result<Api> {
+    pub(crate) fn from_base(base: *const OrtApiBase) -> Result<Api> {
         if base.is_null() {
             return Err(Error::ep("OrtApiBase is null"));
         }
-        // SAFETY: ORT passes a valid OrtApiBase; GetApi returns null or a static table.
-        let ort = unsafe { ((*base).GetApi)(ORT_API_VERSION).as_ref() }.ok_or_else(|| {
-            Error::ep(format_args!("this ONNX Runtime does not provide OrtApi version {ORT_API_VERSION} (Rivet needs 1.24 or newer)"))
+        // SAFETY: GetApi returns null or a table that lives as long as the library.
+        let ort = unsafe { get_api(base).as_ref() }.ok_or_else(|| {
+            Error::ep(format_args!(
+                "this ONNX Runtime does not provide OrtApi version {ORT_API_VERSION} (Rivet needs 1.24 or newer)"
+            ))
         })?;
         // SAFETY: GetEpApi returns ORT's static OrtEpApi table (API >= 22).
-        let ep = unsafe { (ort.GetEpApi)().cast::<OrtEpApi>().as_ref() }
+        let ep = unsafe { get_ep_api(ort).cast::<OrtEpApi>().as_ref() }
             .ok_or_else(|| Error::ep("OrtApi::GetEpApi returned null"))?;
         Ok(Api { ort, ep })
+    }
+
+    /// Wraps tables directly: for tests with a fake `OrtApi`.
+    pub fn from_tables(ort: &'static OrtApi, ep: &'static OrtEpApi) -> Api {
+        Api { ort, ep }
     }
 
     /// True when both come from the same ORT instance.
@@ -61,21 +84,25 @@ impl Api {
     // ---- statuses ----
 
     /// Creates a status to hand to ORT (which releases it).
-    pub fn create_status(&self, err: &Error) -> *mut OrtStatus {
+    #[ort_ffi]
+    pub(crate) fn create_status(&self, err: &Error) -> *mut OrtStatus {
         let code = match err.kind {
             ErrorKind::InvalidArgument => OrtErrorCode::ORT_INVALID_ARGUMENT,
             ErrorKind::EpFail | ErrorKind::Ort => OrtErrorCode::ORT_EP_FAIL,
         };
+        probe::record_status();
         let msg = CString::new(err.message.replace('\0', " ")).unwrap_or_default();
         // SAFETY: msg is a valid C string; ORT copies it.
         unsafe { (self.ort.CreateStatus)(code, msg.as_ptr()) }.0
     }
 
+    #[ort_ffi]
     fn error_message(&self, status: *mut OrtStatus) -> String {
         // SAFETY: status is a non-null status returned by ORT.
         cstr_to_string(unsafe { (self.ort.GetErrorMessage)(status) })
     }
 
+    #[ort_ffi]
     fn release_status(&self, status: *mut OrtStatus) {
         // SAFETY: status is non-null, owned by us, released once.
         unsafe { (self.ort.ReleaseStatus)(status) }
@@ -86,6 +113,7 @@ impl Api {
         if status.0.is_null() {
             return Ok(());
         }
+        probe::record_status();
         let msg = self.error_message(status.0);
         self.release_status(status.0);
         Err(Error::ort(msg))
@@ -93,13 +121,19 @@ impl Api {
 
     // ---- devices and fusion ----
 
-    pub fn hardware_device_is_cpu(&self, device: *const OrtHardwareDevice) -> bool {
+    #[ort_ffi]
+    pub(crate) fn hardware_device_is_cpu(&self, device: *const OrtHardwareDevice) -> bool {
         // SAFETY: ORT passes valid devices.
         let t = unsafe { (self.ort.HardwareDevice_Type)(device) };
         t == OrtHardwareDeviceType::OrtHardwareDeviceType_CPU
     }
 
-    pub fn create_ep_device(&self, factory: *mut OrtEpFactory, hw: *const OrtHardwareDevice) -> Result<*mut OrtEpDevice> {
+    #[ort_ffi]
+    pub(crate) fn create_ep_device(
+        &self,
+        factory: *mut OrtEpFactory,
+        hw: *const OrtHardwareDevice,
+    ) -> Result<*mut OrtEpDevice> {
         let mut out = ptr::null_mut();
         // SAFETY: factory and hw are valid; null metadata/options are allowed.
         let status = unsafe { (self.ep.create_ep_device)(factory, hw, ptr::null(), ptr::null(), &mut out) };
@@ -107,14 +141,20 @@ impl Api {
         Ok(out)
     }
 
-    pub fn add_nodes_to_fuse(&self, info: *mut OrtEpGraphSupportInfo, nodes: &[*const OrtNode]) -> Result<()> {
-        let options = OrtNodeFusionOptions { ort_version_supported: super::structs::EP_STRUCT_VERSION, drop_constant_initializers: false };
+    #[ort_ffi]
+    pub(crate) fn add_nodes_to_fuse(&self, info: *mut OrtEpGraphSupportInfo, nodes: &[*const OrtNode]) -> Result<()> {
+        let options = OrtNodeFusionOptions {
+            ort_version_supported: super::structs::EP_STRUCT_VERSION,
+            drop_constant_initializers: false,
+        };
         // SAFETY: nodes are valid for this GetCapability call; options outlive the call.
-        let status = unsafe { (self.ep.ep_graph_support_info_add_nodes_to_fuse)(info, nodes.as_ptr(), nodes.len(), &options) };
+        let status =
+            unsafe { (self.ep.ep_graph_support_info_add_nodes_to_fuse)(info, nodes.as_ptr(), nodes.len(), &options) };
         self.check(ort_sys::OrtStatusPtr(status))
     }
 
-    pub fn node_compute_context_node_name(&self, ctx: *const OrtNodeComputeContext) -> String {
+    #[ort_ffi]
+    pub(crate) fn node_compute_context_node_name(&self, ctx: *const OrtNodeComputeContext) -> String {
         // SAFETY: ctx is valid during CreateState.
         cstr_to_string(unsafe { (self.ep.node_compute_context_node_name)(ctx) })
     }
@@ -122,7 +162,8 @@ impl Api {
     // ---- session options ----
 
     /// Reads a session config entry, `None` when unset.
-    pub fn session_config_entry(&self, options: *const OrtSessionOptions, key: &CStr) -> Result<Option<String>> {
+    #[ort_ffi]
+    pub(crate) fn session_config_entry(&self, options: *const OrtSessionOptions, key: &CStr) -> Result<Option<String>> {
         let mut has = 0;
         // SAFETY: options valid for CreateEp; key is NUL-terminated.
         self.check(unsafe { (self.ort.HasSessionConfigEntry)(options, key.as_ptr(), &mut has) })?;
@@ -132,16 +173,19 @@ impl Api {
         self.session_config_value(options, key).map(Some)
     }
 
+    #[ort_ffi]
     fn session_config_value(&self, options: *const OrtSessionOptions, key: &CStr) -> Result<String> {
         let mut buf = vec![0u8; 256];
         loop {
             let mut size = buf.len();
             // SAFETY: buf has `size` writable bytes; ORT writes the NUL-terminated value or sets the needed size.
-            let status = unsafe { (self.ort.GetSessionConfigEntry)(options, key.as_ptr(), buf.as_mut_ptr().cast(), &mut size) };
+            let status =
+                unsafe { (self.ort.GetSessionConfigEntry)(options, key.as_ptr(), buf.as_mut_ptr().cast(), &mut size) };
             if status.0.is_null() {
                 buf.truncate(size.saturating_sub(1));
                 return Ok(String::from_utf8_lossy(&buf).into_owned());
             }
+            probe::record_status();
             self.release_status(status.0);
             if size <= buf.len() {
                 return Err(Error::ort(format_args!("GetSessionConfigEntry failed for {key:?}")));
@@ -152,97 +196,114 @@ impl Api {
 
     // ---- graphs ----
 
-    pub fn graph_num_nodes(&self, g: *const OrtGraph) -> Result<usize> {
+    #[ort_ffi]
+    pub(crate) fn graph_num_nodes(&self, g: *const OrtGraph) -> Result<usize> {
         let mut n = 0;
         // SAFETY: g is valid for the callback.
         self.check(unsafe { (self.ort.Graph_GetNumNodes)(g, &mut n) })?;
         Ok(n)
     }
-    pub fn graph_nodes(&self, g: *const OrtGraph, out: &mut [*const OrtNode]) -> Result<()> {
+    #[ort_ffi]
+    pub(crate) fn graph_nodes(&self, g: *const OrtGraph, out: &mut [*const OrtNode]) -> Result<()> {
         // SAFETY: out has out.len() slots.
         self.check(unsafe { (self.ort.Graph_GetNodes)(g, out.as_mut_ptr(), out.len()) })
     }
-    pub fn graph_num_initializers(&self, g: *const OrtGraph) -> Result<usize> {
+    #[ort_ffi]
+    pub(crate) fn graph_num_initializers(&self, g: *const OrtGraph) -> Result<usize> {
         let mut n = 0;
         // SAFETY: g is valid for the callback.
         self.check(unsafe { (self.ort.Graph_GetNumInitializers)(g, &mut n) })?;
         Ok(n)
     }
-    pub fn graph_initializers(&self, g: *const OrtGraph, out: &mut [*const OrtValueInfo]) -> Result<()> {
+    #[ort_ffi]
+    pub(crate) fn graph_initializers(&self, g: *const OrtGraph, out: &mut [*const OrtValueInfo]) -> Result<()> {
         // SAFETY: out has out.len() slots.
         self.check(unsafe { (self.ort.Graph_GetInitializers)(g, out.as_mut_ptr(), out.len()) })
     }
 
     // ---- nodes ----
 
-    pub fn node_name(&self, n: *const OrtNode) -> Result<String> {
+    #[ort_ffi]
+    pub(crate) fn node_name(&self, n: *const OrtNode) -> Result<String> {
         let mut p = ptr::null();
         // SAFETY: n is valid for the callback.
         self.check(unsafe { (self.ort.Node_GetName)(n, &mut p) })?;
         Ok(cstr_to_string(p))
     }
-    pub fn node_op_type(&self, n: *const OrtNode) -> Result<String> {
+    #[ort_ffi]
+    pub(crate) fn node_op_type(&self, n: *const OrtNode) -> Result<String> {
         let mut p = ptr::null();
         // SAFETY: n is valid for the callback.
         self.check(unsafe { (self.ort.Node_GetOperatorType)(n, &mut p) })?;
         Ok(cstr_to_string(p))
     }
-    pub fn node_domain(&self, n: *const OrtNode) -> Result<String> {
+    #[ort_ffi]
+    pub(crate) fn node_domain(&self, n: *const OrtNode) -> Result<String> {
         let mut p = ptr::null();
         // SAFETY: n is valid for the callback.
         self.check(unsafe { (self.ort.Node_GetDomain)(n, &mut p) })?;
         Ok(cstr_to_string(p))
     }
-    pub fn node_since_version(&self, n: *const OrtNode) -> Result<i32> {
+    #[ort_ffi]
+    pub(crate) fn node_since_version(&self, n: *const OrtNode) -> Result<i32> {
         let mut v = 0;
         // SAFETY: n is valid for the callback.
         self.check(unsafe { (self.ort.Node_GetSinceVersion)(n, &mut v) })?;
         Ok(v)
     }
     /// The EP a node is already assigned to ("" when none).
-    pub fn node_ep_name(&self, n: *const OrtNode) -> Result<String> {
+    #[ort_ffi]
+    pub(crate) fn node_ep_name(&self, n: *const OrtNode) -> Result<String> {
         let mut p = ptr::null();
         // SAFETY: n is valid for the callback.
         self.check(unsafe { (self.ort.Node_GetEpName)(n, &mut p) })?;
         Ok(cstr_to_string(p))
     }
-    pub fn node_num_inputs(&self, n: *const OrtNode) -> Result<usize> {
+    #[ort_ffi]
+    pub(crate) fn node_num_inputs(&self, n: *const OrtNode) -> Result<usize> {
         let mut c = 0;
         // SAFETY: n is valid for the callback.
         self.check(unsafe { (self.ort.Node_GetNumInputs)(n, &mut c) })?;
         Ok(c)
     }
-    pub fn node_inputs(&self, n: *const OrtNode, out: &mut [*const OrtValueInfo]) -> Result<()> {
+    #[ort_ffi]
+    pub(crate) fn node_inputs(&self, n: *const OrtNode, out: &mut [*const OrtValueInfo]) -> Result<()> {
         // SAFETY: out has out.len() slots.
         self.check(unsafe { (self.ort.Node_GetInputs)(n, out.as_mut_ptr(), out.len()) })
     }
-    pub fn node_num_outputs(&self, n: *const OrtNode) -> Result<usize> {
+    #[ort_ffi]
+    pub(crate) fn node_num_outputs(&self, n: *const OrtNode) -> Result<usize> {
         let mut c = 0;
         // SAFETY: n is valid for the callback.
         self.check(unsafe { (self.ort.Node_GetNumOutputs)(n, &mut c) })?;
         Ok(c)
     }
-    pub fn node_outputs(&self, n: *const OrtNode, out: &mut [*const OrtValueInfo]) -> Result<()> {
+    #[ort_ffi]
+    pub(crate) fn node_outputs(&self, n: *const OrtNode, out: &mut [*const OrtValueInfo]) -> Result<()> {
         // SAFETY: out has out.len() slots.
         self.check(unsafe { (self.ort.Node_GetOutputs)(n, out.as_mut_ptr(), out.len()) })
     }
-    pub fn node_num_attributes(&self, n: *const OrtNode) -> Result<usize> {
+    #[ort_ffi]
+    pub(crate) fn node_num_attributes(&self, n: *const OrtNode) -> Result<usize> {
         let mut c = 0;
         // SAFETY: n is valid for the callback.
         self.check(unsafe { (self.ort.Node_GetNumAttributes)(n, &mut c) })?;
         Ok(c)
     }
-    pub fn node_attributes(&self, n: *const OrtNode, out: &mut [*const OrtOpAttr]) -> Result<()> {
+    #[ort_ffi]
+    pub(crate) fn node_attributes(&self, n: *const OrtNode, out: &mut [*const OrtOpAttr]) -> Result<()> {
         // SAFETY: out has out.len() slots.
         self.check(unsafe { (self.ort.Node_GetAttributes)(n, out.as_mut_ptr(), out.len()) })
     }
-    pub fn op_attr_name(&self, a: *const OrtOpAttr) -> Result<String> {
+    #[ort_ffi]
+    pub(crate) fn op_attr_name(&self, a: *const OrtOpAttr) -> Result<String> {
         let mut p = ptr::null();
         // SAFETY: a is valid for the callback.
         self.check(unsafe { (self.ort.OpAttr_GetName)(a, &mut p) })?;
         Ok(cstr_to_string(p))
     }
-    pub fn op_attr_type(&self, a: *const OrtOpAttr) -> Result<OrtOpAttrType> {
+    #[ort_ffi]
+    pub(crate) fn op_attr_type(&self, a: *const OrtOpAttr) -> Result<OrtOpAttrType> {
         let mut t = OrtOpAttrType::ORT_OP_ATTR_UNDEFINED;
         // SAFETY: a is valid for the callback.
         self.check(unsafe { (self.ort.OpAttr_GetType)(a, &mut t) })?;
@@ -250,11 +311,13 @@ impl Api {
     }
     /// Reads an attribute's bytes. Returns the size ORT reports; when it exceeds
     /// `buf.len()` nothing was written and the caller retries with a larger buffer.
-    pub fn read_op_attr(&self, a: *const OrtOpAttr, t: OrtOpAttrType, buf: &mut [u8]) -> Result<usize> {
+    #[ort_ffi]
+    pub(crate) fn read_op_attr(&self, a: *const OrtOpAttr, t: OrtOpAttrType, buf: &mut [u8]) -> Result<usize> {
         let mut size = 0;
         // SAFETY: buf has buf.len() writable bytes.
         let status = unsafe { (self.ort.ReadOpAttr)(a, t, buf.as_mut_ptr().cast(), buf.len(), &mut size) };
         if !status.0.is_null() && size > buf.len() {
+            probe::record_status();
             self.release_status(status.0);
             return Ok(size);
         }
@@ -264,57 +327,71 @@ impl Api {
 
     // ---- value infos ----
 
-    pub fn value_info_name(&self, v: *const OrtValueInfo) -> Result<String> {
+    #[ort_ffi]
+    pub(crate) fn value_info_name(&self, v: *const OrtValueInfo) -> Result<String> {
         let mut p = ptr::null();
         // SAFETY: v is valid for the callback.
         self.check(unsafe { (self.ort.GetValueInfoName)(v, &mut p) })?;
         Ok(cstr_to_string(p))
     }
-    pub fn value_info_type_info(&self, v: *const OrtValueInfo) -> Result<*const OrtTypeInfo> {
+    #[ort_ffi]
+    pub(crate) fn value_info_type_info(&self, v: *const OrtValueInfo) -> Result<*const OrtTypeInfo> {
         let mut p = ptr::null();
         // SAFETY: v is valid; the type info is owned by the value info.
         self.check(unsafe { (self.ort.GetValueInfoTypeInfo)(v, &mut p) })?;
         Ok(p)
     }
-    pub fn type_info_onnx_type(&self, t: *const OrtTypeInfo) -> Result<ONNXType> {
+    #[ort_ffi]
+    pub(crate) fn type_info_onnx_type(&self, t: *const OrtTypeInfo) -> Result<ONNXType> {
         let mut o = ONNXType::ONNX_TYPE_UNKNOWN;
         // SAFETY: t is valid.
         self.check(unsafe { (self.ort.GetOnnxTypeFromTypeInfo)(t, &mut o) })?;
         Ok(o)
     }
-    pub fn type_info_tensor_info(&self, t: *const OrtTypeInfo) -> Result<*const OrtTensorTypeAndShapeInfo> {
+    #[ort_ffi]
+    pub(crate) fn type_info_tensor_info(&self, t: *const OrtTypeInfo) -> Result<*const OrtTensorTypeAndShapeInfo> {
         let mut p = ptr::null();
         // SAFETY: t is a tensor type info; the result is owned by it.
         self.check(unsafe { (self.ort.CastTypeInfoToTensorInfo)(t, &mut p) })?;
         Ok(p)
     }
-    pub fn tensor_info_element_type(&self, t: *const OrtTensorTypeAndShapeInfo) -> Result<i32> {
+    #[ort_ffi]
+    pub(crate) fn tensor_info_element_type(&self, t: *const OrtTensorTypeAndShapeInfo) -> Result<i32> {
         let mut e = ONNXTensorElementDataType::ONNX_TENSOR_ELEMENT_DATA_TYPE_UNDEFINED;
         // SAFETY: t is valid.
         self.check(unsafe { (self.ort.GetTensorElementType)(t, &mut e) })?;
         Ok(e as i32)
     }
-    pub fn tensor_info_rank(&self, t: *const OrtTensorTypeAndShapeInfo) -> Result<usize> {
+    #[ort_ffi]
+    pub(crate) fn tensor_info_rank(&self, t: *const OrtTensorTypeAndShapeInfo) -> Result<usize> {
         let mut n = 0;
         // SAFETY: t is valid.
         self.check(unsafe { (self.ort.GetDimensionsCount)(t, &mut n) })?;
         Ok(n)
     }
-    pub fn tensor_info_dims(&self, t: *const OrtTensorTypeAndShapeInfo, out: &mut [i64]) -> Result<()> {
+    #[ort_ffi]
+    pub(crate) fn tensor_info_dims(&self, t: *const OrtTensorTypeAndShapeInfo, out: &mut [i64]) -> Result<()> {
         // SAFETY: out has out.len() slots.
         self.check(unsafe { (self.ort.GetDimensions)(t, out.as_mut_ptr(), out.len()) })
     }
-    pub fn tensor_info_symbolic_dims(&self, t: *const OrtTensorTypeAndShapeInfo, out: &mut [*const c_char]) -> Result<()> {
+    #[ort_ffi]
+    pub(crate) fn tensor_info_symbolic_dims(
+        &self,
+        t: *const OrtTensorTypeAndShapeInfo,
+        out: &mut [*const c_char],
+    ) -> Result<()> {
         // SAFETY: out has out.len() slots.
         self.check(unsafe { (self.ort.GetSymbolicDimensions)(t, out.as_mut_ptr(), out.len()) })
     }
-    pub fn value_info_is_constant_initializer(&self, v: *const OrtValueInfo) -> Result<bool> {
+    #[ort_ffi]
+    pub(crate) fn value_info_is_constant_initializer(&self, v: *const OrtValueInfo) -> Result<bool> {
         let mut b = false;
         // SAFETY: v is valid.
         self.check(unsafe { (self.ort.ValueInfo_IsConstantInitializer)(v, &mut b) })?;
         Ok(b)
     }
-    pub fn value_info_initializer_value(&self, v: *const OrtValueInfo) -> Result<*const OrtValue> {
+    #[ort_ffi]
+    pub(crate) fn value_info_initializer_value(&self, v: *const OrtValueInfo) -> Result<*const OrtValue> {
         let mut p = ptr::null();
         // SAFETY: v is valid; the value is owned by the graph.
         self.check(unsafe { (self.ort.ValueInfo_GetInitializerValue)(v, &mut p) })?;
@@ -325,7 +402,8 @@ impl Api {
 
     /// Element type and a borrowed shape in one call (API 24). A scalar's shape comes
     /// back as a null pointer with count 0, which maps to an empty slice.
-    pub fn tensor_type_and_shape_ref<'a>(&self, v: *const OrtValue) -> Result<(i32, &'a [i64])> {
+    #[ort_ffi]
+    pub(crate) fn tensor_type_and_shape_ref<'a>(&self, v: *const OrtValue) -> Result<(i32, &'a [i64])> {
         let mut e = ONNXTensorElementDataType::ONNX_TENSOR_ELEMENT_DATA_TYPE_UNDEFINED;
         let mut dims: *const i64 = ptr::null();
         let mut count = 0usize;
@@ -339,13 +417,15 @@ impl Api {
         };
         Ok((e as i32, shape))
     }
-    pub fn tensor_data(&self, v: *const OrtValue) -> Result<*const c_void> {
+    #[ort_ffi]
+    pub(crate) fn tensor_data(&self, v: *const OrtValue) -> Result<*const c_void> {
         let mut p = ptr::null();
         // SAFETY: v is a valid tensor value.
         self.check(unsafe { (self.ort.GetTensorData)(v, &mut p) })?;
         Ok(p)
     }
-    pub fn tensor_mutable_data(&self, v: *mut OrtValue) -> Result<*mut c_void> {
+    #[ort_ffi]
+    pub(crate) fn tensor_mutable_data(&self, v: *mut OrtValue) -> Result<*mut c_void> {
         let mut p = ptr::null_mut();
         // SAFETY: v is a valid output tensor.
         self.check(unsafe { (self.ort.GetTensorMutableData)(v, &mut p) })?;
@@ -354,25 +434,22 @@ impl Api {
 
     // ---- kernel context ----
 
-    pub fn kernel_input_count(&self, ctx: *const OrtKernelContext) -> Result<usize> {
-        let mut n = 0;
-        // SAFETY: ctx valid for this Compute.
-        self.check(unsafe { (self.ort.KernelContext_GetInputCount)(ctx, &mut n) })?;
-        Ok(n)
-    }
-    pub fn kernel_input(&self, ctx: *const OrtKernelContext, i: usize) -> Result<*const OrtValue> {
+    #[ort_ffi]
+    pub(crate) fn kernel_input(&self, ctx: *const OrtKernelContext, i: usize) -> Result<*const OrtValue> {
         let mut p = ptr::null();
         // SAFETY: ctx valid for this Compute.
         self.check(unsafe { (self.ort.KernelContext_GetInput)(ctx, i, &mut p) })?;
         Ok(p)
     }
-    pub fn kernel_output(&self, ctx: *mut OrtKernelContext, i: usize, dims: &[i64]) -> Result<*mut OrtValue> {
+    #[ort_ffi]
+    pub(crate) fn kernel_output(&self, ctx: *mut OrtKernelContext, i: usize, dims: &[i64]) -> Result<*mut OrtValue> {
         let mut p = ptr::null_mut();
         // SAFETY: ctx valid for this Compute; dims has dims.len() entries.
         self.check(unsafe { (self.ort.KernelContext_GetOutput)(ctx, i, dims.as_ptr(), dims.len(), &mut p) })?;
         Ok(p)
     }
-    pub fn parallel_for(
+    #[ort_ffi]
+    pub(crate) fn parallel_for(
         &self,
         ctx: *const OrtKernelContext,
         f: unsafe extern "C" fn(*mut c_void, usize),

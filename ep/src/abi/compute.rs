@@ -9,13 +9,14 @@ use ort_sys::{OrtKernelContext, OrtStatus};
 use smallvec::SmallVec;
 
 use super::api::Api;
-use super::structs::{OrtNodeComputeContext, OrtNodeComputeInfo, EP_STRUCT_VERSION};
 use super::guard;
+use super::structs::{OrtNodeComputeContext, OrtNodeComputeInfo, EP_STRUCT_VERSION};
 use crate::error::{Error, Result};
 use crate::exec::{execute, Outputs, Parallel, RunState, Serial, TensorIn};
 use crate::graph::{dtype, Shape};
 use crate::plan::Plan;
 use crate::probe;
+use rivet_macros::dispatch_phase;
 
 #[repr(C)]
 pub(super) struct ComputeInfo {
@@ -64,10 +65,7 @@ unsafe extern "system" fn create_state(
         // also checks that OrtEpApi's fifth slot is where we think it is.
         let name = info.api.node_compute_context_node_name(ctx);
         if name != info.plan.name {
-            return Err(Error::ep(format_args!(
-                "CreateState for '{name}' reached the plan of '{}'",
-                info.plan.name
-            )));
+            return Err(Error::ep(format_args!("CreateState for '{name}' reached the plan of '{}'", info.plan.name)));
         }
         // The state is the info itself: per-Run scratch comes from its pool.
         // SAFETY: valid out pointer.
@@ -88,16 +86,39 @@ unsafe extern "system" fn compute(
 }
 
 fn run(info: &ComputeInfo, ctx: *mut OrtKernelContext) -> Result<()> {
-    let api = &info.api;
+    if info.inject_panic {
+        panic!("injected panic in fused node '{}' (inject_panic)", info.plan.name);
+    }
     let plan = &info.plan;
-    let mut inputs: SmallVec<[TensorIn<'_>; 4]> = SmallVec::new();
-    for i in 0..plan.inputs.len() {
+    let mut state = info.pool.lock().unwrap_or_else(|p| p.into_inner()).pop().unwrap_or_else(|| RunState::new(plan));
+    // SAFETY: ORT's context for this Compute, with the inputs of the fused node we compiled.
+    let result = unsafe { run_plan(&info.api, plan, &mut state, ctx) };
+    info.pool.lock().unwrap_or_else(|p| p.into_inner()).push(state);
+    result
+}
+
+/// One Run of `plan` against a kernel context: bind inputs, execute, allocate outputs
+/// through ORT. Public so tests can drive it with a fake `OrtApi`.
+///
+/// # Safety
+/// `ctx` must be a kernel context that `api`'s kernel-context members accept, valid for
+/// the whole call, whose inputs match `plan`.
+pub unsafe fn run_plan(api: &Api, plan: &Plan, state: &mut RunState, ctx: *mut OrtKernelContext) -> Result<()> {
+    let inputs = bind_inputs(api, ctx, plan.inputs.len())?;
+    let mut outputs = OrtOutputs { api, ctx };
+    let par = OrtParallel { api, ctx };
+    execute(plan, state, &inputs, &mut outputs, &par)?;
+    probe::record_run();
+    Ok(())
+}
+
+/// Reads the fused node's inputs: value, element type and shape, data.
+#[dispatch_phase(TensorBind)]
+fn bind_inputs<'c>(api: &Api, ctx: *mut OrtKernelContext, count: usize) -> Result<SmallVec<[TensorIn<'c>; 4]>> {
+    let mut inputs: SmallVec<[TensorIn<'c>; 4]> = SmallVec::new();
+    for i in 0..count {
         let v = api.kernel_input(ctx, i)?;
-        let (elem_type, dims) = api.tensor_type_and_shape_ref(v)?;
-        let mut shape = Shape::new();
-        for &d in dims {
-            shape.push(usize::try_from(d).map_err(|_| Error::ep(format_args!("input {i} has negative dim {d}")))?);
-        }
+        let (elem_type, shape) = input_metadata(api, v, i)?;
         let len: usize = shape.iter().product();
         let data: &[f32] = if elem_type != dtype::FLOAT || len == 0 {
             &[]
@@ -108,23 +129,17 @@ fn run(info: &ComputeInfo, ctx: *mut OrtKernelContext) -> Result<()> {
         };
         inputs.push(TensorIn { elem_type, shape, data });
     }
-    if info.inject_panic {
-        panic!("injected panic in fused node '{}' (inject_panic)", plan.name);
+    Ok(inputs)
+}
+
+#[dispatch_phase(MetadataQuery)]
+fn input_metadata(api: &Api, v: *const ort_sys::OrtValue, i: usize) -> Result<(i32, Shape)> {
+    let (elem_type, dims) = api.tensor_type_and_shape_ref(v)?;
+    let mut shape = Shape::new();
+    for &d in dims {
+        shape.push(usize::try_from(d).map_err(|_| Error::ep(format_args!("input {i} has negative dim {d}")))?);
     }
-    let mut state = info
-        .pool
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .pop()
-        .unwrap_or_else(|| RunState::new(plan));
-    let mut outputs = OrtOutputs { api, ctx };
-    let par = OrtParallel { api, ctx };
-    let result = execute(plan, &mut state, &inputs, &mut outputs, &par);
-    info.pool.lock().unwrap_or_else(|p| p.into_inner()).push(state);
-    if result.is_ok() {
-        probe::record_run(plan.steps.len());
-    }
-    result
+    Ok((elem_type, shape))
 }
 
 struct OrtOutputs<'c> {
@@ -133,6 +148,7 @@ struct OrtOutputs<'c> {
 }
 
 impl<'c> Outputs<'c> for OrtOutputs<'c> {
+    #[dispatch_phase(Allocate)]
     fn alloc(&mut self, index: usize, shape: &[usize]) -> Result<&'c mut [f32]> {
         let dims: SmallVec<[i64; 8]> = shape.iter().map(|&d| d as i64).collect();
         let v = self.api.kernel_output(self.ctx, index, &dims)?;

@@ -20,7 +20,6 @@ use crate::registry::kernel_for;
 const INJECT_PANIC_KEY: &std::ffi::CStr = c"ep.rivet.inject_panic";
 const NO_FALLBACK_KEY: &std::ffi::CStr = c"session.disable_cpu_ep_fallback";
 
-
 #[repr(C)]
 pub(super) struct Ep {
     base: OrtEp,
@@ -142,10 +141,8 @@ unsafe extern "system" fn compile(
                     e
                 }
             })?;
-            let panic_here = ep
-                .inject_panic
-                .as_deref()
-                .is_some_and(|target| desc.nodes.iter().any(|n| n.name == target));
+            let panic_here =
+                ep.inject_panic.as_deref().is_some_and(|target| desc.nodes.iter().any(|n| n.name == target));
             built.push(ComputeInfo::create(ep.api, plan, panic_here));
         }
         for (slot, info) in out.iter_mut().zip(built) {
@@ -155,11 +152,7 @@ unsafe extern "system" fn compile(
     })
 }
 
-unsafe extern "system" fn release_node_compute_infos(
-    _this: *mut OrtEp,
-    infos: *mut *mut OrtNodeComputeInfo,
-    n: usize,
-) {
+unsafe extern "system" fn release_node_compute_infos(_this: *mut OrtEp, infos: *mut *mut OrtNodeComputeInfo, n: usize) {
     if infos.is_null() {
         return;
     }

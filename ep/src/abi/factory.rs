@@ -4,21 +4,24 @@ use std::ffi::{c_char, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr;
 
-use ort_sys::{OrtApiBase, OrtHardwareDevice, OrtKeyValuePairs, OrtLogger, OrtMemoryInfo, OrtSessionOptions, OrtStatus};
+use ort_sys::{
+    OrtApiBase, OrtHardwareDevice, OrtKeyValuePairs, OrtLogger, OrtMemoryInfo, OrtSessionOptions, OrtStatus,
+};
 
 use super::api::Api;
 use super::ep::Ep;
-use super::structs::{OrtEp, OrtEpDevice, OrtEpFactory, EP_STRUCT_VERSION};
 use super::guard;
+use super::structs::{OrtEp, OrtEpDevice, OrtEpFactory, EP_STRUCT_VERSION};
 use crate::error::Error;
 
 /// The EP name: part of Rivet's public interface.
 pub const EP_NAME: &std::ffi::CStr = c"Rivet";
 const VENDOR: &std::ffi::CStr = c"Rivet";
-const VERSION: &std::ffi::CStr = match std::ffi::CStr::from_bytes_with_nul(concat!(env!("CARGO_PKG_VERSION"), "\0").as_bytes()) {
-    Ok(s) => s,
-    Err(_) => panic!("version"),
-};
+const VERSION: &std::ffi::CStr =
+    match std::ffi::CStr::from_bytes_with_nul(concat!(env!("CARGO_PKG_VERSION"), "\0").as_bytes()) {
+        Ok(s) => s,
+        Err(_) => panic!("version"),
+    };
 
 #[repr(C)]
 pub(super) struct Factory {
@@ -156,7 +159,8 @@ unsafe extern "system" fn get_supported_devices(
     let f = factory(this);
     guard(&f.api, "GetSupportedDevices", || {
         // SAFETY: ORT passes `num_devices` valid device pointers.
-        let devices = if devices.is_null() { &[][..] } else { unsafe { std::slice::from_raw_parts(devices, num_devices) } };
+        let devices =
+            if devices.is_null() { &[][..] } else { unsafe { std::slice::from_raw_parts(devices, num_devices) } };
         let mut n = 0;
         for &d in devices {
             if n < max_ep_devices && f.api.hardware_device_is_cpu(d) {

@@ -4,8 +4,11 @@
 
 pub mod api;
 mod compute;
+pub mod counting_alloc;
 mod ep;
 mod factory;
+#[cfg(feature = "probe")]
+mod probe_exports;
 mod read;
 pub mod structs;
 
@@ -15,17 +18,29 @@ use ort_sys::OrtStatus;
 
 use crate::error::{Error, Result};
 use api::Api;
+use rivet_macros::{dispatch_phase, staging_log};
 
+pub use compute::run_plan;
 pub use factory::{CreateEpFactories, ReleaseEpFactory};
 
 /// Runs a callback body: `Ok` becomes a null status, an `Err` or a panic becomes a status
 /// ORT owns. Nothing unwinds across the ABI.
+#[dispatch_phase(CallbackEntry)]
 fn guard(api: &Api, what: &str, body: impl FnOnce() -> Result<()>) -> *mut OrtStatus {
     match catch_unwind(AssertUnwindSafe(body)) {
         Ok(Ok(())) => std::ptr::null_mut(),
-        Ok(Err(e)) => api.create_status(&e),
-        Err(panic) => api.create_status(&Error::ep(format_args!("Rivet panicked in {what}: {}", panic_message(&panic)))),
+        Ok(Err(e)) => status_crossing(api, &e),
+        Err(panic) => {
+            status_crossing(api, &Error::ep(format_args!("Rivet panicked in {what}: {}", panic_message(&panic))))
+        }
     }
+}
+
+#[dispatch_phase(StatusCrossing)]
+#[cold]
+fn status_crossing(api: &Api, e: &Error) -> *mut OrtStatus {
+    staging_log!("returning an error status: {}", e);
+    api.create_status(e)
 }
 
 fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> &str {

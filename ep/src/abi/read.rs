@@ -71,11 +71,15 @@ fn attribute(api: &Api, a: *const ort_sys::OrtOpAttr) -> Result<(String, AttrVal
     let value = match t {
         OrtOpAttrType::ORT_OP_ATTR_INT => {
             let b = read_bytes(api, a, t)?;
-            AttrValue::Int(i64::from_ne_bytes(b.get(..8).and_then(|s| s.try_into().ok()).ok_or_else(|| Error::ort("short int attribute"))?))
+            AttrValue::Int(i64::from_ne_bytes(
+                b.get(..8).and_then(|s| s.try_into().ok()).ok_or_else(|| Error::ort("short int attribute"))?,
+            ))
         }
         OrtOpAttrType::ORT_OP_ATTR_FLOAT => {
             let b = read_bytes(api, a, t)?;
-            AttrValue::Float(f32::from_ne_bytes(b.get(..4).and_then(|s| s.try_into().ok()).ok_or_else(|| Error::ort("short float attribute"))?))
+            AttrValue::Float(f32::from_ne_bytes(
+                b.get(..4).and_then(|s| s.try_into().ok()).ok_or_else(|| Error::ort("short float attribute"))?,
+            ))
         }
         OrtOpAttrType::ORT_OP_ATTR_STRING => {
             let b = read_bytes(api, a, t)?;

@@ -6,8 +6,8 @@
 use std::ffi::{c_char, c_void};
 
 use ort_sys::{
-    OrtGraph, OrtHardwareDevice, OrtKernelContext, OrtKeyValuePairs, OrtLogger, OrtMemoryInfo,
-    OrtNode, OrtRunOptions, OrtSessionOptions, OrtStatus,
+    OrtGraph, OrtHardwareDevice, OrtKernelContext, OrtKeyValuePairs, OrtLogger, OrtMemoryInfo, OrtNode, OrtRunOptions,
+    OrtSessionOptions, OrtStatus,
 };
 
 /// The version every struct we fill declares: all of its slots are filled.
@@ -61,11 +61,8 @@ pub struct OrtNodeComputeInfo {
 pub struct OrtEp {
     pub ort_version_supported: u32,
     pub get_name: unsafe extern "system" fn(this: *const OrtEp) -> *const c_char,
-    pub get_capability: unsafe extern "system" fn(
-        this: *mut OrtEp,
-        graph: *const OrtGraph,
-        info: *mut OrtEpGraphSupportInfo,
-    ) -> Status,
+    pub get_capability:
+        unsafe extern "system" fn(this: *mut OrtEp, graph: *const OrtGraph, info: *mut OrtEpGraphSupportInfo) -> Status,
     pub compile: unsafe extern "system" fn(
         this: *mut OrtEp,
         graphs: *const *const OrtGraph,
@@ -79,11 +76,9 @@ pub struct OrtEp {
     pub get_preferred_data_layout: Option<unsafe extern "system" fn()>,
     pub should_convert_data_layout_for_op: Option<unsafe extern "system" fn()>,
     pub set_dynamic_options: Option<unsafe extern "system" fn()>,
-    pub on_run_start:
-        Option<unsafe extern "system" fn(this: *mut OrtEp, opts: *const OrtRunOptions) -> Status>,
-    pub on_run_end: Option<
-        unsafe extern "system" fn(this: *mut OrtEp, opts: *const OrtRunOptions, sync: bool) -> Status,
-    >,
+    pub on_run_start: Option<unsafe extern "system" fn(this: *mut OrtEp, opts: *const OrtRunOptions) -> Status>,
+    pub on_run_end:
+        Option<unsafe extern "system" fn(this: *mut OrtEp, opts: *const OrtRunOptions, sync: bool) -> Status>,
     pub create_allocator: Option<
         unsafe extern "system" fn(
             this: *mut OrtEp,
@@ -129,10 +124,8 @@ pub struct OrtEpFactory {
         options: *const OrtKeyValuePairs,
         out: *mut *mut ort_sys::OrtAllocator,
     ) -> Status,
-    pub release_allocator:
-        unsafe extern "system" fn(this: *mut OrtEpFactory, alloc: *mut ort_sys::OrtAllocator),
-    pub create_data_transfer:
-        unsafe extern "system" fn(this: *mut OrtEpFactory, out: *mut *mut c_void) -> Status,
+    pub release_allocator: unsafe extern "system" fn(this: *mut OrtEpFactory, alloc: *mut ort_sys::OrtAllocator),
+    pub create_data_transfer: unsafe extern "system" fn(this: *mut OrtEpFactory, out: *mut *mut c_void) -> Status,
     pub is_stream_aware: unsafe extern "system" fn(this: *const OrtEpFactory) -> bool,
     pub create_sync_stream_for_device: Option<unsafe extern "system" fn()>,
 }
@@ -157,8 +150,7 @@ pub struct OrtEpApi {
     ) -> Status,
     pub ep_graph_support_info_add_single_node:
         unsafe extern "system" fn(info: *mut OrtEpGraphSupportInfo, node: *const OrtNode) -> Status,
-    pub node_compute_context_node_name:
-        unsafe extern "system" fn(ctx: *const OrtNodeComputeContext) -> *const c_char,
+    pub node_compute_context_node_name: unsafe extern "system" fn(ctx: *const OrtNodeComputeContext) -> *const c_char,
 }
 
 #[cfg(test)]

@@ -1,0 +1,117 @@
+//! Special values, memory layouts and panics of the unary kernels.
+
+use crate::unary_tests::all_ops;
+use crate::UnaryOp;
+
+fn apply1(op: UnaryOp, x: f32) -> f32 {
+    let mut y = [0.0];
+    op.apply(&[x], &mut y);
+    y[0]
+}
+
+#[test]
+fn special_values() {
+    use UnaryOp::*;
+    let (inf, nan) = (f32::INFINITY, f32::NAN);
+    for op in all_ops() {
+        if matches!(op, ThresholdedRelu { .. }) {
+            assert_eq!(apply1(op, nan), 0.0, "ThresholdedRelu(NaN) is 0, as in ORT");
+        } else {
+            assert!(apply1(op, nan).is_nan(), "{op:?}(NaN) must be NaN");
+        }
+    }
+    // inf * 0 in the defining formula gives NaN, as in ORT.
+    for (op, x) in [(Softsign, inf), (Softsign, -inf), (HardSwish, -inf), (Mish, -inf), (Gelu, -inf), (GeluTanh, -inf)]
+    {
+        assert!(apply1(op, x).is_nan(), "{op:?}({x}) must be NaN");
+    }
+    let cases = [
+        (Relu, -1.0, 0.0),
+        (Sigmoid, -1000.0, 0.0),
+        (Sigmoid, 1000.0, 1.0),
+        (Sigmoid, -inf, 0.0),
+        (Sigmoid, inf, 1.0),
+        (Tanh, inf, 1.0),
+        (Tanh, -inf, -1.0),
+        (Tanh, 1e-40, 1e-40),
+        (Erf, -inf, -1.0),
+        (Exp, -inf, 0.0),
+        (Exp, 100.0, inf),
+        (Log, 0.0, -inf),
+        (Log, inf, inf),
+        (Softplus, -inf, 0.0),
+        (Softplus, inf, inf),
+        (Softplus, 1e30, 1e30),
+        (HardSwish, inf, inf),
+        (Elu { alpha: 1.0 }, -inf, -1.0),
+        (Celu { alpha: 2.0 }, -inf, -2.0),
+        (Mish, inf, inf),
+        (Gelu, inf, inf),
+        (Gelu, -1e30, 0.0),
+        (GeluTanh, inf, inf),
+        (GeluTanh, 1e30, 1e30),
+    ];
+    for (op, x, want) in cases {
+        assert_eq!(apply1(op, x), want, "{op:?}({x:e})");
+    }
+    for x in [-1.0, -1e-40, -inf] {
+        assert!(apply1(Log, x).is_nan() && apply1(Sqrt, x).is_nan(), "Log/Sqrt({x})");
+    }
+    // Sign of zero for rounding.
+    let bits = |op, x| apply1(op, x).to_bits();
+    assert_eq!(bits(Floor, -0.0), (-0.0f32).to_bits());
+    assert_eq!(bits(Ceil, -0.5), (-0.0f32).to_bits());
+    assert_eq!(bits(Ceil, 0.5), 1.0f32.to_bits());
+    assert_eq!(bits(Floor, -0.5), (-1.0f32).to_bits());
+    assert_eq!(bits(Floor, 0.999_999_94), 0.0f32.to_bits());
+    assert_eq!(bits(Floor, -8_388_607.5), (-8_388_608.0f32).to_bits());
+    assert_eq!(bits(Ceil, 1e30), 1e30f32.to_bits());
+}
+
+/// Inputs for the layout tests: specials and a spread of finite values.
+fn mixed(n: usize) -> Vec<f32> {
+    let specials = [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, -0.0, 1e-40, 1e30];
+    (0..n)
+        .map(|i| {
+            if i % 11 == 5 {
+                specials[(i / 11) % specials.len()]
+            } else {
+                ((i as f32) * 0.618_034).sin() * (1.0 + (i % 13) as f32 * 3.0)
+            }
+        })
+        .collect()
+}
+
+/// `apply`, `apply_inplace` and one-element calls agree bit for bit, for
+/// lengths that exercise the vector body and every tail length.
+#[test]
+fn layouts_agree_bitwise() {
+    for op in all_ops() {
+        for n in [0, 1, 2, 3, 7, 8, 15, 16, 17, 31, 33, 64, 1000] {
+            let x = mixed(n);
+            let mut y = vec![0.0; n];
+            op.apply(&x, &mut y);
+            let mut z = x.clone();
+            op.apply_inplace(&mut z);
+            for i in 0..n {
+                let single = apply1(op, x[i]);
+                assert_eq!(y[i].to_bits(), z[i].to_bits(), "{op:?} in place, n={n}, i={i}");
+                assert_eq!(y[i].to_bits(), single.to_bits(), "{op:?} single, n={n}, i={i}");
+            }
+            // Unaligned sub-slices.
+            if n > 3 {
+                let mut w = vec![0.0; n - 3];
+                op.apply(&x[3..], &mut w);
+                for (a, b) in w.iter().zip(&y[3..]) {
+                    assert_eq!(a.to_bits(), b.to_bits(), "{op:?} offset, n={n}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+#[should_panic(expected = "lengths differ")]
+fn apply_length_mismatch_panics() {
+    UnaryOp::Relu.apply(&[1.0, 2.0], &mut [0.0]);
+}

@@ -1,0 +1,6 @@
+use rivet_macros::ort_ffi;
+
+#[ort_ffi(GetA)]
+fn get() {}
+
+fn main() {}

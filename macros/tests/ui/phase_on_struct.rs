@@ -1,0 +1,6 @@
+use rivet_macros::dispatch_phase;
+
+#[dispatch_phase(TensorBind)]
+struct NotAFunction;
+
+fn main() {}

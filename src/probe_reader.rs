@@ -1,0 +1,60 @@
+//! Reads the probe build's counters over its C exports.
+
+use std::ffi::{c_char, CStr};
+use std::path::Path;
+
+use rivet_ep::probe::Counters;
+
+pub struct ProbeReader {
+    lib: libloading::Library,
+}
+
+type SnapshotFn = unsafe extern "C" fn(*mut Counters, i32) -> usize;
+type PhaseNameFn = unsafe extern "C" fn(usize) -> *const c_char;
+
+impl ProbeReader {
+    /// Opens the probe build at `path`. Pass the same file ORT loaded: dlopen then returns
+    /// the same handle, so these are the counters ORT's calls into Rivet update.
+    pub fn open(path: &Path) -> Result<ProbeReader, String> {
+        // SAFETY: loading Rivet's own plugin; its initialisers only set up statics.
+        let lib = unsafe { libloading::Library::new(path) }.map_err(|e| format!("opening {}: {e}", path.display()))?;
+        // SAFETY: only checks that the symbol exists.
+        unsafe { lib.get::<SnapshotFn>(b"rivet_probe_snapshot") }
+            .map_err(|_| format!("{} has no probe exports: build it with --features probe", path.display()))?;
+        Ok(ProbeReader { lib })
+    }
+
+    /// Every thread's counters (ORT picks the Compute thread).
+    pub fn global(&self) -> Counters {
+        // SAFETY: checked in `open`; the signature is the export's.
+        let f = unsafe { self.lib.get::<SnapshotFn>(b"rivet_probe_snapshot") }.expect("checked in open");
+        let mut c = Counters::default();
+        // SAFETY: `c` is a writable Counters.
+        let size = unsafe { f(&mut c, 1) };
+        assert_eq!(
+            size,
+            std::mem::size_of::<Counters>(),
+            "the probe library's Counters layout differs from this build's"
+        );
+        c
+    }
+
+    /// Phase names as the library reports them, in counter order.
+    pub fn phase_names(&self) -> Vec<String> {
+        // SAFETY: the export's signature.
+        let Ok(f) = (unsafe { self.lib.get::<PhaseNameFn>(b"rivet_probe_phase_name") }) else {
+            return Vec::new();
+        };
+        let mut names = Vec::new();
+        for i in 0.. {
+            // SAFETY: returns a static NUL-terminated name, or null past the end.
+            let p = unsafe { f(i) };
+            if p.is_null() {
+                break;
+            }
+            // SAFETY: as above.
+            names.push(unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned());
+        }
+        names
+    }
+}
