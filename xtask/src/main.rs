@@ -174,6 +174,8 @@ fn test(env: &Env) -> Result {
     ]))?;
     eprintln!("xtask: cargo test (unit and end-to-end)");
     status(env.apply(&mut cargo()).args(["test", "--workspace", "--release"]))?;
+    eprintln!("xtask: cargo test with the probe (exact counts, allocator, phases)");
+    status(env.apply(&mut cargo()).args(["test", "--release", "-p", "rivet-ep", "--features", "probe"]))?;
     eprintln!("xtask: Python tests (the README snippet against the pinned wheel)");
     status(env.apply(&mut Command::new(&env.python)).args(["-m", "pytest", "-q", "tests/python"]))
 }
