@@ -175,7 +175,14 @@ fn test(env: &Env) -> Result {
     eprintln!("xtask: cargo test (unit and end-to-end)");
     status(env.apply(&mut cargo()).args(["test", "--workspace", "--release"]))?;
     eprintln!("xtask: cargo test with the probe (exact counts, allocator, phases)");
-    status(env.apply(&mut cargo()).args(["test", "--release", "-p", "rivet-ep", "--features", "probe"]))?;
+    // In the probe build's own target dir: a cdylib+rlib crate's rlib has no hash in
+    // its name, so two feature sets in one target dir would overwrite each other.
+    let probe_dir = env.rivet_probe_lib.parent().and_then(Path::parent).ok_or("bad probe path")?;
+    status(
+        env.apply(&mut cargo())
+            .args(["test", "--release", "-p", "rivet-ep", "--features", "probe", "--target-dir"])
+            .arg(probe_dir),
+    )?;
     eprintln!("xtask: Python tests (the README snippet against the pinned wheel)");
     status(env.apply(&mut Command::new(&env.python)).args(["-m", "pytest", "-q", "tests/python"]))
 }
