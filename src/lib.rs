@@ -2,6 +2,8 @@
 //! runs them on Rivet and on ORT's own CPU EP, and compares. Used by the `rivet` CLI and
 //! by the end-to-end tests.
 
+pub mod bench;
+pub mod callgrind;
 pub mod harness;
 pub mod model;
 pub mod ort_extra;

@@ -15,6 +15,11 @@ const USAGE: &str = "usage:
       Runs the model on the probe build of Rivet and prints per-phase counts per Run and
       per node: calls, ns (with RIVET_PROFILE_DISPATCH=1), allocations, bytes, ORT calls,
       statuses. CPU fallback stays on: the table covers the nodes Rivet runs.
+  rivet bench [--case SUBSTRING]... [--rounds N] [--round-ms MS] [--callgrind] [--out DIR]
+      A/B benchmark against ORT's CPU EP in this process: interleaved rounds, p50/p90,
+      ratio, ORT drift, rounds won. Writes results.csv and ratios.svg to DIR
+      (default target/rivet-bench). --callgrind: instructions per Run of both arms
+      under valgrind instead (one-thread cases).
   rivet ops
       Prints the table of supported ops (markdown), generated from Rivet's registry.";
 
@@ -23,6 +28,8 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("run") => run(&args[1..]),
         Some("profile") => profile(&args[1..]),
+        Some("bench") => bench(&args[1..]),
+        Some("bench-one") => bench_one(&args[1..]),
         Some("ops") => {
             print!("{}", rivet_ep::registry::markdown_table());
             Ok(())
@@ -129,6 +136,96 @@ fn profile(args: &[String]) -> Result<(), String> {
         println!("(ns columns are 0: set RIVET_PROFILE_DISPATCH=1 to time phases)");
     }
     Ok(())
+}
+
+fn selected_cases(filters: &[String]) -> Vec<rivet::bench::Case> {
+    rivet::bench::grid()
+        .into_iter()
+        .filter(|c| filters.is_empty() || filters.iter().any(|f| c.name.contains(f.as_str())))
+        .collect()
+}
+
+fn bench(args: &[String]) -> Result<(), String> {
+    let (mut filters, mut rounds, mut round_ms, mut callgrind) = (Vec::new(), 5usize, 20.0f64, false);
+    let mut out_dir = rivet::paths::workspace_root().join("target/rivet-bench");
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let mut value = |flag: &str| it.next().cloned().ok_or_else(|| format!("{flag} needs a value"));
+        match a.as_str() {
+            "--case" => filters.push(value("--case")?),
+            "--rounds" => rounds = value("--rounds")?.parse().map_err(|_| "--rounds takes a whole number")?,
+            "--round-ms" => round_ms = value("--round-ms")?.parse().map_err(|_| "--round-ms takes a number")?,
+            "--out" => out_dir = value("--out")?.into(),
+            "--callgrind" => callgrind = true,
+            other => return Err(format!("unknown argument '{other}'\n{USAGE}")),
+        }
+    }
+    if rounds < 1 {
+        return Err("--rounds must be at least 1".into());
+    }
+    let cases = selected_cases(&filters);
+    if cases.is_empty() {
+        return Err(format!("no case matches {filters:?}"));
+    }
+    std::fs::create_dir_all(&out_dir).map_err(|e| format!("creating {}: {e}", out_dir.display()))?;
+    if callgrind {
+        let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+        let mut csv = String::from("case,ort_instr_per_run,rivet_instr_per_run,ratio\n");
+        println!("{:<28} {:>14} {:>14} {:>7}", "case (instructions/Run)", "ORT", "Rivet", "ratio");
+        for case in cases.iter().filter(|c| c.threads == Some(1)) {
+            let (o, r) = rivet::callgrind::per_run(&exe, &case.name, &out_dir)?;
+            println!("{:<28} {:>14.0} {:>14.0} {:>7.2}", case.name, o, r, r / o.max(1.0));
+            csv.push_str(&format!("{},{o:.0},{r:.0},{:.4}\n", case.name, r / o.max(1.0)));
+        }
+        let path = out_dir.join("callgrind.csv");
+        std::fs::write(&path, csv).map_err(|e| format!("writing {}: {e}", path.display()))?;
+        println!("wrote {}", path.display());
+        return Ok(());
+    }
+    let mut results = Vec::new();
+    for case in &cases {
+        let r = rivet::bench::run_case(case, rounds, round_ms)?;
+        eprint!(
+            "{}",
+            rivet::bench::table(std::slice::from_ref(&r), rounds)
+                .lines()
+                .nth(1)
+                .map(|l| format!("{l}\n"))
+                .unwrap_or_default()
+        );
+        results.push(r);
+    }
+    println!("{}", rivet::bench::table(&results, rounds));
+    for (name, body) in [("results.csv", rivet::bench::csv(&results)), ("ratios.svg", rivet::bench::svg(&results))] {
+        let path = out_dir.join(name);
+        std::fs::write(&path, body).map_err(|e| format!("writing {}: {e}", path.display()))?;
+        println!("wrote {}", path.display());
+    }
+    Ok(())
+}
+
+fn bench_one(args: &[String]) -> Result<(), String> {
+    let (mut case, mut arm, mut runs) = (None, None, 100usize);
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let mut value = |flag: &str| it.next().cloned().ok_or_else(|| format!("{flag} needs a value"));
+        match a.as_str() {
+            "--case" => case = Some(value("--case")?),
+            "--arm" => {
+                arm = Some(match value("--arm")?.as_str() {
+                    "ort" => Arm::OrtCpu,
+                    "rivet" => Arm::Rivet,
+                    other => return Err(format!("--arm is ort or rivet, not {other}")),
+                })
+            }
+            "--runs" => runs = value("--runs")?.parse().map_err(|_| "--runs takes a whole number")?,
+            other => return Err(format!("unknown argument '{other}'")),
+        }
+    }
+    let name = case.ok_or("--case NAME is required")?;
+    let case =
+        rivet::bench::grid().into_iter().find(|c| c.name == name).ok_or_else(|| format!("no case named {name}"))?;
+    rivet::callgrind::run_one(&case, arm.ok_or("--arm is required")?, runs)
 }
 
 fn micros(d: Duration) -> f64 {

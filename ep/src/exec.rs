@@ -1,15 +1,14 @@
 //! Runs a plan. Everything here is safe Rust over slices; the ABI layer supplies the
 //! input slices, allocates outputs and provides ORT's thread pool.
 
-use std::fmt;
-
 use rivet_kernels::{binary_f32, Broadcast};
 
 use crate::error::{Error, Result};
-use crate::graph::{dtype, DeclaredShape, Dim, Shape};
+use crate::graph::{dtype, Shape};
 use crate::plan::{NodeLabel, Plan, Slot, Step};
 use crate::probe;
 use crate::registry::Kernel;
+use crate::shapes::{self, matches_declared, DeclaredText, ShapeText};
 use rivet_macros::dispatch_phase;
 
 /// One input of the fused node, as ORT handed it over.
@@ -56,44 +55,11 @@ pub struct RunState {
 
 impl RunState {
     pub fn new(plan: &Plan) -> Self {
-        Self { shapes: vec![Shape::new(); plan.values.len()], buffers: vec![Vec::new(); plan.num_buffers] }
-    }
-}
-
-struct ShapeText<'a>(&'a [usize]);
-impl fmt::Display for ShapeText<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:?}", self.0)
-    }
-}
-struct DeclaredText<'a>(&'a DeclaredShape);
-impl fmt::Display for DeclaredText<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("[")?;
-        for (i, d) in self.0.iter().enumerate() {
-            if i > 0 {
-                f.write_str(", ")?;
-            }
-            match d {
-                Dim::Fixed(n) => write!(f, "{n}")?,
-                Dim::Symbolic(s) if s.is_empty() => f.write_str("?")?,
-                Dim::Symbolic(s) => f.write_str(s)?,
-            }
-        }
-        f.write_str("]")
-    }
-}
-
-fn matches_declared(actual: &[usize], declared: &Option<DeclaredShape>) -> bool {
-    match declared {
-        None => true,
-        Some(dims) => {
-            dims.len() == actual.len()
-                && dims.iter().zip(actual).all(|(d, &a)| match d {
-                    Dim::Fixed(n) => *n == a,
-                    Dim::Symbolic(_) => true,
-                })
-        }
+        let shapes = match &plan.fixed {
+            Some(f) => f.shapes.clone(),
+            None => vec![Shape::new(); plan.values.len()],
+        };
+        Self { shapes, buffers: vec![Vec::new(); plan.num_buffers] }
     }
 }
 
@@ -133,23 +99,29 @@ pub fn execute<'a>(
                 ShapeText(&input.shape)
             )));
         }
-        state.shapes[plan.inputs[i]].clone_from(&input.shape);
+        if plan.fixed.is_none() {
+            state.shapes[plan.inputs[i]].clone_from(&input.shape);
+        }
     }
-    for (id, shape, _) in &plan.constants {
-        state.shapes[*id].clone_from(shape);
+    if plan.fixed.is_none() {
+        for (id, shape, _) in &plan.constants {
+            state.shapes[*id].clone_from(shape);
+        }
     }
 
     let mut outs: smallvec::SmallVec<[Option<&'a mut [f32]>; 4]> = (0..plan.outputs.len()).map(|_| None).collect();
 
-    for step in &plan.steps {
-        run_step(plan, step, state, inputs, &mut outs, outputs, par)?;
+    for (i, step) in plan.steps.iter().enumerate() {
+        run_step(plan, i, step, state, inputs, &mut outs, outputs, par)?;
     }
     Ok(())
 }
 
 #[dispatch_phase(DispatchLookup)]
+#[allow(clippy::too_many_arguments)]
 fn run_step<'a>(
     plan: &Plan,
+    index: usize,
     step: &Step,
     state: &mut RunState,
     inputs: &[TensorIn<'a>],
@@ -157,48 +129,27 @@ fn run_step<'a>(
     outputs: &mut dyn Outputs<'a>,
     par: &dyn Parallel,
 ) -> Result<()> {
-    // Output shape.
-    let broadcast = match step.kernel {
-        Kernel::Binary(_) => {
-            let (a, b) = (&state.shapes[step.inputs[0]], &state.shapes[step.inputs[1]]);
-            let plan_b = Broadcast::new(a, b).map_err(|e| {
-                Error::invalid(format_args!(
-                    "{} inputs '{}' and '{}': {e}",
-                    NodeLabel(step),
-                    plan.values[step.inputs[0]].name,
-                    plan.values[step.inputs[1]].name
-                ))
-            })?;
-            Some(plan_b)
+    // Output shape: known since Compile for static plans, inferred here otherwise.
+    let inferred;
+    let broadcast = match &plan.fixed {
+        Some(f) => f.broadcasts[index].as_ref(),
+        None => {
+            let (shape, b) = shapes::infer(&plan.values, step, &state.shapes)?;
+            state.shapes[step.output] = shape;
+            inferred = b;
+            inferred.as_ref()
         }
-        _ => None,
     };
-    let mut out_shape = Shape::new();
-    match &broadcast {
-        Some(b) => out_shape.extend_from_slice(b.out_shape()),
-        None => out_shape.extend_from_slice(&state.shapes[step.inputs[0]]),
-    }
     let out_value = &plan.values[step.output];
-    if !matches_declared(&out_shape, &out_value.declared) {
-        return Err(Error::invalid(format_args!(
-            "{} output '{}': computed shape {} but the model declares {}",
-            NodeLabel(step),
-            out_value.name,
-            ShapeText(&out_shape),
-            DeclaredText(out_value.declared.as_ref().expect("a mismatch needs a declaration"))
-        )));
-    }
-    let len = element_count(&out_shape);
-
-    state.shapes[step.output] = out_shape;
     let out_shape = &state.shapes[step.output];
+    let len = element_count(out_shape);
     match out_value.slot {
         Slot::Output(o) => {
             let dst = outputs.alloc(o, out_shape)?;
             check_len(step, dst.len(), len, out_shape)?;
             let x = read(plan, step.inputs[0], inputs, &state.buffers, outs);
             let y = step.inputs.get(1).map(|&id| read(plan, id, inputs, &state.buffers, outs));
-            apply(step, x, y, broadcast.as_ref(), dst, par);
+            apply(step, x, y, broadcast, dst, par);
             outs[o] = Some(dst);
         }
         Slot::Buffer(b) => {
@@ -206,7 +157,7 @@ fn run_step<'a>(
             owned.resize(len, 0.0);
             let x = read(plan, step.inputs[0], inputs, &state.buffers, outs);
             let y = step.inputs.get(1).map(|&id| read(plan, id, inputs, &state.buffers, outs));
-            apply(step, x, y, broadcast.as_ref(), &mut owned, par);
+            apply(step, x, y, broadcast, &mut owned, par);
             state.buffers[b] = owned;
         }
         Slot::Input(_) | Slot::Const(_) => unreachable!("a step never writes an input or constant"),

@@ -18,6 +18,7 @@ pub mod graph;
 pub mod plan;
 pub mod probe;
 pub mod registry;
+pub mod shapes;
 
 /// With the probe, the cdylib counts every heap allocation (see `probe`).
 #[cfg(feature = "probe")]

@@ -9,6 +9,8 @@ use smallvec::SmallVec;
 use crate::error::{Error, Result};
 use crate::graph::{dtype, DeclaredShape, Dim, GraphDesc, Shape};
 use crate::registry::{kernel_for, Kernel};
+use crate::shapes;
+use rivet_kernels::Broadcast;
 
 pub type ValueId = usize;
 
@@ -64,7 +66,18 @@ pub struct Plan {
     pub outputs: Vec<ValueId>,
     /// Constants: the value they define, their shape and data.
     pub constants: Vec<(ValueId, Shape, Vec<f32>)>,
+    /// Intermediate buffers, shared by values whose lifetimes do not overlap.
     pub num_buffers: usize,
+    /// Every value's shape and every binary step's broadcast, when all inputs are static:
+    /// computed once here, so a Run only checks its inputs.
+    pub fixed: Option<FixedShapes>,
+}
+
+/// Shapes known at Compile.
+#[derive(Clone, Debug)]
+pub struct FixedShapes {
+    pub shapes: Vec<Shape>,
+    pub broadcasts: Vec<Option<Broadcast>>,
 }
 
 impl Plan {
@@ -116,7 +129,6 @@ impl Plan {
             graph.outputs.iter().enumerate().map(|(i, v)| (v.name.as_str(), i)).collect();
 
         let mut steps = Vec::with_capacity(graph.nodes.len());
-        let mut num_buffers = 0;
         for (node, kernel) in graph.nodes.iter().zip(kernels) {
             let mut step_inputs = SmallVec::new();
             for (pos, input) in node.inputs.iter().flatten().enumerate() {
@@ -134,10 +146,8 @@ impl Plan {
             let out = node.outputs[0].as_ref().expect("checked by kernel_for");
             let slot = match output_index.get(out.name.as_str()) {
                 Some(&o) => Slot::Output(o),
-                None => {
-                    num_buffers += 1;
-                    Slot::Buffer(num_buffers - 1)
-                }
+                // Numbered by `assign_buffers` once every step is known.
+                None => Slot::Buffer(usize::MAX),
             };
             let output = add(&mut values, &mut by_name, &out.name, slot, out.dims.clone());
             steps.push(Step {
@@ -160,6 +170,114 @@ impl Plan {
                 }
             }
         }
-        Ok(Plan { name: name.to_string(), values, steps, inputs, outputs, constants, num_buffers })
+        let num_buffers = assign_buffers(&mut values, &steps);
+        let mut plan =
+            Plan { name: name.to_string(), values, steps, inputs, outputs, constants, num_buffers, fixed: None };
+        plan.fixed = plan.fixed_shapes()?;
+        Ok(plan)
+    }
+
+    /// Infers every shape at Compile when the inputs are fully static. An error here is a
+    /// model whose declared shapes contradict each other.
+    fn fixed_shapes(&self) -> Result<Option<FixedShapes>> {
+        let mut shapes = vec![Shape::new(); self.values.len()];
+        for &id in &self.inputs {
+            match shapes::fixed(&self.values[id].declared) {
+                Some(s) => shapes[id] = s,
+                None => return Ok(None),
+            }
+        }
+        for (id, shape, _) in &self.constants {
+            shapes[*id].clone_from(shape);
+        }
+        let mut broadcasts = Vec::with_capacity(self.steps.len());
+        for step in &self.steps {
+            let (shape, b) = shapes::infer(&self.values, step, &shapes)?;
+            shapes[step.output] = shape;
+            broadcasts.push(b);
+        }
+        Ok(Some(FixedShapes { shapes, broadcasts }))
+    }
+}
+
+/// Gives each intermediate value a buffer, reusing the buffers of values no later step
+/// reads (a chain of N nodes needs two buffers, not N - 1).
+fn assign_buffers(values: &mut [PlanValue], steps: &[Step]) -> usize {
+    let mut last_read = vec![None; values.len()];
+    for (i, s) in steps.iter().enumerate() {
+        for &v in &s.inputs {
+            last_read[v] = Some(i);
+        }
+    }
+    let mut free: Vec<usize> = Vec::new();
+    let mut count = 0;
+    for (i, s) in steps.iter().enumerate() {
+        if let Slot::Buffer(_) = values[s.output].slot {
+            let b = free.pop().unwrap_or_else(|| {
+                count += 1;
+                count - 1
+            });
+            values[s.output].slot = Slot::Buffer(b);
+        }
+        let mut released: SmallVec<[usize; 2]> = SmallVec::new();
+        for &v in s.inputs.iter().chain(std::iter::once(&s.output)) {
+            if let (Slot::Buffer(b), true) = (values[v].slot, last_read[v].is_none_or(|l| l == i)) {
+                if !released.contains(&b) {
+                    released.push(b);
+                    free.push(b);
+                }
+            }
+        }
+    }
+    count
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::graph::{NodeDesc, ValueDesc};
+
+    fn v(name: &str, dims: &[Dim]) -> ValueDesc {
+        ValueDesc { name: name.into(), elem_type: dtype::FLOAT, dims: Some(dims.iter().cloned().collect()) }
+    }
+
+    fn relu_chain(n: usize, dims: &[Dim]) -> GraphDesc {
+        let nodes = (0..n)
+            .map(|i| NodeDesc {
+                name: format!("r{i}"),
+                op_type: "Relu".into(),
+                domain: String::new(),
+                since_version: 14,
+                inputs: vec![Some(v(&format!("v{i}"), dims))],
+                outputs: vec![Some(v(&format!("v{}", i + 1), dims))],
+                attrs: vec![],
+            })
+            .collect();
+        GraphDesc { nodes, inputs: vec![v("v0", dims)], outputs: vec![v(&format!("v{n}"), dims)], constants: vec![] }
+    }
+
+    #[test]
+    fn a_chain_reuses_two_buffers() {
+        let plan = Plan::build("p", &relu_chain(100, &[Dim::Fixed(8)])).unwrap();
+        assert_eq!(plan.num_buffers, 2);
+        assert_eq!(Plan::build("p", &relu_chain(2, &[Dim::Fixed(8)])).unwrap().num_buffers, 1);
+        assert_eq!(Plan::build("p", &relu_chain(1, &[Dim::Fixed(8)])).unwrap().num_buffers, 0);
+    }
+
+    #[test]
+    fn static_inputs_fix_every_shape_at_compile_and_symbolic_ones_do_not() {
+        let plan = Plan::build("p", &relu_chain(3, &[Dim::Fixed(2), Dim::Fixed(4)])).unwrap();
+        let fixed = plan.fixed.expect("static");
+        assert!(fixed.shapes.iter().all(|s| s.as_slice() == [2, 4]));
+        let sym = Plan::build("p", &relu_chain(3, &[Dim::Symbolic("N".into()), Dim::Fixed(4)])).unwrap();
+        assert!(sym.fixed.is_none());
+    }
+
+    #[test]
+    fn contradictory_static_declarations_fail_at_compile_naming_the_node() {
+        let mut g = relu_chain(2, &[Dim::Fixed(4)]);
+        g.nodes[1].outputs[0].as_mut().unwrap().dims = Some([Dim::Fixed(5)].into_iter().collect());
+        let err = Plan::build("p", &g).unwrap_err();
+        assert_eq!(err.message, "node 'r1' (Relu) output 'v2': computed shape [4] but the model declares [5]");
     }
 }

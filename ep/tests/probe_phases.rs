@@ -6,7 +6,8 @@ use rivet_macros::{dispatch_phase, dispatch_phase_block};
 
 #[dispatch_phase(KernelInvoke)]
 fn inner(n: usize) -> Vec<u8> {
-    vec![0u8; n]
+    // black_box: an optimised build may otherwise elide an allocation it can see through.
+    std::hint::black_box(vec![0u8; n])
 }
 
 #[dispatch_phase(TensorBind)]
@@ -14,7 +15,7 @@ fn outer(fail: bool) -> Result<usize, String> {
     let a = inner(100);
     let b = std::hint::black_box(vec![1u8; 10]); // charged to tensor_bind
     if fail {
-        return Err("early".into()); // the guard restores on an early return
+        return Err(std::hint::black_box("early".into())); // the guard restores on an early return
     }
     let c: usize = "7".parse::<usize>().map_err(|e| e.to_string())?;
     Ok(a.len() + b.len() + c)
@@ -24,7 +25,7 @@ struct Holder;
 impl Holder {
     #[dispatch_phase(Allocate)]
     fn method<T: Default>(&self) -> Vec<T> {
-        let mut v = Vec::with_capacity(4);
+        let mut v = std::hint::black_box(Vec::with_capacity(4));
         v.push(T::default());
         v
     }
@@ -54,7 +55,7 @@ fn nested_phases_attribute_to_the_innermost_and_restore_the_outer() {
 fn generic_methods_and_blocks_get_guards() {
     let before = probe::snapshot();
     let v: Vec<u32> = Holder.method();
-    let s = dispatch_phase_block!(StatusCrossing, { String::from("status") });
+    let s = dispatch_phase_block!(StatusCrossing, { std::hint::black_box(String::from("status")) });
     let d = probe::snapshot().since(&before);
     assert_eq!((v.len(), s.as_str()), (1, "status"));
     assert_eq!(d.phase(Phase::Allocate).calls, 1);
@@ -65,12 +66,12 @@ fn generic_methods_and_blocks_get_guards() {
 #[test]
 fn phase_columns_plus_unattributed_add_up_to_the_allocators_total() {
     let before = probe::snapshot();
-    let mut keep = Vec::with_capacity(20); // one allocation of 20 * 24 bytes
+    let mut keep = std::hint::black_box(Vec::with_capacity(20)); // one allocation of 20 * 24 bytes
     for i in 0..10 {
         let _g = PhaseGuard::enter(Phase::ALL[i % 7]);
-        keep.push(vec![0u64; i + 1]);
+        keep.push(std::hint::black_box(vec![0u64; i + 1]));
         drop(_g);
-        keep.push(vec![0u64; 1]); // unattributed
+        keep.push(std::hint::black_box(vec![0u64; 1])); // unattributed
     }
     let d = probe::snapshot().since(&before);
     let by_phase: u64 = d.phases.iter().map(|p| p.allocs).sum();
@@ -90,7 +91,7 @@ fn other_threads_do_not_bleed_into_this_threads_counts() {
     let before = probe::snapshot();
     std::thread::spawn(|| {
         let _g = PhaseGuard::enter(Phase::KernelInvoke);
-        let _v = vec![0u8; 1000];
+        let _v = std::hint::black_box(vec![0u8; 1000]);
     })
     .join()
     .unwrap();

@@ -10,6 +10,7 @@ const USAGE: &str = "usage: cargo xtask <command>
   setup           make .venv/ with requirements.txt (onnxruntime==1.32.0, onnx, numpy, pytest)
   build           build the plugin (target/release/librivet_ep.so) and its probe build
   run [ARGS]      build, then `rivet run ARGS` (a built-in model, or --model PATH [--dim N=V])
+  bench [ARGS]    build, then `rivet bench ARGS` (A/B against ORT's CPU EP; --case, --callgrind)
   test            build, then every check and test: fmt, clippy (with and without probe),
                   Rust unit and end-to-end tests, Python tests";
 
@@ -21,6 +22,7 @@ fn main() -> ExitCode {
         Some("setup") => setup().map(|_| ()),
         Some("build") => setup().and_then(|env| build(&env)),
         Some("run") => setup().and_then(|env| build(&env).and_then(|()| run(&env, &args[1..]))),
+        Some("bench") => setup().and_then(|env| build(&env).and_then(|()| bench(&env, &args[1..]))),
         Some("test") => setup().and_then(|env| build(&env).and_then(|()| test(&env))),
         Some("-h" | "--help") | None => {
             println!("{USAGE}");
@@ -152,6 +154,10 @@ fn build(env: &Env) -> Result {
 
 fn run(env: &Env, args: &[String]) -> Result {
     status(env.apply(&mut cargo()).args(["run", "--quiet", "--release", "-p", "rivet", "--", "run"]).args(args))
+}
+
+fn bench(env: &Env, args: &[String]) -> Result {
+    status(env.apply(&mut cargo()).args(["run", "--quiet", "--release", "-p", "rivet", "--", "bench"]).args(args))
 }
 
 fn test(env: &Env) -> Result {

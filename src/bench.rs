@@ -1,0 +1,248 @@
+//! The A/B benchmark: ORT's CPU EP and Rivet in one process on the same model and
+//! inputs, interleaved rounds (ORT, Rivet, ORT, Rivet, ...), p50/p90 per arm, the
+//! Rivet/ORT ratio, ORT's own drift between rounds, and rounds won.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use crate::harness::{self, Arm, HostTensor, SessionOpts};
+use crate::model::{Attr, Dim, ModelBuilder, FLOAT};
+
+/// One benchmark case: a model and its inputs.
+pub struct Case {
+    pub name: String,
+    pub model: Vec<u8>,
+    pub inputs: Vec<HostTensor>,
+    /// `Some(1)`: one intra-op thread; `None`: ORT's default (all cores).
+    pub threads: Option<usize>,
+    /// Nodes in the model (for per-node figures).
+    pub nodes: usize,
+}
+
+/// The unary ops of the grid, with the attributes they run with.
+pub fn unary_ops() -> Vec<(&'static str, Vec<(&'static str, Attr)>)> {
+    let plain = |op| (op, vec![]);
+    vec![
+        plain("Relu"),
+        plain("Sigmoid"),
+        plain("Tanh"),
+        plain("Erf"),
+        plain("Exp"),
+        plain("Log"),
+        plain("Sqrt"),
+        plain("Abs"),
+        plain("Neg"),
+        plain("Reciprocal"),
+        plain("Floor"),
+        plain("Ceil"),
+        plain("Softplus"),
+        plain("Softsign"),
+        plain("HardSigmoid"),
+        plain("HardSwish"),
+        plain("LeakyRelu"),
+        plain("Elu"),
+        plain("Selu"),
+        plain("Celu"),
+        plain("ThresholdedRelu"),
+        plain("Mish"),
+        ("Gelu", vec![]),
+        ("Gelu", vec![("approximate", Attr::Str("tanh".into()))]),
+    ]
+}
+
+fn chain(op: &str, attrs: &[(&str, Attr)], n: usize, dims: &[Dim], opset: i64) -> Vec<u8> {
+    let mut b = ModelBuilder::new(opset).input("v0", FLOAT, dims);
+    for i in 0..n {
+        let (x, y) = (format!("v{i}"), format!("v{}", i + 1));
+        b = b.node_with(op, &format!("n{i}"), &[&x], &[&y], attrs);
+    }
+    b.output(&format!("v{n}"), FLOAT, Some(dims)).build()
+}
+
+fn input(len: usize) -> Vec<HostTensor> {
+    let data = harness::values(11, len, 0.1, 3.0).into_iter().map(|v| v as f32).collect();
+    vec![HostTensor::f32("v0", &[len as i64], data)]
+}
+
+/// The whole grid, for one thread and for all threads.
+pub fn grid() -> Vec<Case> {
+    let mut cases = Vec::new();
+    for (threads, tag) in [(Some(1), "t1"), (None, "tall")] {
+        let mut add = |name: String, model: Vec<u8>, len: usize, nodes: usize| {
+            cases.push(Case { name: format!("{name}/{tag}"), model, inputs: input(len), threads, nodes });
+        };
+        for (shape, dims_of) in [("static", false), ("symbolic", true)] {
+            let dims = |len: usize| if dims_of { vec![Dim::from("N")] } else { vec![Dim::from(len as i64)] };
+            for n in [1, 10, 100, 1000] {
+                add(format!("relu_{n}_tiny/{shape}"), chain("Relu", &[], n, &dims(8), 21), 8, n);
+            }
+            for n in [1, 10, 100] {
+                add(format!("relu_{n}_4k/{shape}"), chain("Relu", &[], n, &dims(4096), 21), 4096, n);
+            }
+        }
+        for n in [1, 10] {
+            add(format!("identity_{n}/static"), chain("Identity", &[], n, &[Dim::from(4096)], 21), 4096, n);
+        }
+        for (op, attrs) in unary_ops() {
+            let label = if attrs.is_empty() { op.to_lowercase() } else { format!("{}_tanh", op.to_lowercase()) };
+            let opset = if op == "Celu" { 12 } else { 21 };
+            for (size, len) in [("4k", 4096), ("1m", 1 << 20)] {
+                add(format!("{label}_{size}/static"), chain(op, &attrs, 1, &[Dim::from(len as i64)], opset), len, 1);
+            }
+        }
+    }
+    cases
+}
+
+/// Timing of one arm.
+#[derive(Clone, Debug, Default)]
+pub struct ArmStats {
+    pub p50: Duration,
+    pub p90: Duration,
+    pub round_medians: Vec<Duration>,
+}
+
+#[derive(Clone, Debug)]
+pub struct CaseResult {
+    pub name: String,
+    pub nodes: usize,
+    pub ort: ArmStats,
+    pub rivet: ArmStats,
+    pub rounds_won: usize,
+}
+
+impl CaseResult {
+    pub fn ratio(&self) -> f64 {
+        self.rivet.p50.as_secs_f64() / self.ort.p50.as_secs_f64().max(1e-12)
+    }
+    /// ORT's own spread between its round medians, in percent.
+    pub fn ort_drift(&self) -> f64 {
+        let lo = self.ort.round_medians.iter().min().copied().unwrap_or_default().as_secs_f64();
+        let hi = self.ort.round_medians.iter().max().copied().unwrap_or_default().as_secs_f64();
+        (hi / lo.max(1e-12) - 1.0) * 100.0
+    }
+}
+
+fn stats(all: &[Duration], rounds: Vec<Duration>) -> ArmStats {
+    ArmStats { p50: harness::quantile(all, 0.5), p90: harness::quantile(all, 0.9), round_medians: rounds }
+}
+
+/// Runs one case: `rounds` interleaved rounds of about `round_ms` each per arm.
+pub fn run_case(case: &Case, rounds: usize, round_ms: f64) -> Result<CaseResult, String> {
+    let env = harness::environment()?;
+    let opts = SessionOpts { intra_threads: case.threads, ..Default::default() };
+    let strict = SessionOpts { no_fallback: true, ..opts.clone() };
+    let mut ort = harness::session(env, &case.model, Arm::OrtCpu, &opts)?;
+    let mut rivet = harness::session(env, &case.model, Arm::Rivet, &strict)?;
+    let inputs = harness::prepare(&case.inputs)?;
+    // Same answer first.
+    let want = harness::run_prepared(&mut ort, &inputs)?;
+    let got = harness::run_prepared(&mut rivet, &inputs)?;
+    harness::compare(&got, &want, 1e-4, 1e-5).map_err(|e| format!("{}: {e}", case.name))?;
+    // Calibrate: Runs per round so that a round takes about `round_ms`.
+    let probe = harness::time_runs(&mut ort, &inputs, 5, 20)?;
+    let per_run = harness::quantile(&probe, 0.5).as_secs_f64().max(1e-7);
+    let runs = ((round_ms / 1e3) / per_run).clamp(5.0, 20_000.0) as usize;
+    harness::time_runs(&mut rivet, &inputs, 5, 5)?;
+    let (mut all_o, mut all_r, mut med_o, mut med_r) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut won = 0;
+    for _ in 0..rounds {
+        let o = harness::time_runs(&mut ort, &inputs, 0, runs)?;
+        let r = harness::time_runs(&mut rivet, &inputs, 0, runs)?;
+        let (mo, mr) = (harness::quantile(&o, 0.5), harness::quantile(&r, 0.5));
+        if mr < mo {
+            won += 1;
+        }
+        med_o.push(mo);
+        med_r.push(mr);
+        all_o.extend(o);
+        all_r.extend(r);
+    }
+    Ok(CaseResult {
+        name: case.name.clone(),
+        nodes: case.nodes,
+        ort: stats(&all_o, med_o),
+        rivet: stats(&all_r, med_r),
+        rounds_won: won,
+    })
+}
+
+fn us(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e6
+}
+
+/// The terminal table.
+pub fn table(results: &[CaseResult], rounds: usize) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:<28} {:>10} {:>10} {:>10} {:>10} {:>7} {:>8} {:>6}",
+        "case", "ORT p50us", "ORT p90us", "Rvt p50us", "Rvt p90us", "ratio", "drift%", "won"
+    );
+    for r in results {
+        let _ = writeln!(
+            out,
+            "{:<28} {:>10.2} {:>10.2} {:>10.2} {:>10.2} {:>7.2} {:>8.1} {:>3}/{:<2}",
+            r.name,
+            us(r.ort.p50),
+            us(r.ort.p90),
+            us(r.rivet.p50),
+            us(r.rivet.p90),
+            r.ratio(),
+            r.ort_drift(),
+            r.rounds_won,
+            rounds
+        );
+    }
+    out
+}
+
+pub fn csv(results: &[CaseResult]) -> String {
+    let mut out =
+        String::from("case,nodes,ort_p50_us,ort_p90_us,rivet_p50_us,rivet_p90_us,ratio,ort_drift_pct,rounds_won\n");
+    for r in results {
+        let _ = writeln!(
+            out,
+            "{},{},{:.3},{:.3},{:.3},{:.3},{:.4},{:.2},{}",
+            r.name,
+            r.nodes,
+            us(r.ort.p50),
+            us(r.ort.p90),
+            us(r.rivet.p50),
+            us(r.rivet.p90),
+            r.ratio(),
+            r.ort_drift(),
+            r.rounds_won
+        );
+    }
+    out
+}
+
+/// A horizontal bar chart of the ratios, with the 1.0 line.
+pub fn svg(results: &[CaseResult]) -> String {
+    let row = 18.0;
+    let (left, width) = (230.0, 520.0);
+    let max = results.iter().map(CaseResult::ratio).fold(1.5f64, f64::max).min(10.0);
+    let x = |v: f64| left + width * (v.min(max) / max);
+    let height = 40.0 + row * results.len() as f64;
+    let mut s = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{height}\" font-family=\"monospace\" font-size=\"11\">\n",
+        left + width + 60.0
+    );
+    let _ = writeln!(s, "<text x=\"10\" y=\"16\">Rivet / ORT CPU EP, p50 time per Run (lower is better)</text>");
+    for (i, r) in results.iter().enumerate() {
+        let y = 28.0 + row * i as f64;
+        let colour = if r.ratio() <= 1.0 { "#3a7" } else { "#c54" };
+        let _ = writeln!(s, "<text x=\"10\" y=\"{}\">{}</text>", y + 12.0, r.name);
+        let _ = writeln!(
+            s,
+            "<rect x=\"{left}\" y=\"{y}\" width=\"{:.1}\" height=\"{}\" fill=\"{colour}\"/>",
+            x(r.ratio()) - left,
+            row - 4.0
+        );
+        let _ = writeln!(s, "<text x=\"{:.1}\" y=\"{}\">{:.2}</text>", x(r.ratio()) + 4.0, y + 12.0, r.ratio());
+    }
+    let _ = writeln!(s, "<line x1=\"{0:.1}\" y1=\"24\" x2=\"{0:.1}\" y2=\"{height}\" stroke=\"#000\"/>", x(1.0));
+    s.push_str("</svg>\n");
+    s
+}

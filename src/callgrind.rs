@@ -1,0 +1,53 @@
+//! Instructions per Run under `valgrind --tool=callgrind`: deterministic where timings
+//! are noisy. Each arm runs in its own process twice, with `LOW` and `HIGH` Runs after
+//! the same warm-up; the difference divided by `HIGH - LOW` is the cost of one Run,
+//! free of start-up and session creation.
+
+use std::path::Path;
+use std::process::Command;
+
+use crate::bench::Case;
+use crate::harness::{self, Arm, SessionOpts};
+
+pub const LOW: usize = 20;
+pub const HIGH: usize = 220;
+
+/// Body of the `rivet bench-one` helper that valgrind runs: `runs` Runs of one arm.
+pub fn run_one(case: &Case, arm: Arm, runs: usize) -> Result<(), String> {
+    let env = harness::environment()?;
+    let opts = SessionOpts { intra_threads: Some(1), no_fallback: arm == Arm::Rivet, ..Default::default() };
+    let mut s = harness::session(env, &case.model, arm, &opts)?;
+    let inputs = harness::prepare(&case.inputs)?;
+    harness::time_runs(&mut s, &inputs, 10, runs)?;
+    Ok(())
+}
+
+fn instructions(exe: &Path, case: &str, arm: &str, runs: usize, out_dir: &Path) -> Result<u64, String> {
+    let out = out_dir.join(format!("callgrind.{}.{arm}.{runs}.out", case.replace('/', "_")));
+    let status = Command::new("valgrind")
+        .arg("--tool=callgrind")
+        .arg(format!("--callgrind-out-file={}", out.display()))
+        .arg(exe)
+        .args(["bench-one", "--case", case, "--arm", arm, "--runs", &runs.to_string()])
+        .output()
+        .map_err(|e| format!("could not start valgrind (apt-get install valgrind): {e}"))?;
+    if !status.status.success() {
+        return Err(format!("valgrind run failed: {}", String::from_utf8_lossy(&status.stderr)));
+    }
+    let text = std::fs::read_to_string(&out).map_err(|e| format!("reading {}: {e}", out.display()))?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("summary:").or_else(|| l.strip_prefix("totals:")))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .ok_or_else(|| format!("no instruction total in {}", out.display()))
+}
+
+/// (ORT instructions per Run, Rivet instructions per Run).
+pub fn per_run(exe: &Path, case: &str, out_dir: &Path) -> Result<(f64, f64), String> {
+    let mut per = [0.0; 2];
+    for (i, arm) in ["ort", "rivet"].iter().enumerate() {
+        let lo = instructions(exe, case, arm, LOW, out_dir)?;
+        let hi = instructions(exe, case, arm, HIGH, out_dir)?;
+        per[i] = hi.saturating_sub(lo) as f64 / (HIGH - LOW) as f64;
+    }
+    Ok((per[0], per[1]))
+}
