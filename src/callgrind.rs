@@ -1,7 +1,7 @@
 //! Instructions per Run under `valgrind --tool=callgrind`: deterministic where timings
-//! are noisy. Each arm runs in its own process twice, with `LOW` and `HIGH` Runs after
-//! the same warm-up; the difference divided by `HIGH - LOW` is the cost of one Run,
-//! free of start-up and session creation.
+//! are noisy. Each arm runs in its own process; collection is switched on only inside
+//! `harness::measured_runs` (after session creation and warm-up), so the total divided
+//! by the number of Runs is the cost of one Run.
 
 use std::path::Path;
 use std::process::Command;
@@ -9,8 +9,8 @@ use std::process::Command;
 use crate::bench::Case;
 use crate::harness::{self, Arm, SessionOpts};
 
-pub const LOW: usize = 20;
-pub const HIGH: usize = 220;
+/// Runs measured per arm.
+pub const RUNS: usize = 200;
 
 /// Body of the `rivet bench-one` helper that valgrind runs: `runs` Runs of one arm.
 pub fn run_one(case: &Case, arm: Arm, runs: usize) -> Result<(), String> {
@@ -18,14 +18,16 @@ pub fn run_one(case: &Case, arm: Arm, runs: usize) -> Result<(), String> {
     let opts = SessionOpts { intra_threads: Some(1), no_fallback: arm == Arm::Rivet, ..Default::default() };
     let mut s = harness::session(env, &case.model, arm, &opts)?;
     let inputs = harness::prepare(&case.inputs)?;
-    harness::time_runs(&mut s, &inputs, 10, runs)?;
-    Ok(())
+    harness::time_runs(&mut s, &inputs, 10, 0)?;
+    harness::measured_runs(&mut s, &inputs, runs)
 }
 
 fn instructions(exe: &Path, case: &str, arm: &str, runs: usize, out_dir: &Path) -> Result<u64, String> {
     let out = out_dir.join(format!("callgrind.{}.{arm}.{runs}.out", case.replace('/', "_")));
     let status = Command::new("valgrind")
         .arg("--tool=callgrind")
+        .arg("--collect-atstart=no")
+        .arg("--toggle-collect=*measured_runs*")
         .arg(format!("--callgrind-out-file={}", out.display()))
         .arg(exe)
         .args(["bench-one", "--case", case, "--arm", arm, "--runs", &runs.to_string()])
@@ -43,11 +45,7 @@ fn instructions(exe: &Path, case: &str, arm: &str, runs: usize, out_dir: &Path) 
 
 /// (ORT instructions per Run, Rivet instructions per Run).
 pub fn per_run(exe: &Path, case: &str, out_dir: &Path) -> Result<(f64, f64), String> {
-    let mut per = [0.0; 2];
-    for (i, arm) in ["ort", "rivet"].iter().enumerate() {
-        let lo = instructions(exe, case, arm, LOW, out_dir)?;
-        let hi = instructions(exe, case, arm, HIGH, out_dir)?;
-        per[i] = hi.saturating_sub(lo) as f64 / (HIGH - LOW) as f64;
-    }
-    Ok((per[0], per[1]))
+    let ort = instructions(exe, case, "ort", RUNS, out_dir)?;
+    let rivet = instructions(exe, case, "rivet", RUNS, out_dir)?;
+    Ok((ort as f64 / RUNS as f64, rivet as f64 / RUNS as f64))
 }

@@ -286,6 +286,24 @@ pub fn time_runs(
     Ok(times)
 }
 
+/// `runs` Runs and nothing else: the function callgrind collects in (keep its name).
+#[inline(never)]
+pub fn measured_runs(session: &mut Session, inputs: &PreparedInputs, runs: usize) -> Result<(), Error> {
+    let mut ordered: Vec<SessionInputValue<'_>> = Vec::new();
+    for input in session.inputs() {
+        let (_, v) = inputs
+            .0
+            .iter()
+            .find(|(n, _)| n == input.name())
+            .ok_or_else(|| format!("no value for input '{}'", input.name()))?;
+        ordered.push(SessionInputValue::from(v));
+    }
+    for _ in 0..runs {
+        drop(session.run(&ordered[..]).map_err(err)?);
+    }
+    Ok(())
+}
+
 /// The `q`-quantile (0..=1) of durations.
 pub fn quantile(times: &[Duration], q: f64) -> Duration {
     let mut v = times.to_vec();

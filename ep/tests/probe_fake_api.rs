@@ -7,7 +7,7 @@
 use std::cell::RefCell;
 use std::ffi::{c_char, c_void};
 
-use ort_sys::{ONNXTensorElementDataType, OrtApi, OrtKernelContext, OrtStatusPtr, OrtValue};
+use ort_sys::{ONNXTensorElementDataType, OrtApi, OrtKernelContext, OrtStatusPtr, OrtTensorTypeAndShapeInfo, OrtValue};
 use rivet_ep::abi::api::Api;
 use rivet_ep::abi::structs::*;
 use rivet_ep::exec::RunState;
@@ -89,6 +89,38 @@ unsafe extern "system" fn mutable_data(v: *mut OrtValue, out: *mut *mut c_void) 
     OrtStatusPtr::default()
 }
 
+// The API 23 route: a type-and-shape object per input. The fake object is the tensor.
+unsafe extern "system" fn type_and_shape_info(
+    v: *const OrtValue,
+    out: *mut *mut OrtTensorTypeAndShapeInfo,
+) -> OrtStatusPtr {
+    // SAFETY: Rivet's out pointer.
+    unsafe { *out = v.cast_mut().cast() };
+    OrtStatusPtr::default()
+}
+unsafe extern "system" fn info_elem(
+    _: *const OrtTensorTypeAndShapeInfo,
+    out: *mut ONNXTensorElementDataType,
+) -> OrtStatusPtr {
+    // SAFETY: Rivet's out pointer.
+    unsafe { *out = ONNXTensorElementDataType::ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT };
+    OrtStatusPtr::default()
+}
+unsafe extern "system" fn info_rank(info: *const OrtTensorTypeAndShapeInfo, out: *mut usize) -> OrtStatusPtr {
+    // SAFETY: the info is a FakeTensor (see type_and_shape_info).
+    unsafe { *out = (*info.cast::<FakeTensor>()).shape.len() };
+    OrtStatusPtr::default()
+}
+unsafe extern "system" fn info_dims(info: *const OrtTensorTypeAndShapeInfo, out: *mut i64, n: usize) -> OrtStatusPtr {
+    // SAFETY: as above; Rivet passes room for `n` dims.
+    unsafe {
+        let shape = &(*info.cast::<FakeTensor>()).shape;
+        std::ptr::copy_nonoverlapping(shape.as_ptr(), out, n.min(shape.len()));
+    }
+    OrtStatusPtr::default()
+}
+unsafe extern "system" fn info_release(_: *mut OrtTensorTypeAndShapeInfo) {}
+
 static FAKE_ORT: OrtApi = {
     let mut api = ort_sys::stub::api();
     api.KernelContext_GetInput = get_input;
@@ -96,6 +128,11 @@ static FAKE_ORT: OrtApi = {
     api.GetTensorData = tensor_data;
     api.KernelContext_GetOutput = get_output;
     api.GetTensorMutableData = mutable_data;
+    api.GetTensorTypeAndShape = type_and_shape_info;
+    api.GetTensorElementType = info_elem;
+    api.GetDimensionsCount = info_rank;
+    api.GetDimensions = info_dims;
+    api.ReleaseTensorTypeAndShapeInfo = info_release;
     api
 };
 
@@ -230,6 +267,35 @@ fn three_inputs_cost_three_times_the_input_part() {
     assert_eq!((three.runs, three.nodes_executed), (1, 2));
 }
 
+/// Two inputs feeding two outputs: `y = x0 + x1` and `z = relu(y)`.
+fn two_output_plan() -> Plan {
+    let dims = [4];
+    let graph = GraphDesc {
+        nodes: vec![node("Add", "add", &["x0", "x1"], "y", &dims), node("Relu", "relu", &["y"], "z", &dims)],
+        inputs: vec![value("x0", &dims), value("x1", &dims)],
+        outputs: vec![value("y", &dims), value("z", &dims)],
+        constants: vec![],
+    };
+    Plan::build("fused", &graph).expect("plan")
+}
+
+#[test]
+fn ffi_calls_per_run_are_three_per_input_plus_two_per_output() {
+    for (inputs, outputs, counts) in [
+        (1, 1, measured_run(&plan(1, 1, &[4]), &ctx(1, &[4]))),
+        (3, 1, measured_run(&plan(3, 0, &[4]), &ctx(3, &[4]))),
+        (2, 2, {
+            let c = ctx(2, &[4]);
+            c.outputs.borrow_mut().push(FakeTensor { shape: Vec::with_capacity(8), data: Vec::with_capacity(4) });
+            measured_run(&two_output_plan(), &c)
+        }),
+    ] {
+        assert_eq!(counts.total().ffi_calls, 3 * inputs + 2 * outputs, "{inputs} inputs, {outputs} outputs");
+        assert_eq!(counts.phase(Phase::Allocate).ffi_calls, 2 * outputs);
+        assert_eq!(counts.total().allocs, 0);
+    }
+}
+
 #[test]
 fn a_three_node_plan_allocates_only_on_its_first_run() {
     let p = plan(1, 3, &[16]);
@@ -270,4 +336,26 @@ fn a_failing_run_counts_its_status_and_names_the_node() {
     let ptr = (&c as *const FakeCtx).cast_mut().cast::<OrtKernelContext>();
     let err = run(&api, &p, &mut state, ptr).expect_err("shape mismatch");
     assert_eq!(err.message, "node 'relu0' (Relu) input 0 'x0': expected float32 [4], got float32 [5]");
+}
+
+#[test]
+fn on_api_23_input_metadata_takes_the_five_call_route() {
+    let old = Api::from_tables_version(&FAKE_ORT, &FAKE_EP, 23);
+    assert!(!old.has_shape_reference());
+    for (n, shape) in [(1usize, vec![2usize, 3]), (3, vec![4]), (1, vec![])] {
+        let p = plan(n, 1, &shape);
+        let c = ctx(n, &shape);
+        let mut state = RunState::new(&p);
+        let ptr = (&c as *const FakeCtx).cast_mut().cast::<OrtKernelContext>();
+        run(&old, &p, &mut state, ptr).expect("warm-up");
+        let before = probe::snapshot();
+        run(&old, &p, &mut state, ptr).expect("run");
+        let d = probe::snapshot().since(&before);
+        // GetInput + (TypeAndShape, ElementType, DimensionsCount, Dimensions, Release) + GetTensorData.
+        assert_eq!(d.total().ffi_calls as usize, 7 * n + 2, "{n} inputs of shape {shape:?}");
+        assert_eq!(d.phase(Phase::MetadataQuery).ffi_calls as usize, 5 * n);
+        assert_eq!(d.total().allocs, 0);
+        let expect: Vec<f32> = vec![(0..n).map(|i| i as f32 - 1.0).sum::<f32>().max(0.0); shape.iter().product()];
+        assert_eq!(c.outputs.borrow()[0].data, expect);
+    }
 }

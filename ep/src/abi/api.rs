@@ -18,14 +18,20 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::probe;
 use rivet_macros::ort_ffi;
 
-/// The `OrtApi` version Rivet asks for: 24 adds `GetTensorElementTypeAndShapeDataReference`.
+/// The `OrtApi` version Rivet asks for first: 24 adds
+/// `GetTensorElementTypeAndShapeDataReference` (type and shape in one call).
 pub const ORT_API_VERSION: u32 = 24;
+/// The oldest version Rivet runs on (the plugin EP API of 1.23), reading input
+/// metadata through the older five-call route.
+pub const ORT_API_VERSION_MIN: u32 = 23;
 
 /// ORT's function tables, valid for the life of the library.
 #[derive(Clone, Copy)]
 pub struct Api {
+    /// For a version-23 table, only the members of version 23 are ever read.
     ort: &'static OrtApi,
     ep: &'static OrtEpApi,
+    version: u32,
 }
 
 // SAFETY: the tables are immutable function-pointer tables owned by ORT for the process.
@@ -42,9 +48,9 @@ fn cstr_to_string(p: *const c_char) -> String {
 }
 
 #[ort_ffi]
-fn get_api(base: *const OrtApiBase) -> *const OrtApi {
+fn get_api(base: *const OrtApiBase, version: u32) -> *const OrtApi {
     // SAFETY: ORT passes a valid OrtApiBase to CreateEpFactories.
-    unsafe { ((*base).GetApi)(ORT_API_VERSION) }
+    unsafe { ((*base).GetApi)(version) }
 }
 
 #[ort_ffi]
@@ -59,21 +65,38 @@ impl Api {
         if base.is_null() {
             return Err(Error::ep("OrtApiBase is null"));
         }
-        // SAFETY: GetApi returns null or a table that lives as long as the library.
-        let ort = unsafe { get_api(base).as_ref() }.ok_or_else(|| {
+        let mut found = None;
+        for version in [ORT_API_VERSION, ORT_API_VERSION_MIN] {
+            // SAFETY: GetApi returns null or a table that lives as long as the library.
+            if let Some(table) = unsafe { get_api(base, version).as_ref() } {
+                found = Some((table, version));
+                break;
+            }
+        }
+        let (ort, version) = found.ok_or_else(|| {
             Error::ep(format_args!(
-                "this ONNX Runtime does not provide OrtApi version {ORT_API_VERSION} (Rivet needs 1.24 or newer)"
+                "this ONNX Runtime provides neither OrtApi version {ORT_API_VERSION} nor {ORT_API_VERSION_MIN}: Rivet needs ONNX Runtime 1.23 or newer"
             ))
         })?;
         // SAFETY: GetEpApi returns ORT's static OrtEpApi table (API >= 22).
         let ep = unsafe { get_ep_api(ort).cast::<OrtEpApi>().as_ref() }
             .ok_or_else(|| Error::ep("OrtApi::GetEpApi returned null"))?;
-        Ok(Api { ort, ep })
+        Ok(Api { ort, ep, version })
     }
 
     /// Wraps tables directly: for tests with a fake `OrtApi`.
     pub fn from_tables(ort: &'static OrtApi, ep: &'static OrtEpApi) -> Api {
-        Api { ort, ep }
+        Api { ort, ep, version: ORT_API_VERSION }
+    }
+
+    /// As `from_tables`, claiming an older `OrtApi` version (tests of the fallbacks).
+    pub fn from_tables_version(ort: &'static OrtApi, ep: &'static OrtEpApi, version: u32) -> Api {
+        Api { ort, ep, version }
+    }
+
+    /// Whether `GetTensorElementTypeAndShapeDataReference` exists (API 24).
+    pub fn has_shape_reference(&self) -> bool {
+        self.version >= 24
     }
 
     /// True when both come from the same ORT instance.
@@ -417,6 +440,22 @@ impl Api {
         };
         Ok((e as i32, shape))
     }
+    // The five-call route of API 23: a type-and-shape object per input.
+
+    #[ort_ffi]
+    pub(crate) fn tensor_type_and_shape(&self, v: *const OrtValue) -> Result<*mut OrtTensorTypeAndShapeInfo> {
+        let mut p = ptr::null_mut();
+        // SAFETY: v is a valid tensor value; the info is released by `release_tensor_info`.
+        self.check(unsafe { (self.ort.GetTensorTypeAndShape)(v, &mut p) })?;
+        Ok(p)
+    }
+
+    #[ort_ffi]
+    pub(crate) fn release_tensor_info(&self, info: *mut OrtTensorTypeAndShapeInfo) {
+        // SAFETY: made by GetTensorTypeAndShape, released once.
+        unsafe { (self.ort.ReleaseTensorTypeAndShapeInfo)(info) }
+    }
+
     #[ort_ffi]
     pub(crate) fn tensor_data(&self, v: *const OrtValue) -> Result<*const c_void> {
         let mut p = ptr::null();

@@ -3,7 +3,7 @@
 use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
+use std::sync::{Mutex, TryLockError};
 
 use ort_sys::{OrtKernelContext, OrtStatus};
 use smallvec::SmallVec;
@@ -23,7 +23,9 @@ pub(super) struct ComputeInfo {
     base: OrtNodeComputeInfo,
     api: Api,
     plan: Plan,
-    /// Per-Run states, reused; one is taken per concurrent Run.
+    /// The state a Run uses when no other Run holds it: one uncontended lock per Run.
+    primary: Mutex<RunState>,
+    /// States for Runs that overlap on this fused node, reused.
     pool: Mutex<Vec<RunState>>,
     inject_panic: bool,
 }
@@ -35,7 +37,8 @@ impl ComputeInfo {
             base: OrtNodeComputeInfo { ort_version_supported: EP_STRUCT_VERSION, create_state, compute, release_state },
             api,
             plan,
-            pool: Mutex::new(vec![state]),
+            primary: Mutex::new(state),
+            pool: Mutex::new(Vec::new()),
             inject_panic,
         });
         Box::into_raw(info).cast()
@@ -90,8 +93,19 @@ fn run(info: &ComputeInfo, ctx: *mut OrtKernelContext) -> Result<()> {
         panic!("injected panic in fused node '{}' (inject_panic)", info.plan.name);
     }
     let plan = &info.plan;
+    // A state left by a Run that panicked is still sound: every Run resizes its buffers
+    // and static shapes never change.
+    let primary = match info.primary.try_lock() {
+        Ok(guard) => Some(guard),
+        Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
+        Err(TryLockError::WouldBlock) => None,
+    };
+    if let Some(mut state) = primary {
+        // SAFETY: ORT's context for this Compute, with the inputs of the fused node we compiled.
+        return unsafe { run_plan(&info.api, plan, &mut state, ctx) };
+    }
     let mut state = info.pool.lock().unwrap_or_else(|p| p.into_inner()).pop().unwrap_or_else(|| RunState::new(plan));
-    // SAFETY: ORT's context for this Compute, with the inputs of the fused node we compiled.
+    // SAFETY: as above.
     let result = unsafe { run_plan(&info.api, plan, &mut state, ctx) };
     info.pool.lock().unwrap_or_else(|p| p.into_inner()).push(state);
     result
@@ -132,14 +146,31 @@ fn bind_inputs<'c>(api: &Api, ctx: *mut OrtKernelContext, count: usize) -> Resul
     Ok(inputs)
 }
 
+/// Element type and shape of an input: one call on API 24, five on API 23.
 #[dispatch_phase(MetadataQuery)]
 fn input_metadata(api: &Api, v: *const ort_sys::OrtValue, i: usize) -> Result<(i32, Shape)> {
-    let (elem_type, dims) = api.tensor_type_and_shape_ref(v)?;
+    let to_usize = |d: i64| usize::try_from(d).map_err(|_| Error::ep(format_args!("input {i} has negative dim {d}")));
     let mut shape = Shape::new();
-    for &d in dims {
-        shape.push(usize::try_from(d).map_err(|_| Error::ep(format_args!("input {i} has negative dim {d}")))?);
+    if api.has_shape_reference() {
+        let (elem_type, dims) = api.tensor_type_and_shape_ref(v)?;
+        for &d in dims {
+            shape.push(to_usize(d)?);
+        }
+        return Ok((elem_type, shape));
     }
-    Ok((elem_type, shape))
+    let info = api.tensor_type_and_shape(v)?;
+    let read = || -> Result<(i32, Shape)> {
+        let elem_type = api.tensor_info_element_type(info)?;
+        let mut dims: SmallVec<[i64; 8]> = SmallVec::from_elem(0, api.tensor_info_rank(info)?);
+        api.tensor_info_dims(info, &mut dims)?;
+        for d in dims {
+            shape.push(to_usize(d)?);
+        }
+        Ok((elem_type, shape))
+    };
+    let result = read();
+    api.release_tensor_info(info);
+    result
 }
 
 struct OrtOutputs<'c> {

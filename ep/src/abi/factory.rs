@@ -51,8 +51,14 @@ pub unsafe extern "system" fn CreateEpFactories(
     let result = catch_unwind(AssertUnwindSafe(|| Api::from_base(api_base)));
     let api = match result {
         Ok(Ok(api)) => api,
-        // Without an OrtApi there is no way to create a status: report "no factories".
-        _ => {
+        // Without an OrtApi there is no way to create a status: say why on stderr and
+        // report no factories.
+        other => {
+            let why = match other {
+                Ok(Err(e)) => e.message,
+                _ => "a panic while reading the OrtApi".to_string(),
+            };
+            eprintln!("Rivet: not loading: {why}");
             if !num_factories.is_null() {
                 // SAFETY: ORT passes a valid out pointer.
                 unsafe { *num_factories = 0 };

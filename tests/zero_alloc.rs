@@ -1,0 +1,43 @@
+//! Rivet's heap allocations per Run, counted by the probe build's CountingAllocator
+//! across whole Runs inside real ORT: 0 in steady state for every static-shape case of
+//! the benchmark grid, and the ORT calls per Run follow 3 per input + 2 per output.
+
+use rivet::bench;
+use rivet::harness::{self, Arm, SessionOpts};
+use rivet::probe_reader::ProbeReader;
+
+#[test]
+fn every_static_grid_case_allocates_nothing_per_steady_state_run() {
+    let path = rivet::paths::rivet_probe_lib().expect("probe build");
+    let env = harness::environment_with(&path).expect("ORT with the probe plugin");
+    let probe = ProbeReader::open(&path).expect("probe exports");
+    let mut checked = 0;
+    for case in bench::grid().into_iter().filter(|c| c.name.contains("/static/")) {
+        let opts = SessionOpts {
+            no_fallback: true,
+            record_assignment: true,
+            intra_threads: case.threads,
+            ..Default::default()
+        };
+        let mut s = harness::session(env, &case.model, Arm::Rivet, &opts).expect("session");
+        // ORT's optimizer removes all but the last of a chain of Identity nodes: count
+        // what ORT assigned, which must be what Rivet executes.
+        let assigned = rivet::ort_extra::graph_assignment(&s).expect("assignment").len();
+        let inputs = harness::prepare(&case.inputs).expect("inputs");
+        harness::time_runs(&mut s, &inputs, 3, 0).expect("warm-up");
+        let before = probe.global();
+        let runs = 4;
+        harness::time_runs(&mut s, &inputs, 0, runs).expect("runs");
+        let d = probe.global().since(&before);
+        assert_eq!(d.total().allocs, 0, "{}: {} allocations in {runs} Runs: {d:#?}", case.name, d.total().allocs);
+        assert_eq!(d.runs, runs as u64, "{}", case.name);
+        assert_eq!(d.nodes_executed, (assigned * runs) as u64, "{}", case.name);
+        assert!(assigned == case.nodes || case.name.starts_with("identity"), "{}", case.name);
+        // One input, one output per fused node: 3 + 2 ORT calls per Run, however many
+        // nodes (the thread pool adds one ParallelFor per large node on `tall` cases).
+        let parallel_for = d.total().ffi_calls - 5 * runs as u64;
+        assert!(parallel_for == 0 || case.name.contains("_1m/"), "{}: {} ORT calls", case.name, d.total().ffi_calls);
+        checked += 1;
+    }
+    assert_eq!(checked, 2 * (4 + 3 + 2 + 2 * 24));
+}
