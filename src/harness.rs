@@ -237,6 +237,13 @@ pub fn generate_inputs(session: &Session, dims: &HashMap<String, i64>) -> Result
 /// Pre-built ORT values for repeated Runs.
 pub struct PreparedInputs(Vec<(String, DynValue)>);
 
+impl PreparedInputs {
+    /// The (name, value) pairs.
+    pub fn into_values(self) -> Vec<(String, DynValue)> {
+        self.0
+    }
+}
+
 pub fn prepare(inputs: &[HostTensor]) -> Result<PreparedInputs, Error> {
     Ok(PreparedInputs(inputs.iter().map(|t| Ok((t.name.clone(), t.to_value()?))).collect::<Result<_, Error>>()?))
 }

@@ -97,12 +97,13 @@ pub struct ModelBuilder {
     inputs: Vec<ValueInfo>,
     outputs: Vec<ValueInfo>,
     initializers: Vec<Initializer>,
+    value_infos: Vec<ValueInfo>,
 }
 
 impl ModelBuilder {
     /// A model importing the default ONNX domain at `opset`.
     pub fn new(opset: i64) -> Self {
-        Self { opset, nodes: vec![], inputs: vec![], outputs: vec![], initializers: vec![] }
+        Self { opset, nodes: vec![], inputs: vec![], outputs: vec![], initializers: vec![], value_infos: vec![] }
     }
 
     pub fn input(mut self, name: &str, elem_type: i32, dims: &[Dim]) -> Self {
@@ -113,6 +114,12 @@ impl ModelBuilder {
     /// An output; `dims: None` leaves the shape to ORT's inference.
     pub fn output(mut self, name: &str, elem_type: i32, dims: Option<&[Dim]>) -> Self {
         self.outputs.push(ValueInfo { name: name.into(), elem_type, dims: dims.map(<[Dim]>::to_vec) });
+        self
+    }
+
+    /// Declares an intermediate value's type (GraphProto.value_info).
+    pub fn value_info(mut self, name: &str, elem_type: i32, dims: &[Dim]) -> Self {
+        self.value_infos.push(ValueInfo { name: name.into(), elem_type, dims: Some(dims.to_vec()) });
         self
     }
 
@@ -180,6 +187,9 @@ impl ModelBuilder {
         }
         for v in &self.outputs {
             graph.message(12, encode_value_info(v));
+        }
+        for v in &self.value_infos {
+            graph.message(13, encode_value_info(v));
         }
         let mut model = Buf::default();
         model.int(1, 10); // ir_version

@@ -67,3 +67,79 @@ pub fn unregister_ep_library(env: &ort::environment::Environment, name: &str) ->
     // SAFETY: a live environment and a NUL-terminated name.
     check(unsafe { (ort::api().UnregisterExecutionProviderLibrary)(env.ptr().cast_mut(), name.as_ptr()) })
 }
+
+/// A float32 output copied out of ORT.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RawOutput {
+    pub shape: Vec<i64>,
+    pub data: Vec<f32>,
+}
+
+/// Runs a session through the C API with `&Session`, so several threads can run one
+/// session at once (ORT allows concurrent Run calls; the `ort` crate's `run` takes
+/// `&mut`). Outputs must be float32.
+pub fn run_shared(
+    session: &ort::session::Session,
+    inputs: &[(&str, &ort::value::DynValue)],
+    outputs: &[&str],
+) -> Result<Vec<RawOutput>, String> {
+    let api = ort::api();
+    let in_names: Vec<CString> =
+        inputs.iter().map(|(n, _)| CString::new(*n).map_err(|e| e.to_string())).collect::<Result<_, _>>()?;
+    let out_names: Vec<CString> =
+        outputs.iter().map(|n| CString::new(*n).map_err(|e| e.to_string())).collect::<Result<_, _>>()?;
+    let in_name_ptrs: Vec<*const std::ffi::c_char> = in_names.iter().map(|c| c.as_ptr()).collect();
+    let out_name_ptrs: Vec<*const std::ffi::c_char> = out_names.iter().map(|c| c.as_ptr()).collect();
+    let in_values: Vec<*const ort_sys::OrtValue> = inputs.iter().map(|(_, v)| v.ptr()).collect();
+    let mut out_values: Vec<*mut ort_sys::OrtValue> = vec![ptr::null_mut(); outputs.len()];
+    // SAFETY: a live session; name and value arrays of the given lengths that outlive the call.
+    check(unsafe {
+        (api.Run)(
+            session.ptr().cast_mut(),
+            ptr::null(),
+            in_name_ptrs.as_ptr(),
+            in_values.as_ptr(),
+            in_values.len(),
+            out_name_ptrs.as_ptr(),
+            out_name_ptrs.len(),
+            out_values.as_mut_ptr(),
+        )
+    })?;
+    let mut result = Vec::with_capacity(outputs.len());
+    let mut failure = None;
+    for &v in &out_values {
+        if failure.is_none() {
+            match read_f32(v) {
+                Ok(o) => result.push(o),
+                Err(e) => failure = Some(e),
+            }
+        }
+        // SAFETY: ORT created each output value for us; released once.
+        unsafe { (api.ReleaseValue)(v) };
+    }
+    failure.map_or(Ok(result), Err)
+}
+
+fn read_f32(v: *mut ort_sys::OrtValue) -> Result<RawOutput, String> {
+    let api = ort::api();
+    let mut elem = ort_sys::ONNXTensorElementDataType::ONNX_TENSOR_ELEMENT_DATA_TYPE_UNDEFINED;
+    let (mut dims, mut count): (*const i64, usize) = (ptr::null(), 0);
+    // SAFETY: an output tensor ORT returned.
+    check(unsafe { (api.GetTensorElementTypeAndShapeDataReference)(v, &mut elem, &mut dims, &mut count) })?;
+    if elem != ort_sys::ONNXTensorElementDataType::ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT {
+        return Err(format!("output is {elem:?}, not float32"));
+    }
+    // SAFETY: `count` dims owned by the value (none for a scalar, whose pointer may be null).
+    let shape = if count == 0 { Vec::new() } else { unsafe { std::slice::from_raw_parts(dims, count) }.to_vec() };
+    let len: i64 = shape.iter().product();
+    let mut data = ptr::null_mut();
+    // SAFETY: as above.
+    check(unsafe { (api.GetTensorMutableData)(v, &mut data) })?;
+    // SAFETY: a float32 tensor of `len` elements.
+    let data = if len == 0 {
+        Vec::new()
+    } else {
+        unsafe { std::slice::from_raw_parts(data.cast::<f32>(), len as usize) }.to_vec()
+    };
+    Ok(RawOutput { shape, data })
+}

@@ -54,10 +54,26 @@ pub fn fixed(declared: &Option<DeclaredShape>) -> Option<Shape> {
     declared.as_ref()?.iter().map(|d| if let Dim::Fixed(n) = d { Some(*n) } else { None }).collect()
 }
 
+/// Largest element count Rivet accepts for one tensor (2^48 floats is 1 PiB): a larger
+/// declared shape is a hostile or broken model, rejected before any size arithmetic.
+pub const MAX_ELEMENTS: usize = 1 << 48;
+
+/// Element count of a shape, or an error naming the value when it is absurd.
+pub fn checked_count(shape: &[usize], what: impl fmt::Display) -> Result<usize> {
+    shape
+        .iter()
+        .try_fold(1usize, |acc, &d| acc.checked_mul(d))
+        .filter(|&n| n <= MAX_ELEMENTS)
+        .ok_or_else(|| Error::invalid(format_args!("{what}: shape {} has more than 2^48 elements", ShapeText(shape))))
+}
+
 /// A step's output shape (and broadcast plan, for binary steps) from its input shapes,
 /// checked against the output's declaration.
 pub fn infer(values: &[PlanValue], step: &Step, shapes: &[Shape]) -> Result<(Shape, Option<Broadcast>)> {
     let x = &shapes[step.inputs[0]];
+    for (pos, &id) in step.inputs.iter().enumerate() {
+        checked_count(&shapes[id], format_args!("{} input {pos} '{}'", NodeLabel(step), values[id].name))?;
+    }
     let (shape, broadcast) = match step.kernel {
         Kernel::Binary(_) => {
             let y = &shapes[step.inputs[1]];
@@ -74,6 +90,7 @@ pub fn infer(values: &[PlanValue], step: &Step, shapes: &[Shape]) -> Result<(Sha
         Kernel::Unary(_) | Kernel::Identity => (x.clone(), None),
     };
     let out = &values[step.output];
+    checked_count(&shape, format_args!("{} output '{}'", NodeLabel(step), out.name))?;
     if !matches_declared(&shape, &out.declared) {
         return Err(Error::invalid(format_args!(
             "{} output '{}': computed shape {} but the model declares {}",

@@ -11,6 +11,10 @@ const USAGE: &str = "usage: cargo xtask <command>
   build           build the plugin (target/release/librivet_ep.so) and its probe build
   run [ARGS]      build, then `rivet run ARGS` (a built-in model, or --model PATH [--dim N=V])
   bench [ARGS]    build, then `rivet bench ARGS` (A/B against ORT's CPU EP; --case, --callgrind)
+  leakcheck       end-to-end tests under valgrind memcheck: 0 bytes definitely lost and no
+                  invalid access inside Rivet (`--short`: the error-path suites, as CI runs it)
+  miri            the marshalling layer's tests under Miri (nightly + miri, added if missing)
+  fuzz [N]        N random graphs (default 10000) compared with ORT's CPU EP
   test            build, then every check and test: fmt, clippy (with and without probe),
                   Rust unit and end-to-end tests, Python tests";
 
@@ -23,6 +27,11 @@ fn main() -> ExitCode {
         Some("build") => setup().and_then(|env| build(&env)),
         Some("run") => setup().and_then(|env| build(&env).and_then(|()| run(&env, &args[1..]))),
         Some("bench") => setup().and_then(|env| build(&env).and_then(|()| bench(&env, &args[1..]))),
+        Some("leakcheck") => {
+            setup().and_then(|env| build(&env).and_then(|()| leakcheck(&env, args.iter().any(|a| a == "--short"))))
+        }
+        Some("miri") => miri(),
+        Some("fuzz") => setup().and_then(|env| build(&env).and_then(|()| fuzz(&env, args.get(1).map(String::as_str)))),
         Some("test") => setup().and_then(|env| build(&env).and_then(|()| test(&env))),
         Some("-h" | "--help") | None => {
             println!("{USAGE}");
@@ -160,6 +169,126 @@ fn bench(env: &Env, args: &[String]) -> Result {
     status(env.apply(&mut cargo()).args(["run", "--quiet", "--release", "-p", "rivet", "--", "bench"]).args(args))
 }
 
+/// Test binaries of the `rivet` package, by test name.
+fn test_executables(env: &Env) -> Result<Vec<(String, PathBuf)>> {
+    let out = env
+        .apply(&mut cargo())
+        .args(["test", "--release", "-p", "rivet", "--no-run", "--message-format=json"])
+        .output()
+        .map_err(|e| format!("cargo test --no-run: {e}"))?;
+    if !out.status.success() {
+        return Err(format!("cargo test --no-run failed: {}", String::from_utf8_lossy(&out.stderr)));
+    }
+    let mut found = Vec::new();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let Some(exe) = line.split("\"executable\":\"").nth(1).and_then(|r| r.split('"').next()) else { continue };
+        let name = Path::new(exe).file_name().and_then(|f| f.to_str()).unwrap_or("");
+        if exe.contains("/deps/") {
+            let test = name.rsplit_once('-').map_or(name, |(n, _)| n).to_string();
+            found.push((test, PathBuf::from(exe)));
+        }
+    }
+    Ok(found)
+}
+
+/// One memcheck report: the loss records and invalid accesses whose stacks pass through
+/// Rivet (ORT's own reports and the dynamic loader's are not ours to fix).
+fn rivet_reports(log: &str) -> Vec<String> {
+    let mut reports = Vec::new();
+    let mut block: Vec<&str> = Vec::new();
+    let flush = |block: &mut Vec<&str>, reports: &mut Vec<String>| {
+        // A record may follow a "Thread N:" line in the same block.
+        let serious = block.iter().any(|l| {
+            l.contains("are definitely lost")
+                || l.contains("Invalid read")
+                || l.contains("Invalid write")
+                || l.contains("Invalid free")
+                || l.contains("Mismatched free")
+        });
+        if serious && block.iter().any(|l| l.contains("rivet_ep")) {
+            reports.push(block.join("\n"));
+        }
+        block.clear();
+    };
+    for line in log.lines() {
+        let body = line.splitn(3, "==").nth(2).unwrap_or("").trim_start();
+        if body.is_empty() {
+            flush(&mut block, &mut reports);
+        } else {
+            block.push(line);
+        }
+    }
+    flush(&mut block, &mut reports);
+    reports
+}
+
+fn leakcheck(env: &Env, short: bool) -> Result {
+    if Command::new("valgrind").arg("--version").output().is_err() {
+        return Err("valgrind is not installed (Debian: apt-get install valgrind)".into());
+    }
+    let suites: &[&str] = if short {
+        &["e2e_graph", "hostile"]
+    } else {
+        &["e2e_graph", "hostile", "e2e_ops", "lifecycle", "concurrency"]
+    };
+    let exes = test_executables(env)?;
+    let mut problems = Vec::new();
+    for suite in suites {
+        let (_, exe) = exes.iter().find(|(n, _)| n == suite).ok_or_else(|| format!("no test binary {suite}"))?;
+        eprintln!("xtask: memcheck {suite}");
+        let log = std::env::temp_dir().join(format!("rivet-memcheck-{suite}.log"));
+        let st = env
+            .apply(&mut Command::new("valgrind"))
+            .args(["--leak-check=full", "--show-leak-kinds=definite", "--num-callers=40"])
+            .arg(format!("--log-file={}", log.display()))
+            .arg(exe)
+            .arg("--test-threads=1")
+            .env("RIVET_LIFECYCLE_CYCLES", "20")
+            .status()
+            .map_err(|e| format!("valgrind: {e}"))?;
+        if !st.success() {
+            return Err(format!("{suite} failed under valgrind ({st}); see {}", log.display()));
+        }
+        let text = std::fs::read_to_string(&log).map_err(|e| format!("{}: {e}", log.display()))?;
+        let found = rivet_reports(&text);
+        let lost = text.lines().find(|l| l.contains("definitely lost:")).unwrap_or("").to_string();
+        eprintln!("xtask: {suite}: {} report(s) through Rivet; whole process {}", found.len(), lost.trim());
+        problems.extend(found);
+    }
+    if problems.is_empty() {
+        eprintln!("leakcheck: 0 bytes definitely lost and no invalid access inside Rivet");
+        Ok(())
+    } else {
+        Err(format!("memcheck found {} problem(s) inside Rivet:\n{}", problems.len(), problems.join("\n\n")))
+    }
+}
+
+fn miri() -> Result {
+    let has_miri =
+        Command::new("cargo").args(["+nightly", "miri", "--version"]).output().is_ok_and(|o| o.status.success());
+    if !has_miri {
+        eprintln!("xtask: adding miri and rust-src to the nightly toolchain");
+        status(Command::new("rustup").args(["component", "add", "--toolchain", "nightly", "miri", "rust-src"]))
+            .map_err(|e| {
+                format!("{e}\nMiri needs a nightly toolchain: rustup toolchain install nightly --component miri")
+            })?;
+    }
+    status(
+        Command::new("cargo")
+            .args(["+nightly", "miri", "test", "-p", "rivet-ep", "--test", "marshalling"])
+            .current_dir(root()),
+    )
+}
+
+fn fuzz(env: &Env, cases: Option<&str>) -> Result {
+    let cases = cases.unwrap_or("10000");
+    status(
+        env.apply(&mut cargo())
+            .args(["test", "--release", "-p", "rivet", "--test", "fuzz_vs_ort"])
+            .env("RIVET_FUZZ_CASES", cases),
+    )
+}
+
 fn test(env: &Env) -> Result {
     eprintln!("xtask: rustfmt");
     status(env.apply(&mut cargo()).args(["fmt", "--all", "--check"]))?;
@@ -189,6 +318,8 @@ fn test(env: &Env) -> Result {
             .args(["test", "--release", "-p", "rivet-ep", "--features", "probe", "--target-dir"])
             .arg(probe_dir),
     )?;
+    eprintln!("xtask: memcheck of the error-path suites (cargo xtask leakcheck runs more)");
+    leakcheck(env, true)?;
     eprintln!("xtask: Python tests (the README snippet against the pinned wheel)");
     status(env.apply(&mut Command::new(&env.python)).args(["-m", "pytest", "-q", "tests/python"]))
 }

@@ -31,22 +31,26 @@ pub(super) struct ComputeInfo {
 }
 
 impl ComputeInfo {
-    pub(super) fn create(api: Api, plan: Plan, inject_panic: bool) -> *mut OrtNodeComputeInfo {
+    pub(super) fn new(api: Api, plan: Plan, inject_panic: bool) -> Box<ComputeInfo> {
         let state = RunState::new(&plan);
-        let info = Box::new(ComputeInfo {
+        Box::new(ComputeInfo {
             base: OrtNodeComputeInfo { ort_version_supported: EP_STRUCT_VERSION, create_state, compute, release_state },
             api,
             plan,
             primary: Mutex::new(state),
             pool: Mutex::new(Vec::new()),
             inject_panic,
-        });
+        })
+    }
+
+    /// Hands the info to ORT, which gives it back to `release`.
+    pub(super) fn into_raw(info: Box<ComputeInfo>) -> *mut OrtNodeComputeInfo {
         Box::into_raw(info).cast()
     }
 
     pub(super) fn release(this: *mut OrtNodeComputeInfo) {
         if !this.is_null() {
-            // SAFETY: made by Box::into_raw in `create`, released once.
+            // SAFETY: made by Box::into_raw in `into_raw`, released once.
             drop(unsafe { Box::from_raw(this.cast::<ComputeInfo>()) });
         }
     }

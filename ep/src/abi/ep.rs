@@ -143,10 +143,11 @@ unsafe extern "system" fn compile(
             })?;
             let panic_here =
                 ep.inject_panic.as_deref().is_some_and(|target| desc.nodes.iter().any(|n| n.name == target));
-            built.push(ComputeInfo::create(ep.api, plan, panic_here));
+            // Owned until every graph compiled: on an error, the ones built so far drop.
+            built.push(ComputeInfo::new(ep.api, plan, panic_here));
         }
         for (slot, info) in out.iter_mut().zip(built) {
-            *slot = info;
+            *slot = ComputeInfo::into_raw(info);
         }
         Ok(())
     })

@@ -1,0 +1,256 @@
+//! A fake `OrtApi` for driving Rivet's Compute path without ORT: ort-sys's stub table
+//! with the kernel-context and tensor members replaced by functions over `FakeCtx`.
+#![allow(dead_code)]
+
+use std::cell::RefCell;
+use std::ffi::{c_char, c_void};
+
+use ort_sys::{ONNXTensorElementDataType, OrtApi, OrtKernelContext, OrtStatusPtr, OrtTensorTypeAndShapeInfo, OrtValue};
+use rivet_ep::abi::api::Api;
+use rivet_ep::abi::structs::*;
+use rivet_ep::exec::RunState;
+use rivet_ep::graph::{dtype, Dim, GraphDesc, NodeDesc, ValueDesc};
+use rivet_ep::plan::Plan;
+
+pub struct FakeTensor {
+    pub shape: Vec<i64>,
+    pub data: Vec<f32>,
+}
+
+/// What the fake `OrtKernelContext*` points to.
+pub struct FakeCtx {
+    pub inputs: Vec<FakeTensor>,
+    pub outputs: RefCell<Vec<FakeTensor>>,
+}
+
+fn ctx_ref<'a>(ctx: *const OrtKernelContext) -> &'a FakeCtx {
+    // SAFETY: every context handed to Rivet in these tests is a `FakeCtx`.
+    unsafe { &*ctx.cast::<FakeCtx>() }
+}
+
+unsafe extern "system" fn get_input(ctx: *const OrtKernelContext, i: usize, out: *mut *const OrtValue) -> OrtStatusPtr {
+    // SAFETY: `out` is Rivet's out pointer.
+    unsafe { *out = (&ctx_ref(ctx).inputs[i] as *const FakeTensor).cast() };
+    OrtStatusPtr::default()
+}
+
+unsafe extern "system" fn type_and_shape(
+    v: *const OrtValue,
+    elem: *mut ONNXTensorElementDataType,
+    dims: *mut *const i64,
+    count: *mut usize,
+) -> OrtStatusPtr {
+    // SAFETY: values are FakeTensors; the out pointers are Rivet's.
+    unsafe {
+        let t = &*v.cast::<FakeTensor>();
+        *elem = ONNXTensorElementDataType::ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT;
+        // A scalar's shape is a null pointer, as in ORT.
+        *dims = if t.shape.is_empty() { std::ptr::null() } else { t.shape.as_ptr() };
+        *count = t.shape.len();
+    }
+    OrtStatusPtr::default()
+}
+
+unsafe extern "system" fn tensor_data(v: *const OrtValue, out: *mut *const c_void) -> OrtStatusPtr {
+    // SAFETY: as above.
+    unsafe { *out = (*v.cast::<FakeTensor>()).data.as_ptr().cast() };
+    OrtStatusPtr::default()
+}
+
+unsafe extern "system" fn get_output(
+    ctx: *mut OrtKernelContext,
+    i: usize,
+    dims: *const i64,
+    n: usize,
+    out: *mut *mut OrtValue,
+) -> OrtStatusPtr {
+    let c = ctx_ref(ctx);
+    // SAFETY: Rivet passes `n` dims; the output tensors were made before the Run, so
+    // resizing them here does not touch the heap counted by the test (capacity suffices).
+    unsafe {
+        let dims = if n == 0 { &[][..] } else { std::slice::from_raw_parts(dims, n) };
+        let mut outs = c.outputs.borrow_mut();
+        let t = &mut outs[i];
+        t.shape.clear();
+        t.shape.extend_from_slice(dims);
+        let len: i64 = dims.iter().product();
+        t.data.resize(len as usize, 0.0);
+        *out = (t as *mut FakeTensor).cast();
+    }
+    OrtStatusPtr::default()
+}
+
+unsafe extern "system" fn mutable_data(v: *mut OrtValue, out: *mut *mut c_void) -> OrtStatusPtr {
+    // SAFETY: as above.
+    unsafe { *out = (*v.cast::<FakeTensor>()).data.as_mut_ptr().cast() };
+    OrtStatusPtr::default()
+}
+
+// The API 23 route: a type-and-shape object per input. The fake object is the tensor.
+unsafe extern "system" fn type_and_shape_info(
+    v: *const OrtValue,
+    out: *mut *mut OrtTensorTypeAndShapeInfo,
+) -> OrtStatusPtr {
+    // SAFETY: Rivet's out pointer.
+    unsafe { *out = v.cast_mut().cast() };
+    OrtStatusPtr::default()
+}
+unsafe extern "system" fn info_elem(
+    _: *const OrtTensorTypeAndShapeInfo,
+    out: *mut ONNXTensorElementDataType,
+) -> OrtStatusPtr {
+    // SAFETY: Rivet's out pointer.
+    unsafe { *out = ONNXTensorElementDataType::ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT };
+    OrtStatusPtr::default()
+}
+unsafe extern "system" fn info_rank(info: *const OrtTensorTypeAndShapeInfo, out: *mut usize) -> OrtStatusPtr {
+    // SAFETY: the info is a FakeTensor (see type_and_shape_info).
+    unsafe { *out = (*info.cast::<FakeTensor>()).shape.len() };
+    OrtStatusPtr::default()
+}
+unsafe extern "system" fn info_dims(info: *const OrtTensorTypeAndShapeInfo, out: *mut i64, n: usize) -> OrtStatusPtr {
+    // SAFETY: as above; Rivet passes room for `n` dims.
+    unsafe {
+        let shape = &(*info.cast::<FakeTensor>()).shape;
+        std::ptr::copy_nonoverlapping(shape.as_ptr(), out, n.min(shape.len()));
+    }
+    OrtStatusPtr::default()
+}
+unsafe extern "system" fn info_release(_: *mut OrtTensorTypeAndShapeInfo) {}
+
+/// Runs every task on the calling thread, like ORT's pool with one thread.
+unsafe extern "system" fn parallel_for(
+    _ctx: *const OrtKernelContext,
+    f: unsafe extern "C" fn(*mut c_void, usize),
+    total: usize,
+    _batch: usize,
+    data: *mut c_void,
+) -> OrtStatusPtr {
+    for i in 0..total {
+        // SAFETY: Rivet's task function with its own data, as ORT would call it.
+        unsafe { f(data, i) };
+    }
+    OrtStatusPtr::default()
+}
+
+pub static FAKE_ORT: OrtApi = {
+    let mut api = ort_sys::stub::api();
+    api.KernelContext_GetInput = get_input;
+    api.GetTensorElementTypeAndShapeDataReference = type_and_shape;
+    api.GetTensorData = tensor_data;
+    api.KernelContext_GetOutput = get_output;
+    api.GetTensorMutableData = mutable_data;
+    api.KernelContext_ParallelFor = parallel_for;
+    api.GetTensorTypeAndShape = type_and_shape_info;
+    api.GetTensorElementType = info_elem;
+    api.GetDimensionsCount = info_rank;
+    api.GetDimensions = info_dims;
+    api.ReleaseTensorTypeAndShapeInfo = info_release;
+    api
+};
+
+unsafe extern "system" fn no_device(
+    _: *mut OrtEpFactory,
+    _: *const ort_sys::OrtHardwareDevice,
+    _: *const ort_sys::OrtKeyValuePairs,
+    _: *const ort_sys::OrtKeyValuePairs,
+    _: *mut *mut OrtEpDevice,
+) -> *mut ort_sys::OrtStatus {
+    std::ptr::null_mut()
+}
+unsafe extern "system" fn no_release(_: *mut OrtEpDevice) {}
+unsafe extern "system" fn no_fuse(
+    _: *mut OrtEpGraphSupportInfo,
+    _: *const *const ort_sys::OrtNode,
+    _: usize,
+    _: *const OrtNodeFusionOptions,
+) -> *mut ort_sys::OrtStatus {
+    std::ptr::null_mut()
+}
+unsafe extern "system" fn no_single(
+    _: *mut OrtEpGraphSupportInfo,
+    _: *const ort_sys::OrtNode,
+) -> *mut ort_sys::OrtStatus {
+    std::ptr::null_mut()
+}
+unsafe extern "system" fn no_name(_: *const OrtNodeComputeContext) -> *const c_char {
+    c"fake".as_ptr()
+}
+pub static FAKE_EP: OrtEpApi = OrtEpApi {
+    create_ep_device: no_device,
+    release_ep_device: no_release,
+    ep_graph_support_info_add_nodes_to_fuse: no_fuse,
+    ep_graph_support_info_add_single_node: no_single,
+    node_compute_context_node_name: no_name,
+};
+
+pub fn api() -> Api {
+    Api::from_tables(&FAKE_ORT, &FAKE_EP)
+}
+
+pub fn value(name: &str, dims: &[usize]) -> ValueDesc {
+    ValueDesc { name: name.into(), elem_type: dtype::FLOAT, dims: Some(dims.iter().map(|&d| Dim::Fixed(d)).collect()) }
+}
+
+pub fn node(op: &str, name: &str, inputs: &[&str], output: &str, dims: &[usize]) -> NodeDesc {
+    NodeDesc {
+        name: name.into(),
+        op_type: op.into(),
+        domain: String::new(),
+        since_version: 14,
+        inputs: inputs.iter().map(|i| Some(value(i, dims))).collect(),
+        outputs: vec![Some(value(output, dims))],
+        attrs: vec![],
+    }
+}
+
+/// `n_inputs` inputs summed by a chain of Adds, then `extra_unary` Relus.
+pub fn plan(n_inputs: usize, extra_unary: usize, dims: &[usize]) -> Plan {
+    let mut nodes = Vec::new();
+    let names: Vec<String> = (0..n_inputs).map(|i| format!("x{i}")).collect();
+    let mut last = names[0].clone();
+    for (i, n) in names.iter().enumerate().skip(1) {
+        let out = format!("s{i}");
+        nodes.push(node("Add", &format!("add{i}"), &[&last, n], &out, dims));
+        last = out;
+    }
+    for k in 0..extra_unary {
+        let out = format!("r{k}");
+        nodes.push(node("Relu", &format!("relu{k}"), &[&last], &out, dims));
+        last = out;
+    }
+    nodes.last_mut().unwrap().outputs[0].as_mut().unwrap().name = "y".into();
+    let graph = GraphDesc {
+        nodes,
+        inputs: names.iter().map(|n| value(n, dims)).collect(),
+        outputs: vec![value("y", dims)],
+        constants: vec![],
+    };
+    Plan::build("fused", &graph).expect("plan")
+}
+
+pub fn ctx(n_inputs: usize, dims: &[usize]) -> FakeCtx {
+    let len: usize = dims.iter().product();
+    let shape: Vec<i64> = dims.iter().map(|&d| d as i64).collect();
+    FakeCtx {
+        inputs: (0..n_inputs).map(|i| FakeTensor { shape: shape.clone(), data: vec![i as f32 - 1.0; len] }).collect(),
+        outputs: RefCell::new(vec![FakeTensor { shape: Vec::with_capacity(8), data: Vec::with_capacity(len) }]),
+    }
+}
+
+pub fn run(api: &Api, p: &Plan, state: &mut RunState, ctx: *mut OrtKernelContext) -> rivet_ep::error::Result<()> {
+    // SAFETY: every context in these tests is a live FakeCtx with the plan's inputs.
+    unsafe { rivet_ep::abi::run_plan(api, p, state, ctx) }
+}
+
+/// Two inputs feeding two outputs: `y = x0 + x1` and `z = relu(y)`.
+pub fn two_output_plan() -> Plan {
+    let dims = [4];
+    let graph = GraphDesc {
+        nodes: vec![node("Add", "add", &["x0", "x1"], "y", &dims), node("Relu", "relu", &["y"], "z", &dims)],
+        inputs: vec![value("x0", &dims), value("x1", &dims)],
+        outputs: vec![value("y", &dims), value("z", &dims)],
+        constants: vec![],
+    };
+    Plan::build("fused", &graph).expect("plan")
+}
