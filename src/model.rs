@@ -111,6 +111,12 @@ impl ModelBuilder {
         self
     }
 
+    /// An input with no shape at all (unknown rank).
+    pub fn input_unshaped(mut self, name: &str, elem_type: i32) -> Self {
+        self.inputs.push(ValueInfo { name: name.into(), elem_type, dims: None });
+        self
+    }
+
     /// An output; `dims: None` leaves the shape to ORT's inference.
     pub fn output(mut self, name: &str, elem_type: i32, dims: Option<&[Dim]>) -> Self {
         self.outputs.push(ValueInfo { name: name.into(), elem_type, dims: dims.map(<[Dim]>::to_vec) });

@@ -192,3 +192,19 @@ fn zero_sized_and_scalar_tensors() {
         assert_matches_ort(&model, &[HostTensor::f32("x", &shape, vec![0.5; n as usize])], 1e-6, 0.0, "edge shapes");
     }
 }
+
+#[test]
+fn an_input_of_unknown_rank_is_not_taken_for_a_scalar() {
+    // Found by the conformance runner (ReduceLogSum's expanded cases): a value with no
+    // shape was read as rank 0 and every real input was then "the wrong shape".
+    let model = ModelBuilder::new(21)
+        .input_unshaped("x", FLOAT)
+        .node("Log", "log", &["x"], &["y"])
+        .output("y", FLOAT, None)
+        .build();
+    for shape in [vec![5i64], vec![2, 3], vec![]] {
+        let n: i64 = shape.iter().product();
+        let x = sweep(n as usize, 0.5, 3.0, false);
+        assert_matches_ort(&model, &[HostTensor::f32("x", &shape, x)], TRANSCENDENTAL.0, TRANSCENDENTAL.1, "unshaped");
+    }
+}

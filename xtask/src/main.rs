@@ -15,6 +15,7 @@ const USAGE: &str = "usage: cargo xtask <command>
                   invalid access inside Rivet (`--short`: the error-path suites, as CI runs it)
   miri            the marshalling layer's tests under Miri (nightly + miri, added if missing)
   fuzz [N]        N random graphs (default 10000) compared with ORT's CPU EP
+  conformance     the ONNX node cases on Rivet alone (`-- --bless` rewrites the expected passes)
   test            build, then every check and test: fmt, clippy (with and without probe),
                   Rust unit and end-to-end tests, Python tests";
 
@@ -32,6 +33,15 @@ fn main() -> ExitCode {
         }
         Some("miri") => miri(),
         Some("fuzz") => setup().and_then(|env| build(&env).and_then(|()| fuzz(&env, args.get(1).map(String::as_str)))),
+        Some("conformance") => setup().and_then(|env| {
+            build(&env).and_then(|()| {
+                status(
+                    env.apply(&mut Command::new(&env.python))
+                        .arg("tests/conformance/run_conformance.py")
+                        .args(&args[1..]),
+                )
+            })
+        }),
         Some("test") => setup().and_then(|env| build(&env).and_then(|()| test(&env))),
         Some("-h" | "--help") | None => {
             println!("{USAGE}");
@@ -320,6 +330,8 @@ fn test(env: &Env) -> Result {
     )?;
     eprintln!("xtask: memcheck of the error-path suites (cargo xtask leakcheck runs more)");
     leakcheck(env, true)?;
+    eprintln!("xtask: ONNX conformance (node cases of onnx 1.20.1 on Rivet alone; writes CONFORMANCE.md)");
+    status(env.apply(&mut Command::new(&env.python)).arg("tests/conformance/run_conformance.py"))?;
     eprintln!("xtask: Python tests (the README snippet against the pinned wheel)");
     status(env.apply(&mut Command::new(&env.python)).args(["-m", "pytest", "-q", "tests/python"]))
 }

@@ -385,6 +385,17 @@ impl Api {
         self.check(unsafe { (self.ort.GetTensorElementType)(t, &mut e) })?;
         Ok(e as i32)
     }
+    /// False when the model gives no shape at all (unknown rank). API 24; on 23 every
+    /// rank-0 answer is taken as a scalar.
+    #[ort_ffi]
+    pub(crate) fn tensor_info_has_shape(&self, t: *const OrtTensorTypeAndShapeInfo) -> bool {
+        if !self.has_shape_reference() {
+            return true;
+        }
+        // SAFETY: t is valid; the member exists from API 24 on (checked above).
+        unsafe { (self.ort.TensorTypeAndShape_HasShape)(t) }
+    }
+
     #[ort_ffi]
     pub(crate) fn tensor_info_rank(&self, t: *const OrtTensorTypeAndShapeInfo) -> Result<usize> {
         let mut n = 0;

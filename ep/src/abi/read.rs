@@ -26,6 +26,10 @@ pub fn value(api: &Api, v: *const OrtValueInfo) -> Result<Option<ValueDesc>> {
     }
     let t = api.type_info_tensor_info(type_info)?;
     let elem_type = api.tensor_info_element_type(t)?;
+    if !api.tensor_info_has_shape(t) {
+        // Unknown rank: not the same as a scalar (rank 0 with a shape).
+        return Ok(Some(ValueDesc { name, elem_type, dims: None }));
+    }
     let rank = api.tensor_info_rank(t)?;
     let mut dims = vec![0i64; rank];
     api.tensor_info_dims(t, &mut dims)?;
@@ -45,8 +49,6 @@ pub fn value(api: &Api, v: *const OrtValueInfo) -> Result<Option<ValueDesc>> {
             }
         })
         .collect();
-    // A tensor whose rank ORT does not know reports rank 0 with no shape; treat a declared
-    // scalar and an unknown shape alike only when ORT says there is no shape at all.
     Ok(Some(ValueDesc { name, elem_type, dims: Some(declared) }))
 }
 

@@ -1,0 +1,107 @@
+"""An onnx.backend backend that runs models on ONNX Runtime with Rivet alone.
+
+Sessions select the device whose ep_name is "Rivet" and set
+session.disable_cpu_ep_fallback=1: a model with a node Rivet does not claim fails
+session creation with Rivet's message ("Rivet cannot run node ..."), which the runner
+reports as unsupported.
+"""
+import os
+import pathlib
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx.backend.base import Backend, BackendRep
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+LIB = os.environ.get("RIVET_EP_LIB", str(ROOT / "target/release/librivet_ep.so"))
+_registered = False
+
+
+class Unsupported(Exception):
+    """Rivet cannot run some node of the model (with fallback off, the session fails)."""
+
+
+def _devices():
+    global _registered
+    if not _registered:
+        ort.register_execution_provider_library("rivet_conformance", LIB)
+        _registered = True
+    devices = [d for d in ort.get_ep_devices() if d.ep_name == "Rivet"]
+    assert devices, f"no Rivet device after registering {LIB}"
+    return devices
+
+
+class RivetRep(BackendRep):
+    def __init__(self, session):
+        self.session = session
+
+    def run(self, inputs, **kwargs):
+        if isinstance(inputs, dict):
+            feed = inputs
+        else:
+            names = [i.name for i in self.session.get_inputs()]
+            feed = dict(zip(names, inputs))
+        return self.session.run(None, feed)
+
+
+class RivetBackend(Backend):
+    @classmethod
+    def prepare(cls, model, device="CPU", **kwargs):
+        so = ort.SessionOptions()
+        so.add_provider_for_devices(_devices(), {})
+        so.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
+        so.log_severity_level = 4
+        data = model.SerializeToString() if isinstance(model, onnx.ModelProto) else model
+        try:
+            session = ort.InferenceSession(data, sess_options=so)
+        except Exception as e:  # onnxruntime raises its own exception classes
+            text = str(e)
+            if "Rivet cannot run" in text or "fallback to CPU EP has been explicitly disabled" in text:
+                raise Unsupported(text) from None
+            if "is not a registered function/op" in text:
+                raise Unsupported(f"ONNX Runtime itself cannot load it: {text}") from None
+            raise
+        return RivetRep(session)
+
+    @classmethod
+    def supports_device(cls, device):
+        return device == "CPU"
+
+
+def run_node_case(case_dir: pathlib.Path, rtol=1e-3, atol=1e-5):
+    """Runs one node case directory. Returns ("pass" | "fail" | "unsupported", detail)."""
+    from onnx import numpy_helper
+
+    model = onnx.load(str(case_dir / "model.onnx"))
+    try:
+        rep = RivetBackend.prepare(model)
+    except Unsupported as e:
+        return "unsupported", str(e).split("\n")[0][:300]
+    except Exception as e:
+        return "fail", f"session creation: {str(e)[:300]}"
+    for data_set in sorted(case_dir.glob("test_data_set_*")):
+        def load(prefix):
+            tensors = []
+            for p in sorted(data_set.glob(f"{prefix}_*.pb"), key=lambda p: int(p.stem.split("_")[1])):
+                t = onnx.TensorProto()
+                t.ParseFromString(p.read_bytes())
+                tensors.append(numpy_helper.to_array(t))
+            return tensors
+
+        inputs, expected = load("input"), load("output")
+        names = [i.name for i in model.graph.input if i.name not in {x.name for x in model.graph.initializer}]
+        try:
+            got = rep.run(dict(zip(names, inputs)))
+        except Exception as e:
+            return "fail", f"run: {str(e)[:300]}"
+        for g, w in zip(got, expected):
+            if g.shape != w.shape:
+                return "fail", f"shape {g.shape} != {w.shape}"
+            if w.dtype.kind == "f":
+                ok = np.allclose(g, w, rtol=rtol, atol=atol, equal_nan=True)
+            else:
+                ok = np.array_equal(g, w)
+            if not ok:
+                return "fail", f"values differ (max abs diff {np.nanmax(np.abs(g.astype(np.float64) - w)):.3g})"
+    return "pass", ""
