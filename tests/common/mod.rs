@@ -17,8 +17,16 @@ pub fn rivet_session(model: &[u8]) -> Session {
     harness::session(env(), model, Arm::Rivet, &strict()).expect("Rivet session")
 }
 
+/// The baseline: ORT's own CPU EP, checked to be what really runs every node (once the
+/// plugin is registered, a session that does not pick devices explicitly gets Rivet).
 pub fn ort_session(model: &[u8]) -> Session {
-    harness::session(env(), model, Arm::OrtCpu, &SessionOpts::default()).expect("ORT CPU session")
+    let opts = SessionOpts { record_assignment: true, ..Default::default() };
+    let s = harness::session(env(), model, Arm::OrtCpu, &opts).expect("ORT CPU session");
+    let assigned = rivet::ort_extra::graph_assignment(&s).expect("assignment info");
+    if let Some((ep, node, op)) = assigned.iter().find(|(ep, _, _)| ep != harness::ORT_CPU_EP) {
+        panic!("the ORT baseline ran node {node} ({op}) on {ep}");
+    }
+    s
 }
 
 /// Values covering the interesting range plus special values at the end.

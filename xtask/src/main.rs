@@ -15,6 +15,7 @@ const USAGE: &str = "usage: cargo xtask <command>
                   invalid access inside Rivet (`--short`: the error-path suites, as CI runs it)
   miri            the marshalling layer's tests under Miri (nightly + miri, added if missing)
   fuzz [N]        N random graphs (default 10000) compared with ORT's CPU EP
+  probe-overhead  the probe's cost per counted event and timed phase, next to tracing and fastrace
   conformance     the ONNX node cases on Rivet alone (`-- --bless` rewrites the expected passes)
   test            build, then every check and test: fmt, clippy (with and without probe),
                   Rust unit and end-to-end tests, Python tests";
@@ -33,6 +34,19 @@ fn main() -> ExitCode {
         }
         Some("miri") => miri(),
         Some("fuzz") => setup().and_then(|env| build(&env).and_then(|()| fuzz(&env, args.get(1).map(String::as_str)))),
+        Some("probe-overhead") => status(
+            cargo()
+                .args([
+                    "run",
+                    "--quiet",
+                    "--release",
+                    "--manifest-path",
+                    "benches/Cargo.toml",
+                    "--target-dir",
+                    "target/probe-overhead",
+                ])
+                .current_dir(root()),
+        ),
         Some("conformance") => setup().and_then(|env| {
             build(&env).and_then(|()| {
                 status(

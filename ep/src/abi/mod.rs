@@ -3,6 +3,8 @@
 //! panics and turns errors into an `OrtStatus`.
 
 pub mod api;
+#[cfg(feature = "probe")]
+pub mod clock;
 mod compute;
 pub mod counting_alloc;
 mod ep;

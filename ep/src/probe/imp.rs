@@ -1,9 +1,9 @@
 //! The probe with the feature on.
 
+use crate::abi::clock;
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering::Relaxed};
 use std::sync::OnceLock;
-use std::time::Instant;
 
 use super::{Counters, Phase, PhaseCounters, NUM_PHASES};
 
@@ -26,7 +26,8 @@ thread_local! {
     // lazy initialisation, no allocation, no registration of a destructor).
     static LOCAL: [Cell<u64>; SLOTS] = const { [ZERO; SLOTS] };
     static CURRENT: Cell<u8> = const { Cell::new(Phase::Unattributed as u8) };
-    static CLOCK: Cell<Option<Instant>> = const { Cell::new(None) };
+    /// Tick count when the current phase's clock started; 0 when none runs.
+    static CLOCK: Cell<u64> = const { Cell::new(0) };
 }
 
 #[allow(clippy::declare_interior_mutable_const)]
@@ -57,6 +58,8 @@ const TIMING_UNKNOWN: u8 = 0;
 const TIMING_OFF: u8 = 1;
 const TIMING_ON: u8 = 2;
 static TIMING: AtomicU8 = AtomicU8::new(TIMING_UNKNOWN);
+/// Clock ticks per nanosecond (f64 bits), measured when timing is switched on.
+static TICKS_PER_NS: AtomicU64 = AtomicU64::new(0);
 
 /// `RIVET_PROFILE_DISPATCH=1`, read once.
 #[inline]
@@ -66,19 +69,35 @@ fn timing() -> bool {
         TIMING_OFF => false,
         _ => {
             let on = std::env::var_os("RIVET_PROFILE_DISPATCH").is_some_and(|v| v == "1");
+            if on {
+                TICKS_PER_NS.store(clock::calibrate().to_bits(), Relaxed);
+            }
             TIMING.store(if on { TIMING_ON } else { TIMING_OFF }, Relaxed);
             on
         }
     }
 }
 
-/// Charges the time since the last clock mark to the current phase, and restarts it.
-fn charge_clock() {
-    let now = Instant::now();
-    if let Ok(Some(start)) = CLOCK.try_with(Cell::get) {
-        add_phase(NS, now.duration_since(start).as_nanos() as u64);
+/// Charges the ticks since the last clock mark to the current phase, and restarts it.
+/// Counters hold ticks; snapshots convert them to nanoseconds.
+#[inline]
+fn charge_clock(restart: bool) {
+    let now = clock::ticks();
+    if let Ok(start) = CLOCK.try_with(Cell::get) {
+        if start != 0 {
+            add_phase(NS, now.wrapping_sub(start));
+        }
     }
-    let _ = CLOCK.try_with(|c| c.set(Some(now)));
+    let _ = CLOCK.try_with(|c| c.set(if restart { now } else { 0 }));
+}
+
+fn ticks_to_ns(ticks: u64) -> u64 {
+    let per_ns = f64::from_bits(TICKS_PER_NS.load(Relaxed));
+    if per_ns > 0.0 {
+        (ticks as f64 / per_ns) as u64
+    } else {
+        ticks
+    }
 }
 
 /// Work inside this guard is charged to its phase; the previous phase is restored on
@@ -92,7 +111,7 @@ impl PhaseGuard {
     #[inline]
     pub fn enter(phase: Phase) -> PhaseGuard {
         if timing() {
-            charge_clock();
+            charge_clock(true);
         }
         let prev = CURRENT.try_with(|c| c.replace(phase as u8)).unwrap_or(Phase::Unattributed as u8);
         add(phase as usize * FIELDS + CALLS, 1);
@@ -104,11 +123,8 @@ impl Drop for PhaseGuard {
     #[inline]
     fn drop(&mut self) {
         if timing() {
-            charge_clock();
-            if self.prev == Phase::Unattributed as u8 {
-                // Leaving the outermost phase: time outside phases is not charged.
-                let _ = CLOCK.try_with(|c| c.set(None));
-            }
+            // Leaving the outermost phase stops the clock: time outside phases is not charged.
+            charge_clock(self.prev != Phase::Unattributed as u8);
         }
         let _ = CURRENT.try_with(|c| c.set(self.prev));
     }
@@ -181,7 +197,7 @@ fn read(get: impl Fn(usize) -> u64) -> Counters {
         let base = i * FIELDS;
         *p = PhaseCounters {
             calls: get(base + CALLS),
-            ns: get(base + NS),
+            ns: ticks_to_ns(get(base + NS)),
             allocs: get(base + ALLOCS),
             bytes: get(base + BYTES),
             ffi_calls: get(base + FFI),
