@@ -98,6 +98,43 @@ macro_rules! map {
     };
 }
 
+/// Block length of [`map_guarded!`]: long enough to amortise the check,
+/// short enough to stay in L1.
+const GUARD_BLOCK: usize = 256;
+
+/// `map!` with a fast formula for tame inputs: `map_guarded!(io, limit, v =>
+/// fast, safe)` runs `fast` on every block of [`GUARD_BLOCK`] elements whose
+/// magnitudes are all at most `limit` (so no NaN or infinity), `safe` on the
+/// other blocks. `fast` must equal `safe` bit for bit on tame inputs, so the
+/// blocking never shows.
+macro_rules! map_guarded {
+    ($io:expr, $limit:expr, $v:ident => $fast:expr, $safe:expr) => {{
+        let limit = f32::to_bits($limit);
+        // An integer max reduction, which vectorises (NaN bits exceed inf's).
+        let tame = |xs: &[f32]| xs.iter().fold(0u32, |m, v| m.max(v.to_bits() & 0x7fff_ffff)) <= limit;
+        match $io {
+            Io::Out(x, y) => {
+                for (xc, yc) in x.chunks(GUARD_BLOCK).zip(y.chunks_mut(GUARD_BLOCK)) {
+                    if tame(xc) {
+                        map!(Io::Out(xc, yc), $v => $fast)
+                    } else {
+                        map!(Io::Out(xc, yc), $v => $safe)
+                    }
+                }
+            }
+            Io::InPlace(xy) => {
+                for c in xy.chunks_mut(GUARD_BLOCK) {
+                    if tame(c) {
+                        map!(Io::InPlace(c), $v => $fast)
+                    } else {
+                        map!(Io::InPlace(c), $v => $safe)
+                    }
+                }
+            }
+        }
+    }};
+}
+
 impl UnaryOp {
     /// Applies the op to `x`, writing `y` (same length; panics if lengths differ).
     pub fn apply(&self, x: &[f32], y: &mut [f32]) {
@@ -135,7 +172,7 @@ impl UnaryOp {
             UnaryOp::Sigmoid => map!(io, v => math::sigmoid::<F>(v)),
             UnaryOp::Tanh => map!(io, v => math::tanh::<F>(v)),
             UnaryOp::Erf => map!(io, v => math::erf::<F>(v)),
-            UnaryOp::Exp => map!(io, v => math::exp::<F>(v)),
+            UnaryOp::Exp => map_guarded!(io, 87.0, v => math::exp_fast::<F, 6>(v), math::exp::<F>(v)),
             UnaryOp::Log => map!(io, v => math::ln::<F>(v)),
             UnaryOp::Sqrt => map!(io, v => v.sqrt()),
             UnaryOp::Abs => map!(io, v => v.abs()),

@@ -155,6 +155,21 @@ pub(crate) fn exp<const F: bool>(x: f32) -> f32 {
     p * s1 * s2
 }
 
+/// `e^x` for `|x| <= 87` (normal results), equal bit for bit there to
+/// [`exp`] (`N = 6`) or [`exp_small`] (`N` = 5 or 6): no clamping, and `2^n`
+/// is added straight into the exponent bits of `e^r` (exact while the result
+/// is normal; the 2^-24 scaling of `exp_small` is exact too).
+#[inline(always)]
+pub(crate) fn exp_fast<const F: bool, const N: usize>(x: f32) -> f32 {
+    let t = fma::<F>(x, std::f32::consts::LOG2_E, ROUND_MAGIC);
+    let nf = t - ROUND_MAGIC;
+    let r = fma::<F>(nf, -LN2_LO, fma::<F>(nf, -LN2_HI, x));
+    let q = if N == 5 { horner::<F, 5>(r, &EXP5_Q) } else { horner::<F, 6>(r, &EXP_Q) };
+    let p = fma::<F>(r, q, 1.0);
+    // The low bits of t hold n (two's complement): shifted, n << 23.
+    f32::from_bits(p.to_bits().wrapping_add(t.to_bits() << 23))
+}
+
 /// `e^x - 1` for `-30 <= x <= 0`.
 #[inline(always)]
 fn expm1_core<const F: bool>(x: f32) -> f32 {

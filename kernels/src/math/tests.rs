@@ -94,3 +94,23 @@ fn exp_variants_agree() {
         assert_eq!(exp::<false>(x).to_bits(), exp_small::<false, 6>(x).to_bits(), "{x}");
     }
 }
+
+/// The unclamped `exp_fast` equals `exp` and `exp_small` wherever it may be
+/// used.
+#[test]
+fn exp_fast_matches_exp() {
+    for i in 0..=200_000 {
+        let x = -87.0 + i as f32 * (174.0 / 200_000.0);
+        for x in [x, x.next_up(), x.next_down()] {
+            if x.abs() <= 87.0 {
+                assert_eq!(exp_fast::<true, 6>(x).to_bits(), exp::<true>(x).to_bits(), "{x}");
+                assert_eq!(exp_fast::<false, 6>(x).to_bits(), exp::<false>(x).to_bits(), "{x}");
+            }
+            if x.abs() <= 87.0 && x <= 70.0 {
+                assert_eq!(exp_fast::<true, 6>(x).to_bits(), exp_small::<true, 6>(x).to_bits(), "{x}");
+                assert_eq!(exp_fast::<true, 5>(x).to_bits(), exp_small::<true, 5>(x).to_bits(), "{x}");
+                assert_eq!(exp_fast::<false, 5>(x).to_bits(), exp_small::<false, 5>(x).to_bits(), "{x}");
+            }
+        }
+    }
+}
