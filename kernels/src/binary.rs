@@ -1,5 +1,6 @@
 //! Binary elementwise f32 operators with broadcasting.
 
+use crate::arch::{self, Level};
 use crate::broadcast::{Broadcast, BroadcastKind};
 use smallvec::SmallVec;
 
@@ -76,10 +77,38 @@ fn min_nan(a: f32, b: f32) -> f32 {
 /// the shapes given to `Broadcast::new`; panics otherwise (and when the range
 /// exceeds the output).
 pub fn binary_f32(op: BinaryOp, plan: &Broadcast, a: &[f32], b: &[f32], out: &mut [f32], start: usize) {
+    check(plan, a, b, out, start);
+    arch::binary(arch::isa(), op, plan, a, b, out, start);
+}
+
+/// [`binary_f32`] with the kernel build for `level` (lowered to
+/// [`Level::detected`] if the CPU lacks it); every level gives the same bits.
+/// For tests and benchmarks.
+#[doc(hidden)]
+pub fn binary_f32_at(
+    level: Level,
+    op: BinaryOp,
+    plan: &Broadcast,
+    a: &[f32],
+    b: &[f32],
+    out: &mut [f32],
+    start: usize,
+) {
+    check(plan, a, b, out, start);
+    arch::binary(arch::isa_at(level), op, plan, a, b, out, start);
+}
+
+fn check(plan: &Broadcast, a: &[f32], b: &[f32], out: &[f32], start: usize) {
     assert_eq!(a.len(), plan.a_len, "binary_f32: `a` length does not match the plan");
     assert_eq!(b.len(), plan.b_len, "binary_f32: `b` length does not match the plan");
     let in_range = start.checked_add(out.len()).is_some_and(|end| end <= plan.out_len());
     assert!(in_range, "binary_f32: output range exceeds the broadcast output");
+}
+
+/// The kernel body, instantiated once per [`Level`] by `arch::dispatch`;
+/// `check` has passed.
+#[inline(always)]
+pub(crate) fn run_op(op: BinaryOp, plan: &Broadcast, a: &[f32], b: &[f32], out: &mut [f32], start: usize) {
     if out.is_empty() {
         return;
     }

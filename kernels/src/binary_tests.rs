@@ -1,6 +1,6 @@
 //! Tests of broadcasting plans and the binary kernels.
 
-use crate::{binary_f32, BinaryOp, Broadcast, BroadcastError, BroadcastKind};
+use crate::{binary_f32, binary_f32_at, BinaryOp, Broadcast, BroadcastError, BroadcastKind, Level};
 
 const OPS: [BinaryOp; 7] =
     [BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Div, BinaryOp::Pow, BinaryOp::Max, BinaryOp::Min];
@@ -109,6 +109,8 @@ fn same_bits(x: &[f32], y: &[f32]) -> bool {
     x.len() == y.len() && x.iter().zip(y).all(|(p, q)| p.to_bits() == q.to_bits())
 }
 
+/// Every level against the naive reference, bit for bit: whole outputs,
+/// uneven chunks and every single-element range.
 #[test]
 fn binary_matches_naive_and_chunks() {
     let shapes: &[(&[usize], &[usize])] = &[
@@ -130,30 +132,63 @@ fn binary_matches_naive_and_chunks() {
         (&[0, 3], &[1, 3]),
         (&[6, 0], &[6, 1]),
     ];
-    for &(sa, sb) in shapes {
-        let plan = Broadcast::new(sa, sb).unwrap();
-        let a = data(sa.iter().product(), 1);
-        let b = data(sb.iter().product(), 2);
-        let n = plan.out_len();
-        for op in OPS {
-            let want = naive(op, sa, sb, &a, &b);
-            let mut whole = vec![0.0; n];
-            binary_f32(op, &plan, &a, &b, &mut whole, 0);
-            assert!(same_bits(&whole, &want), "{op:?} {sa:?} {sb:?}");
-            // Three uneven chunks (some may be empty for tiny outputs).
-            let cuts = [0, n / 5, n / 5 + (n * 3) / 5 + 1, n];
-            let cuts = cuts.map(|c| c.min(n));
-            let mut chunked = vec![0.0; n];
-            for w in cuts.windows(2) {
-                let (s, e) = (w[0], w[1].max(w[0]));
-                binary_f32(op, &plan, &a, &b, &mut chunked[s..e], s);
+    for level in Level::supported() {
+        for &(sa, sb) in shapes {
+            let plan = Broadcast::new(sa, sb).unwrap();
+            let a = data(sa.iter().product(), 1);
+            let b = data(sb.iter().product(), 2);
+            let n = plan.out_len();
+            for op in OPS {
+                let want = naive(op, sa, sb, &a, &b);
+                let mut whole = vec![0.0; n];
+                binary_f32_at(level, op, &plan, &a, &b, &mut whole, 0);
+                assert!(same_bits(&whole, &want), "{level:?} {op:?} {sa:?} {sb:?}");
+                // Three uneven chunks (some may be empty for tiny outputs).
+                let cuts = [0, n / 5, n / 5 + (n * 3) / 5 + 1, n];
+                let cuts = cuts.map(|c| c.min(n));
+                let mut chunked = vec![0.0; n];
+                for w in cuts.windows(2) {
+                    let (s, e) = (w[0], w[1].max(w[0]));
+                    binary_f32_at(level, op, &plan, &a, &b, &mut chunked[s..e], s);
+                }
+                assert!(same_bits(&chunked, &whole), "{level:?} {op:?} {sa:?} {sb:?} chunked");
+                // Every single-element range.
+                for (k, w) in whole.iter().enumerate() {
+                    let mut one = [0.0];
+                    binary_f32_at(level, op, &plan, &a, &b, &mut one, k);
+                    assert_eq!(one[0].to_bits(), w.to_bits(), "{level:?} {op:?} {sa:?} {sb:?} at {k}");
+                }
             }
-            assert!(same_bits(&chunked, &whole), "{op:?} {sa:?} {sb:?} chunked");
-            // Every single-element range.
-            for (k, w) in whole.iter().enumerate() {
-                let mut one = [0.0];
-                binary_f32(op, &plan, &a, &b, &mut one, k);
-                assert_eq!(one[0].to_bits(), w.to_bits(), "{op:?} {sa:?} {sb:?} at {k}");
+        }
+    }
+}
+
+/// The contiguous, scalar-broadcast (either side) and row-broadcast fast
+/// paths at every level and every length up to 67 (vector bodies and tails),
+/// against the naive reference; the public entry point matches too.
+#[test]
+fn fast_paths_every_length() {
+    for level in Level::supported() {
+        for n in 0..=67usize {
+            let cases: [(Vec<usize>, Vec<usize>); 5] = [
+                (vec![n], vec![n]),
+                (vec![n], vec![]),
+                (vec![1], vec![n]),
+                (vec![3, n], vec![n]),
+                (vec![n, 3], vec![n, 1]),
+            ];
+            for (sa, sb) in &cases {
+                let plan = Broadcast::new(sa, sb).unwrap();
+                let a = data(sa.iter().product(), 3);
+                let b = data(sb.iter().product(), 4);
+                for op in OPS {
+                    let want = naive(op, sa, sb, &a, &b);
+                    let mut got = vec![0.0; plan.out_len()];
+                    binary_f32_at(level, op, &plan, &a, &b, &mut got, 0);
+                    assert!(same_bits(&got, &want), "{level:?} {op:?} {sa:?} {sb:?}");
+                    binary_f32(op, &plan, &a, &b, &mut got, 0);
+                    assert!(same_bits(&got, &want), "{op:?} {sa:?} {sb:?} (detected level)");
+                }
             }
         }
     }

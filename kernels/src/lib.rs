@@ -1,7 +1,9 @@
 //! Native f32 kernels for the Rivet execution provider.
 //!
 //! This crate knows nothing about ONNX Runtime: it works on plain `f32`
-//! slices and `usize` shapes, and contains no `unsafe` code.
+//! slices and `usize` shapes. Its only `unsafe` code is the call into the
+//! `#[target_feature]` builds of the kernels, in `arch::dispatch`, once the
+//! CPU's features have been detected.
 //!
 //! * [`UnaryOp`]: elementwise activations and math functions (ONNX semantics,
 //!   attributes already resolved), with [`UnaryOp::apply`] /
@@ -13,12 +15,19 @@
 //!
 //! # Performance
 //!
-//! Kernels are scalar Rust written for LLVM's auto-vectorizer: one
-//! monomorphized loop per op over zipped slices (no bounds checks), and
+//! Kernels are scalar Rust written for LLVM's auto-vectoriser: one
+//! monomorphised loop per op over zipped slices (no bounds checks), and
 //! transcendental functions (`exp`, `expm1`, `ln`, `erf`, `tanh`, ...) are
 //! implemented inline (module `math`) with selects instead of libm calls,
-//! so the loops vectorize. Only `Pow` (with an exponent other than 2) calls
+//! so the loops vectorise. Only `Pow` (with an exponent other than 2) calls
 //! libm.
+//!
+//! Every kernel is built three times from the same generic code (module
+//! `arch`): portable (SSE2 on x86-64, 4 lanes), AVX2 + FMA (8 lanes, fused
+//! multiply-adds) and AVX-512 (16 lanes). The best build the CPU supports is
+//! detected once and cached ([`Level::detected`]); `RIVET_KERNELS_LEVEL`
+//! (`generic`, `avx2`) can lower it. The builds with FMA may differ from the
+//! portable one in the last bit, all within the same pinned bounds.
 //!
 //! # Accuracy
 //!
@@ -28,8 +37,9 @@
 //! a few ulp for `Exp`, `Log`, `Tanh`, `Sigmoid`, `Softplus`, `Mish`, ...;
 //! `Erf` within 2e-7 absolute.
 
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 
+mod arch;
 mod binary;
 mod broadcast;
 mod math;
@@ -43,6 +53,7 @@ mod unary_edge_tests;
 #[cfg(test)]
 mod unary_tests;
 
-pub use binary::{binary_f32, BinaryOp};
+pub use arch::Level;
+pub use binary::{binary_f32, binary_f32_at, BinaryOp};
 pub use broadcast::{Broadcast, BroadcastError, BroadcastKind};
 pub use unary::UnaryOp;

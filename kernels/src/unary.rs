@@ -1,5 +1,6 @@
 //! Unary elementwise f32 operators.
 
+use crate::arch::{self, Level};
 use crate::math;
 
 /// Unary elementwise f32 operators (ONNX semantics). Attribute values are
@@ -68,7 +69,7 @@ pub enum UnaryOp {
 }
 
 /// Where the results go: a separate output slice or back into the input.
-enum Io<'a> {
+pub(crate) enum Io<'a> {
     Out(&'a [f32], &'a mut [f32]),
     InPlace(&'a mut [f32]),
 }
@@ -97,44 +98,101 @@ macro_rules! map {
     };
 }
 
+/// Block length of [`map_guarded!`]: long enough to amortise the check,
+/// short enough to stay in L1.
+const GUARD_BLOCK: usize = 256;
+
+/// `map!` with a fast formula for tame inputs: `map_guarded!(io, limit, v =>
+/// fast, safe)` runs `fast` on every block of [`GUARD_BLOCK`] elements whose
+/// magnitudes are all at most `limit` (so no NaN or infinity), `safe` on the
+/// other blocks. `fast` must equal `safe` bit for bit on tame inputs, so the
+/// blocking never shows.
+macro_rules! map_guarded {
+    ($io:expr, $limit:expr, $v:ident => $fast:expr, $safe:expr) => {{
+        let limit = f32::to_bits($limit);
+        // An integer max reduction, which vectorises (NaN bits exceed inf's).
+        let tame = |xs: &[f32]| xs.iter().fold(0u32, |m, v| m.max(v.to_bits() & 0x7fff_ffff)) <= limit;
+        match $io {
+            Io::Out(x, y) => {
+                for (xc, yc) in x.chunks(GUARD_BLOCK).zip(y.chunks_mut(GUARD_BLOCK)) {
+                    if tame(xc) {
+                        map!(Io::Out(xc, yc), $v => $fast)
+                    } else {
+                        map!(Io::Out(xc, yc), $v => $safe)
+                    }
+                }
+            }
+            Io::InPlace(xy) => {
+                for c in xy.chunks_mut(GUARD_BLOCK) {
+                    if tame(c) {
+                        map!(Io::InPlace(c), $v => $fast)
+                    } else {
+                        map!(Io::InPlace(c), $v => $safe)
+                    }
+                }
+            }
+        }
+    }};
+}
+
 impl UnaryOp {
     /// Applies the op to `x`, writing `y` (same length; panics if lengths differ).
     pub fn apply(&self, x: &[f32], y: &mut [f32]) {
         assert_eq!(x.len(), y.len(), "UnaryOp::apply: input and output lengths differ");
-        self.run(Io::Out(x, y));
+        arch::unary(arch::isa(), self, Io::Out(x, y));
     }
 
     /// In place variant.
     pub fn apply_inplace(&self, xy: &mut [f32]) {
-        self.run(Io::InPlace(xy));
+        arch::unary(arch::isa(), self, Io::InPlace(xy));
     }
 
-    fn run(&self, io: Io<'_>) {
+    /// [`UnaryOp::apply`] with the kernel build for `level` (lowered to
+    /// [`Level::detected`] if the CPU lacks it). Builds may differ in the last
+    /// bit (fused multiply-adds), all within the documented accuracy. For
+    /// tests and benchmarks.
+    #[doc(hidden)]
+    pub fn apply_at(&self, level: Level, x: &[f32], y: &mut [f32]) {
+        assert_eq!(x.len(), y.len(), "UnaryOp::apply: input and output lengths differ");
+        arch::unary(arch::isa_at(level), self, Io::Out(x, y));
+    }
+
+    /// [`UnaryOp::apply_inplace`] with the kernel build for `level`.
+    #[doc(hidden)]
+    pub fn apply_inplace_at(&self, level: Level, xy: &mut [f32]) {
+        arch::unary(arch::isa_at(level), self, Io::InPlace(xy));
+    }
+
+    /// The kernel body, instantiated once per [`Level`] by `arch::dispatch`;
+    /// `F` selects fused multiply-adds in the formulas.
+    #[inline(always)]
+    pub(crate) fn run<const F: bool>(&self, io: Io<'_>) {
         match *self {
             UnaryOp::Relu => map!(io, v => relu(v)),
-            UnaryOp::Sigmoid => map!(io, v => math::sigmoid(v)),
-            UnaryOp::Tanh => map!(io, v => math::tanh(v)),
-            UnaryOp::Erf => map!(io, v => math::erf(v)),
-            UnaryOp::Exp => map!(io, v => math::exp(v)),
-            UnaryOp::Log => map!(io, v => math::ln(v)),
+            UnaryOp::Sigmoid => map!(io, v => math::sigmoid::<F>(v)),
+            UnaryOp::Tanh => map!(io, v => math::tanh::<F>(v)),
+            UnaryOp::Erf => map!(io, v => math::erf::<F>(v)),
+            UnaryOp::Exp => map_guarded!(io, 87.0, v => math::exp_fast::<F, 6>(v), math::exp::<F>(v)),
+            UnaryOp::Log => map!(io, v => math::ln::<F>(v)),
             UnaryOp::Sqrt => map!(io, v => v.sqrt()),
             UnaryOp::Abs => map!(io, v => v.abs()),
             UnaryOp::Neg => map!(io, v => -v),
             UnaryOp::Reciprocal => map!(io, v => 1.0 / v),
-            UnaryOp::Floor => map!(io, v => math::round_dir(v, false)),
-            UnaryOp::Ceil => map!(io, v => math::round_dir(v, true)),
-            UnaryOp::Softplus => map!(io, v => softplus(v)),
+            UnaryOp::Floor => map!(io, v => math::round_dir::<F>(v, false)),
+            UnaryOp::Ceil => map!(io, v => math::round_dir::<F>(v, true)),
+            UnaryOp::Softplus => map!(io, v => softplus::<F>(v)),
             UnaryOp::Softsign => map!(io, v => softsign(v)),
             UnaryOp::HardSigmoid { alpha, beta } => map!(io, v => hard_sigmoid(v, alpha, beta)),
             UnaryOp::HardSwish => map!(io, v => hard_swish(v)),
             UnaryOp::LeakyRelu { alpha } => map!(io, v => if v < 0.0 { alpha * v } else { v }),
-            UnaryOp::Elu { alpha } => map!(io, v => elu(v, alpha)),
-            UnaryOp::Selu { alpha, gamma } => map!(io, v => gamma * elu(v, alpha)),
-            UnaryOp::Celu { alpha } => map!(io, v => celu(v, alpha)),
+            UnaryOp::Elu { alpha } => map!(io, v => elu::<F>(v, alpha)),
+            UnaryOp::Selu { alpha, gamma } => map!(io, v => gamma * elu::<F>(v, alpha)),
+            UnaryOp::Celu { alpha } if alpha > 0.0 => map!(io, v => celu::<F, true>(v, alpha)),
+            UnaryOp::Celu { alpha } => map!(io, v => celu::<F, false>(v, alpha)),
             UnaryOp::ThresholdedRelu { alpha } => map!(io, v => if v > alpha { v } else { 0.0 }),
-            UnaryOp::Mish => map!(io, v => mish(v)),
-            UnaryOp::Gelu => map!(io, v => gelu(v)),
-            UnaryOp::GeluTanh => map!(io, v => gelu_tanh(v)),
+            UnaryOp::Mish => map!(io, v => mish::<F>(v)),
+            UnaryOp::Gelu => map!(io, v => gelu::<F>(v)),
+            UnaryOp::GeluTanh => map!(io, v => gelu_tanh::<F>(v)),
         }
     }
 }
@@ -150,9 +208,9 @@ fn relu(x: f32) -> f32 {
 }
 
 #[inline(always)]
-fn softplus(x: f32) -> f32 {
+fn softplus<const F: bool>(x: f32) -> f32 {
     let pos = if x > 0.0 { x } else { 0.0 };
-    pos + math::ln_1p(math::exp(-x.abs()))
+    pos + math::ln_1p::<F>(math::exp_small::<F, 5>(-x.abs()))
 }
 
 #[inline(always)]
@@ -181,8 +239,8 @@ fn hard_swish(x: f32) -> f32 {
 
 /// `x` if `x > 0` else `alpha * expm1(x)` (the shared part of Elu and Selu).
 #[inline(always)]
-fn elu(x: f32, alpha: f32) -> f32 {
-    let neg = alpha * math::expm1(x);
+fn elu<const F: bool>(x: f32, alpha: f32) -> f32 {
+    let neg = alpha * math::expm1_neg::<F>(x);
     if x > 0.0 {
         x
     } else {
@@ -190,10 +248,15 @@ fn elu(x: f32, alpha: f32) -> f32 {
     }
 }
 
+/// `max(0, x) + min(0, alpha * expm1(x / alpha))`. For `alpha > 0` only
+/// `x / alpha <= 0` can reach the result, so the one-sided `expm1` suffices;
+/// otherwise `expm1(u) = -expm1(-u) e^u` covers `u > 0`.
 #[inline(always)]
-fn celu(x: f32, alpha: f32) -> f32 {
+fn celu<const F: bool, const POS: bool>(x: f32, alpha: f32) -> f32 {
     let pos = if x > 0.0 { x } else { 0.0 };
-    let q = alpha * math::expm1(x / alpha);
+    let u = x / alpha;
+    let em1 = if POS || u <= 0.0 { math::expm1_neg::<F>(u) } else { -math::expm1_neg::<F>(-u) * math::exp::<F>(u) };
+    let q = alpha * em1;
     // min(0, q) that propagates NaN.
     let neg = if q > 0.0 { 0.0 } else { q };
     pos + neg
@@ -203,8 +266,8 @@ fn celu(x: f32, alpha: f32) -> f32 {
 /// where `n = e (e + 2)`. Above 20 the factor is 1 in f32, so the exponent is
 /// capped there to avoid `inf / inf`.
 #[inline(always)]
-fn mish(x: f32) -> f32 {
-    let e = math::exp(if x > 20.0 { 20.0 } else { x });
+fn mish<const F: bool>(x: f32) -> f32 {
+    let e = math::exp_small::<F, 6>(if x > 20.0 { 20.0 } else { x });
     let n = e * (e + 2.0);
     // -inf * 0 is NaN, as in ORT.
     x * (n / (n + 2.0))
@@ -213,15 +276,15 @@ fn mish(x: f32) -> f32 {
 /// `x * Phi(x)` (standard normal CDF), with `Phi` evaluated from the erfc
 /// tail on the negative side so tiny results keep their relative accuracy.
 #[inline(always)]
-fn gelu(x: f32) -> f32 {
-    x * math::normal_cdf(x)
+fn gelu<const F: bool>(x: f32) -> f32 {
+    x * math::normal_cdf::<F>(x)
 }
 
 /// `0.5 (1 + tanh(u)) = sigmoid(2u)`, so the tanh form is `x * sigmoid(2u)`
 /// with `u = sqrt(2/pi) (x + 0.044715 x^3)`; no cancellation for `x < 0`.
 #[inline(always)]
-fn gelu_tanh(x: f32) -> f32 {
+fn gelu_tanh<const F: bool>(x: f32) -> f32 {
     const TWO_SQRT_2_OVER_PI: f32 = 1.595_769;
-    let u2 = TWO_SQRT_2_OVER_PI * (x + 0.044_715 * (x * x * x));
-    x * math::sigmoid(u2)
+    let u2 = TWO_SQRT_2_OVER_PI * math::fma::<F>(0.044_715, x * x * x, x);
+    x * math::sigmoid::<F>(u2)
 }

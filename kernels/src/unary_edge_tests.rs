@@ -1,17 +1,31 @@
 //! Special values, memory layouts and panics of the unary kernels.
 
 use crate::unary_tests::all_ops;
-use crate::UnaryOp;
+use crate::{Level, UnaryOp};
 
-fn apply1(op: UnaryOp, x: f32) -> f32 {
+/// Same bits, or both NaN: NaN payloads and signs are not part of the
+/// contract (x86 propagates the first operand's NaN, and LLVM may commute).
+fn same(a: f32, b: f32) -> bool {
+    a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())
+}
+
+fn apply1(level: Level, op: UnaryOp, x: f32) -> f32 {
     let mut y = [0.0];
-    op.apply(&[x], &mut y);
+    op.apply_at(level, &[x], &mut y);
     y[0]
 }
 
+/// The special values, at every level this CPU has.
 #[test]
 fn special_values() {
+    for level in Level::supported() {
+        special_values_at(level);
+    }
+}
+
+fn special_values_at(level: Level) {
     use UnaryOp::*;
+    let apply1 = |op, x| apply1(level, op, x);
     let (inf, nan) = (f32::INFINITY, f32::NAN);
     for op in all_ops() {
         if matches!(op, ThresholdedRelu { .. }) {
@@ -52,7 +66,7 @@ fn special_values() {
         (GeluTanh, 1e30, 1e30),
     ];
     for (op, x, want) in cases {
-        assert_eq!(apply1(op, x), want, "{op:?}({x:e})");
+        assert_eq!(apply1(op, x), want, "{level:?} {op:?}({x:e})");
     }
     for x in [-1.0, -1e-40, -inf] {
         assert!(apply1(Log, x).is_nan() && apply1(Sqrt, x).is_nan(), "Log/Sqrt({x})");
@@ -68,13 +82,16 @@ fn special_values() {
     assert_eq!(bits(Ceil, 1e30), 1e30f32.to_bits());
 }
 
-/// Inputs for the layout tests: specials and a spread of finite values.
+/// Inputs for the layout tests: specials (NaN, infinities, signed zeros,
+/// subnormals, huge and overflowing magnitudes) among a spread of finite
+/// values.
 fn mixed(n: usize) -> Vec<f32> {
-    let specials = [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, -0.0, 1e-40, 1e30];
+    let specials =
+        [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, -0.0, 1e-40, 1e30, -1e-45, -1e30, 88.9, -104.5, 0.0, f32::MAX];
     (0..n)
         .map(|i| {
-            if i % 11 == 5 {
-                specials[(i / 11) % specials.len()]
+            if i % 7 == 5 {
+                specials[(i / 7) % specials.len()]
             } else {
                 ((i as f32) * 0.618_034).sin() * (1.0 + (i % 13) as f32 * 3.0)
             }
@@ -82,29 +99,80 @@ fn mixed(n: usize) -> Vec<f32> {
         .collect()
 }
 
-/// `apply`, `apply_inplace` and one-element calls agree bit for bit, for
-/// lengths that exercise the vector body and every tail length.
+/// At every level: `apply`, `apply_inplace` and one-element calls agree bit
+/// for bit (NaNs as NaNs), for every length up to 67 (vector bodies of 4, 8 and 16 lanes,
+/// unrolled, and every tail) and a long one, also on unaligned sub-slices.
 #[test]
 fn layouts_agree_bitwise() {
-    for op in all_ops() {
-        for n in [0, 1, 2, 3, 7, 8, 15, 16, 17, 31, 33, 64, 1000] {
-            let x = mixed(n);
-            let mut y = vec![0.0; n];
-            op.apply(&x, &mut y);
-            let mut z = x.clone();
-            op.apply_inplace(&mut z);
-            for i in 0..n {
-                let single = apply1(op, x[i]);
-                assert_eq!(y[i].to_bits(), z[i].to_bits(), "{op:?} in place, n={n}, i={i}");
-                assert_eq!(y[i].to_bits(), single.to_bits(), "{op:?} single, n={n}, i={i}");
-            }
-            // Unaligned sub-slices.
-            if n > 3 {
-                let mut w = vec![0.0; n - 3];
-                op.apply(&x[3..], &mut w);
-                for (a, b) in w.iter().zip(&y[3..]) {
-                    assert_eq!(a.to_bits(), b.to_bits(), "{op:?} offset, n={n}");
+    let lens: Vec<usize> = (0..=67).chain([1000]).collect();
+    for level in Level::supported() {
+        for op in all_ops() {
+            for &n in &lens {
+                let x = mixed(n);
+                let mut y = vec![0.0; n];
+                op.apply_at(level, &x, &mut y);
+                let mut z = x.clone();
+                op.apply_inplace_at(level, &mut z);
+                for i in 0..n {
+                    let single = apply1(level, op, x[i]);
+                    assert!(same(y[i], z[i]), "{level:?} {op:?} in place, n={n}, i={i}");
+                    assert!(same(y[i], single), "{level:?} {op:?} single, n={n}, i={i}");
                 }
+                if n > 3 {
+                    let mut w = vec![0.0; n - 3];
+                    op.apply_at(level, &x[3..], &mut w);
+                    for (a, b) in w.iter().zip(&y[3..]) {
+                        assert!(same(*a, *b), "{level:?} {op:?} offset, n={n}");
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Long inputs of moderate values with one special value: blocks without it
+/// may take a kernel's fast path (`map_guarded!`), the block with it the
+/// safe one; every element still matches its one-element call bit for bit.
+#[test]
+fn guarded_blocks_agree() {
+    for level in Level::supported() {
+        for op in all_ops() {
+            for (n, at, special) in [(1000, 600, f32::NAN), (777, 3, f32::INFINITY), (600, 599, -100.0), (300, 0, 88.0)]
+            {
+                let mut x: Vec<f32> = (0..n).map(|i| ((i as f32) * 0.618_034).sin() * 40.0).collect();
+                x[at] = special;
+                let mut y = vec![0.0; n];
+                op.apply_at(level, &x, &mut y);
+                let mut z = x.clone();
+                op.apply_inplace_at(level, &mut z);
+                for i in 0..n {
+                    let single = apply1(level, op, x[i]);
+                    assert!(same(y[i], single), "{level:?} {op:?} n={n}, x={:e}", x[i]);
+                    assert!(same(z[i], single), "{level:?} {op:?} in place n={n}, x={:e}", x[i]);
+                }
+            }
+        }
+    }
+}
+
+/// The public entry points run the detected level; the AVX2 and AVX-512
+/// builds evaluate the same fused operations, so they agree bit for bit
+/// (the portable build may differ in the last bit, within the bounds).
+#[test]
+fn levels_agree() {
+    let x = mixed(1000);
+    let levels = Level::supported();
+    for op in all_ops() {
+        let mut want = vec![0.0; x.len()];
+        op.apply(&x, &mut want);
+        let mut got = vec![0.0; x.len()];
+        op.apply_at(Level::detected(), &x, &mut got);
+        assert!(want.iter().zip(&got).all(|(a, b)| same(*a, *b)), "{op:?} detected level");
+        if levels.contains(&Level::Avx512) {
+            op.apply_at(Level::Avx2, &x, &mut want);
+            op.apply_at(Level::Avx512, &x, &mut got);
+            for (i, (a, b)) in want.iter().zip(&got).enumerate() {
+                assert!(same(*a, *b), "{op:?} avx2 vs avx512 at x = {:e}", x[i]);
             }
         }
     }

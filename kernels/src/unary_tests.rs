@@ -1,7 +1,7 @@
 //! Accuracy and consistency tests of the unary kernels against the f64
 //! references.
 
-use crate::UnaryOp;
+use crate::{Level, UnaryOp};
 
 /// Smallest normal f32 (2^-126): relative errors of subnormal results are
 /// measured against it.
@@ -149,10 +149,10 @@ fn sweep_inputs() -> Vec<f32> {
     xs
 }
 
-/// Worst ratio `error / allowed` of `op.apply` against `reference_op.reference`
-/// over `xs` (a NaN mismatch counts as infinity), with the input where it
-/// occurs. Passing means a ratio <= 1.
-fn worst(op: &UnaryOp, reference_op: &UnaryOp, xs: &[f32], (abs, rel): (f64, f64)) -> (f64, f32) {
+/// Worst ratio `error / allowed` of `op.apply_at(level)` against
+/// `reference_op.reference` over `xs` (a NaN mismatch counts as infinity),
+/// with the input where it occurs. Passing means a ratio <= 1.
+fn worst(level: Level, op: &UnaryOp, reference_op: &UnaryOp, xs: &[f32], (abs, rel): (f64, f64)) -> (f64, f32) {
     const TWO_128: f64 = 3.402_823_669_209_385e38;
     let fin = |v: f64| {
         if v.is_infinite() {
@@ -162,7 +162,7 @@ fn worst(op: &UnaryOp, reference_op: &UnaryOp, xs: &[f32], (abs, rel): (f64, f64
         }
     };
     let mut ys = vec![0.0; xs.len()];
-    op.apply(xs, &mut ys);
+    op.apply_at(level, xs, &mut ys);
     let mut worst = (0.0, 0.0);
     for (&x, &y) in xs.iter().zip(&ys) {
         let want = reference_op.reference(f64::from(x));
@@ -191,12 +191,34 @@ fn worst(op: &UnaryOp, reference_op: &UnaryOp, xs: &[f32], (abs, rel): (f64, f64
     worst
 }
 
+/// Every level this CPU has, each against the f64 reference.
 #[test]
 fn sweep_within_pinned_bounds() {
     let xs = sweep_inputs();
+    for level in Level::supported() {
+        for op in all_ops() {
+            let (ratio, x) = worst(level, &op, &op, &xs, bound(&op));
+            assert!(ratio <= 1.0, "{level:?} {op:?}: error {ratio:.3} x the pinned bound at x = {x:e}");
+        }
+    }
+}
+
+/// Prints the measured worst error of every op at every level as a fraction
+/// of its pinned bound (`cargo test -p rivet-kernels -- --ignored --nocapture
+/// error_report`).
+#[test]
+#[ignore]
+fn error_report() {
+    let xs = sweep_inputs();
     for op in all_ops() {
-        let (ratio, x) = worst(&op, &op, &xs, bound(&op));
-        assert!(ratio <= 1.0, "{op:?}: error {ratio:.3} x the pinned bound at x = {x:e}");
+        let line: Vec<String> = Level::supported()
+            .into_iter()
+            .map(|level| {
+                let (ratio, x) = worst(level, &op, &op, &xs, bound(&op));
+                format!("{}: {ratio:.3} at {x:e}", level.name())
+            })
+            .collect();
+        println!("{:<45} {}", format!("{op:?}"), line.join("   "));
     }
 }
 
@@ -230,8 +252,39 @@ fn sweep_detects_wrong_attributes() {
         (Softplus, Mish),
         (Floor, Ceil),
     ];
-    for (used, intended) in pairs {
-        let (ratio, _) = worst(&used, &intended, &xs, bound(&intended));
-        assert!(ratio > 1.0, "{used:?} passed as {intended:?}");
+    for level in Level::supported() {
+        for (used, intended) in pairs {
+            let (ratio, _) = worst(level, &used, &intended, &xs, bound(&intended));
+            assert!(ratio > 1.0, "{level:?} {used:?} passed as {intended:?}");
+        }
+    }
+}
+
+/// Celu with a negative `alpha` (where `x / alpha > 0` matters): the f32
+/// quotient `u = x / alpha` carries a rounding error that `e^u` magnifies by
+/// `u`, as in ORT, so this is checked against the f64 formula evaluated at
+/// that f32 `u`.
+#[test]
+fn celu_negative_alpha() {
+    let alpha = -1.5f32;
+    for level in Level::supported() {
+        let xs = sweep_inputs();
+        let mut ys = vec![0.0; xs.len()];
+        UnaryOp::Celu { alpha }.apply_at(level, &xs, &mut ys);
+        for (&x, &y) in xs.iter().zip(&ys) {
+            if x.is_nan() {
+                assert!(y.is_nan(), "{level:?} Celu(-1.5)(NaN) = {y:e}");
+                continue;
+            }
+            let u = f64::from(x / alpha);
+            let want = (f64::from(x).max(0.0) + (f64::from(alpha) * u.exp_m1()).min(0.0)) as f32;
+            if want.is_nan() || y.is_nan() {
+                assert_eq!(want.is_nan(), y.is_nan(), "{level:?} Celu(-1.5)({x:e}) = {y:e}, want {want:e}");
+                continue;
+            }
+            let err = (f64::from(y) - f64::from(want)).abs();
+            let allowed = 2.0 * ULP1 * f64::from(want).abs().max(MIN_NORMAL);
+            assert!(err <= allowed || y == want, "{level:?} Celu(-1.5)({x:e}) = {y:e}, want {want:e}");
+        }
     }
 }

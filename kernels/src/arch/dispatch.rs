@@ -1,0 +1,103 @@
+//! The crate's only `unsafe`: calling the `#[target_feature]` builds of the
+//! kernels, which is sound once an [`Isa`] proves the CPU has the features.
+//!
+//! Each build is a thin `#[target_feature]` wrapper around the same
+//! `#[inline(always)]` generic code (`UnaryOp::run`, `binary::run_op`), so
+//! LLVM inlines the element formulas into the wrapper and vectorises the
+//! loops for that instruction set (8 lanes with AVX2, 16 with AVX-512,
+//! fused multiply-adds where the formulas ask for them).
+
+use super::{Isa, Level};
+use crate::binary::{self, BinaryOp};
+use crate::broadcast::Broadcast;
+use crate::unary::{Io, UnaryOp};
+
+/// Runs `op` over `io` with the build for `isa`.
+#[inline]
+pub(crate) fn unary(isa: Isa, op: &UnaryOp, io: Io<'_>) {
+    match isa.0 {
+        #[cfg(target_arch = "x86_64")]
+        Level::Avx512 => {
+            // SAFETY: an `Isa` never exceeds `Level::detected()`, so this CPU has
+            // avx512f/dq/bw/vl, avx2 and fma, the features `unary_avx512` enables.
+            unsafe { x86::unary_avx512(op, io) }
+        }
+        #[cfg(target_arch = "x86_64")]
+        Level::Avx2 => {
+            // SAFETY: an `Isa` never exceeds `Level::detected()`, so this CPU has
+            // avx2 and fma, the features `unary_avx2` enables.
+            unsafe { x86::unary_avx2(op, io) }
+        }
+        _ => op.run::<false>(io),
+    }
+}
+
+/// Runs `binary::run_op` with the build for `isa`.
+#[inline]
+pub(crate) fn binary(isa: Isa, op: BinaryOp, plan: &Broadcast, a: &[f32], b: &[f32], out: &mut [f32], start: usize) {
+    match isa.0 {
+        #[cfg(target_arch = "x86_64")]
+        Level::Avx512 => {
+            // SAFETY: an `Isa` never exceeds `Level::detected()`, so this CPU has
+            // avx512f/dq/bw/vl, avx2 and fma, the features `binary_avx512` enables.
+            unsafe { x86::binary_avx512(op, plan, a, b, out, start) }
+        }
+        #[cfg(target_arch = "x86_64")]
+        Level::Avx2 => {
+            // SAFETY: an `Isa` never exceeds `Level::detected()`, so this CPU has
+            // avx2 and fma, the features `binary_avx2` enables.
+            unsafe { x86::binary_avx2(op, plan, a, b, out, start) }
+        }
+        _ => binary::run_op(op, plan, a, b, out, start),
+    }
+}
+
+/// The `#[target_feature]` builds. Their bodies are safe code; they are
+/// `unsafe fn` only because calling them on a CPU without the features is
+/// undefined behaviour.
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use super::*;
+
+    /// # Safety
+    /// The CPU must support avx2 and fma.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn unary_avx2(op: &UnaryOp, io: Io<'_>) {
+        op.run::<true>(io)
+    }
+
+    /// # Safety
+    /// The CPU must support avx512f, avx512dq, avx512bw, avx512vl, avx2 and fma.
+    #[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
+    pub(super) unsafe fn unary_avx512(op: &UnaryOp, io: Io<'_>) {
+        op.run::<true>(io)
+    }
+
+    /// # Safety
+    /// The CPU must support avx2 and fma.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn binary_avx2(
+        op: BinaryOp,
+        plan: &Broadcast,
+        a: &[f32],
+        b: &[f32],
+        out: &mut [f32],
+        start: usize,
+    ) {
+        binary::run_op(op, plan, a, b, out, start)
+    }
+
+    /// # Safety
+    /// The CPU must support avx512f, avx512dq, avx512bw, avx512vl, avx2 and fma.
+    #[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
+    pub(super) unsafe fn binary_avx512(
+        op: BinaryOp,
+        plan: &Broadcast,
+        a: &[f32],
+        b: &[f32],
+        out: &mut [f32],
+        start: usize,
+    ) {
+        binary::run_op(op, plan, a, b, out, start)
+    }
+}
