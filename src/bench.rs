@@ -68,26 +68,46 @@ fn input(len: usize) -> Vec<HostTensor> {
 pub fn grid() -> Vec<Case> {
     let mut cases = Vec::new();
     for (threads, tag) in [(Some(1), "t1"), (None, "tall")] {
-        let mut add = |name: String, model: Vec<u8>, len: usize, nodes: usize| {
+        let add = |cases: &mut Vec<Case>, name: String, model: Vec<u8>, len: usize, nodes: usize| {
             cases.push(Case { name: format!("{name}/{tag}"), model, inputs: input(len), threads, nodes });
         };
         for (shape, dims_of) in [("static", false), ("symbolic", true)] {
             let dims = |len: usize| if dims_of { vec![Dim::from("N")] } else { vec![Dim::from(len as i64)] };
             for n in [1, 10, 100, 1000] {
-                add(format!("relu_{n}_tiny/{shape}"), chain("Relu", &[], n, &dims(8), 21), 8, n);
+                add(&mut cases, format!("relu_{n}_tiny/{shape}"), chain("Relu", &[], n, &dims(8), 21), 8, n);
             }
             for n in [1, 10, 100] {
-                add(format!("relu_{n}_4k/{shape}"), chain("Relu", &[], n, &dims(4096), 21), 4096, n);
+                add(&mut cases, format!("relu_{n}_4k/{shape}"), chain("Relu", &[], n, &dims(4096), 21), 4096, n);
             }
         }
         for n in [1, 10] {
-            add(format!("identity_{n}/static"), chain("Identity", &[], n, &[Dim::from(4096)], 21), 4096, n);
+            add(&mut cases, format!("identity_{n}/static"), chain("Identity", &[], n, &[Dim::from(4096)], 21), 4096, n);
+        }
+        for (size, len) in [("4k", 4096usize), ("1m", 1 << 20)] {
+            let model = ModelBuilder::new(21)
+                .input("a", FLOAT, &[Dim::from(len as i64)])
+                .input("b", FLOAT, &[Dim::from(len as i64)])
+                .node("Add", "add", &["a", "b"], &["y"])
+                .output("y", FLOAT, None)
+                .build();
+            let mut inputs = input(len);
+            inputs[0].name = "a".into();
+            let mut b = input(len).remove(0);
+            b.name = "b".into();
+            inputs.push(b);
+            cases.push(Case { name: format!("add_{size}/static/{tag}"), model, inputs, threads, nodes: 1 });
         }
         for (op, attrs) in unary_ops() {
             let label = if attrs.is_empty() { op.to_lowercase() } else { format!("{}_tanh", op.to_lowercase()) };
             let opset = if op == "Celu" { 12 } else { 21 };
             for (size, len) in [("4k", 4096), ("1m", 1 << 20)] {
-                add(format!("{label}_{size}/static"), chain(op, &attrs, 1, &[Dim::from(len as i64)], opset), len, 1);
+                add(
+                    &mut cases,
+                    format!("{label}_{size}/static"),
+                    chain(op, &attrs, 1, &[Dim::from(len as i64)], opset),
+                    len,
+                    1,
+                );
             }
         }
     }
@@ -245,4 +265,50 @@ pub fn svg(results: &[CaseResult]) -> String {
     let _ = writeln!(s, "<line x1=\"{0:.1}\" y1=\"24\" x2=\"{0:.1}\" y2=\"{height}\" stroke=\"#000\"/>", x(1.0));
     s.push_str("</svg>\n");
     s
+}
+
+/// p50 time of copying `bytes` bytes between two preallocated buffers (warm).
+pub fn memcpy_p50(bytes: usize, reps: usize) -> Duration {
+    let src = vec![1.0f32; bytes / 4];
+    let mut dst = vec![0.0f32; bytes / 4];
+    let mut times = Vec::with_capacity(reps);
+    for _ in 0..reps + 5 {
+        let t = std::time::Instant::now();
+        dst.copy_from_slice(std::hint::black_box(&src));
+        std::hint::black_box(&dst);
+        times.push(t.elapsed());
+    }
+    harness::quantile(&times[5..], 0.5)
+}
+
+/// Memory-bound cases against memcpy, and one thread against all threads at 1 Mi.
+pub fn summary(results: &[CaseResult]) -> String {
+    let mut out = String::new();
+    let find = |name: &str| results.iter().find(|r| r.name == name);
+    // Bytes a Run moves: Relu reads and writes 4 MiB; Add reads 8 MiB and writes 4 MiB.
+    let copy = memcpy_p50(4 << 20, 200);
+    let copy_gbs = (8u64 << 20) as f64 / copy.as_secs_f64() / 1e9;
+    for (case, bytes) in [("relu_1m/static/t1", 8u64 << 20), ("add_1m/static/t1", 12u64 << 20)] {
+        if let Some(r) = find(case) {
+            let gbs = bytes as f64 / r.rivet.p50.as_secs_f64() / 1e9;
+            let _ = writeln!(
+                out,
+                "{case}: Rivet moves {gbs:.1} GB/s per Run, memcpy of 4 MiB {copy_gbs:.1} GB/s: {:.0}% of memcpy",
+                100.0 * gbs / copy_gbs
+            );
+        }
+    }
+    for r in results.iter().filter(|r| r.name.ends_with("_1m/static/t1")) {
+        let all = r.name.replace("/t1", "/tall");
+        if let Some(a) = find(&all) {
+            let _ = writeln!(
+                out,
+                "{}: all threads {:.2}x faster than one on Rivet ({:.2}x on ORT)",
+                r.name.trim_end_matches("/static/t1"),
+                r.rivet.p50.as_secs_f64() / a.rivet.p50.as_secs_f64(),
+                r.ort.p50.as_secs_f64() / a.ort.p50.as_secs_f64()
+            );
+        }
+    }
+    out
 }

@@ -196,6 +196,7 @@ fn bench(args: &[String]) -> Result<(), String> {
         results.push(r);
     }
     println!("{}", rivet::bench::table(&results, rounds));
+    print!("{}", rivet::bench::summary(&results));
     for (name, body) in [("results.csv", rivet::bench::csv(&results)), ("ratios.svg", rivet::bench::svg(&results))] {
         let path = out_dir.join(name);
         std::fs::write(&path, body).map_err(|e| format!("writing {}: {e}", path.display()))?;

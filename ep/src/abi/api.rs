@@ -168,7 +168,7 @@ impl Api {
     pub(crate) fn add_nodes_to_fuse(&self, info: *mut OrtEpGraphSupportInfo, nodes: &[*const OrtNode]) -> Result<()> {
         let options = OrtNodeFusionOptions {
             ort_version_supported: super::structs::EP_STRUCT_VERSION,
-            drop_constant_initializers: false,
+            drop_constant_initializers: true,
         };
         // SAFETY: nodes are valid for this GetCapability call; options outlive the call.
         let status =
