@@ -97,6 +97,22 @@ pub fn grid() -> Vec<Case> {
             inputs.push(b);
             cases.push(Case { name: format!("add_{size}/static/{tag}"), model, inputs, threads, nodes: 1 });
         }
+        {
+            let n = 512i64;
+            let model = ModelBuilder::new(21)
+                .input("a", FLOAT, &[Dim::from(n), Dim::from(n)])
+                .input("b", FLOAT, &[Dim::from(n), Dim::from(n)])
+                .node("MatMul", "mm", &["a", "b"], &["y"])
+                .output("y", FLOAT, None)
+                .build();
+            let mut inputs = input((n * n) as usize);
+            inputs[0].name = "a".into();
+            inputs[0].shape = vec![n, n];
+            let mut b = inputs[0].clone();
+            b.name = "b".into();
+            inputs.push(b);
+            cases.push(Case { name: format!("matmul_512/static/{tag}"), model, inputs, threads, nodes: 1 });
+        }
         for (op, attrs) in unary_ops() {
             let label = if attrs.is_empty() { op.to_lowercase() } else { format!("{}_tanh", op.to_lowercase()) };
             let opset = if op == "Celu" { 12 } else { 21 };

@@ -87,7 +87,12 @@ struct ValueInfo {
 struct Initializer {
     name: String,
     dims: Vec<i64>,
-    data: Vec<f32>,
+    data: InitData,
+}
+
+enum InitData {
+    F32(Vec<f32>),
+    I64(Vec<i64>),
 }
 
 /// A model under construction. `build` returns the serialized ModelProto.
@@ -130,7 +135,13 @@ impl ModelBuilder {
     }
 
     pub fn initializer(mut self, name: &str, dims: &[i64], data: Vec<f32>) -> Self {
-        self.initializers.push(Initializer { name: name.into(), dims: dims.to_vec(), data });
+        self.initializers.push(Initializer { name: name.into(), dims: dims.to_vec(), data: InitData::F32(data) });
+        self
+    }
+
+    /// An int64 initializer (shapes, axes).
+    pub fn initializer_i64(mut self, name: &str, dims: &[i64], data: Vec<i64>) -> Self {
+        self.initializers.push(Initializer { name: name.into(), dims: dims.to_vec(), data: InitData::I64(data) });
         self
     }
 
@@ -182,9 +193,12 @@ impl ModelBuilder {
             for &d in &i.dims {
                 t.int(1, d);
             }
-            t.int(2, FLOAT as i64);
+            let (elem, raw): (i32, Vec<u8>) = match &i.data {
+                InitData::F32(d) => (FLOAT, d.iter().flat_map(|v| v.to_le_bytes()).collect()),
+                InitData::I64(d) => (INT64, d.iter().flat_map(|v| v.to_le_bytes()).collect()),
+            };
+            t.int(2, elem as i64);
             t.string(8, &i.name);
-            let raw: Vec<u8> = i.data.iter().flat_map(|v| v.to_le_bytes()).collect();
             t.bytes(9, &raw);
             graph.message(5, t);
         }

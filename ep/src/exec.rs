@@ -1,7 +1,8 @@
 //! Runs a plan. Everything here is safe Rust over slices; the ABI layer supplies the
 //! input slices, allocates outputs and provides ORT's thread pool.
 
-use rivet_kernels::{binary_f32, Broadcast};
+use rivet_kernels::{binary_f32, nn, Broadcast};
+use smallvec::SmallVec;
 
 use crate::error::{Error, Result};
 use crate::graph::{dtype, Shape};
@@ -147,17 +148,21 @@ fn run_step<'a>(
         Slot::Output(o) => {
             let dst = outputs.alloc(o, out_shape)?;
             check_len(step, dst.len(), len, out_shape)?;
-            let x = read(plan, step.inputs[0], inputs, &state.buffers, outs);
-            let y = step.inputs.get(1).map(|&id| read(plan, id, inputs, &state.buffers, outs));
-            apply(step, x, y, broadcast, dst, par);
+            {
+                let ins: SmallVec<[&[f32]; 4]> =
+                    step.inputs.iter().map(|&id| read(plan, id, inputs, &state.buffers, outs)).collect();
+                apply(step, &ins, &state.shapes, broadcast, dst, par);
+            }
             outs[o] = Some(dst);
         }
         Slot::Buffer(b) => {
             let mut owned = std::mem::take(&mut state.buffers[b]);
             owned.resize(len, 0.0);
-            let x = read(plan, step.inputs[0], inputs, &state.buffers, outs);
-            let y = step.inputs.get(1).map(|&id| read(plan, id, inputs, &state.buffers, outs));
-            apply(step, x, y, broadcast, &mut owned, par);
+            {
+                let ins: SmallVec<[&[f32]; 4]> =
+                    step.inputs.iter().map(|&id| read(plan, id, inputs, &state.buffers, outs)).collect();
+                apply(step, &ins, &state.shapes, broadcast, &mut owned, par);
+            }
             state.buffers[b] = owned;
         }
         Slot::Input(_) | Slot::Const(_) => unreachable!("a step never writes an input or constant"),
@@ -192,19 +197,21 @@ fn read<'s>(
     }
 }
 
-/// Runs a step's kernel into `dst`, splitting large outputs over the thread pool.
+/// Runs a step's kernel into `dst`, splitting large elementwise outputs over the pool.
 #[dispatch_phase(KernelInvoke)]
 fn apply(
     step: &Step,
-    x: &[f32],
-    y: Option<&[f32]>,
+    ins: &[&[f32]],
+    shapes: &[Shape],
     broadcast: Option<&Broadcast>,
     dst: &mut [f32],
     par: &dyn Parallel,
 ) {
     let parallel = dst.len() >= PARALLEL_MIN_LEN;
+    let x = ins[0];
+    let shape = |k: usize| shapes[step.inputs[k]].as_slice();
     match step.kernel {
-        Kernel::Identity => dst.copy_from_slice(x),
+        Kernel::Identity | Kernel::Reshape(_) => dst.copy_from_slice(x),
         Kernel::Unary(op) => {
             if parallel {
                 par.for_each_chunk(dst, CHUNK_LEN, &|start, chunk| op.apply(&x[start..start + chunk.len()], chunk));
@@ -213,12 +220,130 @@ fn apply(
             }
         }
         Kernel::Binary(op) => {
-            let (y, b) = (y.expect("binary steps have two inputs"), broadcast.expect("computed for binary steps"));
+            let (y, b) = (ins[1], broadcast.expect("computed for binary steps"));
             if parallel {
                 par.for_each_chunk(dst, CHUNK_LEN, &|start, chunk| binary_f32(op, b, x, y, chunk, start));
             } else {
                 binary_f32(op, b, x, y, dst, 0);
             }
+        }
+        Kernel::Scale(s) => dst.iter_mut().zip(x).for_each(|(o, &v)| *o = v * s),
+        Kernel::Clip { min, max } => dst.iter_mut().zip(x).for_each(|(o, &v)| {
+            // NaN passes through, as in ORT.
+            let v = if v < min { min } else { v };
+            *o = if v > max { max } else { v };
+        }),
+        Kernel::Softmax { axis, log, legacy } => {
+            let s = shape(0);
+            let a = shapes::normalize_axis(axis, s.len(), false).unwrap_or(0);
+            let (outer, n, inner) = if s.is_empty() {
+                (1, 1, 1)
+            } else if legacy {
+                (s[..a].iter().product(), s[a..].iter().product(), 1)
+            } else {
+                (s[..a].iter().product(), s[a], s[a + 1..].iter().product())
+            };
+            nn::softmax(x, dst, outer, n, inner, log);
+        }
+        Kernel::Transpose(perm) => {
+            let s = shape(0);
+            let mut p: SmallVec<[usize; 8]> = SmallVec::new();
+            if perm.len == 0 {
+                p.extend((0..s.len()).rev());
+            } else {
+                p.extend(perm.as_slice().iter().map(|&a| shapes::normalize_axis(a, s.len(), false).unwrap_or(0)));
+            }
+            nn::transpose(x, s, &p, dst);
+        }
+        Kernel::Concat { axis } => {
+            let s = shape(0);
+            let a = shapes::normalize_axis(axis, s.len(), false).unwrap_or(0);
+            let outer: usize = s[..a].iter().product();
+            let widths: SmallVec<[usize; 4]> = (0..ins.len()).map(|k| shape(k)[a..].iter().product()).collect();
+            nn::concat(ins, &widths, outer, dst);
+        }
+        Kernel::MatMul => matmul(ins[0], shape(0), ins[1], shape(1), dst),
+        Kernel::Gemm { alpha, beta, trans_a, trans_b } => {
+            let (a, b) = (shape(0), shape(1));
+            let (m, k) = if trans_a { (a[1], a[0]) } else { (a[0], a[1]) };
+            let n = if trans_b { b[0] } else { b[1] };
+            let beta = match ins.get(2) {
+                Some(c) => {
+                    // C broadcast into the output, then scaled by beta inside gemm.
+                    broadcast_into(c, shape(2), dst.chunks_exact_mut(n.max(1)), m, n);
+                    beta
+                }
+                None => 0.0,
+            };
+            nn::gemm(m, n, k, alpha, ins[0], trans_a, ins[1], trans_b, beta, dst);
+        }
+        Kernel::BatchNorm { epsilon } => {
+            let s = shape(0);
+            nn::batch_norm(x, ins[1], ins[2], ins[3], ins[4], epsilon, s[1], s[2..].iter().product(), dst);
+        }
+        Kernel::GlobalPool { max } => {
+            let s = shape(0);
+            nn::global_pool(x, s[0] * s[1], s[2..].iter().product(), max, dst);
+        }
+        Kernel::Variadic { .. } => unreachable!("lowered by the plan"),
+    }
+}
+
+/// Writes C (of shape `cs`, broadcastable to [m, n]) into the m×n rows of the output.
+fn broadcast_into<'a>(c: &[f32], cs: &[usize], rows: impl Iterator<Item = &'a mut [f32]>, m: usize, n: usize) {
+    let (cm, cn) = match cs.len() {
+        0 => (1, 1),
+        1 => (1, cs[0]),
+        _ => (cs[cs.len() - 2], cs[cs.len() - 1]),
+    };
+    for (i, row) in rows.take(m).enumerate() {
+        let ci = if cm == 1 { 0 } else { i };
+        for (j, o) in row.iter_mut().enumerate().take(n) {
+            *o = c[ci * cn + if cn == 1 { 0 } else { j }];
+        }
+    }
+}
+
+/// numpy matmul over broadcast batch axes, one gemm per output matrix.
+fn matmul(a: &[f32], sa: &[usize], b: &[f32], sb: &[usize], dst: &mut [f32]) {
+    let (m, k) = if sa.len() == 1 { (1, sa[0]) } else { (sa[sa.len() - 2], sa[sa.len() - 1]) };
+    let n = if sb.len() == 1 { 1 } else { sb[sb.len() - 1] };
+    let batch_a = &sa[..sa.len().saturating_sub(2)];
+    let batch_b = &sb[..sb.len().saturating_sub(2)];
+    let rank = batch_a.len().max(batch_b.len());
+    let pad = |s: &[usize]| -> SmallVec<[usize; 8]> {
+        let mut p: SmallVec<[usize; 8]> = SmallVec::from_elem(1, rank - s.len());
+        p.extend_from_slice(s);
+        p
+    };
+    let (pa, pb) = (pad(batch_a), pad(batch_b));
+    let out_batch: SmallVec<[usize; 8]> = pa.iter().zip(&pb).map(|(&x, &y)| x.max(y)).collect();
+    let count: usize = out_batch.iter().product();
+    let mut index: SmallVec<[usize; 8]> = SmallVec::from_elem(0, rank);
+    for c in dst.chunks_mut((m * n).max(1)).take(count) {
+        let (mut oa, mut ob) = (0usize, 0usize);
+        for d in 0..rank {
+            oa = oa * pa[d] + if pa[d] == 1 { 0 } else { index[d] };
+            ob = ob * pb[d] + if pb[d] == 1 { 0 } else { index[d] };
+        }
+        nn::gemm(
+            m,
+            n,
+            k,
+            1.0,
+            &a[oa * m * k..(oa + 1) * m * k],
+            false,
+            &b[ob * k * n..(ob + 1) * k * n],
+            false,
+            0.0,
+            c,
+        );
+        for d in (0..rank).rev() {
+            index[d] += 1;
+            if index[d] < out_batch[d] {
+                break;
+            }
+            index[d] = 0;
         }
     }
 }

@@ -42,12 +42,24 @@ pub type Shape = SmallVec<[usize; 8]>;
 pub type DeclaredShape = SmallVec<[Dim; 8]>;
 
 /// A value's declared type: `None` dims means the rank is unknown.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct ValueDesc {
     pub name: String,
     /// ONNX element type, or 0 when the value is not a tensor.
     pub elem_type: i32,
     pub dims: Option<DeclaredShape>,
+    /// The data of a small constant initializer (at most `SMALL_CONSTANT` elements):
+    /// shapes, axes and bounds that ops read at Compile.
+    pub constant: Option<Constant>,
+}
+
+/// Largest constant initializer whose data is read with the graph.
+pub const SMALL_CONSTANT: usize = 64;
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Constant {
+    F32(Vec<f32>),
+    I64(Vec<i64>),
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -7,8 +7,8 @@ use std::fmt;
 use smallvec::SmallVec;
 
 use crate::error::{Error, Result};
-use crate::graph::{dtype, DeclaredShape, Dim, GraphDesc, Shape};
-use crate::registry::{kernel_for, Kernel};
+use crate::graph::{DeclaredShape, Dim, GraphDesc, Shape};
+use crate::registry::{kernel_for, Claim, Kernel};
 use crate::shapes;
 use rivet_kernels::Broadcast;
 
@@ -99,7 +99,7 @@ impl Plan {
         }
 
         // Nodes first: an unrunnable node is the most useful thing to report.
-        let kernels = graph
+        let claims = graph
             .nodes
             .iter()
             .map(|node| {
@@ -107,16 +107,11 @@ impl Plan {
                     Error::invalid(format_args!("Rivet cannot run node '{}' ({}): {why}", node.name, node.op_type))
                 })
             })
-            .collect::<Result<Vec<Kernel>>>()?;
+            .collect::<Result<Vec<Claim>>>()?;
         let mut inputs = Vec::with_capacity(graph.inputs.len());
         for (i, v) in graph.inputs.iter().enumerate() {
-            if v.elem_type != dtype::FLOAT {
-                return Err(Error::ep(format_args!(
-                    "fused input '{}' is {}, not float32",
-                    v.name,
-                    dtype::name(v.elem_type)
-                )));
-            }
+            // A non-float fused input is never read as data (kernels take their shapes and
+            // axes from constants), so it is left unchecked at Run.
             inputs.push(add(&mut values, &mut by_name, &v.name, Slot::Input(i), v.dims.clone()));
         }
         let mut constants = Vec::new();
@@ -129,9 +124,10 @@ impl Plan {
             graph.outputs.iter().enumerate().map(|(i, v)| (v.name.as_str(), i)).collect();
 
         let mut steps = Vec::with_capacity(graph.nodes.len());
-        for (node, kernel) in graph.nodes.iter().zip(kernels) {
-            let mut step_inputs = SmallVec::new();
-            for (pos, input) in node.inputs.iter().flatten().enumerate() {
+        for (node, claim) in graph.nodes.iter().zip(claims) {
+            let mut step_inputs: SmallVec<[ValueId; 2]> = SmallVec::new();
+            for &pos in &claim.data {
+                let input = node.inputs[pos].as_ref().expect("data inputs are present");
                 let id = *by_name.get(&input.name).ok_or_else(|| {
                     Error::ep(format_args!(
                         "node '{}' ({}) input {pos} '{}' is produced by no earlier node, input or initializer",
@@ -149,14 +145,45 @@ impl Plan {
                 // Numbered by `assign_buffers` once every step is known.
                 None => Slot::Buffer(usize::MAX),
             };
-            let output = add(&mut values, &mut by_name, &out.name, slot, out.dims.clone());
-            steps.push(Step {
+            let step = |kernel, inputs, output| Step {
                 node_name: node.name.clone(),
                 op_type: node.op_type.clone(),
                 kernel,
-                inputs: step_inputs,
+                inputs,
                 output,
-            });
+            };
+            match claim.kernel {
+                // Sum/Mean/Max/Min of n inputs: n - 1 binary steps (and a scale for Mean)
+                // through intermediate values of their own.
+                Kernel::Variadic { op, mean } => {
+                    let n = step_inputs.len();
+                    let mut acc = step_inputs[0];
+                    let last_binary = if mean { n } else { n - 1 };
+                    if n == 1 && !mean {
+                        let output = add(&mut values, &mut by_name, &out.name, slot, out.dims.clone());
+                        steps.push(step(Kernel::Identity, SmallVec::from_slice(&[acc]), output));
+                        continue;
+                    }
+                    for (k, &next) in step_inputs.iter().enumerate().skip(1) {
+                        let (name, s, dims) = if k == last_binary {
+                            (out.name.clone(), slot, out.dims.clone())
+                        } else {
+                            (format!("{}/partial{k}", node.name), Slot::Buffer(usize::MAX), None)
+                        };
+                        let output = add(&mut values, &mut by_name, &name, s, dims);
+                        steps.push(step(Kernel::Binary(op), SmallVec::from_slice(&[acc, next]), output));
+                        acc = output;
+                    }
+                    if mean {
+                        let output = add(&mut values, &mut by_name, &out.name, slot, out.dims.clone());
+                        steps.push(step(Kernel::Scale(1.0 / n as f32), SmallVec::from_slice(&[acc]), output));
+                    }
+                }
+                kernel => {
+                    let output = add(&mut values, &mut by_name, &out.name, slot, out.dims.clone());
+                    steps.push(step(kernel, step_inputs, output));
+                }
+            }
         }
         let mut outputs = Vec::with_capacity(graph.outputs.len());
         for v in &graph.outputs {
@@ -235,10 +262,15 @@ fn assign_buffers(values: &mut [PlanValue], steps: &[Step]) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::graph::{NodeDesc, ValueDesc};
+    use crate::graph::{dtype, NodeDesc, ValueDesc};
 
     fn v(name: &str, dims: &[Dim]) -> ValueDesc {
-        ValueDesc { name: name.into(), elem_type: dtype::FLOAT, dims: Some(dims.iter().cloned().collect()) }
+        ValueDesc {
+            name: name.into(),
+            elem_type: dtype::FLOAT,
+            dims: Some(dims.iter().cloned().collect()),
+            constant: None,
+        }
     }
 
     fn relu_chain(n: usize, dims: &[Dim]) -> GraphDesc {

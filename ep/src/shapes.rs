@@ -8,7 +8,8 @@ use rivet_kernels::Broadcast;
 use crate::error::{Error, Result};
 use crate::graph::{DeclaredShape, Dim, Shape};
 use crate::plan::{NodeLabel, PlanValue, Step};
-use crate::registry::Kernel;
+use crate::registry::{Kernel, ReshapeRule};
+use smallvec::SmallVec;
 
 pub struct ShapeText<'a>(pub &'a [usize]);
 impl fmt::Display for ShapeText<'_> {
@@ -74,6 +75,14 @@ pub fn infer(values: &[PlanValue], step: &Step, shapes: &[Shape]) -> Result<(Sha
     for (pos, &id) in step.inputs.iter().enumerate() {
         checked_count(&shapes[id], format_args!("{} input {pos} '{}'", NodeLabel(step), values[id].name))?;
     }
+    let fail = |why: std::fmt::Arguments<'_>| {
+        Error::invalid(format_args!(
+            "{} input '{}' of shape {}: {why}",
+            NodeLabel(step),
+            values[step.inputs[0]].name,
+            ShapeText(x)
+        ))
+    };
     let (shape, broadcast) = match step.kernel {
         Kernel::Binary(_) => {
             let y = &shapes[step.inputs[1]];
@@ -87,7 +96,44 @@ pub fn infer(values: &[PlanValue], step: &Step, shapes: &[Shape]) -> Result<(Sha
             })?;
             (Shape::from_slice(b.out_shape()), Some(b))
         }
-        Kernel::Unary(_) | Kernel::Identity => (x.clone(), None),
+        Kernel::Unary(_) | Kernel::Identity | Kernel::Scale(_) | Kernel::Clip { .. } => (x.clone(), None),
+        Kernel::Variadic { .. } => unreachable!("lowered by the plan"),
+        Kernel::Softmax { axis, .. } => {
+            normalize_axis(axis, x.len(), false).map_err(|e| fail(format_args!("{e}")))?;
+            (x.clone(), None)
+        }
+        Kernel::Transpose(perm) => (transposed(x, perm.as_slice()).map_err(|e| fail(format_args!("{e}")))?, None),
+        Kernel::Reshape(rule) => (reshaped(x, rule).map_err(|e| fail(format_args!("{e}")))?, None),
+        Kernel::Concat { axis } => {
+            let parts: SmallVec<[&Shape; 4]> = step.inputs.iter().map(|&id| &shapes[id]).collect();
+            (concatenated(&parts, axis).map_err(|e| fail(format_args!("{e}")))?, None)
+        }
+        Kernel::MatMul => (matmul_shape(x, &shapes[step.inputs[1]]).map_err(|e| fail(format_args!("{e}")))?, None),
+        Kernel::Gemm { trans_a, trans_b, .. } => {
+            let c = step.inputs.get(2).map(|&id| &shapes[id]);
+            (gemm_shape(x, &shapes[step.inputs[1]], c, trans_a, trans_b).map_err(|e| fail(format_args!("{e}")))?, None)
+        }
+        Kernel::BatchNorm { .. } => {
+            let c = *x.get(1).ok_or_else(|| fail(format_args!("needs a channel axis")))?;
+            for &id in &step.inputs[1..] {
+                if shapes[id].as_slice() != [c] {
+                    return Err(fail(format_args!(
+                        "parameter '{}' has shape {}, not [{c}]",
+                        values[id].name,
+                        ShapeText(&shapes[id])
+                    )));
+                }
+            }
+            (x.clone(), None)
+        }
+        Kernel::GlobalPool { .. } => {
+            if x.len() < 2 {
+                return Err(fail(format_args!("needs [N, C, ...]")));
+            }
+            let mut s = x.clone();
+            s[2..].iter_mut().for_each(|d| *d = 1);
+            (s, None)
+        }
     };
     let out = &values[step.output];
     checked_count(&shape, format_args!("{} output '{}'", NodeLabel(step), out.name))?;
@@ -101,4 +147,159 @@ pub fn infer(values: &[PlanValue], step: &Step, shapes: &[Shape]) -> Result<(Sha
         )));
     }
     Ok((shape, broadcast))
+}
+
+/// An axis in `-rank..rank` (`-rank..=rank` when `inclusive`, as Flatten's) as an index.
+/// A scalar accepts axis 0 and -1.
+pub fn normalize_axis(axis: i64, rank: usize, inclusive: bool) -> std::result::Result<usize, String> {
+    let r = rank as i64;
+    let a = if axis < 0 { axis + r } else { axis };
+    let ok = if inclusive { (0..=r).contains(&a) } else { (0..r).contains(&a) };
+    if ok {
+        Ok(a as usize)
+    } else if rank == 0 && !inclusive && (axis == 0 || axis == -1) {
+        Ok(0)
+    } else {
+        Err(format!("axis {axis} is out of range for rank {rank}"))
+    }
+}
+
+fn transposed(x: &[usize], perm: &[i64]) -> std::result::Result<Shape, String> {
+    if perm.is_empty() {
+        return Ok(x.iter().rev().copied().collect());
+    }
+    if perm.len() != x.len() {
+        return Err(format!("perm {perm:?} does not match rank {}", x.len()));
+    }
+    let mut seen = [false; 8];
+    let mut out = Shape::new();
+    for &p in perm {
+        let p = normalize_axis(p, x.len(), false)?;
+        if std::mem::replace(&mut seen[p], true) {
+            return Err(format!("perm {perm:?} repeats axis {p}"));
+        }
+        out.push(x[p]);
+    }
+    Ok(out)
+}
+
+fn reshaped(x: &[usize], rule: ReshapeRule) -> std::result::Result<Shape, String> {
+    let count: usize = x.iter().product();
+    match rule {
+        ReshapeRule::To { dims, allowzero } => {
+            let mut out = Shape::new();
+            let mut infer = None;
+            for (i, &d) in dims.as_slice().iter().enumerate() {
+                match d {
+                    -1 if infer.is_none() => {
+                        infer = Some(i);
+                        out.push(1);
+                    }
+                    0 if !allowzero => {
+                        out.push(*x.get(i).ok_or_else(|| format!("0 at axis {i} copies a dim the input lacks"))?)
+                    }
+                    d if d >= 0 => out.push(d as usize),
+                    d => return Err(format!("shape {:?}: bad dim {d}", dims.as_slice())),
+                }
+            }
+            let known: usize = out.iter().product();
+            if let Some(i) = infer {
+                if known == 0 || !count.is_multiple_of(known) {
+                    return Err(format!("cannot infer -1 in {:?} for {count} elements", dims.as_slice()));
+                }
+                out[i] = count / known;
+            } else if known != count {
+                return Err(format!("shape {:?} holds {known} elements, the input {count}", dims.as_slice()));
+            }
+            Ok(out)
+        }
+        ReshapeRule::Flatten { axis } => {
+            let a = normalize_axis(axis, x.len(), true)?;
+            Ok(Shape::from_slice(&[x[..a].iter().product(), x[a..].iter().product()]))
+        }
+        ReshapeRule::Squeeze { axes } => {
+            let mut drop = [false; 8];
+            if axes.len == 0 {
+                x.iter().enumerate().for_each(|(i, &d)| drop[i] = d == 1);
+            }
+            for &a in axes.as_slice() {
+                let a = normalize_axis(a, x.len(), false)?;
+                if x[a] != 1 {
+                    return Err(format!("axis {a} has size {}, not 1", x[a]));
+                }
+                drop[a] = true;
+            }
+            Ok(x.iter().enumerate().filter(|(i, _)| !drop[*i]).map(|(_, &d)| d).collect())
+        }
+        ReshapeRule::Unsqueeze { axes } => {
+            let rank = x.len() + axes.len as usize;
+            if rank > 8 {
+                return Err(format!("rank {rank} is above 8"));
+            }
+            let mut ones = [false; 8];
+            for &a in axes.as_slice() {
+                let a = normalize_axis(a, rank, false)?;
+                if std::mem::replace(&mut ones[a], true) {
+                    return Err(format!("axes {:?} repeat {a}", axes.as_slice()));
+                }
+            }
+            let mut rest = x.iter();
+            Ok((0..rank).map(|i| if ones[i] { 1 } else { *rest.next().expect("counted") }).collect())
+        }
+    }
+}
+
+fn concatenated(parts: &[&Shape], axis: i64) -> std::result::Result<Shape, String> {
+    let first = parts[0];
+    let a = normalize_axis(axis, first.len(), false)?;
+    let mut out = first.clone();
+    for p in &parts[1..] {
+        if p.len() != first.len() || p.iter().enumerate().any(|(i, &d)| i != a && d != first[i]) {
+            return Err(format!("input of shape {} does not match {} off axis {a}", ShapeText(p), ShapeText(first)));
+        }
+        out[a] += p[a];
+    }
+    Ok(out)
+}
+
+/// numpy matmul: 1-D operands are promoted and the added axis removed again; batch axes
+/// broadcast.
+fn matmul_shape(a: &[usize], b: &[usize]) -> std::result::Result<Shape, String> {
+    if a.is_empty() || b.is_empty() {
+        return Err("MatMul needs operands of rank 1 or more".into());
+    }
+    let (m, k) = if a.len() == 1 { (1, a[0]) } else { (a[a.len() - 2], a[a.len() - 1]) };
+    let (k2, n) = if b.len() == 1 { (b[0], 1) } else { (b[b.len() - 2], b[b.len() - 1]) };
+    if k != k2 {
+        return Err(format!("inner dimensions {k} and {k2} differ (against {})", ShapeText(b)));
+    }
+    let batch_a = &a[..a.len().saturating_sub(2)];
+    let batch_b = &b[..b.len().saturating_sub(2)];
+    let batch = Broadcast::new(batch_a, batch_b).map_err(|e| e.to_string())?;
+    let mut out = Shape::from_slice(batch.out_shape());
+    if a.len() > 1 {
+        out.push(m);
+    }
+    if b.len() > 1 {
+        out.push(n);
+    }
+    Ok(out)
+}
+
+fn gemm_shape(a: &[usize], b: &[usize], c: Option<&Shape>, ta: bool, tb: bool) -> std::result::Result<Shape, String> {
+    if a.len() != 2 || b.len() != 2 {
+        return Err(format!("Gemm needs 2-D A and B, got B {}", ShapeText(b)));
+    }
+    let (m, k) = if ta { (a[1], a[0]) } else { (a[0], a[1]) };
+    let (k2, n) = if tb { (b[1], b[0]) } else { (b[0], b[1]) };
+    if k != k2 {
+        return Err(format!("inner dimensions {k} and {k2} differ"));
+    }
+    if let Some(c) = c {
+        let b = Broadcast::new(c, &[m, n]).map_err(|e| format!("C: {e}"))?;
+        if b.out_shape() != [m, n] {
+            return Err(format!("C of shape {} does not broadcast to [{m}, {n}]", ShapeText(c)));
+        }
+    }
+    Ok(Shape::from_slice(&[m, n]))
 }

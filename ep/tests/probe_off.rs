@@ -29,6 +29,7 @@ fn counters_stay_at_their_defaults_after_real_work() {
         name: n.into(),
         elem_type: dtype::FLOAT,
         dims: Some([Dim::Fixed(3)].into_iter().collect()),
+        constant: None,
     };
     let graph = GraphDesc {
         nodes: vec![NodeDesc {

@@ -43,6 +43,7 @@ mod arch;
 mod binary;
 mod broadcast;
 mod math;
+pub mod nn;
 mod reference;
 mod unary;
 

@@ -9,7 +9,7 @@ use smallvec::SmallVec;
 
 use super::api::Api;
 use crate::error::{Error, Result};
-use crate::graph::{dtype, AttrValue, ConstDesc, Dim, GraphDesc, NodeDesc, ValueDesc};
+use crate::graph::{dtype, AttrValue, ConstDesc, Constant, Dim, GraphDesc, NodeDesc, ValueDesc, SMALL_CONSTANT};
 
 /// Reads a value's name and declared tensor type; a null value info is an omitted input.
 pub fn value(api: &Api, v: *const OrtValueInfo) -> Result<Option<ValueDesc>> {
@@ -22,20 +22,20 @@ pub fn value(api: &Api, v: *const OrtValueInfo) -> Result<Option<ValueDesc>> {
     }
     let type_info = api.value_info_type_info(v)?;
     if type_info.is_null() || api.type_info_onnx_type(type_info)? != ONNXType::ONNX_TYPE_TENSOR {
-        return Ok(Some(ValueDesc { name, elem_type: 0, dims: None }));
+        return Ok(Some(ValueDesc { name, elem_type: 0, dims: None, constant: None }));
     }
     let t = api.type_info_tensor_info(type_info)?;
     let elem_type = api.tensor_info_element_type(t)?;
     if !api.tensor_info_has_shape(t) {
         // Unknown rank: not the same as a scalar (rank 0 with a shape).
-        return Ok(Some(ValueDesc { name, elem_type, dims: None }));
+        return Ok(Some(ValueDesc { name, elem_type, dims: None, constant: None }));
     }
     let rank = api.tensor_info_rank(t)?;
     let mut dims = vec![0i64; rank];
     api.tensor_info_dims(t, &mut dims)?;
     let mut symbols: Vec<*const c_char> = vec![ptr::null(); rank];
     api.tensor_info_symbolic_dims(t, &mut symbols)?;
-    let declared = dims
+    let declared: crate::graph::DeclaredShape = dims
         .iter()
         .zip(&symbols)
         .map(|(&d, &s)| {
@@ -49,7 +49,36 @@ pub fn value(api: &Api, v: *const OrtValueInfo) -> Result<Option<ValueDesc>> {
             }
         })
         .collect();
-    Ok(Some(ValueDesc { name, elem_type, dims: Some(declared) }))
+    let constant = small_constant(api, v, elem_type, &declared)?;
+    Ok(Some(ValueDesc { name, elem_type, dims: Some(declared), constant }))
+}
+
+/// The data of a small constant initializer of f32 or i64 elements.
+fn small_constant(api: &Api, v: *const OrtValueInfo, elem_type: i32, dims: &[Dim]) -> Result<Option<Constant>> {
+    let len = dims.iter().try_fold(1usize, |acc, d| match d {
+        Dim::Fixed(n) => acc.checked_mul(*n),
+        Dim::Symbolic(_) => None,
+    });
+    let Some(len) = len.filter(|&n| n <= SMALL_CONSTANT) else { return Ok(None) };
+    if !(elem_type == dtype::FLOAT || elem_type == dtype::INT64) || !api.value_info_is_constant_initializer(v)? {
+        return Ok(None);
+    }
+    let value = api.value_info_initializer_value(v)?;
+    if value.is_null() {
+        return Ok(None);
+    }
+    if len == 0 {
+        return Ok(Some(if elem_type == dtype::FLOAT { Constant::F32(vec![]) } else { Constant::I64(vec![]) }));
+    }
+    let p = api.tensor_data(value)?;
+    // SAFETY: an initializer of `len` elements of the declared type, alive for this call.
+    Ok(Some(unsafe {
+        if elem_type == dtype::FLOAT {
+            Constant::F32(std::slice::from_raw_parts(p.cast::<f32>(), len).to_vec())
+        } else {
+            Constant::I64(std::slice::from_raw_parts(p.cast::<i64>(), len).to_vec())
+        }
+    }))
 }
 
 fn values(api: &Api, infos: &[*const OrtValueInfo]) -> Result<Vec<Option<ValueDesc>>> {
@@ -155,18 +184,21 @@ pub fn fused_graph(api: &Api, g: *const OrtGraph, fused: *const OrtNode) -> Resu
         for &vi in &inits {
             let vname = api.value_info_name(vi)?;
             if missing.contains(&vname) && api.value_info_is_constant_initializer(vi)? {
-                constants.push(constant(api, vi, vname)?);
+                // Non-f32 constants (shapes, axes) are read with their nodes instead.
+                if let Some(c) = constant(api, vi, vname)? {
+                    constants.push(c);
+                }
             }
         }
     }
     Ok((name, GraphDesc { nodes, inputs, outputs, constants }))
 }
 
-fn constant(api: &Api, vi: *const OrtValueInfo, name: String) -> Result<ConstDesc> {
+fn constant(api: &Api, vi: *const OrtValueInfo, name: String) -> Result<Option<ConstDesc>> {
     let v = api.value_info_initializer_value(vi)?;
     let (elem, dims) = api.tensor_type_and_shape_ref(v)?;
     if elem != dtype::FLOAT {
-        return Err(Error::ep(format_args!("initializer '{name}' is {}, not float32", dtype::name(elem))));
+        return Ok(None);
     }
     let shape: SmallVec<[usize; 8]> = dims.iter().map(|&d| d.max(0) as usize).collect();
     let len: usize = shape.iter().product();
@@ -177,5 +209,5 @@ fn constant(api: &Api, vi: *const OrtValueInfo, name: String) -> Result<ConstDes
         // SAFETY: a float32 initializer of `len` elements; ORT keeps it alive for Compile.
         unsafe { std::slice::from_raw_parts(p, len) }.to_vec()
     };
-    Ok(ConstDesc { name, shape, data })
+    Ok(Some(ConstDesc { name, shape, data }))
 }

@@ -189,7 +189,12 @@ pub fn api() -> Api {
 }
 
 pub fn value(name: &str, dims: &[usize]) -> ValueDesc {
-    ValueDesc { name: name.into(), elem_type: dtype::FLOAT, dims: Some(dims.iter().map(|&d| Dim::Fixed(d)).collect()) }
+    ValueDesc {
+        name: name.into(),
+        elem_type: dtype::FLOAT,
+        dims: Some(dims.iter().map(|&d| Dim::Fixed(d)).collect()),
+        constant: None,
+    }
 }
 
 pub fn node(op: &str, name: &str, inputs: &[&str], output: &str, dims: &[usize]) -> NodeDesc {

@@ -1,0 +1,329 @@
+//! Layout and neural-network kernels over plain slices: softmax, transpose, concat,
+//! matrix products, batch normalization, global pooling. Shapes are checked by the
+//! caller; these functions assume consistent lengths (and panic on a mismatch).
+
+/// Softmax (or log-softmax) along the middle axis of `x` viewed as `[outer, n, inner]`.
+pub fn softmax(x: &[f32], y: &mut [f32], outer: usize, n: usize, inner: usize, log: bool) {
+    assert_eq!(x.len(), outer * n * inner);
+    assert_eq!(y.len(), x.len());
+    if n == 0 {
+        return;
+    }
+    if inner == 1 {
+        for (xr, yr) in x.chunks_exact(n).zip(y.chunks_exact_mut(n)) {
+            softmax_row(xr, yr, log);
+        }
+        return;
+    }
+    for o in 0..outer {
+        let base = o * n * inner;
+        for i in 0..inner {
+            let at = |k: usize| base + k * inner + i;
+            let max = (0..n).map(|k| x[at(k)]).fold(f32::NEG_INFINITY, f32::max);
+            let mut sum = 0.0f32;
+            for k in 0..n {
+                let e = (x[at(k)] - max).exp();
+                y[at(k)] = e;
+                sum += e;
+            }
+            for k in 0..n {
+                y[at(k)] = if log { x[at(k)] - max - sum.ln() } else { y[at(k)] / sum };
+            }
+        }
+    }
+}
+
+fn softmax_row(x: &[f32], y: &mut [f32], log: bool) {
+    let max = x.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let mut sum = 0.0f32;
+    for (o, &v) in y.iter_mut().zip(x) {
+        *o = (v - max).exp();
+        sum += *o;
+    }
+    if log {
+        let ln_sum = sum.ln();
+        for (o, &v) in y.iter_mut().zip(x) {
+            *o = v - max - ln_sum;
+        }
+    } else {
+        let inv = 1.0 / sum;
+        y.iter_mut().for_each(|o| *o *= inv);
+    }
+}
+
+/// `y = transpose(x, perm)` for `x` of `shape` (row-major), rank ≤ 8.
+pub fn transpose(x: &[f32], shape: &[usize], perm: &[usize], y: &mut [f32]) {
+    let rank = shape.len();
+    assert_eq!(perm.len(), rank);
+    assert!(rank <= 8);
+    assert_eq!(x.len(), shape.iter().product::<usize>());
+    assert_eq!(y.len(), x.len());
+    if x.is_empty() {
+        return;
+    }
+    let mut in_strides = [0usize; 8];
+    let mut acc = 1;
+    for d in (0..rank).rev() {
+        in_strides[d] = acc;
+        acc *= shape[d];
+    }
+    // Output dims and the input stride each output axis walks.
+    let mut dims = [1usize; 8];
+    let mut strides = [0usize; 8];
+    for (o, &p) in perm.iter().enumerate() {
+        dims[o] = shape[p];
+        strides[o] = in_strides[p];
+    }
+    let mut index = [0usize; 8];
+    let mut offset = 0usize;
+    let last = rank.saturating_sub(1);
+    let (last_dim, last_stride) = if rank == 0 { (1, 0) } else { (dims[last], strides[last]) };
+    let mut out = y.chunks_exact_mut(last_dim);
+    loop {
+        let row = out.next().expect("as many rows as index combinations");
+        for (j, o) in row.iter_mut().enumerate() {
+            *o = x[offset + j * last_stride];
+        }
+        // Advance the index over all but the last axis.
+        let mut d = last;
+        loop {
+            if d == 0 {
+                return;
+            }
+            d -= 1;
+            index[d] += 1;
+            offset += strides[d];
+            if index[d] < dims[d] {
+                break;
+            }
+            offset -= strides[d] * dims[d];
+            index[d] = 0;
+        }
+    }
+}
+
+/// Concatenation along an axis: each input is `[outer, widths[i]]` (its axis length
+/// times the inner size), the output `[outer, sum(widths)]`.
+pub fn concat(inputs: &[&[f32]], widths: &[usize], outer: usize, y: &mut [f32]) {
+    let total: usize = widths.iter().sum();
+    assert_eq!(y.len(), outer * total);
+    for o in 0..outer {
+        let mut at = o * total;
+        for (x, &w) in inputs.iter().zip(widths) {
+            y[at..at + w].copy_from_slice(&x[o * w..(o + 1) * w]);
+            at += w;
+        }
+    }
+}
+
+/// `c = alpha * op(a) * op(b) + beta * c` for row-major `op(a)`: m×k and `op(b)`: k×n.
+/// `a` is stored m×k (or k×m when `trans_a`), `b` k×n (or n×k when `trans_b`). With
+/// `beta == 0`, `c`'s old contents are ignored (NaN included).
+#[allow(clippy::too_many_arguments)]
+pub fn gemm(
+    m: usize,
+    n: usize,
+    k: usize,
+    alpha: f32,
+    a: &[f32],
+    trans_a: bool,
+    b: &[f32],
+    trans_b: bool,
+    beta: f32,
+    c: &mut [f32],
+) {
+    assert_eq!(a.len(), m * k);
+    assert_eq!(b.len(), k * n);
+    assert_eq!(c.len(), m * n);
+    if beta == 0.0 {
+        c.iter_mut().for_each(|v| *v = 0.0);
+    } else if beta != 1.0 {
+        c.iter_mut().for_each(|v| *v *= beta);
+    }
+    if m == 0 || n == 0 || k == 0 {
+        return;
+    }
+    let a_at = |i: usize, p: usize| if trans_a { a[p * m + i] } else { a[i * k + p] };
+    if trans_b {
+        // B stored n×k: row j of B is column j of op(B), so each output is a dot product
+        // of two contiguous rows (when A is not transposed). No scratch allocation.
+        for (i, c_row) in c.chunks_exact_mut(n).enumerate() {
+            for (j, cv) in c_row.iter_mut().enumerate() {
+                let b_row = &b[j * k..(j + 1) * k];
+                let dot: f32 = if trans_a {
+                    b_row.iter().enumerate().map(|(p, &bv)| a_at(i, p) * bv).sum()
+                } else {
+                    a[i * k..(i + 1) * k].iter().zip(b_row).map(|(&av, &bv)| av * bv).sum()
+                };
+                *cv += alpha * dot;
+            }
+        }
+        return;
+    }
+    // i-k-j order: each (i, p) scales one contiguous row of B into one row of C. Blocked
+    // over k so a block of B rows stays in cache across rows of C.
+    const KB: usize = 256;
+    for p0 in (0..k).step_by(KB) {
+        let p1 = (p0 + KB).min(k);
+        for (i, c_row) in c.chunks_exact_mut(n).enumerate() {
+            for p in p0..p1 {
+                let s = alpha * a_at(i, p);
+                let b_row = &b[p * n..(p + 1) * n];
+                for (cv, &bv) in c_row.iter_mut().zip(b_row) {
+                    *cv += s * bv;
+                }
+            }
+        }
+    }
+}
+
+/// Inference batch normalization of `x` viewed as `[batch, channels, spatial]`.
+#[allow(clippy::too_many_arguments)]
+pub fn batch_norm(
+    x: &[f32],
+    scale: &[f32],
+    bias: &[f32],
+    mean: &[f32],
+    var: &[f32],
+    epsilon: f32,
+    channels: usize,
+    spatial: usize,
+    y: &mut [f32],
+) {
+    assert_eq!(x.len(), y.len());
+    for (block, (xs, ys)) in x.chunks(spatial.max(1)).zip(y.chunks_mut(spatial.max(1))).enumerate() {
+        let ch = block % channels.max(1);
+        let g = scale[ch] / (var[ch] + epsilon).sqrt();
+        let sh = bias[ch] - mean[ch] * g;
+        for (o, &v) in ys.iter_mut().zip(xs) {
+            *o = v * g + sh;
+        }
+    }
+}
+
+/// Global average or max pooling: `x` is `[planes, spatial]`, `y` is `[planes]`.
+pub fn global_pool(x: &[f32], planes: usize, spatial: usize, max: bool, y: &mut [f32]) {
+    assert_eq!(x.len(), planes * spatial);
+    assert_eq!(y.len(), planes);
+    for (o, plane) in y.iter_mut().zip(x.chunks(spatial.max(1))) {
+        *o = if spatial == 0 {
+            if max {
+                f32::NEG_INFINITY
+            } else {
+                f32::NAN
+            }
+        } else if max {
+            plane.iter().copied().fold(f32::NEG_INFINITY, |a, b| if b > a || b.is_nan() { b } else { a })
+        } else {
+            plane.iter().sum::<f32>() / spatial as f32
+        };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn softmax_rows_and_strided_axes_agree() {
+        let x: Vec<f32> = (0..24).map(|i| (i as f32 * 0.37).sin() * 3.0).collect();
+        // [2, 3, 4] along axis 1 (inner 4) equals transposing the axis last.
+        let mut strided = vec![0.0; 24];
+        softmax(&x, &mut strided, 2, 3, 4, false);
+        let mut t = vec![0.0; 24];
+        transpose(&x, &[2, 3, 4], &[0, 2, 1], &mut t);
+        let mut rows = vec![0.0; 24];
+        softmax(&t, &mut rows, 8, 3, 1, false);
+        let mut back = vec![0.0; 24];
+        transpose(&rows, &[2, 4, 3], &[0, 2, 1], &mut back);
+        for (a, b) in strided.iter().zip(&back) {
+            assert!((a - b).abs() < 1e-6);
+        }
+        let sums: Vec<f32> = rows.chunks(3).map(|r| r.iter().sum()).collect();
+        assert!(sums.iter().all(|s| (s - 1.0).abs() < 1e-6));
+        let mut logs = vec![0.0; 24];
+        softmax(&t, &mut logs, 8, 3, 1, true);
+        for (l, p) in logs.iter().zip(&rows) {
+            assert!((l.exp() - p).abs() < 1e-6);
+        }
+    }
+
+    #[test]
+    fn transpose_matches_index_arithmetic() {
+        let shape = [2, 3, 4, 5];
+        let perm = [3, 1, 0, 2];
+        let x: Vec<f32> = (0..120).map(|i| i as f32).collect();
+        let mut y = vec![0.0; 120];
+        transpose(&x, &shape, &perm, &mut y);
+        let out_shape: Vec<usize> = perm.iter().map(|&p| shape[p]).collect();
+        let mut k = 0;
+        for a in 0..out_shape[0] {
+            for b in 0..out_shape[1] {
+                for c in 0..out_shape[2] {
+                    for d in 0..out_shape[3] {
+                        let mut idx = [0; 4];
+                        for (o, v) in [a, b, c, d].into_iter().enumerate() {
+                            idx[perm[o]] = v;
+                        }
+                        let src = ((idx[0] * 3 + idx[1]) * 4 + idx[2]) * 5 + idx[3];
+                        assert_eq!(y[k], src as f32);
+                        k += 1;
+                    }
+                }
+            }
+        }
+        let mut s = [0.0];
+        transpose(&[7.0], &[], &[], &mut s);
+        assert_eq!(s, [7.0]);
+    }
+
+    #[test]
+    fn gemm_matches_the_definition_in_every_transpose() {
+        let (m, n, k) = (5, 7, 300);
+        let a: Vec<f32> = (0..m * k).map(|i| ((i * 7 % 13) as f32 - 6.0) * 0.1).collect();
+        let b: Vec<f32> = (0..k * n).map(|i| ((i * 5 % 11) as f32 - 5.0) * 0.1).collect();
+        let naive = |ta: bool, tb: bool, c0: &[f32]| -> Vec<f32> {
+            let mut c = vec![0.0f32; m * n];
+            for i in 0..m {
+                for j in 0..n {
+                    let mut s = 0.0f64;
+                    for p in 0..k {
+                        let av = if ta { a[p * m + i] } else { a[i * k + p] };
+                        let bv = if tb { b[j * k + p] } else { b[p * n + j] };
+                        s += f64::from(av) * f64::from(bv);
+                    }
+                    c[i * n + j] = (2.0 * s + 0.5 * f64::from(c0[i * n + j])) as f32;
+                }
+            }
+            c
+        };
+        for (ta, tb) in [(false, false), (true, false), (false, true), (true, true)] {
+            let c0: Vec<f32> = (0..m * n).map(|i| i as f32).collect();
+            let mut c = c0.clone();
+            gemm(m, n, k, 2.0, &a, ta, &b, tb, 0.5, &mut c);
+            for (x, y) in c.iter().zip(naive(ta, tb, &c0)) {
+                assert!((x - y).abs() < 1e-3 * (1.0 + y.abs()), "{ta} {tb}: {x} vs {y}");
+            }
+        }
+        let mut c = vec![f32::NAN; m * n];
+        gemm(m, n, k, 1.0, &a, false, &b, false, 0.0, &mut c);
+        assert!(c.iter().all(|v| v.is_finite()), "beta 0 ignores old NaN");
+    }
+
+    #[test]
+    fn concat_batch_norm_and_pools() {
+        let mut y = vec![0.0; 10];
+        concat(&[&[1.0, 2.0, 3.0, 4.0], &[5.0, 6.0, 7.0, 8.0, 9.0, 10.0]], &[2, 3], 2, &mut y);
+        assert_eq!(y, [1.0, 2.0, 5.0, 6.0, 7.0, 3.0, 4.0, 8.0, 9.0, 10.0]);
+        let x = [1.0, 2.0, 3.0, 4.0];
+        let mut bn = [0.0; 4];
+        batch_norm(&x, &[2.0, 1.0], &[1.0, 0.0], &[1.0, 3.0], &[4.0, 1.0], 0.0, 2, 2, &mut bn);
+        assert_eq!(bn, [1.0, 2.0, 0.0, 1.0]);
+        let mut avg = [0.0; 2];
+        global_pool(&x, 2, 2, false, &mut avg);
+        assert_eq!(avg, [1.5, 3.5]);
+        let mut mx = [0.0; 2];
+        global_pool(&x, 2, 2, true, &mut mx);
+        assert_eq!(mx, [2.0, 4.0]);
+    }
+}

@@ -1,0 +1,210 @@
+//! The layout and network ops (Softmax, Transpose, Concat, Reshape family, Clip,
+//! variadic Sum/Mean/Max/Min, Dropout, MatMul, Gemm, BatchNormalization, global pools)
+//! match ORT's CPU EP on Rivet alone, on static and symbolic shapes.
+
+mod common;
+
+use common::{check_matches_ort, sweep};
+use rivet::harness::HostTensor;
+use rivet::model::{Attr, Dim, ModelBuilder, FLOAT};
+
+const TOL: (f64, f64) = (2e-5, 2e-6);
+
+fn x(name: &str, shape: &[i64], seed: u64) -> HostTensor {
+    let n: i64 = shape.iter().product();
+    let data = rivet::harness::values(seed, n as usize, -3.0, 3.0).into_iter().map(|v| v as f32).collect();
+    HostTensor::f32(name, shape, data)
+}
+
+fn dims(shape: &[i64], symbolic: bool) -> Vec<Dim> {
+    shape
+        .iter()
+        .enumerate()
+        .map(|(i, &d)| if symbolic && i == 0 { Dim::Sym("N".into()) } else { Dim::Fixed(d) })
+        .collect()
+}
+
+struct Case {
+    name: String,
+    model: Vec<u8>,
+    inputs: Vec<HostTensor>,
+}
+
+fn one_input(name: &str, opset: i64, op: &str, attrs: &[(&str, Attr)], shape: &[i64], symbolic: bool) -> Case {
+    let model = ModelBuilder::new(opset)
+        .input("x", FLOAT, &dims(shape, symbolic))
+        .node_with(op, "n", &["x"], &["y"], attrs)
+        .output("y", FLOAT, None)
+        .build();
+    Case { name: format!("{name} {shape:?} symbolic={symbolic}"), model, inputs: vec![x("x", shape, 1)] }
+}
+
+fn cases() -> Vec<Case> {
+    let mut c = Vec::new();
+    for sym in [false, true] {
+        for (opset, axis) in [(11, 1), (13, -1), (13, 1), (11, -2)] {
+            for op in ["Softmax", "LogSoftmax"] {
+                c.push(one_input(
+                    &format!("{op} opset {opset} axis {axis}"),
+                    opset,
+                    op,
+                    &[("axis", Attr::Int(axis))],
+                    &[2, 3, 4],
+                    sym,
+                ));
+            }
+        }
+        c.push(one_input("Transpose", 21, "Transpose", &[("perm", Attr::Ints(vec![2, 0, 1]))], &[2, 3, 4], sym));
+        c.push(one_input("Transpose reverse", 21, "Transpose", &[], &[2, 3, 4, 5], sym));
+        c.push(one_input("Flatten 2", 21, "Flatten", &[("axis", Attr::Int(2))], &[2, 3, 4], sym));
+        c.push(one_input("Flatten -1", 21, "Flatten", &[("axis", Attr::Int(-1))], &[2, 3, 4], sym));
+        c.push(one_input(
+            "Clip opset 6",
+            6,
+            "Clip",
+            &[("min", Attr::Float(-1.0)), ("max", Attr::Float(0.5))],
+            &[3, 4],
+            sym,
+        ));
+        c.push(one_input("Dropout", 13, "Dropout", &[], &[3, 4], sym));
+        c.push(one_input("GlobalAveragePool", 21, "GlobalAveragePool", &[], &[2, 3, 4, 5], sym));
+        c.push(one_input("GlobalMaxPool", 21, "GlobalMaxPool", &[], &[2, 3, 4, 5], sym));
+
+        let with_consts =
+            |name: &str, op: &str, consts: Vec<(&str, Vec<i64>)>, shape: &[i64], attrs: &[(&str, Attr)]| {
+                let mut b = ModelBuilder::new(21).input("x", FLOAT, &dims(shape, sym));
+                let mut ins = vec!["x".to_string()];
+                for (n, v) in &consts {
+                    b = b.initializer_i64(n, &[v.len() as i64], v.clone());
+                    ins.push(n.to_string());
+                }
+                let refs: Vec<&str> = ins.iter().map(String::as_str).collect();
+                let model = b.node_with(op, "n", &refs, &["y"], attrs).output("y", FLOAT, None).build();
+                Case { name: format!("{name} symbolic={sym}"), model, inputs: vec![x("x", shape, 2)] }
+            };
+        c.push(with_consts("Reshape", "Reshape", vec![("s", vec![0, 4, -1])], &[2, 3, 4], &[]));
+        c.push(with_consts("Squeeze", "Squeeze", vec![("a", vec![1, -1])], &[2, 1, 3, 1], &[]));
+        c.push(with_consts("Unsqueeze", "Unsqueeze", vec![("a", vec![0, 3])], &[2, 3], &[]));
+
+        let clip13 = ModelBuilder::new(13)
+            .input("x", FLOAT, &dims(&[3, 4], sym))
+            .initializer("lo", &[], vec![-0.5])
+            .initializer("hi", &[], vec![1.5])
+            .node("Clip", "n", &["x", "lo", "hi"], &["y"])
+            .output("y", FLOAT, None)
+            .build();
+        c.push(Case { name: format!("Clip opset 13 symbolic={sym}"), model: clip13, inputs: vec![x("x", &[3, 4], 3)] });
+
+        for op in ["Sum", "Mean", "Max", "Min"] {
+            let model = ModelBuilder::new(13)
+                .input("a", FLOAT, &dims(&[2, 3], sym))
+                .input("b", FLOAT, &[Dim::Fixed(3)])
+                .input("c", FLOAT, &dims(&[2, 1], sym))
+                .node(op, "n", &["a", "b", "c"], &["y"])
+                .output("y", FLOAT, None)
+                .build();
+            let inputs = vec![x("a", &[2, 3], 4), x("b", &[3], 5), x("c", &[2, 1], 6)];
+            c.push(Case { name: format!("{op} of 3 symbolic={sym}"), model, inputs });
+        }
+        let concat = ModelBuilder::new(13)
+            .input("a", FLOAT, &dims(&[2, 3], sym))
+            .input("b", FLOAT, &dims(&[2, 5], sym))
+            .node_with("Concat", "n", &["a", "b", "a"], &["y"], &[("axis", Attr::Int(-1))])
+            .output("y", FLOAT, None)
+            .build();
+        c.push(Case {
+            name: format!("Concat symbolic={sym}"),
+            model: concat,
+            inputs: vec![x("a", &[2, 3], 7), x("b", &[2, 5], 8)],
+        });
+
+        for (sa, sb) in [
+            (vec![2, 3, 4], vec![4, 5]),
+            (vec![4], vec![3, 4, 2]),
+            (vec![2, 1, 3, 4], vec![5, 4, 6]),
+            (vec![3, 4], vec![4]),
+        ] {
+            let model = ModelBuilder::new(13)
+                .input("a", FLOAT, &dims(&sa, sym && sa.len() > 2))
+                .input("b", FLOAT, &sb.iter().map(|&d| Dim::Fixed(d)).collect::<Vec<_>>())
+                .node("MatMul", "n", &["a", "b"], &["y"])
+                .output("y", FLOAT, None)
+                .build();
+            c.push(Case {
+                name: format!("MatMul {sa:?} x {sb:?} symbolic={sym}"),
+                model,
+                inputs: vec![x("a", &sa, 9), x("b", &sb, 10)],
+            });
+        }
+        for (ta, tb, c_shape) in [(0, 0, vec![5]), (1, 0, vec![3, 1]), (0, 1, vec![]), (1, 1, vec![3, 5])] {
+            let (sa, sb) =
+                (if ta == 1 { vec![4, 3] } else { vec![3, 4] }, if tb == 1 { vec![5, 4] } else { vec![4, 5] });
+            let model = ModelBuilder::new(13)
+                .input("a", FLOAT, &sa.iter().map(|&d| Dim::Fixed(d)).collect::<Vec<_>>())
+                .input("b", FLOAT, &sb.iter().map(|&d| Dim::Fixed(d)).collect::<Vec<_>>())
+                .input("c", FLOAT, &c_shape.iter().map(|&d| Dim::Fixed(d)).collect::<Vec<_>>())
+                .node_with(
+                    "Gemm",
+                    "n",
+                    &["a", "b", "c"],
+                    &["y"],
+                    &[
+                        ("alpha", Attr::Float(0.5)),
+                        ("beta", Attr::Float(2.0)),
+                        ("transA", Attr::Int(ta)),
+                        ("transB", Attr::Int(tb)),
+                    ],
+                )
+                .output("y", FLOAT, None)
+                .build();
+            let inputs = vec![x("a", &sa, 11), x("b", &sb, 12), x("c", &c_shape, 13)];
+            c.push(Case { name: format!("Gemm transA={ta} transB={tb} C {c_shape:?}"), model, inputs });
+        }
+        let bn = ModelBuilder::new(15)
+            .input("x", FLOAT, &dims(&[2, 3, 4, 2], sym))
+            .input("s", FLOAT, &[Dim::Fixed(3)])
+            .input("b", FLOAT, &[Dim::Fixed(3)])
+            .input("m", FLOAT, &[Dim::Fixed(3)])
+            .input("v", FLOAT, &[Dim::Fixed(3)])
+            .node_with("BatchNormalization", "n", &["x", "s", "b", "m", "v"], &["y"], &[("epsilon", Attr::Float(1e-3))])
+            .output("y", FLOAT, None)
+            .build();
+        let mut var = x("v", &[3], 17);
+        var.data.iter_mut().for_each(|v| *v = v.abs() + 0.1);
+        c.push(Case {
+            name: format!("BatchNormalization symbolic={sym}"),
+            model: bn,
+            inputs: vec![x("x", &[2, 3, 4, 2], 14), x("s", &[3], 15), x("b", &[3], 16), x("m", &[3], 18), var],
+        });
+    }
+    c
+}
+
+#[test]
+fn network_ops_match_ort() {
+    let all = cases();
+    let failures: Vec<String> =
+        all.iter().filter_map(|c| check_matches_ort(&c.model, &c.inputs, TOL.0, TOL.1, &c.name).err()).collect();
+    assert!(failures.is_empty(), "{} of {} cases differ:\n{}", failures.len(), all.len(), failures.join("\n"));
+}
+
+#[test]
+fn a_transformer_style_block_runs_on_rivet_alone() {
+    // x[N, 16] -> MatMul(W) + b -> Gelu -> MatMul(W2) -> residual Add -> Softmax.
+    let w: Vec<f32> = sweep(16 * 32, -0.2, 0.2, false);
+    let w2: Vec<f32> = sweep(32 * 16, -0.2, 0.2, false);
+    let model = ModelBuilder::new(21)
+        .input("x", FLOAT, &[Dim::from("N"), Dim::from(16)])
+        .initializer("w", &[16, 32], w)
+        .initializer("b", &[32], sweep(32, -0.1, 0.1, false))
+        .initializer("w2", &[32, 16], w2)
+        .node("MatMul", "mm1", &["x", "w"], &["h"])
+        .node("Add", "bias", &["h", "b"], &["hb"])
+        .node("Gelu", "act", &["hb"], &["g"])
+        .node("MatMul", "mm2", &["g", "w2"], &["o"])
+        .node("Add", "residual", &["o", "x"], &["r"])
+        .node_with("Softmax", "attn", &["r"], &["y"], &[("axis", Attr::Int(-1))])
+        .output("y", FLOAT, None)
+        .build();
+    check_matches_ort(&model, &[x("x", &[5, 16], 21)], TOL.0, TOL.1, "block").unwrap();
+}
