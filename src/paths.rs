@@ -51,7 +51,7 @@ pub fn rivet_probe_lib() -> Result<PathBuf, String> {
         Some(p) => existing(PathBuf::from(p), "RIVET_EP_PROBE_LIB points nowhere"),
         None => existing(
             target_dir().join("probe/release/librivet_ep.so"),
-            "run `cargo build --release -p rivet-ep --features probe --target-dir target/probe`",
+            "run `cargo build --release -p rivet-ep --features probe-allocator --target-dir target/probe`",
         ),
     }
 }

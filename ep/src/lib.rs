@@ -20,7 +20,7 @@ pub mod probe;
 pub mod registry;
 pub mod shapes;
 
-/// With the probe, the cdylib counts every heap allocation (see `probe`).
-#[cfg(feature = "probe")]
+/// With `probe-allocator` (the probe cdylib), every heap allocation is counted.
+#[cfg(feature = "probe-allocator")]
 #[global_allocator]
 static ALLOCATOR: probe::CountingAllocator<std::alloc::System> = probe::CountingAllocator(std::alloc::System);

@@ -1,8 +1,8 @@
 //! Exact counts with a fake `OrtApi` (ort-sys's stub table with the kernel-context and
 //! tensor members replaced): FFI calls, statuses and heap allocations per Run, pinned.
-//! Runs only with the probe (`cargo test -p rivet-ep --features probe`), where the test
+//! Runs only with `cargo test -p rivet-ep --features probe-allocator`, where the test
 //! binary's global allocator is Rivet's `CountingAllocator`.
-#![cfg(feature = "probe")]
+#![cfg(feature = "probe-allocator")]
 
 mod fake_ort;
 

@@ -1,5 +1,5 @@
 //! With the probe: nesting, attribution and the allocator's totals.
-#![cfg(feature = "probe")]
+#![cfg(feature = "probe-allocator")]
 
 use rivet_ep::probe::{self, Counters, Phase, PhaseGuard};
 use rivet_macros::{dispatch_phase, dispatch_phase_block};

@@ -180,7 +180,7 @@ fn build(env: &Env) -> Result {
     let probe_dir = env.rivet_probe_lib.parent().and_then(Path::parent).ok_or("bad probe path")?;
     status(
         env.apply(&mut cargo())
-            .args(["build", "--release", "-p", "rivet-ep", "--features", "probe", "--target-dir"])
+            .args(["build", "--release", "-p", "rivet-ep", "--features", "probe-allocator", "--target-dir"])
             .arg(probe_dir),
     )
 }
@@ -339,7 +339,7 @@ fn test(env: &Env) -> Result {
     let probe_dir = env.rivet_probe_lib.parent().and_then(Path::parent).ok_or("bad probe path")?;
     status(
         env.apply(&mut cargo())
-            .args(["test", "--release", "-p", "rivet-ep", "--features", "probe", "--target-dir"])
+            .args(["test", "--release", "-p", "rivet-ep", "--features", "probe-allocator", "--target-dir"])
             .arg(probe_dir),
     )?;
     eprintln!("xtask: memcheck of the error-path suites (cargo xtask leakcheck runs more)");
