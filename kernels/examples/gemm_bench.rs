@@ -1,5 +1,6 @@
 //! Kernel-only SGEMM timing at every supported level:
-//! `cargo run --release -p rivet-kernels --example gemm_bench [M N K] [--ta] [--tb] [--threads]`.
+//! `cargo run --release -p rivet-kernels --example gemm_bench [M N K] [--ta] [--tb] [--threads]
+//! [--only=LEVEL]`.
 //!
 //! Prints the best and median GFLOP/s over repeated runs (default 512³, one thread).
 //! `--threads` also splits the rows over two threads with `gemm_rows`.
@@ -23,7 +24,8 @@ fn main() {
     let flop = 2.0 * (m * n * k) as f64;
     let reps = ((2e8 / flop) as usize).max(1);
     println!("{m}x{n}x{k} ta={ta} tb={tb}: GFLOP/s best / median of 21 batches of {reps}");
-    for level in Level::supported() {
+    let only = args.iter().find_map(|a| a.strip_prefix("--only="));
+    for level in Level::supported().into_iter().filter(|l| only.is_none_or(|o| o == l.name())) {
         let mut s = GemmScratch::new();
         let mut run = |c: &mut [f32]| gemm_rows_at(level, &mut s, 0..m, m, n, k, 1.0, &a, ta, &b, tb, 0.0, c);
         run(&mut c);

@@ -28,7 +28,8 @@
 //! microkernel computes each `MR × NR` tile of C with the whole tile held in registers,
 //! reading one broadcast element of A and one `NR`-wide row of B per step of depth. The
 //! tile is then merged into C (`alpha`, and `beta` on the first depth block, 1 after).
-//! Edge tiles use zero-padded panels and write back only their valid part.
+//! Edge tiles use zero-padded panels and write back only their valid part. Matrix-vector
+//! products (`m == 1` or `n == 1`) skip packing (module `small`).
 //!
 //! Microkernels per [`Level`]: AVX-512 14×32 (28 zmm accumulators), AVX2 + FMA 6×16
 //! (12 ymm accumulators), and a portable 4×8 one in plain Rust. All levels sum each output
@@ -36,6 +37,7 @@
 //! differ from the portable one in the last bits.
 
 mod pack;
+mod small;
 #[cfg(test)]
 mod tests;
 #[cfg(target_arch = "x86_64")]
@@ -183,9 +185,29 @@ pub fn gemm_rows_at(
     arch::gemm(arch::isa_at(level), scratch, &job, c_rows);
 }
 
+/// Where a microkernel puts its `MR × NR` result `acc = a_panel^T · b_panel`.
+pub(crate) enum Out<'a, const MR: usize, const NR: usize> {
+    /// A full tile of C, row `i` at `c[i * ldc..][..NR]`: `c = alpha * acc + beta * c`,
+    /// not reading C when `beta == 0`.
+    C { c: &'a mut [f32], ldc: usize, alpha: f32, beta: f32 },
+    /// An edge tile: `acc` alone, merged into C by the driver.
+    Tile(&'a mut [[f32; NR]; MR]),
+}
+
+impl<const MR: usize, const NR: usize> Out<'_, MR, NR> {
+    /// Writes `acc` (the portable path; the x86 kernels merge from registers).
+    #[inline(always)]
+    fn merge(self, acc: &[[f32; NR]; MR]) {
+        match self {
+            Out::C { c, ldc, alpha, beta } => store(acc, NR, c, ldc, alpha, beta),
+            Out::Tile(t) => *t = *acc,
+        }
+    }
+}
+
 /// The blocked driver, instantiated per level with its microkernel and block sizes.
-/// `kernel(a_panel, b_panel, tile)` must set `tile = a_panel^T · b_panel` (depth = panel
-/// length).
+/// `kernel(a_panel, b_panel, out)` computes `a_panel^T · b_panel` (depth = panel length)
+/// into `out`.
 #[inline(always)]
 pub(crate) fn run<const MR: usize, const NR: usize>(
     scratch: &mut GemmScratch,
@@ -193,7 +215,7 @@ pub(crate) fn run<const MR: usize, const NR: usize>(
     c: &mut [f32],
     kc_max: usize,
     nc_max: usize,
-    kernel: impl Fn(&[[f32; MR]], &[[f32; NR]], &mut [[f32; NR]; MR]),
+    kernel: impl Fn(&[[f32; MR]], &[[f32; NR]], Out<'_, MR, NR>),
 ) {
     let (n, k, rows) = (job.n, job.k, job.rows.clone());
     if rows.is_empty() || n == 0 {
@@ -203,7 +225,12 @@ pub(crate) fn run<const MR: usize, const NR: usize>(
         scale(c, job.beta);
         return;
     }
-    let kc_max = kc_max.min(k);
+    if small::applies(job) {
+        small::gemv(job, c);
+        return;
+    }
+    // Depth blocks of equal size (at most kc_max).
+    let kc_max = k.div_ceil(k.div_ceil(kc_max));
     let nc_max = nc_max.min(n).next_multiple_of(NR);
     let (a_pack, b_pack) = scratch.parts::<MR, NR>(kc_max, kc_max * nc_max / NR);
     for j0 in (0..n).step_by(nc_max) {
@@ -220,10 +247,14 @@ pub(crate) fn run<const MR: usize, const NR: usize>(
                 for (jp, b_panel) in b_pack.chunks_exact(kc).enumerate() {
                     let j = j0 + jp * NR;
                     let nr = NR.min(j0 + nc - j);
-                    let mut tile = [[0.0f32; NR]; MR];
-                    kernel(a_pack, b_panel, &mut tile);
-                    let c_at = (i0 - rows.start) * n + j;
-                    store(&tile[..mr], nr, &mut c[c_at..], n, job.alpha, beta);
+                    let c = &mut c[(i0 - rows.start) * n + j..];
+                    if mr == MR && nr == NR {
+                        kernel(a_pack, b_panel, Out::C { c, ldc: n, alpha: job.alpha, beta });
+                    } else {
+                        let mut tile = [[0.0f32; NR]; MR];
+                        kernel(a_pack, b_panel, Out::Tile(&mut tile));
+                        store(&tile[..mr], nr, c, n, job.alpha, beta);
+                    }
                 }
             }
         }
@@ -257,7 +288,7 @@ fn store<const NR: usize>(tile: &[[f32; NR]], nr: usize, c: &mut [f32], ldc: usi
 
 /// Portable microkernel: 4×8 in plain Rust (LLVM keeps it in SSE registers).
 #[inline(always)]
-fn micro_portable(a: &[[f32; 4]], b: &[[f32; 8]], tile: &mut [[f32; 8]; 4]) {
+fn micro_portable(a: &[[f32; 4]], b: &[[f32; 8]], out: Out<'_, 4, 8>) {
     let mut acc = [[0.0f32; 8]; 4];
     for (ar, br) in a.iter().zip(b) {
         for (row, &av) in acc.iter_mut().zip(ar) {
@@ -266,7 +297,7 @@ fn micro_portable(a: &[[f32; 4]], b: &[[f32; 8]], tile: &mut [[f32; 8]; 4]) {
             }
         }
     }
-    *tile = acc;
+    out.merge(&acc);
 }
 
 /// The portable build (any CPU).

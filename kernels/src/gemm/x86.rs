@@ -2,7 +2,7 @@
 //! functions: `arch::dispatch` calls the entry points once an `Isa` proves the features,
 //! and the vector loads/stores go through its reference-taking helpers (`arch::simd`).
 
-use super::{run, GemmScratch, Job};
+use super::{run, GemmScratch, Job, Out};
 use crate::arch::simd::{load16, load8, store16, store8};
 use std::arch::x86_64::*;
 
@@ -34,7 +34,7 @@ pub(crate) fn gemm_avx2(scratch: &mut GemmScratch, job: &Job<'_>, c: &mut [f32])
 
 #[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
 #[inline]
-fn micro_avx512(a: &[[f32; MR512]], b: &[[f32; NR512]], tile: &mut [[f32; NR512]; MR512]) {
+fn micro_avx512(a: &[[f32; MR512]], b: &[[f32; NR512]], out: Out<'_, MR512, NR512>) {
     let mut acc = [[_mm512_setzero_ps(); 2]; MR512];
     for (ar, br) in a.iter().zip(b) {
         let (b0, b1) = halves(br);
@@ -45,16 +45,34 @@ fn micro_avx512(a: &[[f32; MR512]], b: &[[f32; NR512]], tile: &mut [[f32; NR512]
             row[1] = _mm512_fmadd_ps(av, b1, row[1]);
         }
     }
-    for (t, row) in tile.iter_mut().zip(&acc) {
-        let (t0, t1) = halves_mut(t);
-        store16(t0, row[0]);
-        store16(t1, row[1]);
+    match out {
+        Out::Tile(tile) => {
+            for (t, row) in tile.iter_mut().zip(&acc) {
+                let (t0, t1) = halves_mut(t);
+                store16(t0, row[0]);
+                store16(t1, row[1]);
+            }
+        }
+        Out::C { c, ldc, alpha, beta } => {
+            let (alpha, beta_v) = (_mm512_set1_ps(alpha), _mm512_set1_ps(beta));
+            for (i, row) in acc.iter().enumerate() {
+                let (c0, c1) = halves_mut(row_mut::<NR512>(c, i * ldc));
+                let (v0, v1) = (_mm512_mul_ps(alpha, row[0]), _mm512_mul_ps(alpha, row[1]));
+                if beta == 0.0 {
+                    store16(c0, v0);
+                    store16(c1, v1);
+                } else {
+                    store16(c0, _mm512_fmadd_ps(beta_v, load16(c0), v0));
+                    store16(c1, _mm512_fmadd_ps(beta_v, load16(c1), v1));
+                }
+            }
+        }
     }
 }
 
 #[target_feature(enable = "avx2,fma")]
 #[inline]
-fn micro_avx2(a: &[[f32; MR256]], b: &[[f32; NR256]], tile: &mut [[f32; NR256]; MR256]) {
+fn micro_avx2(a: &[[f32; MR256]], b: &[[f32; NR256]], out: Out<'_, MR256, NR256>) {
     let mut acc = [[_mm256_setzero_ps(); 2]; MR256];
     for (ar, br) in a.iter().zip(b) {
         let (b0, b1) = halves(br);
@@ -65,11 +83,35 @@ fn micro_avx2(a: &[[f32; MR256]], b: &[[f32; NR256]], tile: &mut [[f32; NR256]; 
             row[1] = _mm256_fmadd_ps(av, b1, row[1]);
         }
     }
-    for (t, row) in tile.iter_mut().zip(&acc) {
-        let (t0, t1) = halves_mut(t);
-        store8(t0, row[0]);
-        store8(t1, row[1]);
+    match out {
+        Out::Tile(tile) => {
+            for (t, row) in tile.iter_mut().zip(&acc) {
+                let (t0, t1) = halves_mut(t);
+                store8(t0, row[0]);
+                store8(t1, row[1]);
+            }
+        }
+        Out::C { c, ldc, alpha, beta } => {
+            let (alpha, beta_v) = (_mm256_set1_ps(alpha), _mm256_set1_ps(beta));
+            for (i, row) in acc.iter().enumerate() {
+                let (c0, c1) = halves_mut(row_mut::<NR256>(c, i * ldc));
+                let (v0, v1) = (_mm256_mul_ps(alpha, row[0]), _mm256_mul_ps(alpha, row[1]));
+                if beta == 0.0 {
+                    store8(c0, v0);
+                    store8(c1, v1);
+                } else {
+                    store8(c0, _mm256_fmadd_ps(beta_v, load8(c0), v0));
+                    store8(c1, _mm256_fmadd_ps(beta_v, load8(c1), v1));
+                }
+            }
+        }
     }
+}
+
+/// `c[at..at + N]` as an array.
+#[inline(always)]
+fn row_mut<const N: usize>(c: &mut [f32], at: usize) -> &mut [f32; N] {
+    (&mut c[at..at + N]).try_into().expect("N elements")
 }
 
 /// The two halves of an array of even length `N = 2 * H`.
