@@ -42,6 +42,7 @@
 mod arch;
 mod binary;
 mod broadcast;
+mod gemm;
 mod math;
 pub mod nn;
 mod reference;
@@ -57,4 +58,7 @@ mod unary_tests;
 pub use arch::Level;
 pub use binary::{binary_f32, binary_f32_at, BinaryOp};
 pub use broadcast::{Broadcast, BroadcastError, BroadcastKind};
+#[doc(hidden)]
+pub use gemm::gemm_rows_at;
+pub use gemm::{gemm_rows, gemm_with, GemmScratch};
 pub use unary::UnaryOp;

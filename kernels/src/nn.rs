@@ -1,6 +1,7 @@
 //! Layout and neural-network kernels over plain slices: softmax, transpose, concat,
-//! matrix products, batch normalization, global pooling. Shapes are checked by the
-//! caller; these functions assume consistent lengths (and panic on a mismatch).
+//! matrix products (the packed SGEMM, re-exported: see [`GemmScratch`]), batch
+//! normalization, global pooling. Shapes are checked by the caller; these functions
+//! assume consistent lengths (and panic on a mismatch).
 
 /// Softmax (or log-softmax) along the middle axis of `x` viewed as `[outer, n, inner]`.
 pub fn softmax(x: &[f32], y: &mut [f32], outer: usize, n: usize, inner: usize, log: bool) {
@@ -116,66 +117,7 @@ pub fn concat(inputs: &[&[f32]], widths: &[usize], outer: usize, y: &mut [f32]) 
     }
 }
 
-/// `c = alpha * op(a) * op(b) + beta * c` for row-major `op(a)`: m×k and `op(b)`: k×n.
-/// `a` is stored m×k (or k×m when `trans_a`), `b` k×n (or n×k when `trans_b`). With
-/// `beta == 0`, `c`'s old contents are ignored (NaN included).
-#[allow(clippy::too_many_arguments)]
-pub fn gemm(
-    m: usize,
-    n: usize,
-    k: usize,
-    alpha: f32,
-    a: &[f32],
-    trans_a: bool,
-    b: &[f32],
-    trans_b: bool,
-    beta: f32,
-    c: &mut [f32],
-) {
-    assert_eq!(a.len(), m * k);
-    assert_eq!(b.len(), k * n);
-    assert_eq!(c.len(), m * n);
-    if beta == 0.0 {
-        c.iter_mut().for_each(|v| *v = 0.0);
-    } else if beta != 1.0 {
-        c.iter_mut().for_each(|v| *v *= beta);
-    }
-    if m == 0 || n == 0 || k == 0 {
-        return;
-    }
-    let a_at = |i: usize, p: usize| if trans_a { a[p * m + i] } else { a[i * k + p] };
-    if trans_b {
-        // B stored n×k: row j of B is column j of op(B), so each output is a dot product
-        // of two contiguous rows (when A is not transposed). No scratch allocation.
-        for (i, c_row) in c.chunks_exact_mut(n).enumerate() {
-            for (j, cv) in c_row.iter_mut().enumerate() {
-                let b_row = &b[j * k..(j + 1) * k];
-                let dot: f32 = if trans_a {
-                    b_row.iter().enumerate().map(|(p, &bv)| a_at(i, p) * bv).sum()
-                } else {
-                    a[i * k..(i + 1) * k].iter().zip(b_row).map(|(&av, &bv)| av * bv).sum()
-                };
-                *cv += alpha * dot;
-            }
-        }
-        return;
-    }
-    // i-k-j order: each (i, p) scales one contiguous row of B into one row of C. Blocked
-    // over k so a block of B rows stays in cache across rows of C.
-    const KB: usize = 256;
-    for p0 in (0..k).step_by(KB) {
-        let p1 = (p0 + KB).min(k);
-        for (i, c_row) in c.chunks_exact_mut(n).enumerate() {
-            for p in p0..p1 {
-                let s = alpha * a_at(i, p);
-                let b_row = &b[p * n..(p + 1) * n];
-                for (cv, &bv) in c_row.iter_mut().zip(b_row) {
-                    *cv += s * bv;
-                }
-            }
-        }
-    }
-}
+pub use crate::gemm::{gemm, gemm_rows, gemm_with, GemmScratch};
 
 /// Inference batch normalization of `x` viewed as `[batch, channels, spatial]`.
 #[allow(clippy::too_many_arguments)]

@@ -10,6 +10,7 @@
 use super::{Isa, Level};
 use crate::binary::{self, BinaryOp};
 use crate::broadcast::Broadcast;
+use crate::gemm::{self, GemmScratch, Job};
 use crate::unary::{Io, UnaryOp};
 
 /// Runs `op` over `io` with the build for `isa`.
@@ -49,6 +50,65 @@ pub(crate) fn binary(isa: Isa, op: BinaryOp, plan: &Broadcast, a: &[f32], b: &[f
             unsafe { x86::binary_avx2(op, plan, a, b, out, start) }
         }
         _ => binary::run_op(op, plan, a, b, out, start),
+    }
+}
+
+/// Runs the blocked matrix multiply with the microkernel for `isa`.
+#[inline]
+pub(crate) fn gemm(isa: Isa, scratch: &mut GemmScratch, job: &Job<'_>, c: &mut [f32]) {
+    match isa.0 {
+        #[cfg(target_arch = "x86_64")]
+        Level::Avx512 => {
+            // SAFETY: an `Isa` never exceeds `Level::detected()`, so this CPU has
+            // avx512f/dq/bw/vl, avx2 and fma, the features `gemm_avx512` enables.
+            unsafe { gemm::x86::gemm_avx512(scratch, job, c) }
+        }
+        #[cfg(target_arch = "x86_64")]
+        Level::Avx2 => {
+            // SAFETY: an `Isa` never exceeds `Level::detected()`, so this CPU has
+            // avx2 and fma, the features `gemm_avx2` enables.
+            unsafe { gemm::x86::gemm_avx2(scratch, job, c) }
+        }
+        _ => gemm::portable(scratch, job, c),
+    }
+}
+
+/// Vector loads and stores through array references, for the intrinsic microkernels:
+/// safe `#[target_feature]` functions (callable from code with the same features).
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod simd {
+    use std::arch::x86_64::*;
+
+    /// Loads 16 floats.
+    #[target_feature(enable = "avx512f")]
+    #[inline]
+    pub(crate) fn load16(x: &[f32; 16]) -> __m512 {
+        // SAFETY: `x` is 16 readable f32s; the load has no alignment requirement.
+        unsafe { _mm512_loadu_ps(x.as_ptr()) }
+    }
+
+    /// Stores 16 floats.
+    #[target_feature(enable = "avx512f")]
+    #[inline]
+    pub(crate) fn store16(x: &mut [f32; 16], v: __m512) {
+        // SAFETY: `x` is 16 writable f32s; the store has no alignment requirement.
+        unsafe { _mm512_storeu_ps(x.as_mut_ptr(), v) }
+    }
+
+    /// Loads 8 floats.
+    #[target_feature(enable = "avx")]
+    #[inline]
+    pub(crate) fn load8(x: &[f32; 8]) -> __m256 {
+        // SAFETY: `x` is 8 readable f32s; the load has no alignment requirement.
+        unsafe { _mm256_loadu_ps(x.as_ptr()) }
+    }
+
+    /// Stores 8 floats.
+    #[target_feature(enable = "avx")]
+    #[inline]
+    pub(crate) fn store8(x: &mut [f32; 8], v: __m256) {
+        // SAFETY: `x` is 8 writable f32s; the store has no alignment requirement.
+        unsafe { _mm256_storeu_ps(x.as_mut_ptr(), v) }
     }
 }
 

@@ -16,7 +16,9 @@ use std::sync::atomic::{AtomicU8, Ordering};
 #[allow(unsafe_code)]
 mod dispatch;
 
-pub(crate) use dispatch::{binary, unary};
+#[cfg(target_arch = "x86_64")]
+pub(crate) use dispatch::simd;
+pub(crate) use dispatch::{binary, gemm, unary};
 
 /// A kernel build; ordered from the most portable to the widest.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -1,0 +1,62 @@
+//! Kernel-only SGEMM timing at every supported level:
+//! `cargo run --release -p rivet-kernels --example gemm_bench [M N K] [--ta] [--tb] [--threads]
+//! [--only=LEVEL]`.
+//!
+//! Prints the best and median GFLOP/s over repeated runs (default 512³, one thread).
+//! `--threads` also splits the rows over two threads with `gemm_rows`.
+
+use rivet_kernels::{gemm_rows_at, GemmScratch, Level};
+use std::time::Instant;
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let dims: Vec<usize> = args.iter().filter_map(|a| a.parse().ok()).collect();
+    let (m, n, k) = match dims[..] {
+        [m, n, k] => (m, n, k),
+        _ => (512, 512, 512),
+    };
+    let ta = args.iter().any(|a| a == "--ta");
+    let tb = args.iter().any(|a| a == "--tb");
+    let threads = args.iter().any(|a| a == "--threads");
+    let a: Vec<f32> = (0..m * k).map(|i| ((i * 7 % 13) as f32 - 6.0) * 0.1).collect();
+    let b: Vec<f32> = (0..k * n).map(|i| ((i * 5 % 11) as f32 - 5.0) * 0.1).collect();
+    let mut c = vec![0.0f32; m * n];
+    let flop = 2.0 * (m * n * k) as f64;
+    let reps = ((2e8 / flop) as usize).max(1);
+    println!("{m}x{n}x{k} ta={ta} tb={tb}: GFLOP/s best / median of 21 batches of {reps}");
+    let only = args.iter().find_map(|a| a.strip_prefix("--only="));
+    for level in Level::supported().into_iter().filter(|l| only.is_none_or(|o| o == l.name())) {
+        let mut s = GemmScratch::new();
+        let mut run = |c: &mut [f32]| gemm_rows_at(level, &mut s, 0..m, m, n, k, 1.0, &a, ta, &b, tb, 0.0, c);
+        run(&mut c);
+        let mut g: Vec<f64> = (0..21)
+            .map(|_| {
+                let t = Instant::now();
+                for _ in 0..reps {
+                    run(&mut c);
+                }
+                flop * reps as f64 / t.elapsed().as_secs_f64() / 1e9
+            })
+            .collect();
+        g.sort_by(f64::total_cmp);
+        println!("{:<8} {:8.1} {:8.1}", level.name(), g[20], g[10]);
+    }
+    if threads {
+        let level = Level::detected();
+        let half = m / 2;
+        let (mut s0, mut s1) = (GemmScratch::new(), GemmScratch::new());
+        let mut best = 0.0f64;
+        for _ in 0..21 {
+            let t = Instant::now();
+            for _ in 0..reps {
+                let (c0, c1) = c.split_at_mut(half * n);
+                std::thread::scope(|sc| {
+                    sc.spawn(|| gemm_rows_at(level, &mut s0, 0..half, m, n, k, 1.0, &a, ta, &b, tb, 0.0, c0));
+                    gemm_rows_at(level, &mut s1, half..m, m, n, k, 1.0, &a, ta, &b, tb, 0.0, c1);
+                });
+            }
+            best = best.max(flop * reps as f64 / t.elapsed().as_secs_f64() / 1e9);
+        }
+        println!("2 threads (gemm_rows, spawn per call) best {best:.1}");
+    }
+}

@@ -1,0 +1,65 @@
+//! Matrix-vector products (`m == 1` or `n == 1`), where packing would cost more than the
+//! product: direct dot products and axpys over the unpacked operands, memory-bound. The
+//! choice depends only on the whole product's shape, so row splits give identical bits.
+
+use super::Job;
+
+/// Whether `job` takes this path.
+#[inline(always)]
+pub(super) fn applies(job: &Job<'_>) -> bool {
+    job.m == 1 || job.n == 1
+}
+
+/// `c_rows = alpha * op(A)[rows] · op(B) + beta * c_rows` for `m == 1` or `n == 1`; `k > 0`.
+#[inline(always)]
+pub(super) fn gemv(job: &Job<'_>, c: &mut [f32]) {
+    let (m, n, k, alpha) = (job.m, job.n, job.k, job.alpha);
+    let rows = job.rows.clone();
+    let merge = |o: &mut f32, v: f32| *o = if job.beta == 0.0 { alpha * v } else { alpha * v + job.beta * *o };
+    if n == 1 && !job.trans_a {
+        // Each output is a dot product of a row of A with the vector b.
+        for (o, i) in c.iter_mut().zip(rows) {
+            merge(o, dot(&job.a[i * k..][..k], job.b));
+        }
+    } else if n == 1 {
+        // A stored k×m: c[rows] += alpha * b[p] * a[p][rows].
+        super::scale(c, job.beta);
+        for (p, &bv) in job.b.iter().enumerate() {
+            axpy(c, alpha * bv, &job.a[p * m + rows.start..][..rows.len()]);
+        }
+    } else if job.trans_b {
+        // m == 1, B stored n×k: each output is a dot product with a row of B.
+        for (j, o) in c.iter_mut().enumerate() {
+            merge(o, dot(job.a, &job.b[j * k..][..k]));
+        }
+    } else {
+        // m == 1: c += alpha * a[p] * b[p][..] over the rows of B.
+        super::scale(c, job.beta);
+        for (p, &av) in job.a.iter().enumerate().take(if rows.is_empty() { 0 } else { k }) {
+            axpy(c, alpha * av, &job.b[p * n..][..n]);
+        }
+    }
+}
+
+/// `x · y` with 16 partial sums (vectorisable).
+#[inline(always)]
+fn dot(x: &[f32], y: &[f32]) -> f32 {
+    let mut acc = [0.0f32; 16];
+    let (xc, xt) = x.as_chunks::<16>();
+    let (yc, yt) = y.as_chunks::<16>();
+    for (a, b) in xc.iter().zip(yc) {
+        for ((s, &u), &v) in acc.iter_mut().zip(a).zip(b) {
+            *s += u * v;
+        }
+    }
+    let tail: f32 = xt.iter().zip(yt).map(|(&u, &v)| u * v).sum();
+    acc.iter().sum::<f32>() + tail
+}
+
+/// `y += s * x`.
+#[inline(always)]
+fn axpy(y: &mut [f32], s: f32, x: &[f32]) {
+    for (o, &v) in y.iter_mut().zip(x) {
+        *o += s * v;
+    }
+}

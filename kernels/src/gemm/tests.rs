@@ -1,0 +1,155 @@
+//! SGEMM against an f64 reference: edge sizes, all transposes, alpha/beta, row splits,
+//! every supported level.
+
+use super::*;
+
+/// Deterministic values in [-1, 1).
+fn values(n: usize, seed: u64) -> Vec<f32> {
+    let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..n)
+        .map(|_| {
+            s = s.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            ((s >> 40) as f32 / (1u64 << 23) as f32) * 2.0 - 1.0
+        })
+        .collect()
+}
+
+struct Case {
+    m: usize,
+    n: usize,
+    k: usize,
+    alpha: f32,
+    beta: f32,
+    ta: bool,
+    tb: bool,
+}
+
+/// The f64 result and, per element, a bound on the f32 rounding error.
+fn reference(t: &Case, a: &[f32], b: &[f32], c0: &[f32]) -> (Vec<f64>, Vec<f64>) {
+    let (m, n, k) = (t.m, t.n, t.k);
+    let mut out = vec![0.0; m * n];
+    let mut bound = vec![0.0; m * n];
+    for i in 0..m {
+        for j in 0..n {
+            let (mut s, mut abs) = (0.0f64, 0.0f64);
+            for p in 0..k {
+                let av = f64::from(if t.ta { a[p * m + i] } else { a[i * k + p] });
+                let bv = f64::from(if t.tb { b[j * k + p] } else { b[p * n + j] });
+                s += av * bv;
+                abs += (av * bv).abs();
+            }
+            let alpha = f64::from(t.alpha);
+            let cv = if t.beta == 0.0 { 0.0 } else { f64::from(t.beta) * f64::from(c0[i * n + j]) };
+            out[i * n + j] = alpha * s + cv;
+            bound[i * n + j] = (k as f64 + 3.0) * f64::from(f32::EPSILON) * (alpha.abs() * abs + cv.abs()) + 1e-30;
+        }
+    }
+    (out, bound)
+}
+
+fn check(level: Level, scratch: &mut GemmScratch, t: &Case) {
+    let (m, n, k) = (t.m, t.n, t.k);
+    let a = values(m * k, (m * 31 + k) as u64);
+    let b = values(k * n, (n * 17 + k) as u64 + 1);
+    let mut c0 = values(m * n, 7);
+    if t.beta == 0.0 {
+        c0.iter_mut().step_by(3).for_each(|v| *v = f32::NAN);
+    }
+    let (want, bound) = reference(t, &a, &b, &c0);
+    let mut c = c0.clone();
+    gemm_rows_at(level, scratch, 0..m, m, n, k, t.alpha, &a, t.ta, &b, t.tb, t.beta, &mut c);
+    for (idx, ((&got, &w), &e)) in c.iter().zip(&want).zip(&bound).enumerate() {
+        let err = (f64::from(got) - w).abs();
+        assert!(
+            err <= e,
+            "{level:?} {m}x{n}x{k} ta={} tb={} alpha={} beta={}: c[{}][{}] = {got}, want {w} (err {err:e} > {e:e})",
+            t.ta,
+            t.tb,
+            t.alpha,
+            t.beta,
+            idx / n.max(1),
+            idx % n.max(1)
+        );
+    }
+    // Any split into row ranges gives the same bits as the whole product.
+    if m > 2 {
+        let mut split = c0.clone();
+        let cuts = [0, 1, m / 3, m / 3 + 5.min(m - m / 3), m];
+        for w in cuts.windows(2) {
+            let part = &mut split[w[0] * n..w[1] * n];
+            gemm_rows_at(level, scratch, w[0]..w[1], m, n, k, t.alpha, &a, t.ta, &b, t.tb, t.beta, part);
+        }
+        assert!(split.iter().zip(&c).all(|(x, y)| x.to_bits() == y.to_bits()), "{level:?} {m}x{n}x{k} split");
+    }
+}
+
+fn sweep(shapes: &[(usize, usize, usize)]) {
+    for level in Level::supported() {
+        let mut scratch = GemmScratch::new();
+        for &(m, n, k) in shapes {
+            for (ta, tb) in [(false, false), (true, false), (false, true), (true, true)] {
+                for (alpha, beta) in [(1.0, 0.0), (-0.5, 1.0), (2.0, 0.25)] {
+                    check(level, &mut scratch, &Case { m, n, k, alpha, beta, ta, tb });
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn tiny_and_degenerate_sizes() {
+    let shapes: Vec<_> = (0..64).map(|i| (i % 4, i / 4 % 4, i / 16)).collect();
+    sweep(&shapes);
+}
+
+#[test]
+fn edge_tiles_around_every_microkernel() {
+    // Around the tile sizes of all levels (4×8, 6×16, 14×32) and the depth block (256).
+    sweep(&[
+        (4, 8, 5),
+        (5, 9, 1),
+        (6, 16, 7),
+        (7, 17, 3),
+        (13, 31, 2),
+        (14, 32, 9),
+        (15, 33, 4),
+        (29, 65, 11),
+        (28, 64, 256),
+        (17, 23, 257),
+        (1, 100, 300),
+        (100, 1, 300),
+        (9, 7, 600),
+    ]);
+}
+
+#[test]
+fn column_blocks_wider_than_nc() {
+    // NC is 512 (x86) / 1024 (portable): cross both, with a depth block boundary too.
+    sweep(&[(3, 1100, 5), (15, 530, 260)]);
+}
+
+#[test]
+fn gemm_and_gemm_with_agree_and_nan_in_c_is_ignored_with_beta_zero() {
+    let (m, n, k) = (37, 45, 70);
+    let (a, b) = (values(m * k, 1), values(k * n, 2));
+    let mut c1 = vec![f32::NAN; m * n];
+    let mut c2 = vec![f32::INFINITY; m * n];
+    gemm(m, n, k, 1.5, &a, false, &b, true, 0.0, &mut c1);
+    gemm_with(&mut GemmScratch::new(), m, n, k, 1.5, &a, false, &b, true, 0.0, &mut c2);
+    assert!(c1.iter().all(|v| v.is_finite()));
+    assert!(c1.iter().zip(&c2).all(|(x, y)| x.to_bits() == y.to_bits()));
+    // k == 0: beta * C, zeros with beta 0 even over NaN.
+    let mut c = vec![f32::NAN, 2.0];
+    gemm(1, 2, 0, 1.0, &[], false, &[], false, 0.0, &mut c);
+    assert_eq!(c, [0.0, 0.0]);
+    let mut c = vec![1.0, 2.0];
+    gemm(2, 1, 0, 1.0, &[], true, &[], true, 3.0, &mut c);
+    assert_eq!(c, [3.0, 6.0]);
+}
+
+#[test]
+#[should_panic(expected = "outside")]
+fn rows_past_m_panic() {
+    let mut c = vec![0.0; 4];
+    gemm_rows(&mut GemmScratch::new(), 1..3, 2, 2, 1, 1.0, &[1.0, 2.0], false, &[1.0, 2.0], false, 0.0, &mut c);
+}
