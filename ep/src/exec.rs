@@ -262,7 +262,7 @@ fn apply(
             let widths: SmallVec<[usize; 4]> = (0..ins.len()).map(|k| shape(k)[a..].iter().product()).collect();
             nn::concat(ins, &widths, outer, dst);
         }
-        Kernel::MatMul => matmul(ins[0], shape(0), ins[1], shape(1), dst),
+        Kernel::MatMul => matmul(ins[0], shape(0), ins[1], shape(1), dst, par),
         Kernel::Gemm { alpha, beta, trans_a, trans_b } => {
             let (a, b) = (shape(0), shape(1));
             let (m, k) = if trans_a { (a[1], a[0]) } else { (a[0], a[1]) };
@@ -275,7 +275,8 @@ fn apply(
                 }
                 None => 0.0,
             };
-            nn::gemm(m, n, k, alpha, ins[0], trans_a, ins[1], trans_b, beta, dst);
+            let p = Product { m, n, k, alpha, trans_a, trans_b, beta };
+            product(p, ins[0], ins[1], dst, par);
         }
         Kernel::BatchNorm { epsilon } => {
             let s = shape(0);
@@ -286,6 +287,60 @@ fn apply(
             nn::global_pool(x, s[0] * s[1], s[2..].iter().product(), max, dst);
         }
         Kernel::Variadic { .. } => unreachable!("lowered by the plan"),
+    }
+}
+
+/// One matrix product `c = alpha op(a) op(b) + beta c`.
+#[derive(Clone, Copy)]
+struct Product {
+    m: usize,
+    n: usize,
+    k: usize,
+    alpha: f32,
+    trans_a: bool,
+    trans_b: bool,
+    beta: f32,
+}
+
+/// Products of at least this many multiply-adds are split by rows over the thread pool.
+const PARALLEL_MIN_MACS: usize = 1 << 18;
+/// At least this many rows per parallel task, so that each task's own packing of B stays
+/// a small share of its work.
+const MIN_ROWS_PER_TASK: usize = 64;
+
+/// One task per core: every task packs B again, so more tasks than cores only cost (with
+/// `intra_op_num_threads=1` ORT runs them in turn on the calling thread).
+fn rows_per_task(m: usize) -> usize {
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    let cores = *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    m.div_ceil(cores).next_multiple_of(16).max(MIN_ROWS_PER_TASK)
+}
+
+thread_local! {
+    /// Packing scratch, one per thread (ORT's pool workers included): it grows to the
+    /// largest block it has packed, then no product allocates.
+    static SCRATCH: std::cell::RefCell<Option<nn::GemmScratch>> = const { std::cell::RefCell::new(None) };
+}
+
+fn with_scratch(f: impl FnOnce(&mut nn::GemmScratch)) {
+    SCRATCH.with(|s| f(s.borrow_mut().get_or_insert_with(nn::GemmScratch::new)));
+}
+
+fn product(p: Product, a: &[f32], b: &[f32], c: &mut [f32], par: &dyn Parallel) {
+    let Product { m, n, k, alpha, trans_a, trans_b, beta } = p;
+    if n == 0 || m == 0 {
+        return;
+    }
+    let rows_per_task = rows_per_task(m);
+    if m * n * k >= PARALLEL_MIN_MACS && m > rows_per_task {
+        par.for_each_chunk(c, rows_per_task * n, &|start, rows| {
+            let r0 = start / n;
+            with_scratch(|s| {
+                nn::gemm_rows(s, r0..r0 + rows.len() / n, m, n, k, alpha, a, trans_a, b, trans_b, beta, rows)
+            });
+        });
+    } else {
+        with_scratch(|s| nn::gemm_with(s, m, n, k, alpha, a, trans_a, b, trans_b, beta, c));
     }
 }
 
@@ -305,7 +360,7 @@ fn broadcast_into<'a>(c: &[f32], cs: &[usize], rows: impl Iterator<Item = &'a mu
 }
 
 /// numpy matmul over broadcast batch axes, one gemm per output matrix.
-fn matmul(a: &[f32], sa: &[usize], b: &[f32], sb: &[usize], dst: &mut [f32]) {
+fn matmul(a: &[f32], sa: &[usize], b: &[f32], sb: &[usize], dst: &mut [f32], par: &dyn Parallel) {
     let (m, k) = if sa.len() == 1 { (1, sa[0]) } else { (sa[sa.len() - 2], sa[sa.len() - 1]) };
     let n = if sb.len() == 1 { 1 } else { sb[sb.len() - 1] };
     let batch_a = &sa[..sa.len().saturating_sub(2)];
@@ -326,18 +381,8 @@ fn matmul(a: &[f32], sa: &[usize], b: &[f32], sb: &[usize], dst: &mut [f32]) {
             oa = oa * pa[d] + if pa[d] == 1 { 0 } else { index[d] };
             ob = ob * pb[d] + if pb[d] == 1 { 0 } else { index[d] };
         }
-        nn::gemm(
-            m,
-            n,
-            k,
-            1.0,
-            &a[oa * m * k..(oa + 1) * m * k],
-            false,
-            &b[ob * k * n..(ob + 1) * k * n],
-            false,
-            0.0,
-            c,
-        );
+        let p = Product { m, n, k, alpha: 1.0, trans_a: false, trans_b: false, beta: 0.0 };
+        product(p, &a[oa * m * k..(oa + 1) * m * k], &b[ob * k * n..(ob + 1) * k * n], c, par);
         for d in (0..rank).rev() {
             index[d] += 1;
             if index[d] < out_batch[d] {
