@@ -113,6 +113,23 @@ pub fn grid() -> Vec<Case> {
             inputs.push(b);
             cases.push(Case { name: format!("matmul_512/static/{tag}"), model, inputs, threads, nodes: 1 });
         }
+        {
+            // Conv 3x3, 64 -> 64 channels on 56x56 (weights an initializer, as in a model).
+            let model = ModelBuilder::new(21)
+                .input("x", FLOAT, &[Dim::from(1), Dim::from(64), Dim::from(56), Dim::from(56)])
+                .initializer(
+                    "w",
+                    &[64, 64, 3, 3],
+                    harness::values(5, 64 * 64 * 9, -0.1, 0.1).into_iter().map(|v| v as f32).collect(),
+                )
+                .node_with("Conv", "conv", &["x", "w"], &["y"], &[("pads", Attr::Ints(vec![1, 1, 1, 1]))])
+                .output("y", FLOAT, None)
+                .build();
+            let mut inputs = input(64 * 56 * 56);
+            inputs[0].name = "x".into();
+            inputs[0].shape = vec![1, 64, 56, 56];
+            cases.push(Case { name: format!("conv3x3_64_56/static/{tag}"), model, inputs, threads, nodes: 1 });
+        }
         for (op, attrs) in unary_ops() {
             let label = if attrs.is_empty() { op.to_lowercase() } else { format!("{}_tanh", op.to_lowercase()) };
             let opset = if op == "Celu" { 12 } else { 21 };

@@ -180,6 +180,113 @@ fn cases() -> Vec<Case> {
     c
 }
 
+fn conv_cases() -> Vec<Case> {
+    let mut c = Vec::new();
+    type Attrs = Vec<(&'static str, Attr)>;
+    let convs: Vec<(&str, [i64; 4], [i64; 4], Attrs, bool)> = vec![
+        ("3x3 pad 1", [2, 4, 9, 9], [6, 4, 3, 3], vec![("pads", Attr::Ints(vec![1, 1, 1, 1]))], true),
+        (
+            "stride 2 dilation 2",
+            [1, 3, 11, 10],
+            [4, 3, 3, 2],
+            vec![("strides", Attr::Ints(vec![2, 2])), ("dilations", Attr::Ints(vec![2, 2]))],
+            false,
+        ),
+        ("group 2", [1, 4, 7, 7], [6, 2, 3, 3], vec![("group", Attr::Int(2))], true),
+        (
+            "depthwise SAME_UPPER",
+            [1, 4, 8, 8],
+            [4, 1, 3, 3],
+            vec![("group", Attr::Int(4)), ("auto_pad", Attr::Str("SAME_UPPER".into()))],
+            false,
+        ),
+        ("pointwise", [2, 8, 5, 5], [3, 8, 1, 1], vec![], true),
+        (
+            "SAME_LOWER stride 2",
+            [1, 2, 7, 6],
+            [2, 2, 3, 3],
+            vec![("auto_pad", Attr::Str("SAME_LOWER".into())), ("strides", Attr::Ints(vec![2, 2]))],
+            false,
+        ),
+    ];
+    for (name, xs, ws, attrs, bias) in convs {
+        for sym in [false, true] {
+            let mut b = ModelBuilder::new(21).input("x", FLOAT, &dims(&xs, sym)).input(
+                "w",
+                FLOAT,
+                &ws.iter().map(|&d| Dim::Fixed(d)).collect::<Vec<_>>(),
+            );
+            let mut ins = vec!["x", "w"];
+            let mut inputs = vec![x("x", &xs, 31), x("w", &ws, 32)];
+            if bias {
+                b = b.input("b", FLOAT, &[Dim::Fixed(ws[0])]);
+                ins.push("b");
+                inputs.push(x("b", &[ws[0]], 33));
+            }
+            let model = b.node_with("Conv", "conv", &ins, &["y"], &attrs).output("y", FLOAT, None).build();
+            c.push(Case { name: format!("Conv {name} symbolic={sym}"), model, inputs });
+        }
+    }
+    let pools: Vec<(&str, &str, Attrs)> = vec![
+        (
+            "MaxPool 3x3 s2 p1",
+            "MaxPool",
+            vec![
+                ("kernel_shape", Attr::Ints(vec![3, 3])),
+                ("strides", Attr::Ints(vec![2, 2])),
+                ("pads", Attr::Ints(vec![1, 1, 1, 1])),
+            ],
+        ),
+        (
+            "MaxPool ceil dilated",
+            "MaxPool",
+            vec![
+                ("kernel_shape", Attr::Ints(vec![2, 2])),
+                ("strides", Attr::Ints(vec![2, 2])),
+                ("ceil_mode", Attr::Int(1)),
+                ("dilations", Attr::Ints(vec![2, 1])),
+            ],
+        ),
+        (
+            "AveragePool pads excluded",
+            "AveragePool",
+            vec![("kernel_shape", Attr::Ints(vec![3, 3])), ("pads", Attr::Ints(vec![1, 1, 1, 1]))],
+        ),
+        (
+            "AveragePool pads counted",
+            "AveragePool",
+            vec![
+                ("kernel_shape", Attr::Ints(vec![3, 2])),
+                ("pads", Attr::Ints(vec![1, 0, 1, 1])),
+                ("count_include_pad", Attr::Int(1)),
+            ],
+        ),
+        (
+            "AveragePool ceil SAME_UPPER",
+            "AveragePool",
+            vec![
+                ("kernel_shape", Attr::Ints(vec![2, 2])),
+                ("strides", Attr::Ints(vec![2, 2])),
+                ("auto_pad", Attr::Str("SAME_UPPER".into())),
+            ],
+        ),
+    ];
+    for (name, op, attrs) in pools {
+        for sym in [false, true] {
+            c.push(one_input(name, 21, op, &attrs, &[2, 3, 9, 8], sym));
+        }
+    }
+    c
+}
+
+#[test]
+fn convolutions_and_pools_match_ort() {
+    let all = conv_cases();
+    let failures: Vec<String> =
+        all.iter().filter_map(|c| check_matches_ort(&c.model, &c.inputs, 1e-4, 1e-5, &c.name).err()).collect();
+    assert!(failures.is_empty(), "{} of {} cases differ:\n{}", failures.len(), all.len(), failures.join("\n"));
+}
+
 #[test]
 fn network_ops_match_ort() {
     let all = cases();

@@ -41,7 +41,7 @@ fn every_static_grid_case_allocates_nothing_per_steady_state_run() {
         assert!(parallel_for == 0 || may_split, "{}: {} ORT calls", case.name, d.total().ffi_calls);
         checked += 1;
     }
-    // relu tiny (4) and 4k (3), identity (2), add (2), matmul (1), 24 unary ops at 2
-    // sizes; x2 threads
-    assert_eq!(checked, 2 * (4 + 3 + 2 + 2 + 1 + 2 * 24));
+    // relu tiny (4) and 4k (3), identity (2), add (2), matmul (1), conv (1), 24 unary ops
+    // at 2 sizes; x2 threads
+    assert_eq!(checked, 2 * (4 + 3 + 2 + 2 + 1 + 1 + 2 * 24));
 }

@@ -1,7 +1,7 @@
 //! Runs a plan. Everything here is safe Rust over slices; the ABI layer supplies the
 //! input slices, allocates outputs and provides ORT's thread pool.
 
-use rivet_kernels::{binary_f32, nn, Broadcast};
+use rivet_kernels::{binary_f32, conv, nn, Broadcast};
 use smallvec::SmallVec;
 
 use crate::error::{Error, Result};
@@ -286,8 +286,32 @@ fn apply(
             let s = shape(0);
             nn::global_pool(x, s[0] * s[1], s[2..].iter().product(), max, dst);
         }
+        Kernel::Conv { window, group } => {
+            let (xs, ws) = (shape(0), shape(1));
+            let (g, _) = shapes::window_2d(&window, xs[2], xs[3], [ws[2], ws[3]]).expect("checked by shape inference");
+            with_conv_scratch(|col, scratch| {
+                conv::conv2d(x, ins[1], ins.get(2).copied(), xs[0], xs[1], ws[0], group, &g, dst, col, scratch)
+            });
+        }
+        Kernel::Pool { window, max, count_pad } => {
+            let s = shape(0);
+            let (g, pad_end) =
+                shapes::window_2d(&window, s[2], s[3], window.kernel).expect("checked by shape inference");
+            let pool = if max { conv::Pool::Max } else { conv::Pool::Average { count_pad } };
+            conv::pool2d(x, s[0] * s[1], &g, pool, pad_end, dst);
+        }
         Kernel::Variadic { .. } => unreachable!("lowered by the plan"),
     }
+}
+
+thread_local! {
+    /// im2col matrix for convolutions, one per thread; grows to the largest one, then
+    /// steady-state Runs allocate nothing.
+    static COL: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+fn with_conv_scratch(f: impl FnOnce(&mut Vec<f32>, &mut nn::GemmScratch)) {
+    COL.with(|col| with_scratch(|s| f(&mut col.borrow_mut(), s)));
 }
 
 /// One matrix product `c = alpha op(a) op(b) + beta c`.

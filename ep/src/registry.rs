@@ -48,6 +48,28 @@ pub enum ReshapeRule {
     },
 }
 
+/// How a window op pads (ONNX `auto_pad`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AutoPad {
+    NotSet,
+    Valid,
+    SameUpper,
+    SameLower,
+}
+
+/// Attributes of a 2-D window op (Conv, MaxPool, AveragePool); a zero kernel size means
+/// "from the weights".
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Window {
+    pub kernel: [usize; 2],
+    pub strides: [usize; 2],
+    pub dilations: [usize; 2],
+    /// top, left, bottom, right
+    pub pads: [usize; 4],
+    pub auto_pad: AutoPad,
+    pub ceil_mode: bool,
+}
+
 /// The kernel a plan step runs.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Kernel {
@@ -89,6 +111,15 @@ pub enum Kernel {
     },
     GlobalPool {
         max: bool,
+    },
+    Conv {
+        window: Window,
+        group: usize,
+    },
+    Pool {
+        window: Window,
+        max: bool,
+        count_pad: bool,
     },
 }
 
@@ -236,6 +267,59 @@ fn dropout(node: &NodeDesc) -> Result<Kernel, String> {
         }
     }
     Ok(Kernel::Identity)
+}
+
+/// Reads a 2-D window op's attributes; other ranks are not claimed.
+fn window(node: &NodeDesc, kernel_required: bool) -> Result<Window, String> {
+    if let Some(dims) = input(node, 0).and_then(|v| v.dims.as_ref()) {
+        if dims.len() != 4 {
+            return Err(format!("{} on rank {} (Rivet runs 2-D, NCHW)", node.op_type, dims.len()));
+        }
+    } else {
+        return Err(format!("{} input of unknown rank", node.op_type));
+    }
+    let pair = |name: &str, default: usize| -> Result<[usize; 2], String> {
+        match ints_attr(node, name)? {
+            None => Ok([default; 2]),
+            Some(v) if v.len() == 2 && v.iter().all(|&d| d >= 1) => Ok([v[0] as usize, v[1] as usize]),
+            Some(v) => Err(format!("{name} {v:?} is not two positive values")),
+        }
+    };
+    let kernel = match ints_attr(node, "kernel_shape")? {
+        None if !kernel_required => [0, 0],
+        None => return Err("kernel_shape is required".into()),
+        Some(v) if v.len() == 2 && v.iter().all(|&d| d >= 1) => [v[0] as usize, v[1] as usize],
+        Some(v) => Err(format!("kernel_shape {v:?} is not two positive values"))?,
+    };
+    let pads = match ints_attr(node, "pads")? {
+        None => [0; 4],
+        Some(v) if v.len() == 4 && v.iter().all(|&d| d >= 0) => {
+            [v[0] as usize, v[1] as usize, v[2] as usize, v[3] as usize]
+        }
+        Some(v) => return Err(format!("pads {v:?} is not four non-negative values")),
+    };
+    let auto_pad = match node.attr("auto_pad") {
+        None => AutoPad::NotSet,
+        Some(AttrValue::String(s)) => match s.as_str() {
+            "NOTSET" => AutoPad::NotSet,
+            "VALID" => AutoPad::Valid,
+            "SAME_UPPER" => AutoPad::SameUpper,
+            "SAME_LOWER" => AutoPad::SameLower,
+            other => return Err(format!("auto_pad '{other}'")),
+        },
+        Some(other) => return Err(format!("auto_pad {other:?}")),
+    };
+    if int_attr(node, "storage_order", 0)? != 0 {
+        return Err("storage_order 1 is not supported".into());
+    }
+    Ok(Window {
+        kernel,
+        strides: pair("strides", 1)?,
+        dilations: pair("dilations", 1)?,
+        pads,
+        auto_pad,
+        ceil_mode: int_attr(node, "ceil_mode", 0)? != 0,
+    })
 }
 
 fn squeeze_axes(node: &NodeDesc) -> Result<Axes, String> {
@@ -466,6 +550,36 @@ pub static OPS: &[OpSpec] = &[
         },
     },
     OpSpec {
+        op_type: "Conv",
+        since: (1, 22),
+        arity: Arity::Data { min: 2, max: 3 },
+        attrs: &["auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"],
+        build: |n| {
+            let group = int_attr(n, "group", 1)?;
+            if group < 1 {
+                return Err(format!("group {group}"));
+            }
+            Ok(Kernel::Conv { window: window(n, false)?, group: group as usize })
+        },
+    },
+    OpSpec {
+        op_type: "MaxPool",
+        since: (1, 22),
+        arity: Arity::Unary,
+        attrs: &["auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order", "strides"],
+        build: |n| Ok(Kernel::Pool { window: window(n, true)?, max: true, count_pad: false }),
+    },
+    OpSpec {
+        op_type: "AveragePool",
+        since: (1, 22),
+        arity: Arity::Unary,
+        attrs: &["auto_pad", "ceil_mode", "count_include_pad", "dilations", "kernel_shape", "pads", "strides"],
+        build: |n| {
+            let count_pad = int_attr(n, "count_include_pad", 0)? != 0;
+            Ok(Kernel::Pool { window: window(n, true)?, max: false, count_pad })
+        },
+    },
+    OpSpec {
         op_type: "GlobalAveragePool",
         since: (1, 22),
         arity: Arity::Unary,
@@ -532,7 +646,10 @@ pub fn kernel_for(node: &NodeDesc) -> Result<Claim, String> {
     if node.outputs.first().is_none_or(Option::is_none) {
         return Err(format!("{} needs its output", node.op_type));
     }
-    let extra_outputs_ok = matches!(node.op_type.as_str(), "Dropout" | "BatchNormalization");
+    let extra_outputs_ok = matches!(node.op_type.as_str(), "Dropout" | "BatchNormalization" | "MaxPool");
+    if node.op_type == "MaxPool" && node.outputs.get(1).is_some_and(Option::is_some) {
+        return Err("MaxPool's Indices output is not supported".into());
+    }
     if !extra_outputs_ok && node.outputs.len() != 1 {
         return Err(format!("{} needs exactly one output", node.op_type));
     }
@@ -598,7 +715,7 @@ mod tests {
     #[test]
     fn unsupported_nodes_say_why() {
         assert!(kernel_for(&node("Relu", 1, 1, vec![])).unwrap_err().contains("opset version 1"));
-        assert!(kernel_for(&node("Conv", 11, 1, vec![])).unwrap_err().contains("not implemented"));
+        assert!(kernel_for(&node("Cos", 7, 1, vec![])).unwrap_err().contains("not implemented"));
         assert!(kernel_for(&node("Add", 14, 1, vec![])).unwrap_err().contains("exactly 2 inputs"));
         let bad = vec![("approximate".into(), AttrValue::String("erf".into()))];
         assert!(kernel_for(&node("Gelu", 20, 1, bad)).unwrap_err().contains("approximate='erf'"));
@@ -618,7 +735,7 @@ mod tests {
                 Arity::Variadic { min, .. } => min.max(3),
                 Arity::Data { min, .. } => min,
             };
-            let needs_constants = ["Reshape", "Unsqueeze", "Concat"];
+            let needs_constants = ["Reshape", "Unsqueeze", "Concat", "Conv", "MaxPool", "AveragePool"];
             if needs_constants.contains(&s.op_type) {
                 continue; // checked with their constants in the e2e tests
             }
@@ -626,6 +743,6 @@ mod tests {
                 assert!(kernel_for(&node(s.op_type, v, n_in, vec![])).is_ok(), "{} v{v}", s.op_type);
             }
         }
-        assert_eq!(OPS.len(), 48);
+        assert_eq!(OPS.len(), 51);
     }
 }

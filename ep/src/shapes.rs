@@ -8,7 +8,8 @@ use rivet_kernels::Broadcast;
 use crate::error::{Error, Result};
 use crate::graph::{DeclaredShape, Dim, Shape};
 use crate::plan::{NodeLabel, PlanValue, Step};
-use crate::registry::{Kernel, ReshapeRule};
+use crate::registry::{AutoPad, Kernel, ReshapeRule, Window};
+use rivet_kernels::conv::Window2d;
 use smallvec::SmallVec;
 
 pub struct ShapeText<'a>(pub &'a [usize]);
@@ -125,6 +126,33 @@ pub fn infer(values: &[PlanValue], step: &Step, shapes: &[Shape]) -> Result<(Sha
                 }
             }
             (x.clone(), None)
+        }
+        Kernel::Conv { window, group } => {
+            let w = &shapes[step.inputs[1]];
+            if x.len() != 4 || w.len() != 4 {
+                return Err(fail(format_args!("Conv needs 4-D X and W, W is {}", ShapeText(w))));
+            }
+            if x[1] != w[1] * group || !w[0].is_multiple_of(group) {
+                return Err(fail(format_args!("{} input channels, W {} with group {group}", x[1], ShapeText(w))));
+            }
+            if let Some(&b) = step.inputs.get(2) {
+                if shapes[b].as_slice() != [w[0]] {
+                    return Err(fail(format_args!("bias {} is not [{}]", ShapeText(&shapes[b]), w[0])));
+                }
+            }
+            let k = if window.kernel == [0, 0] { [w[2], w[3]] } else { window.kernel };
+            if k != [w[2], w[3]] {
+                return Err(fail(format_args!("kernel_shape {k:?} differs from W {}", ShapeText(w))));
+            }
+            let (g, _) = window_2d(&window, x[2], x[3], k).map_err(|e| fail(format_args!("{e}")))?;
+            (Shape::from_slice(&[x[0], w[0], g.out_h, g.out_w]), None)
+        }
+        Kernel::Pool { window, .. } => {
+            if x.len() != 4 {
+                return Err(fail(format_args!("needs [N, C, H, W]")));
+            }
+            let (g, _) = window_2d(&window, x[2], x[3], window.kernel).map_err(|e| fail(format_args!("{e}")))?;
+            (Shape::from_slice(&[x[0], x[1], g.out_h, g.out_w]), None)
         }
         Kernel::GlobalPool { .. } => {
             if x.len() < 2 {
@@ -302,4 +330,57 @@ fn gemm_shape(a: &[usize], b: &[usize], c: Option<&Shape>, ta: bool, tb: bool) -
         }
     }
     Ok(Shape::from_slice(&[m, n]))
+}
+
+/// The geometry of a 2-D window op on an `in_h` × `in_w` plane with kernel `k`, and the
+/// padding after each axis (bottom, right).
+pub fn window_2d(
+    w: &Window,
+    in_h: usize,
+    in_w: usize,
+    k: [usize; 2],
+) -> std::result::Result<(Window2d, [usize; 2]), String> {
+    let input = [in_h, in_w];
+    let mut out = [0usize; 2];
+    let mut begin = [0usize; 2];
+    let mut end = [0usize; 2];
+    for a in 0..2 {
+        let (n, s, d) = (input[a], w.strides[a], w.dilations[a]);
+        let span = d * (k[a].max(1) - 1) + 1;
+        match w.auto_pad {
+            AutoPad::NotSet | AutoPad::Valid => {
+                let (pb, pe) = if w.auto_pad == AutoPad::Valid { (0, 0) } else { (w.pads[a], w.pads[a + 2]) };
+                let padded = n + pb + pe;
+                if padded < span {
+                    return Err(format!("window {span} is larger than the padded input {padded}"));
+                }
+                let mut o = if w.ceil_mode { (padded - span).div_ceil(s) + 1 } else { (padded - span) / s + 1 };
+                // A last window that would start in the end padding is dropped.
+                if w.ceil_mode && (o - 1) * s >= n + pb {
+                    o -= 1;
+                }
+                (out[a], begin[a], end[a]) = (o, pb, pe);
+            }
+            AutoPad::SameUpper | AutoPad::SameLower => {
+                let o = n.div_ceil(s);
+                let total = ((o.max(1) - 1) * s + span).saturating_sub(n);
+                let small = total / 2;
+                let (pb, pe) =
+                    if w.auto_pad == AutoPad::SameUpper { (small, total - small) } else { (total - small, small) };
+                (out[a], begin[a], end[a]) = (o, pb, pe);
+            }
+        }
+    }
+    let g = Window2d {
+        in_h,
+        in_w,
+        out_h: out[0],
+        out_w: out[1],
+        k_h: k[0],
+        k_w: k[1],
+        stride: w.strides,
+        dilation: w.dilations,
+        pad_begin: begin,
+    };
+    Ok((g, end))
 }

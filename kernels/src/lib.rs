@@ -42,6 +42,7 @@
 mod arch;
 mod binary;
 mod broadcast;
+pub mod conv;
 mod gemm;
 mod math;
 pub mod nn;
