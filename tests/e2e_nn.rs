@@ -183,7 +183,9 @@ fn cases() -> Vec<Case> {
 fn conv_cases() -> Vec<Case> {
     let mut c = Vec::new();
     type Attrs = Vec<(&'static str, Attr)>;
-    let convs: Vec<(&str, [i64; 4], [i64; 4], Attrs, bool)> = vec![
+    /// (name, X shape, W shape, attributes, with bias)
+    type ConvCase = (&'static str, [i64; 4], [i64; 4], Attrs, bool);
+    let convs: Vec<ConvCase> = vec![
         ("3x3 pad 1", [2, 4, 9, 9], [6, 4, 3, 3], vec![("pads", Attr::Ints(vec![1, 1, 1, 1]))], true),
         (
             "stride 2 dilation 2",
