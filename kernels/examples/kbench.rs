@@ -99,6 +99,24 @@ fn main() {
             }
         }
         println!();
+        // Bytes moved per second by Add (read a and b, write y) against a
+        // memcpy of the same size (read x, write y), alternating, best of
+        // each, at 1 Mi on the detected level.
+        let n = 1 << 20;
+        let (a, b) = (input(n), input(n));
+        let mut y = vec![0.0f32; n];
+        let plan = Broadcast::new(&[n], &[n]).expect("same shape");
+        let (mut add, mut copy) = (f64::INFINITY, f64::INFINITY);
+        for _ in 0..5 {
+            add = add.min(time(n, || binary_f32_at(Level::detected(), BinaryOp::Add, &plan, &a, &b, &mut y, 0)));
+            copy = copy.min(time(n, || y.copy_from_slice(std::hint::black_box(&a))));
+        }
+        println!(
+            "Add/memcpy bytes per second at 1 Mi: {:.0}% ({:.1} vs {:.1} GB/s)",
+            100.0 * (12.0 / add) / (8.0 / copy),
+            12.0 / add,
+            8.0 / copy
+        );
         print!("{:<16}", "memcpy");
         for n in [4096, 1 << 20] {
             let x = input(n);

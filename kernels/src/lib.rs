@@ -29,6 +29,11 @@
 //! (`generic`, `avx2`) can lower it. The builds with FMA may differ from the
 //! portable one in the last bit, all within the same pinned bounds.
 //!
+//! `Exp` and `Sigmoid` have explicit AVX2 and AVX-512 kernels instead
+//! (`arch::simd`): their `e^x` looks up a small table with a register
+//! permute, which the auto-vectoriser cannot express. Both builds give the
+//! same bits.
+//!
 //! # Accuracy
 //!
 //! Every unary op is swept against its f64 reference in the tests with a

@@ -100,7 +100,7 @@ macro_rules! map {
 
 /// Block length of [`map_guarded!`]: long enough to amortise the check,
 /// short enough to stay in L1.
-const GUARD_BLOCK: usize = 256;
+pub(crate) const GUARD_BLOCK: usize = 256;
 
 /// `map!` with a fast formula for tame inputs: `map_guarded!(io, limit, v =>
 /// fast, safe)` runs `fast` on every block of [`GUARD_BLOCK`] elements whose

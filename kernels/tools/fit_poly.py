@@ -12,6 +12,7 @@ through f32.
   EXP_Q:    e^r = 1 + r Q(r),               |r| <= ln(2)/2,  Q of degree 5
   EXP5_Q:   the same with Q of degree 4
   EXPM1_Q:  e^r - 1 = r + r^2 Q(r),         |r| <= ln(2)/2,  Q of degree 4
+  TEXP_Q:   e^r = 1 + r Q(r),               |r| <= ln(2)/16, Q of degree 2 (math/texp.rs Q)
   ERF_P:    erf(x) = x P(x^2),              0 <= x <= 0.85,  P of degree 5
   ERFC_LN:  erfc(a) = exp(L(a - 2.5)),      0.83 <= a <= 3.95, L of degree 6
             (weighted for the absolute error of erfc, which is what erf needs)
@@ -66,6 +67,13 @@ def main():
     show("EXP5_Q", c, e, "relative")
     c, e = fit_f32((r * r)[:, None] * np.vander(r, 5, increasing=True), np.expm1(r) - r, np.abs(np.expm1(r)))
     show("EXPM1_Q", c, e, "relative")
+
+    # math/texp.rs: the reduced argument of the 8-entry table, |r| <= ln(2)/16.
+    h8 = math.log(2.0) / 16.0 + 2e-6
+    r8 = cheb(-h8, h8)
+    r8 = r8[np.abs(r8) > 1e-12]
+    c, e = fit_f32(r8[:, None] * np.vander(r8, 3, increasing=True), np.expm1(r8), np.exp(r8))
+    show("TEXP_Q", c, e, "relative")
 
     x = cheb(1e-6, 0.85)
     erf = np.vectorize(math.erf)

@@ -5,7 +5,9 @@
 //! `#[inline(always)]` generic code (`UnaryOp::run`, `binary::run_op`), so
 //! LLVM inlines the element formulas into the wrapper and vectorises the
 //! loops for that instruction set (8 lanes with AVX2, 16 with AVX-512,
-//! fused multiply-adds where the formulas ask for them).
+//! fused multiply-adds where the formulas ask for them). `Exp` and `Sigmoid`
+//! go to the explicit kernels of `arch::simd` instead (safe code, callable
+//! here because the features match).
 
 use super::{Isa, Level};
 use crate::binary::{self, BinaryOp};
@@ -118,19 +120,28 @@ pub(crate) mod simd {
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use super::*;
+    use crate::arch::simd;
 
     /// # Safety
     /// The CPU must support avx2 and fma.
     #[target_feature(enable = "avx2,fma")]
     pub(super) unsafe fn unary_avx2(op: &UnaryOp, io: Io<'_>) {
-        op.run::<true>(io)
+        match op {
+            UnaryOp::Sigmoid => simd::sigmoid_avx2(io),
+            UnaryOp::Exp => simd::exp_avx2(io),
+            _ => op.run::<true>(io),
+        }
     }
 
     /// # Safety
     /// The CPU must support avx512f, avx512dq, avx512bw, avx512vl, avx2 and fma.
     #[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
     pub(super) unsafe fn unary_avx512(op: &UnaryOp, io: Io<'_>) {
-        op.run::<true>(io)
+        match op {
+            UnaryOp::Sigmoid => simd::sigmoid_avx512(io),
+            UnaryOp::Exp => simd::exp_avx512(io),
+            _ => op.run::<true>(io),
+        }
     }
 
     /// # Safety

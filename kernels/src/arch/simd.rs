@@ -1,0 +1,186 @@
+//! Explicit AVX-512 and AVX2 kernels for `Exp` and `Sigmoid`.
+//!
+//! Both use `e^x` from an 8-entry table of `2^(j/8)` (`math::texp`): after
+//! the argument reduction that is one register permute per table and four
+//! fused multiply-adds, where the portable formulas need six or seven
+//! multiply-adds plus a multiply or integer ops for the scaling. LLVM would
+//! turn a table lookup in scalar code into a gather, so these kernels are
+//! written with intrinsics: `k16` for AVX-512 (16 lanes), `k8` for AVX2 (8
+//! lanes). AVX-512 has single instructions for a few steps (`vrangeps` for
+//! magnitudes, `vscalefps` for the scaling by `2^m`, `vfixupimmps` for
+//! Sigmoid's numerator); the AVX2 code computes the same values with a few
+//! more, so both levels give the same bits. The portable build keeps the
+//! scalar formulas (within the same pinned bounds).
+//!
+//! Loads and stores go through arrays (`setr` and lane extracts, which LLVM
+//! turns into plain vector moves), so this module needs no `unsafe`. The tail
+//! of a slice goes through one zero-padded block, so a one-element call runs
+//! the same code as a long one.
+
+use std::arch::x86_64::*;
+
+use crate::unary::{Io, GUARD_BLOCK};
+
+mod k16;
+mod k8;
+
+#[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
+#[inline]
+fn load16(v: &[f32; 16]) -> __m512 {
+    _mm512_setr_ps(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11], v[12], v[13], v[14], v[15])
+}
+
+#[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
+#[inline]
+fn store16(q: __m512) -> [f32; 16] {
+    let mut out = [0.0; 16];
+    store4(_mm512_extractf32x4_ps::<0>(q), &mut out[..4]);
+    store4(_mm512_extractf32x4_ps::<1>(q), &mut out[4..8]);
+    store4(_mm512_extractf32x4_ps::<2>(q), &mut out[8..12]);
+    store4(_mm512_extractf32x4_ps::<3>(q), &mut out[12..]);
+    out
+}
+
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+fn load8(v: &[f32; 8]) -> __m256 {
+    _mm256_setr_ps(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7])
+}
+
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+fn store8(q: __m256) -> [f32; 8] {
+    let mut out = [0.0; 8];
+    store4(_mm256_castps256_ps128(q), &mut out[..4]);
+    store4(_mm256_extractf128_ps::<1>(q), &mut out[4..]);
+    out
+}
+
+/// Writes the four lanes of `v` to `o[..4]` (LLVM merges the stores).
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+fn store4(v: __m128, o: &mut [f32]) {
+    o[0] = _mm_cvtss_f32(v);
+    o[1] = _mm_cvtss_f32(_mm_permute_ps::<1>(v));
+    o[2] = _mm_cvtss_f32(_mm_permute_ps::<2>(v));
+    o[3] = _mm_cvtss_f32(_mm_permute_ps::<3>(v));
+}
+
+/// `blocks!(io, lanes, x => body)` writes `body` (an array, with `x: &[f32;
+/// lanes]` bound to the inputs) to the outputs, block by block. The body is
+/// pasted, so it is inlined into the `#[target_feature]` function for sure.
+macro_rules! blocks {
+    ($io:expr, $lanes:expr, $x:ident => $body:expr) => {{
+        let mut pad = [0.0f32; $lanes];
+        match $io {
+            Io::Out(x, y) => {
+                let mut xc = x.chunks_exact($lanes);
+                let mut yc = y.chunks_exact_mut($lanes);
+                for (xb, yb) in (&mut xc).zip(&mut yc) {
+                    let $x: &[f32; $lanes] = xb.try_into().expect("block");
+                    yb.copy_from_slice(&$body);
+                }
+                let (xr, yr) = (xc.remainder(), yc.into_remainder());
+                if !xr.is_empty() {
+                    pad[..xr.len()].copy_from_slice(xr);
+                    let $x = &pad;
+                    yr.copy_from_slice(&$body[..xr.len()]);
+                }
+            }
+            Io::InPlace(xy) => {
+                let mut c = xy.chunks_exact_mut($lanes);
+                for b in &mut c {
+                    let $x: &[f32; $lanes] = (&*b).try_into().expect("block");
+                    let r = $body;
+                    b.copy_from_slice(&r);
+                }
+                let rest = c.into_remainder();
+                if !rest.is_empty() {
+                    pad[..rest.len()].copy_from_slice(rest);
+                    let $x = &pad;
+                    let r = $body;
+                    rest.copy_from_slice(&r[..rest.len()]);
+                }
+            }
+        }
+    }};
+}
+
+/// `e^x` over `io` in guarded blocks (as `map_guarded!`): `$exp::<false>`
+/// (no clamping, cheaper scaling on AVX2) on blocks of [`GUARD_BLOCK`]
+/// elements whose magnitudes are all at most 87, `$exp::<true>` on the
+/// others; both give the same bits where both apply.
+macro_rules! exp_guarded {
+    ($io:expr, $lanes:expr, $tame:path, $exp:ident) => {{
+        match $io {
+            Io::Out(x, y) => {
+                for (xc, yc) in x.chunks(GUARD_BLOCK).zip(y.chunks_mut(GUARD_BLOCK)) {
+                    if $tame(xc) {
+                        blocks!(Io::Out(xc, yc), $lanes, b => $exp::<false>(b))
+                    } else {
+                        blocks!(Io::Out(xc, yc), $lanes, b => $exp::<true>(b))
+                    }
+                }
+            }
+            Io::InPlace(xy) => {
+                for c in xy.chunks_mut(GUARD_BLOCK) {
+                    if $tame(c) {
+                        blocks!(Io::InPlace(c), $lanes, b => $exp::<false>(b))
+                    } else {
+                        blocks!(Io::InPlace(c), $lanes, b => $exp::<true>(b))
+                    }
+                }
+            }
+        }
+    }};
+}
+
+/// Exp, AVX-512 build.
+#[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
+pub(crate) fn exp_avx512(io: Io<'_>) {
+    use k16::exp;
+    exp_guarded!(io, 16, k16::tame, exp)
+}
+
+/// Exp, AVX2 build.
+#[target_feature(enable = "avx2,fma")]
+pub(crate) fn exp_avx2(io: Io<'_>) {
+    use k8::exp;
+    exp_guarded!(io, 8, k8::tame, exp)
+}
+
+/// Sigmoid, AVX-512 build.
+#[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
+pub(crate) fn sigmoid_avx512(io: Io<'_>) {
+    blocks!(io, 16, x => k16::sigmoid(x))
+}
+
+/// Sigmoid, AVX2 build.
+#[target_feature(enable = "avx2,fma")]
+pub(crate) fn sigmoid_avx2(io: Io<'_>) {
+    blocks!(io, 8, x => k8::sigmoid(x))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Level, UnaryOp};
+
+    /// Every 4099th f32 bit pattern (all exponents, both signs, NaNs and
+    /// infinities): the AVX2 code spells out what one AVX-512 instruction
+    /// does, so the two must agree bit for bit (NaN as NaN).
+    #[test]
+    fn avx2_matches_avx512() {
+        if !Level::supported().contains(&Level::Avx512) {
+            return;
+        }
+        let xs: Vec<f32> = (0..u32::MAX).step_by(4099).map(f32::from_bits).collect();
+        for op in [UnaryOp::Exp, UnaryOp::Sigmoid] {
+            let (mut a, mut b) = (vec![0.0; xs.len()], vec![0.0; xs.len()]);
+            op.apply_at(Level::Avx2, &xs, &mut a);
+            op.apply_at(Level::Avx512, &xs, &mut b);
+            for ((x, a), b) in xs.iter().zip(&a).zip(&b) {
+                assert!(a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan()), "{op:?}({x:e}): {a:e} vs {b:e}");
+            }
+        }
+    }
+}

@@ -1,0 +1,100 @@
+//! The AVX-512 (16-lane) kernels.
+
+use std::arch::x86_64::*;
+use std::f32::consts::LOG2_E;
+
+use super::{load16 as load, store16 as store};
+use crate::math::texp::{C_HI, C_LO, MAGIC8, Q, T_HI, T_REL, X_MAX, X_MIN};
+
+/// An 8-entry table twice: `vpermps` on 16 lanes reads 4 index bits.
+const fn twice(t: [f32; 8]) -> [f32; 16] {
+    [t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7], t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7]]
+}
+const HI: [f32; 16] = twice(T_HI);
+const REL: [f32; 16] = twice(T_REL);
+
+#[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
+#[inline]
+fn c(v: f32) -> __m512 {
+    _mm512_set1_ps(v)
+}
+
+/// `(t, kf)` of `x * s` for `s` = 1 or -2 (see `math::texp`).
+#[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
+#[inline]
+fn round_k(x: __m512, s: f32) -> (__m512, __m512) {
+    let t = _mm512_fmadd_ps(x, c(s * LOG2_E), c(MAGIC8));
+    (t, _mm512_sub_ps(t, c(MAGIC8)))
+}
+
+/// `(T_HI[j], T_REL[j])` for the `j` in the low 3 bits of `t`.
+#[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
+#[inline]
+fn lookup(t: __m512) -> (__m512, __m512) {
+    let idx = _mm512_castps_si512(t);
+    (_mm512_permutexvar_ps(idx, load(&HI)), _mm512_permutexvar_ps(idx, load(&REL)))
+}
+
+/// `e^x 2^-m` for a reduced `x` (in `[0.95, 2)`).
+#[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
+#[inline]
+fn mantissa(x: __m512) -> (__m512, __m512) {
+    let (t, kf) = round_k(x, 1.0);
+    let r = _mm512_fnmadd_ps(kf, c(C_LO), _mm512_fnmadd_ps(kf, c(C_HI), x));
+    let (hi, rel) = lookup(t);
+    let q = _mm512_fmadd_ps(_mm512_fmadd_ps(c(Q[2]), r, c(Q[1])), r, c(Q[0]));
+    (_mm512_fmadd_ps(hi, _mm512_fmadd_ps(r, q, rel), hi), kf)
+}
+
+/// `e^x`; clamped to `[X_MIN, X_MAX]` when `CLAMP`, else `|x| <= 87` is
+/// required. `vscalefps` scales exactly or rounds once (into the
+/// subnormals, or to `inf`).
+#[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
+#[inline]
+pub(super) fn exp<const CLAMP: bool>(x: &[f32; 16]) -> [f32; 16] {
+    let mut x = load(x);
+    if CLAMP {
+        // A NaN in the second operand passes.
+        x = _mm512_min_ps(c(X_MAX), _mm512_max_ps(c(X_MIN), x));
+    }
+    let (v, kf) = mantissa(x);
+    store(_mm512_scalef_ps(v, kf))
+}
+
+/// Whether every `|x|` is at most 87: `vrangeps` keeps the largest
+/// magnitude, one instruction per 16 lanes. It drops a quiet NaN (IEEE
+/// `maxNum`), so a block with one may pass; the unclamped formula gives NaN
+/// for it all the same.
+#[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
+#[inline]
+pub(super) fn tame(xs: &[f32]) -> bool {
+    let mut acc = _mm512_setzero_ps();
+    let mut blocks = xs.chunks_exact(16);
+    for b in &mut blocks {
+        acc = _mm512_range_ps::<0b1011>(acc, load(b.try_into().expect("16")));
+    }
+    // Ordered compare: false for NaN.
+    _mm512_cmp_ps_mask::<_CMP_LE_OQ>(acc, c(87.0)) == 0xffff && super::k8::tame(blocks.remainder())
+}
+
+/// `n / d`.
+#[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
+#[inline]
+fn quot(n: __m512, d: __m512) -> __m512 {
+    _mm512_div_ps(n, d)
+}
+
+/// `(x >= 0 ? 1 : e) / (1 + e)` with `e = e^-|x|`.
+#[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
+#[inline]
+pub(super) fn sigmoid(x: &[f32; 16]) -> [f32; 16] {
+    let x = load(x);
+    // -min(|x|, 104) (NaN passes): below e^-104 rounds to 0.
+    let a = _mm512_range_ps::<0b1110>(x, c(-X_MIN));
+    let (v, kf) = mantissa(a);
+    let e = _mm512_scalef_ps(v, kf);
+    // 1 where x is zero, +1, +inf or positive; e where negative or -inf;
+    // NaN where x is NaN (vrangeps returned 104 there).
+    let num = _mm512_fixupimm_ps::<0>(e, x, _mm512_set1_epi32(0xa0a0_aa22_u32 as i32));
+    store(quot(num, _mm512_add_ps(e, c(1.0))))
+}
