@@ -43,7 +43,12 @@ fn im2col(x: &[f32], channels: usize, g: &Window2d, col: &mut [f32]) {
                 // Output columns whose input column is in range: x = ox*sx + off - pad >= 0 and < in_w.
                 let off = kx * g.dilation[1];
                 let lo = g.pad_begin[1].saturating_sub(off).div_ceil(sx).min(g.out_w);
-                let hi = if g.in_w + g.pad_begin[1] > off { (g.in_w + g.pad_begin[1] - off).div_ceil(sx).min(g.out_w) } else { 0 }.max(lo);
+                let hi = if g.in_w + g.pad_begin[1] > off {
+                    (g.in_w + g.pad_begin[1] - off).div_ceil(sx).min(g.out_w)
+                } else {
+                    0
+                }
+                .max(lo);
                 for oy in 0..g.out_h {
                     let out = &mut dst[oy * g.out_w..(oy + 1) * g.out_w];
                     let yy = (oy * sy + ky * g.dilation[0]).checked_sub(g.pad_begin[0]).filter(|&y| y < g.in_h);

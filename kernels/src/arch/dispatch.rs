@@ -78,7 +78,7 @@ pub(crate) fn gemm(isa: Isa, scratch: &mut GemmScratch, job: &Job<'_>, c: &mut [
 /// Vector loads and stores through array references, for the intrinsic microkernels:
 /// safe `#[target_feature]` functions (callable from code with the same features).
 #[cfg(target_arch = "x86_64")]
-pub(crate) mod simd {
+pub(crate) mod mem {
     use std::arch::x86_64::*;
 
     /// Loads 16 floats.

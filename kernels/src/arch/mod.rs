@@ -20,7 +20,7 @@ mod dispatch;
 mod simd;
 
 #[cfg(target_arch = "x86_64")]
-pub(crate) use dispatch::simd;
+pub(crate) use dispatch::mem;
 pub(crate) use dispatch::{binary, gemm, unary};
 
 /// A kernel build; ordered from the most portable to the widest.

@@ -1,9 +1,9 @@
 //! x86-64 microkernels and their builds of the driver. These are safe `#[target_feature]`
 //! functions: `arch::dispatch` calls the entry points once an `Isa` proves the features,
-//! and the vector loads/stores go through its reference-taking helpers (`arch::simd`).
+//! and the vector loads/stores go through its reference-taking helpers (`arch::mem`).
 
 use super::{run, GemmScratch, Job, Out};
-use crate::arch::simd::{load16, load8, store16, store8};
+use crate::arch::mem::{load16, load8, store16, store8};
 use std::arch::x86_64::*;
 
 /// AVX-512 tile: 14 rows × 32 columns = 28 zmm accumulators, plus 2 for the row of B
