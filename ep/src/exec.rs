@@ -101,6 +101,7 @@ pub fn execute<'a>(
             )));
         }
         if plan.fixed.is_none() {
+            shapes::checked_count(&input.shape, format_args!("fused input '{}'", value.name))?;
             state.shapes[plan.inputs[i]].clone_from(&input.shape);
         }
     }
@@ -135,9 +136,7 @@ fn run_step<'a>(
     let broadcast = match &plan.fixed {
         Some(f) => f.broadcasts[index].as_ref(),
         None => {
-            let (shape, b) = shapes::infer(&plan.values, step, &state.shapes)?;
-            state.shapes[step.output] = shape;
-            inferred = b;
+            inferred = shapes::infer_into(&plan.values, step, &mut state.shapes)?;
             inferred.as_ref()
         }
     };
@@ -149,8 +148,10 @@ fn run_step<'a>(
             let dst = outputs.alloc(o, out_shape)?;
             check_len(step, dst.len(), len, out_shape)?;
             {
-                let ins: SmallVec<[&[f32]; 4]> =
-                    step.inputs.iter().map(|&id| read(plan, id, inputs, &state.buffers, outs)).collect();
+                let mut ins: SmallVec<[&[f32]; 4]> = SmallVec::new();
+                for &id in &step.inputs {
+                    ins.push(read(plan, id, inputs, &state.buffers, outs));
+                }
                 apply(step, &ins, &state.shapes, broadcast, dst, par);
             }
             outs[o] = Some(dst);
@@ -159,8 +160,10 @@ fn run_step<'a>(
             let mut owned = std::mem::take(&mut state.buffers[b]);
             owned.resize(len, 0.0);
             {
-                let ins: SmallVec<[&[f32]; 4]> =
-                    step.inputs.iter().map(|&id| read(plan, id, inputs, &state.buffers, outs)).collect();
+                let mut ins: SmallVec<[&[f32]; 4]> = SmallVec::new();
+                for &id in &step.inputs {
+                    ins.push(read(plan, id, inputs, &state.buffers, outs));
+                }
                 apply(step, &ins, &state.shapes, broadcast, &mut owned, par);
             }
             state.buffers[b] = owned;

@@ -69,13 +69,38 @@ pub fn checked_count(shape: &[usize], what: impl fmt::Display) -> Result<usize> 
         .ok_or_else(|| Error::invalid(format_args!("{what}: shape {} has more than 2^48 elements", ShapeText(shape))))
 }
 
+/// Writes a step's output shape into `shapes` (in place: no shape is moved around) and
+/// returns the broadcast plan of a binary step. Same-shape kernels copy the input's shape
+/// and check the declaration; everything else goes through `infer`.
+pub fn infer_into(values: &[PlanValue], step: &Step, shapes: &mut [Shape]) -> Result<Option<Broadcast>> {
+    if let Kernel::Unary(_) | Kernel::Identity | Kernel::Scale(_) | Kernel::Clip { .. } = step.kernel {
+        // Values are numbered in plan order: an output comes after its inputs.
+        let (before, from_output) = shapes.split_at_mut(step.output);
+        let out = &mut from_output[0];
+        out.clear();
+        out.extend_from_slice(&before[step.inputs[0]]);
+        let value = &values[step.output];
+        if !matches_declared(out, &value.declared) {
+            return Err(Error::invalid(format_args!(
+                "{} output '{}': computed shape {} but the model declares {}",
+                NodeLabel(step),
+                value.name,
+                ShapeText(out),
+                DeclaredText(value.declared.as_ref().expect("a mismatch needs a declaration"))
+            )));
+        }
+        return Ok(None);
+    }
+    let (shape, b) = infer(values, step, shapes)?;
+    shapes[step.output] = shape;
+    Ok(b)
+}
+
 /// A step's output shape (and broadcast plan, for binary steps) from its input shapes,
 /// checked against the output's declaration.
 pub fn infer(values: &[PlanValue], step: &Step, shapes: &[Shape]) -> Result<(Shape, Option<Broadcast>)> {
+    // Inputs were checked when they were produced (or bound, for the fused inputs).
     let x = &shapes[step.inputs[0]];
-    for (pos, &id) in step.inputs.iter().enumerate() {
-        checked_count(&shapes[id], format_args!("{} input {pos} '{}'", NodeLabel(step), values[id].name))?;
-    }
     let fail = |why: std::fmt::Arguments<'_>| {
         Error::invalid(format_args!(
             "{} input '{}' of shape {}: {why}",
@@ -97,7 +122,8 @@ pub fn infer(values: &[PlanValue], step: &Step, shapes: &[Shape]) -> Result<(Sha
             })?;
             (Shape::from_slice(b.out_shape()), Some(b))
         }
-        Kernel::Unary(_) | Kernel::Identity | Kernel::Scale(_) | Kernel::Clip { .. } => (x.clone(), None),
+        // `from_slice` copies the inline storage in one go (a clone extends element-wise).
+        Kernel::Unary(_) | Kernel::Identity | Kernel::Scale(_) | Kernel::Clip { .. } => (Shape::from_slice(x), None),
         Kernel::Variadic { .. } => unreachable!("lowered by the plan"),
         Kernel::Softmax { axis, .. } => {
             normalize_axis(axis, x.len(), false).map_err(|e| fail(format_args!("{e}")))?;
