@@ -52,6 +52,16 @@ pub const CHUNK_LEN: usize = 1 << 14;
 pub struct RunState {
     shapes: Vec<Shape>,
     buffers: Vec<Vec<f32>>,
+    /// Per step of a symbolic plan: the last broadcast plan and the input shapes it was
+    /// made for, reused while the shapes stay the same from Run to Run.
+    broadcasts: Vec<Option<CachedBroadcast>>,
+}
+
+#[derive(Debug)]
+struct CachedBroadcast {
+    a: Shape,
+    b: Shape,
+    plan: Broadcast,
 }
 
 impl RunState {
@@ -60,7 +70,8 @@ impl RunState {
             Some(f) => f.shapes.clone(),
             None => vec![Shape::new(); plan.values.len()],
         };
-        Self { shapes, buffers: vec![Vec::new(); plan.num_buffers] }
+        let broadcasts = if plan.fixed.is_some() { Vec::new() } else { (0..plan.steps.len()).map(|_| None).collect() };
+        Self { shapes, buffers: vec![Vec::new(); plan.num_buffers], broadcasts }
     }
 }
 
@@ -135,6 +146,23 @@ fn run_step<'a>(
     let inferred;
     let broadcast = match &plan.fixed {
         Some(f) => f.broadcasts[index].as_ref(),
+        None if matches!(step.kernel, Kernel::Binary(_)) => {
+            let (a, b) = (&state.shapes[step.inputs[0]], &state.shapes[step.inputs[1]]);
+            let cached = matches!(&state.broadcasts[index], Some(c) if c.a == *a && c.b == *b);
+            if cached {
+                // Same input shapes as last Run: same output shape, already checked.
+                let plan_b = &state.broadcasts[index].as_ref().expect("cached").plan;
+                let out = &mut state.shapes[step.output];
+                out.clear();
+                out.extend_from_slice(plan_b.out_shape());
+            } else {
+                let (a, b) = (Shape::from_slice(a), Shape::from_slice(b));
+                let plan_b =
+                    shapes::infer_into(&plan.values, step, &mut state.shapes)?.expect("binary steps broadcast");
+                state.broadcasts[index] = Some(CachedBroadcast { a, b, plan: plan_b });
+            }
+            state.broadcasts[index].as_ref().map(|c| &c.plan)
+        }
         None => {
             inferred = shapes::infer_into(&plan.values, step, &mut state.shapes)?;
             inferred.as_ref()
