@@ -83,6 +83,43 @@ fn cases() -> Vec<Case> {
                 Case { name: format!("{name} symbolic={sym}"), model, inputs: vec![x("x", shape, 2)] }
             };
         c.push(with_consts("Reshape", "Reshape", vec![("s", vec![0, 4, -1])], &[2, 3, 4], &[]));
+        for mode in ["constant", "reflect", "edge"] {
+            let attrs = [("mode", Attr::Str(mode.into()))];
+            c.push(with_consts(&format!("Pad {mode}"), "Pad", vec![("p", vec![0, 1, 2, 0, 2, 1])], &[2, 3, 4], &attrs));
+        }
+        c.push(one_input(
+            "Pad opset 2",
+            2,
+            "Pad",
+            &[("pads", Attr::Ints(vec![1, 0, 0, 2])), ("value", Attr::Float(1.5))],
+            &[3, 4],
+            sym,
+        ));
+        c.push(one_input(
+            "LRN",
+            13,
+            "LRN",
+            &[
+                ("size", Attr::Int(3)),
+                ("alpha", Attr::Float(0.01)),
+                ("beta", Attr::Float(0.6)),
+                ("bias", Attr::Float(2.0)),
+            ],
+            &[2, 5, 3, 3],
+            sym,
+        ));
+        let inorm = ModelBuilder::new(22)
+            .input("x", FLOAT, &dims(&[2, 3, 4, 5], sym))
+            .input("s", FLOAT, &[Dim::Fixed(3)])
+            .input("b", FLOAT, &[Dim::Fixed(3)])
+            .node_with("InstanceNormalization", "n", &["x", "s", "b"], &["y"], &[("epsilon", Attr::Float(1e-3))])
+            .output("y", FLOAT, None)
+            .build();
+        c.push(Case {
+            name: format!("InstanceNormalization symbolic={sym}"),
+            model: inorm,
+            inputs: vec![x("x", &[2, 3, 4, 5], 40), x("s", &[3], 41), x("b", &[3], 42)],
+        });
         c.push(with_consts("Squeeze", "Squeeze", vec![("a", vec![1, -1])], &[2, 1, 3, 1], &[]));
         c.push(with_consts("Unsqueeze", "Unsqueeze", vec![("a", vec![0, 3])], &[2, 3], &[]));
 

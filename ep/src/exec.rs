@@ -331,6 +331,19 @@ fn apply(
             let pool = if max { conv::Pool::Max } else { conv::Pool::Average { count_pad } };
             conv::pool2d(x, s[0] * s[1], &g, pool, pad_end, dst);
         }
+        Kernel::InstanceNorm { epsilon } => {
+            let s = shape(0);
+            nn::instance_norm(x, ins[1], ins[2], epsilon, s[1], s[2..].iter().product(), dst);
+        }
+        Kernel::Lrn { size, alpha, beta, bias } => {
+            let s = shape(0);
+            nn::lrn(x, s[0], s[1], s[2..].iter().product(), size, alpha, beta, bias, dst);
+        }
+        Kernel::Pad(spec) => {
+            let s = shape(0);
+            let pads = &spec.pads[..spec.len as usize];
+            nn::pad(x, s, &pads[..s.len()], &pads[s.len()..], spec.mode, dst);
+        }
         Kernel::Variadic { .. } => unreachable!("lowered by the plan"),
     }
 }

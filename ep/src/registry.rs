@@ -70,6 +70,14 @@ pub struct Window {
     pub ceil_mode: bool,
 }
 
+/// Pad's amounts (begin for every axis, then end) and fill mode.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PadSpec {
+    pub len: u8,
+    pub pads: [usize; 16],
+    pub mode: rivet_kernels::nn::PadMode,
+}
+
 /// The kernel a plan step runs.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Kernel {
@@ -116,6 +124,16 @@ pub enum Kernel {
         window: Window,
         group: usize,
     },
+    InstanceNorm {
+        epsilon: f32,
+    },
+    Lrn {
+        size: usize,
+        alpha: f32,
+        beta: f32,
+        bias: f32,
+    },
+    Pad(PadSpec),
     Pool {
         window: Window,
         max: bool,
@@ -320,6 +338,30 @@ fn window(node: &NodeDesc, kernel_required: bool) -> Result<Window, String> {
         auto_pad,
         ceil_mode: int_attr(node, "ceil_mode", 0)? != 0,
     })
+}
+
+fn pad(node: &NodeDesc) -> Result<Kernel, String> {
+    let (pads, value) = if node.since_version < 11 {
+        (ints_attr(node, "pads")?.ok_or("Pad needs pads")?, float_attr(node, "value", 0.0)?)
+    } else {
+        if input(node, 3).is_some() {
+            return Err("Pad's axes input is not supported".into());
+        }
+        let pads = const_i64(node, 1, "pads")?.ok_or("Pad needs pads")?;
+        (pads, const_f32_scalar(node, 2, "constant_value")?.unwrap_or(0.0))
+    };
+    if pads.len() > 16 || pads.iter().any(|&p| p < 0) {
+        return Err(format!("pads {pads:?}: Rivet pads rank <= 8 by non-negative amounts"));
+    }
+    let mode = match string_attr(node, "mode", "constant")? {
+        "constant" => rivet_kernels::nn::PadMode::Constant(value),
+        "reflect" => rivet_kernels::nn::PadMode::Reflect,
+        "edge" => rivet_kernels::nn::PadMode::Edge,
+        other => return Err(format!("Pad mode '{other}'")),
+    };
+    let mut arr = [0usize; 16];
+    pads.iter().enumerate().for_each(|(i, &p)| arr[i] = p as usize);
+    Ok(Kernel::Pad(PadSpec { len: pads.len() as u8, pads: arr, mode }))
 }
 
 fn squeeze_axes(node: &NodeDesc) -> Result<Axes, String> {
@@ -563,6 +605,38 @@ pub static OPS: &[OpSpec] = &[
         },
     },
     OpSpec {
+        op_type: "InstanceNormalization",
+        since: (6, 22),
+        arity: Arity::Data { min: 3, max: 3 },
+        attrs: &["epsilon"],
+        build: |n| Ok(Kernel::InstanceNorm { epsilon: float_attr(n, "epsilon", 1e-5)? }),
+    },
+    OpSpec {
+        op_type: "LRN",
+        since: (1, 13),
+        arity: Arity::Unary,
+        attrs: &["alpha", "beta", "bias", "size"],
+        build: |n| {
+            let size = match n.attr("size") {
+                Some(AttrValue::Int(s)) if *s >= 1 => *s as usize,
+                _ => return Err("LRN needs a positive size".into()),
+            };
+            Ok(Kernel::Lrn {
+                size,
+                alpha: float_attr(n, "alpha", 1e-4)?,
+                beta: float_attr(n, "beta", 0.75)?,
+                bias: float_attr(n, "bias", 1.0)?,
+            })
+        },
+    },
+    OpSpec {
+        op_type: "Pad",
+        since: (2, 21),
+        arity: Arity::DataThenConstants { max: 4 },
+        attrs: &["mode", "pads", "value"],
+        build: pad,
+    },
+    OpSpec {
         op_type: "MaxPool",
         since: (1, 22),
         arity: Arity::Unary,
@@ -735,7 +809,7 @@ mod tests {
                 Arity::Variadic { min, .. } => min.max(3),
                 Arity::Data { min, .. } => min,
             };
-            let needs_constants = ["Reshape", "Unsqueeze", "Concat", "Conv", "MaxPool", "AveragePool"];
+            let needs_constants = ["Reshape", "Unsqueeze", "Concat", "Conv", "MaxPool", "AveragePool", "LRN", "Pad"];
             if needs_constants.contains(&s.op_type) {
                 continue; // checked with their constants in the e2e tests
             }
@@ -743,6 +817,6 @@ mod tests {
                 assert!(kernel_for(&node(s.op_type, v, n_in, vec![])).is_ok(), "{} v{v}", s.op_type);
             }
         }
-        assert_eq!(OPS.len(), 51);
+        assert_eq!(OPS.len(), 54);
     }
 }

@@ -180,6 +180,43 @@ pub fn infer(values: &[PlanValue], step: &Step, shapes: &[Shape]) -> Result<(Sha
             let (g, _) = window_2d(&window, x[2], x[3], window.kernel).map_err(|e| fail(format_args!("{e}")))?;
             (Shape::from_slice(&[x[0], x[1], g.out_h, g.out_w]), None)
         }
+        Kernel::InstanceNorm { .. } => {
+            let c = *x.get(1).filter(|_| x.len() >= 3).ok_or_else(|| fail(format_args!("needs [N, C, D1, ...]")))?;
+            for &id in &step.inputs[1..] {
+                if shapes[id].as_slice() != [c] {
+                    return Err(fail(format_args!(
+                        "parameter '{}' has shape {}, not [{c}]",
+                        values[id].name,
+                        ShapeText(&shapes[id])
+                    )));
+                }
+            }
+            (x.clone(), None)
+        }
+        Kernel::Lrn { .. } => {
+            if x.len() < 2 {
+                return Err(fail(format_args!("needs [N, C, ...]")));
+            }
+            (x.clone(), None)
+        }
+        Kernel::Pad(spec) => {
+            let pads = &spec.pads[..spec.len as usize];
+            if pads.len() != 2 * x.len() {
+                return Err(fail(format_args!("{} pads for rank {}", pads.len(), x.len())));
+            }
+            let rank = x.len();
+            if spec.mode == rivet_kernels::nn::PadMode::Reflect
+                && (0..rank).any(|a| (pads[a] > 0 || pads[a + rank] > 0) && (pads[a] >= x[a] || pads[a + rank] >= x[a]))
+            {
+                return Err(fail(format_args!("reflect pads {pads:?} must be smaller than the axes")));
+            }
+            if matches!(spec.mode, rivet_kernels::nn::PadMode::Edge)
+                && (0..rank).any(|a| x[a] == 0 && pads[a] + pads[a + rank] > 0)
+            {
+                return Err(fail(format_args!("edge padding of an empty axis")));
+            }
+            ((0..rank).map(|a| x[a] + pads[a] + pads[a + rank]).collect(), None)
+        }
         Kernel::GlobalPool { .. } => {
             if x.len() < 2 {
                 return Err(fail(format_args!("needs [N, C, ...]")));

@@ -269,3 +269,112 @@ mod tests {
         assert_eq!(mx, [2.0, 4.0]);
     }
 }
+
+/// Instance normalization of `x` viewed as `[planes, spatial]`: each plane normalized to
+/// zero mean and unit variance, then scaled and shifted by its channel's parameters.
+pub fn instance_norm(
+    x: &[f32],
+    scale: &[f32],
+    bias: &[f32],
+    epsilon: f32,
+    channels: usize,
+    spatial: usize,
+    y: &mut [f32],
+) {
+    if spatial == 0 {
+        return;
+    }
+    for (p, (xs, ys)) in x.chunks(spatial).zip(y.chunks_mut(spatial)).enumerate() {
+        let c = p % channels;
+        let mean = xs.iter().map(|&v| f64::from(v)).sum::<f64>() / spatial as f64;
+        let var = xs.iter().map(|&v| (f64::from(v) - mean).powi(2)).sum::<f64>() / spatial as f64;
+        let g = f64::from(scale[c]) / (var + f64::from(epsilon)).sqrt();
+        let (mean, b) = (mean as f32, bias[c]);
+        let g = g as f32;
+        for (o, &v) in ys.iter_mut().zip(xs) {
+            *o = (v - mean) * g + b;
+        }
+    }
+}
+
+/// Local response normalization across channels of `x` viewed as
+/// `[batch, channels, spatial]`.
+#[allow(clippy::too_many_arguments)]
+pub fn lrn(
+    x: &[f32],
+    batch: usize,
+    channels: usize,
+    spatial: usize,
+    size: usize,
+    alpha: f32,
+    beta: f32,
+    bias: f32,
+    y: &mut [f32],
+) {
+    let before = (size - 1) / 2;
+    let after = size - 1 - before;
+    for n in 0..batch {
+        for c in 0..channels {
+            let lo = c.saturating_sub(before);
+            let hi = (c + after).min(channels - 1);
+            for s in 0..spatial {
+                let at = |ch: usize| (n * channels + ch) * spatial + s;
+                let sum: f32 = (lo..=hi).map(|ch| x[at(ch)] * x[at(ch)]).sum();
+                y[at(c)] = x[at(c)] / (bias + alpha / size as f32 * sum).powf(beta);
+            }
+        }
+    }
+}
+
+/// How `pad` fills the border.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum PadMode {
+    Constant(f32),
+    Reflect,
+    Edge,
+}
+
+/// Pads `x` of `shape` by `begin`/`end` (non-negative) per axis into `y`. Reflect needs
+/// pads smaller than the axis (checked by the caller).
+pub fn pad(x: &[f32], shape: &[usize], begin: &[usize], end: &[usize], mode: PadMode, y: &mut [f32]) {
+    let rank = shape.len();
+    let out: smallvec::SmallVec<[usize; 8]> = (0..rank).map(|a| shape[a] + begin[a] + end[a]).collect();
+    let mut index: smallvec::SmallVec<[usize; 8]> = smallvec::SmallVec::from_elem(0, rank);
+    for o in y.iter_mut() {
+        // Source offset, or None for a constant cell.
+        let mut src = Some(0usize);
+        for a in 0..rank {
+            let i = index[a] as isize - begin[a] as isize;
+            let n = shape[a] as isize;
+            let j = if (0..n).contains(&i) {
+                Some(i)
+            } else {
+                match mode {
+                    PadMode::Constant(_) => None,
+                    PadMode::Edge => Some(i.clamp(0, n - 1)),
+                    PadMode::Reflect => {
+                        let period = 2 * (n - 1).max(1);
+                        let r = i.rem_euclid(period);
+                        Some(if r < n { r } else { period - r })
+                    }
+                }
+            };
+            src = match (src, j) {
+                (Some(s), Some(j)) => Some(s * shape[a] + j as usize),
+                _ => None,
+            };
+        }
+        *o = match (src, mode) {
+            (Some(s), _) => x[s],
+            (None, PadMode::Constant(v)) => v,
+            (None, _) => 0.0,
+        };
+        for a in (0..rank).rev() {
+            index[a] += 1;
+            if index[a] < out[a] {
+                break;
+            }
+            index[a] = 0;
+        }
+    }
+}
