@@ -354,3 +354,72 @@ fn a_transformer_style_block_runs_on_rivet_alone() {
         .build();
     check_matches_ort(&model, &[x("x", &[5, 16], 21)], TOL.0, TOL.1, "block").unwrap();
 }
+
+#[test]
+fn trigonometric_hyperbolic_and_rounding_ops_match_ort() {
+    let ops: [(&str, f64, f64); 13] = [
+        ("Sin", -10.0, 10.0),
+        ("Cos", -10.0, 10.0),
+        ("Tan", -1.5, 1.5),
+        ("Asin", -1.2, 1.2),
+        ("Acos", -1.2, 1.2),
+        ("Atan", -10.0, 10.0),
+        ("Sinh", -5.0, 5.0),
+        ("Cosh", -5.0, 5.0),
+        ("Asinh", -10.0, 10.0),
+        ("Acosh", 0.5, 10.0),
+        ("Atanh", -1.1, 1.1),
+        ("Round", -4.0, 4.0),
+        ("Sign", -2.0, 2.0),
+    ];
+    let mut failures = Vec::new();
+    for (op, lo, hi) in ops {
+        for sym in [false, true] {
+            let model = ModelBuilder::new(22)
+                .input("x", FLOAT, &dims(&[4, 33], sym))
+                .node(op, "n", &["x"], &["y"])
+                .output("y", FLOAT, None)
+                .build();
+            let mut data = sweep(132, lo, hi, true);
+            data[0] = 2.5; // a half for Round's ties-to-even
+            data[1] = -0.5;
+            let what = format!("{op} symbolic={sym}");
+            // rtol 1e-4: near its poles ORT's Atanh is 1.9e-5 off (atanh(-0.99923664): f64 truth
+            // -3.935355, Rivet -3.9353490, ORT -3.9352753).
+            if let Err(e) = check_matches_ort(&model, &[HostTensor::f32("x", &[4, 33], data)], 1e-4, 1e-6, &what) {
+                failures.push(e);
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn layer_and_rms_normalization_match_ort() {
+    let mut failures = Vec::new();
+    for (op, opset) in [("LayerNormalization", 17), ("RMSNormalization", 23)] {
+        for (axis, pshape) in [(-1i64, vec![5i64]), (1, vec![3, 5]), (-2, vec![3, 5])] {
+            for sym in [false, true] {
+                let mut b = ModelBuilder::new(opset).input("x", FLOAT, &dims(&[2, 3, 5], sym)).input(
+                    "s",
+                    FLOAT,
+                    &pshape.iter().map(|&d| Dim::Fixed(d)).collect::<Vec<_>>(),
+                );
+                let mut ins = vec!["x", "s"];
+                let mut inputs = vec![x("x", &[2, 3, 5], 50), x("s", &pshape, 51)];
+                if op == "LayerNormalization" {
+                    b = b.input("b", FLOAT, &pshape.iter().map(|&d| Dim::Fixed(d)).collect::<Vec<_>>());
+                    ins.push("b");
+                    inputs.push(x("b", &pshape, 52));
+                }
+                let attrs = [("axis", Attr::Int(axis)), ("epsilon", Attr::Float(1e-4))];
+                let model = b.node_with(op, "n", &ins, &["y"], &attrs).output("y", FLOAT, None).build();
+                let what = format!("{op} axis {axis} symbolic={sym}");
+                if let Err(e) = check_matches_ort(&model, &inputs, 1e-4, 1e-5, &what) {
+                    failures.push(e);
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

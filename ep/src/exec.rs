@@ -331,6 +331,12 @@ fn apply(
             let pool = if max { conv::Pool::Max } else { conv::Pool::Average { count_pad } };
             conv::pool2d(x, s[0] * s[1], &g, pool, pad_end, dst);
         }
+        Kernel::Math(op) => dst.iter_mut().zip(x).for_each(|(o, &v)| *o = op.apply(v)),
+        Kernel::Norm { axis, epsilon, rms } => {
+            let s = shape(0);
+            let a = shapes::normalize_axis(axis, s.len(), false).unwrap_or(0);
+            nn::layer_norm(x, ins[1], ins.get(2).copied(), s[a..].iter().product(), epsilon, rms, dst);
+        }
         Kernel::InstanceNorm { epsilon } => {
             let s = shape(0);
             nn::instance_norm(x, ins[1], ins[2], epsilon, s[1], s[2..].iter().product(), dst);

@@ -78,6 +78,54 @@ pub struct PadSpec {
     pub mode: rivet_kernels::nn::PadMode,
 }
 
+/// Elementwise math ops computed with Rust's `f32` functions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MathOp {
+    Sin,
+    Cos,
+    Tan,
+    Asin,
+    Acos,
+    Atan,
+    Sinh,
+    Cosh,
+    Asinh,
+    Acosh,
+    Atanh,
+    /// Round half to even.
+    Round,
+    Sign,
+}
+
+impl MathOp {
+    #[inline]
+    pub fn apply(self, x: f32) -> f32 {
+        match self {
+            MathOp::Sin => x.sin(),
+            MathOp::Cos => x.cos(),
+            MathOp::Tan => x.tan(),
+            MathOp::Asin => x.asin(),
+            MathOp::Acos => x.acos(),
+            MathOp::Atan => x.atan(),
+            MathOp::Sinh => x.sinh(),
+            MathOp::Cosh => x.cosh(),
+            MathOp::Asinh => x.asinh(),
+            MathOp::Acosh => x.acosh(),
+            MathOp::Atanh => x.atanh(),
+            MathOp::Round => x.round_ties_even(),
+            MathOp::Sign => {
+                if x > 0.0 {
+                    1.0
+                } else if x < 0.0 {
+                    -1.0
+                } else {
+                    x * 0.0 // 0 stays 0, NaN stays NaN
+                }
+            }
+        }
+    }
+}
+
 /// The kernel a plan step runs.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Kernel {
@@ -134,6 +182,13 @@ pub enum Kernel {
         bias: f32,
     },
     Pad(PadSpec),
+    Math(MathOp),
+    /// LayerNormalization (or RMSNormalization when `rms`) over the axes from `axis` on.
+    Norm {
+        axis: i64,
+        epsilon: f32,
+        rms: bool,
+    },
     Pool {
         window: Window,
         max: bool,
@@ -199,6 +254,12 @@ macro_rules! binary {
             attrs: &[],
             build: |_| Ok(Kernel::Binary($op)),
         }
+    };
+}
+
+macro_rules! math {
+    ($name:literal, $lo:literal..=$hi:literal, $op:expr) => {
+        OpSpec { op_type: $name, since: ($lo, $hi), arity: Arity::Unary, attrs: &[], build: |_| Ok(Kernel::Math($op)) }
     };
 }
 
@@ -338,6 +399,16 @@ fn window(node: &NodeDesc, kernel_required: bool) -> Result<Window, String> {
         auto_pad,
         ceil_mode: int_attr(node, "ceil_mode", 0)? != 0,
     })
+}
+
+fn norm(node: &NodeDesc, rms: bool) -> Result<Kernel, String> {
+    if node.outputs.iter().skip(1).any(Option::is_some) {
+        return Err(format!("{}'s mean / inverse deviation outputs are not supported", node.op_type));
+    }
+    if int_attr(node, "stash_type", 1)? != 1 {
+        return Err("stash_type other than float".into());
+    }
+    Ok(Kernel::Norm { axis: int_attr(node, "axis", -1)?, epsilon: float_attr(node, "epsilon", 1e-5)?, rms })
 }
 
 fn pad(node: &NodeDesc) -> Result<Kernel, String> {
@@ -604,6 +675,33 @@ pub static OPS: &[OpSpec] = &[
             Ok(Kernel::Conv { window: window(n, false)?, group: group as usize })
         },
     },
+    math!("Sin", 7..=22, MathOp::Sin),
+    math!("Cos", 7..=22, MathOp::Cos),
+    math!("Tan", 7..=22, MathOp::Tan),
+    math!("Asin", 7..=22, MathOp::Asin),
+    math!("Acos", 7..=22, MathOp::Acos),
+    math!("Atan", 7..=22, MathOp::Atan),
+    math!("Sinh", 9..=22, MathOp::Sinh),
+    math!("Cosh", 9..=22, MathOp::Cosh),
+    math!("Asinh", 9..=22, MathOp::Asinh),
+    math!("Acosh", 9..=22, MathOp::Acosh),
+    math!("Atanh", 9..=22, MathOp::Atanh),
+    math!("Round", 11..=22, MathOp::Round),
+    math!("Sign", 9..=13, MathOp::Sign),
+    OpSpec {
+        op_type: "LayerNormalization",
+        since: (17, 17),
+        arity: Arity::Data { min: 2, max: 3 },
+        attrs: &["axis", "epsilon", "stash_type"],
+        build: |n| norm(n, false),
+    },
+    OpSpec {
+        op_type: "RMSNormalization",
+        since: (23, 23),
+        arity: Arity::Data { min: 2, max: 2 },
+        attrs: &["axis", "epsilon", "stash_type"],
+        build: |n| norm(n, true),
+    },
     OpSpec {
         op_type: "InstanceNormalization",
         since: (6, 22),
@@ -720,7 +818,10 @@ pub fn kernel_for(node: &NodeDesc) -> Result<Claim, String> {
     if node.outputs.first().is_none_or(Option::is_none) {
         return Err(format!("{} needs its output", node.op_type));
     }
-    let extra_outputs_ok = matches!(node.op_type.as_str(), "Dropout" | "BatchNormalization" | "MaxPool");
+    let extra_outputs_ok = matches!(
+        node.op_type.as_str(),
+        "Dropout" | "BatchNormalization" | "MaxPool" | "LayerNormalization" | "RMSNormalization"
+    );
     if node.op_type == "MaxPool" && node.outputs.get(1).is_some_and(Option::is_some) {
         return Err("MaxPool's Indices output is not supported".into());
     }
@@ -789,7 +890,7 @@ mod tests {
     #[test]
     fn unsupported_nodes_say_why() {
         assert!(kernel_for(&node("Relu", 1, 1, vec![])).unwrap_err().contains("opset version 1"));
-        assert!(kernel_for(&node("Cos", 7, 1, vec![])).unwrap_err().contains("not implemented"));
+        assert!(kernel_for(&node("Hardmax", 13, 1, vec![])).unwrap_err().contains("not implemented"));
         assert!(kernel_for(&node("Add", 14, 1, vec![])).unwrap_err().contains("exactly 2 inputs"));
         let bad = vec![("approximate".into(), AttrValue::String("erf".into()))];
         assert!(kernel_for(&node("Gelu", 20, 1, bad)).unwrap_err().contains("approximate='erf'"));
@@ -817,6 +918,6 @@ mod tests {
                 assert!(kernel_for(&node(s.op_type, v, n_in, vec![])).is_ok(), "{} v{v}", s.op_type);
             }
         }
-        assert_eq!(OPS.len(), 54);
+        assert_eq!(OPS.len(), 69);
     }
 }

@@ -73,7 +73,8 @@ pub fn checked_count(shape: &[usize], what: impl fmt::Display) -> Result<usize> 
 /// returns the broadcast plan of a binary step. Same-shape kernels copy the input's shape
 /// and check the declaration; everything else goes through `infer`.
 pub fn infer_into(values: &[PlanValue], step: &Step, shapes: &mut [Shape]) -> Result<Option<Broadcast>> {
-    if let Kernel::Unary(_) | Kernel::Identity | Kernel::Scale(_) | Kernel::Clip { .. } = step.kernel {
+    if let Kernel::Unary(_) | Kernel::Identity | Kernel::Scale(_) | Kernel::Clip { .. } | Kernel::Math(_) = step.kernel
+    {
         // Values are numbered in plan order: an output comes after its inputs.
         let (before, from_output) = shapes.split_at_mut(step.output);
         let out = &mut from_output[0];
@@ -123,7 +124,26 @@ pub fn infer(values: &[PlanValue], step: &Step, shapes: &[Shape]) -> Result<(Sha
             (Shape::from_slice(b.out_shape()), Some(b))
         }
         // `from_slice` copies the inline storage in one go (a clone extends element-wise).
-        Kernel::Unary(_) | Kernel::Identity | Kernel::Scale(_) | Kernel::Clip { .. } => (Shape::from_slice(x), None),
+        Kernel::Unary(_) | Kernel::Identity | Kernel::Scale(_) | Kernel::Clip { .. } | Kernel::Math(_) => {
+            (Shape::from_slice(x), None)
+        }
+        Kernel::Norm { axis, .. } => {
+            let a = normalize_axis(axis, x.len(), false).map_err(|e| fail(format_args!("{e}")))?;
+            for &id in &step.inputs[1..] {
+                // One value per normalized element (the normalized shape, possibly with
+                // leading 1s): broadcasting a smaller parameter is not supported.
+                let p = &shapes[id];
+                if p.iter().product::<usize>() != x[a..].iter().product::<usize>() {
+                    return Err(fail(format_args!(
+                        "parameter '{}' of shape {} does not match {}",
+                        values[id].name,
+                        ShapeText(p),
+                        ShapeText(&x[a..])
+                    )));
+                }
+            }
+            (Shape::from_slice(x), None)
+        }
         Kernel::Variadic { .. } => unreachable!("lowered by the plan"),
         Kernel::Softmax { axis, .. } => {
             normalize_axis(axis, x.len(), false).map_err(|e| fail(format_args!("{e}")))?;

@@ -378,3 +378,28 @@ pub fn pad(x: &[f32], shape: &[usize], begin: &[usize], end: &[usize], mode: Pad
         }
     }
 }
+
+/// Layer normalization (or RMS normalization when `rms`) of `x` viewed as `[outer, inner]`,
+/// each row normalized over its `inner` elements, then `* scale[j] + bias[j]`.
+pub fn layer_norm(
+    x: &[f32],
+    scale: &[f32],
+    bias: Option<&[f32]>,
+    inner: usize,
+    epsilon: f32,
+    rms: bool,
+    y: &mut [f32],
+) {
+    if inner == 0 {
+        return;
+    }
+    for (xs, ys) in x.chunks_exact(inner).zip(y.chunks_exact_mut(inner)) {
+        let mean = if rms { 0.0 } else { xs.iter().map(|&v| f64::from(v)).sum::<f64>() / inner as f64 };
+        let var = xs.iter().map(|&v| (f64::from(v) - mean).powi(2)).sum::<f64>() / inner as f64;
+        let inv = (1.0 / (var + f64::from(epsilon)).sqrt()) as f32;
+        let mean = mean as f32;
+        for (j, (o, &v)) in ys.iter_mut().zip(xs).enumerate() {
+            *o = (v - mean) * inv * scale[j] + bias.map_or(0.0, |b| b[j]);
+        }
+    }
+}
