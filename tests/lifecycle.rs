@@ -50,5 +50,9 @@ fn register_run_unregister_100_times() {
     drop(alive);
     // 99 further cycles of two sessions each: a leaked session (hundreds of KiB with its
     // graph and plans) would cost far more than this bound.
-    assert!(growth < 16 * 1024, "resident memory grew {growth} KiB over 99 cycles");
+    // Under valgrind, memcheck's quarantine of freed blocks (20 MB) makes RSS meaningless;
+    // leaks are what memcheck itself reports there.
+    if std::env::var_os("RIVET_UNDER_VALGRIND").is_none() {
+        assert!(growth < 16 * 1024, "resident memory grew {growth} KiB over {} cycles", cycles - 1);
+    }
 }

@@ -268,6 +268,7 @@ fn leakcheck(env: &Env, short: bool) -> Result {
             .arg(exe)
             .arg("--test-threads=1")
             .env("RIVET_LIFECYCLE_CYCLES", "20")
+            .env("RIVET_UNDER_VALGRIND", "1")
             .status()
             .map_err(|e| format!("valgrind: {e}"))?;
         if !st.success() {
