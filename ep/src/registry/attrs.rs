@@ -1,0 +1,186 @@
+//! Reading attributes and constant inputs of a node, and the builders of the ops whose
+//! kernels take more than a default.
+
+use super::kernel::{AutoPad, Axes, Kernel, PadSpec, Window};
+use crate::graph::{AttrValue, Constant, NodeDesc};
+
+pub(super) fn int_attr(node: &NodeDesc, name: &str, default: i64) -> Result<i64, String> {
+    match node.attr(name) {
+        None => Ok(default),
+        Some(AttrValue::Int(v)) => Ok(*v),
+        Some(other) => Err(format!("attribute '{name}' should be an int, is {other:?}")),
+    }
+}
+
+pub(super) fn ints_attr(node: &NodeDesc, name: &str) -> Result<Option<Vec<i64>>, String> {
+    match node.attr(name) {
+        None => Ok(None),
+        Some(AttrValue::Ints(v)) => Ok(Some(v.clone())),
+        Some(other) => Err(format!("attribute '{name}' should be ints, is {other:?}")),
+    }
+}
+
+/// Input `pos` when present: `None` when omitted.
+pub(super) fn input(node: &NodeDesc, pos: usize) -> Option<&crate::graph::ValueDesc> {
+    node.inputs.get(pos).and_then(Option::as_ref)
+}
+
+pub(super) fn const_i64(node: &NodeDesc, pos: usize, what: &str) -> Result<Option<Vec<i64>>, String> {
+    match input(node, pos) {
+        None => Ok(None),
+        Some(v) => match &v.constant {
+            Some(Constant::I64(d)) => Ok(Some(d.clone())),
+            _ => Err(format!("{what} '{}' must be a constant int64 initializer", v.name)),
+        },
+    }
+}
+
+pub(super) fn const_f32_scalar(node: &NodeDesc, pos: usize, what: &str) -> Result<Option<f32>, String> {
+    match input(node, pos) {
+        None => Ok(None),
+        Some(v) => match &v.constant {
+            Some(Constant::F32(d)) if d.len() == 1 => Ok(Some(d[0])),
+            _ => Err(format!("{what} '{}' must be a constant float32 scalar", v.name)),
+        },
+    }
+}
+
+pub(super) fn softmax(node: &NodeDesc, log: bool) -> Result<Kernel, String> {
+    let legacy = node.since_version < 13;
+    let axis = int_attr(node, "axis", if legacy { 1 } else { -1 })?;
+    Ok(Kernel::Softmax { axis, log, legacy })
+}
+
+pub(super) fn clip(node: &NodeDesc) -> Result<Kernel, String> {
+    if node.since_version < 11 {
+        return Ok(Kernel::Clip {
+            min: float_attr(node, "min", f32::NEG_INFINITY)?,
+            max: float_attr(node, "max", f32::INFINITY)?,
+        });
+    }
+    Ok(Kernel::Clip {
+        min: const_f32_scalar(node, 1, "Clip min")?.unwrap_or(f32::NEG_INFINITY),
+        max: const_f32_scalar(node, 2, "Clip max")?.unwrap_or(f32::INFINITY),
+    })
+}
+
+pub(super) fn dropout(node: &NodeDesc) -> Result<Kernel, String> {
+    if node.outputs.get(1).is_some_and(Option::is_some) {
+        return Err("Dropout's mask output is not supported".into());
+    }
+    if let Some(v) = input(node, 2) {
+        match &v.constant {
+            Some(Constant::I64(_)) | None => return Err("Dropout training_mode must be a constant false".into()),
+            Some(Constant::F32(_)) => return Err("Dropout training_mode must be bool".into()),
+        }
+    }
+    Ok(Kernel::Identity)
+}
+
+/// Reads a 2-D window op's attributes; other ranks are not claimed.
+pub(super) fn window(node: &NodeDesc, kernel_required: bool) -> Result<Window, String> {
+    if let Some(dims) = input(node, 0).and_then(|v| v.dims.as_ref()) {
+        if dims.len() != 4 {
+            return Err(format!("{} on rank {} (Rivet runs 2-D, NCHW)", node.op_type, dims.len()));
+        }
+    } else {
+        return Err(format!("{} input of unknown rank", node.op_type));
+    }
+    let pair = |name: &str, default: usize| -> Result<[usize; 2], String> {
+        match ints_attr(node, name)? {
+            None => Ok([default; 2]),
+            Some(v) if v.len() == 2 && v.iter().all(|&d| d >= 1) => Ok([v[0] as usize, v[1] as usize]),
+            Some(v) => Err(format!("{name} {v:?} is not two positive values")),
+        }
+    };
+    let kernel = match ints_attr(node, "kernel_shape")? {
+        None if !kernel_required => [0, 0],
+        None => return Err("kernel_shape is required".into()),
+        Some(v) if v.len() == 2 && v.iter().all(|&d| d >= 1) => [v[0] as usize, v[1] as usize],
+        Some(v) => Err(format!("kernel_shape {v:?} is not two positive values"))?,
+    };
+    let pads = match ints_attr(node, "pads")? {
+        None => [0; 4],
+        Some(v) if v.len() == 4 && v.iter().all(|&d| d >= 0) => {
+            [v[0] as usize, v[1] as usize, v[2] as usize, v[3] as usize]
+        }
+        Some(v) => return Err(format!("pads {v:?} is not four non-negative values")),
+    };
+    let auto_pad = match node.attr("auto_pad") {
+        None => AutoPad::NotSet,
+        Some(AttrValue::String(s)) => match s.as_str() {
+            "NOTSET" => AutoPad::NotSet,
+            "VALID" => AutoPad::Valid,
+            "SAME_UPPER" => AutoPad::SameUpper,
+            "SAME_LOWER" => AutoPad::SameLower,
+            other => return Err(format!("auto_pad '{other}'")),
+        },
+        Some(other) => return Err(format!("auto_pad {other:?}")),
+    };
+    if int_attr(node, "storage_order", 0)? != 0 {
+        return Err("storage_order 1 is not supported".into());
+    }
+    Ok(Window {
+        kernel,
+        strides: pair("strides", 1)?,
+        dilations: pair("dilations", 1)?,
+        pads,
+        auto_pad,
+        ceil_mode: int_attr(node, "ceil_mode", 0)? != 0,
+    })
+}
+
+pub(super) fn norm(node: &NodeDesc, rms: bool) -> Result<Kernel, String> {
+    if node.outputs.iter().skip(1).any(Option::is_some) {
+        return Err(format!("{}'s mean / inverse deviation outputs are not supported", node.op_type));
+    }
+    if int_attr(node, "stash_type", 1)? != 1 {
+        return Err("stash_type other than float".into());
+    }
+    Ok(Kernel::Norm { axis: int_attr(node, "axis", -1)?, epsilon: float_attr(node, "epsilon", 1e-5)?, rms })
+}
+
+pub(super) fn pad(node: &NodeDesc) -> Result<Kernel, String> {
+    let (pads, value) = if node.since_version < 11 {
+        (ints_attr(node, "pads")?.ok_or("Pad needs pads")?, float_attr(node, "value", 0.0)?)
+    } else {
+        if input(node, 3).is_some() {
+            return Err("Pad's axes input is not supported".into());
+        }
+        let pads = const_i64(node, 1, "pads")?.ok_or("Pad needs pads")?;
+        (pads, const_f32_scalar(node, 2, "constant_value")?.unwrap_or(0.0))
+    };
+    if pads.len() > 16 || pads.iter().any(|&p| p < 0) {
+        return Err(format!("pads {pads:?}: Rivet pads rank <= 8 by non-negative amounts"));
+    }
+    let mode = match string_attr(node, "mode", "constant")? {
+        "constant" => rivet_kernels::nn::PadMode::Constant(value),
+        "reflect" => rivet_kernels::nn::PadMode::Reflect,
+        "edge" => rivet_kernels::nn::PadMode::Edge,
+        other => return Err(format!("Pad mode '{other}'")),
+    };
+    let mut arr = [0usize; 16];
+    pads.iter().enumerate().for_each(|(i, &p)| arr[i] = p as usize);
+    Ok(Kernel::Pad(PadSpec { len: pads.len() as u8, pads: arr, mode }))
+}
+
+pub(super) fn squeeze_axes(node: &NodeDesc) -> Result<Axes, String> {
+    let axes = if node.since_version < 13 { ints_attr(node, "axes")? } else { const_i64(node, 1, "axes")? };
+    Axes::new(&axes.unwrap_or_default())
+}
+
+pub(super) fn float_attr(node: &NodeDesc, name: &str, default: f32) -> Result<f32, String> {
+    match node.attr(name) {
+        None => Ok(default),
+        Some(AttrValue::Float(v)) => Ok(*v),
+        Some(other) => Err(format!("attribute '{name}' should be a float, is {other:?}")),
+    }
+}
+
+pub(super) fn string_attr<'a>(node: &'a NodeDesc, name: &str, default: &'a str) -> Result<&'a str, String> {
+    match node.attr(name) {
+        None => Ok(default),
+        Some(AttrValue::String(v)) => Ok(v),
+        Some(other) => Err(format!("attribute '{name}' should be a string, is {other:?}")),
+    }
+}

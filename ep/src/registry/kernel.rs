@@ -1,0 +1,192 @@
+//! The kernels a plan step can run, with their resolved attributes (all `Copy`).
+
+use rivet_kernels::{BinaryOp, UnaryOp};
+
+/// Up to 8 axes (rank ≤ 8), kept inline so `Kernel` stays `Copy`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Axes {
+    pub len: u8,
+    pub axes: [i64; 8],
+}
+
+impl Axes {
+    pub fn new(v: &[i64]) -> Result<Axes, String> {
+        if v.len() > 8 {
+            return Err(format!("{} axes: Rivet handles rank 8 at most", v.len()));
+        }
+        let mut axes = [0; 8];
+        axes[..v.len()].copy_from_slice(v);
+        Ok(Axes { len: v.len() as u8, axes })
+    }
+    pub fn as_slice(&self) -> &[i64] {
+        &self.axes[..self.len as usize]
+    }
+}
+
+/// How a shape-only op computes its output shape (the data is copied unchanged).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ReshapeRule {
+    /// ONNX Reshape: 0 copies the input dim (unless `allowzero`), -1 is inferred.
+    To {
+        dims: Axes,
+        allowzero: bool,
+    },
+    Flatten {
+        axis: i64,
+    },
+    /// Removes the listed axes (all size-1 axes when none are listed).
+    Squeeze {
+        axes: Axes,
+    },
+    Unsqueeze {
+        axes: Axes,
+    },
+}
+
+/// How a window op pads (ONNX `auto_pad`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AutoPad {
+    NotSet,
+    Valid,
+    SameUpper,
+    SameLower,
+}
+
+/// Attributes of a 2-D window op (Conv, MaxPool, AveragePool); a zero kernel size means
+/// "from the weights".
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Window {
+    pub kernel: [usize; 2],
+    pub strides: [usize; 2],
+    pub dilations: [usize; 2],
+    /// top, left, bottom, right
+    pub pads: [usize; 4],
+    pub auto_pad: AutoPad,
+    pub ceil_mode: bool,
+}
+
+/// Pad's amounts (begin for every axis, then end) and fill mode.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PadSpec {
+    pub len: u8,
+    pub pads: [usize; 16],
+    pub mode: rivet_kernels::nn::PadMode,
+}
+
+/// Elementwise math ops computed with Rust's `f32` functions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MathOp {
+    Sin,
+    Cos,
+    Tan,
+    Asin,
+    Acos,
+    Atan,
+    Sinh,
+    Cosh,
+    Asinh,
+    Acosh,
+    Atanh,
+    /// Round half to even.
+    Round,
+    Sign,
+}
+
+impl MathOp {
+    #[inline]
+    pub fn apply(self, x: f32) -> f32 {
+        match self {
+            MathOp::Sin => x.sin(),
+            MathOp::Cos => x.cos(),
+            MathOp::Tan => x.tan(),
+            MathOp::Asin => x.asin(),
+            MathOp::Acos => x.acos(),
+            MathOp::Atan => x.atan(),
+            MathOp::Sinh => x.sinh(),
+            MathOp::Cosh => x.cosh(),
+            MathOp::Asinh => x.asinh(),
+            MathOp::Acosh => x.acosh(),
+            MathOp::Atanh => x.atanh(),
+            MathOp::Round => x.round_ties_even(),
+            MathOp::Sign => {
+                if x > 0.0 {
+                    1.0
+                } else if x < 0.0 {
+                    -1.0
+                } else {
+                    x * 0.0 // 0 stays 0, NaN stays NaN
+                }
+            }
+        }
+    }
+}
+
+/// The kernel a plan step runs.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Kernel {
+    Unary(UnaryOp),
+    Binary(BinaryOp),
+    Identity,
+    /// Sum, Mean, Max, Min over any number of inputs; the plan lowers it to binary
+    /// steps (and a `Scale` for Mean).
+    Variadic {
+        op: BinaryOp,
+        mean: bool,
+    },
+    Scale(f32),
+    Clip {
+        min: f32,
+        max: f32,
+    },
+    /// `legacy`: opset < 13, the input is coerced to 2-D at `axis`.
+    Softmax {
+        axis: i64,
+        log: bool,
+        legacy: bool,
+    },
+    /// Empty `perm`: reverse the axes.
+    Transpose(Axes),
+    Reshape(ReshapeRule),
+    Concat {
+        axis: i64,
+    },
+    MatMul,
+    Gemm {
+        alpha: f32,
+        beta: f32,
+        trans_a: bool,
+        trans_b: bool,
+    },
+    BatchNorm {
+        epsilon: f32,
+    },
+    GlobalPool {
+        max: bool,
+    },
+    Conv {
+        window: Window,
+        group: usize,
+    },
+    InstanceNorm {
+        epsilon: f32,
+    },
+    Lrn {
+        size: usize,
+        alpha: f32,
+        beta: f32,
+        bias: f32,
+    },
+    Pad(PadSpec),
+    Math(MathOp),
+    /// LayerNormalization (or RMSNormalization when `rms`) over the axes from `axis` on.
+    Norm {
+        axis: i64,
+        epsilon: f32,
+        rms: bool,
+    },
+    Pool {
+        window: Window,
+        max: bool,
+        count_pad: bool,
+    },
+}

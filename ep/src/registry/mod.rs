@@ -1,0 +1,145 @@
+//! What Rivet can run: one table of ops, their opset ranges and how their attributes map
+//! to a kernel. Capability asks it whether a node is claimable; the plan asks it for the
+//! kernel. The README's op table is generated from `OPS`.
+
+use smallvec::SmallVec;
+
+use crate::graph::{dtype, NodeDesc};
+
+mod attrs;
+mod kernel;
+mod ops;
+#[cfg(test)]
+mod tests;
+
+pub use kernel::*;
+pub use ops::OPS;
+
+/// A claimed node: its kernel and which of its inputs carry runtime f32 data (the others
+/// are constants the kernel already holds, or omitted optional inputs).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Claim {
+    pub kernel: Kernel,
+    pub data: SmallVec<[usize; 4]>,
+}
+
+/// How many inputs an op takes, and which are data.
+#[derive(Clone, Copy, Debug)]
+pub enum Arity {
+    Unary,
+    Binary,
+    /// Between `min` and `max` inputs, all of them f32 data.
+    Variadic {
+        min: usize,
+        max: usize,
+    },
+    /// Input 0 is data; inputs 1.. (up to `max`) are constants or omitted.
+    DataThenConstants {
+        max: usize,
+    },
+    /// Exactly the first `n` present inputs are data, up to `max` inputs.
+    Data {
+        min: usize,
+        max: usize,
+    },
+}
+
+type Build = fn(&NodeDesc) -> Result<Kernel, String>;
+
+/// One supported op.
+pub struct OpSpec {
+    pub op_type: &'static str,
+    /// Inclusive range of `since_version`s (of the ONNX schema the node resolved to)
+    /// whose semantics Rivet implements.
+    pub since: (i32, i32),
+    pub arity: Arity,
+    /// Attributes the op reads; any other attribute makes the node unclaimable.
+    pub attrs: &'static [&'static str],
+    pub build: Build,
+}
+
+/// Finds the spec for an op type in the default domain.
+pub fn lookup(domain: &str, op_type: &str) -> Option<&'static OpSpec> {
+    if !(domain.is_empty() || domain == "ai.onnx") {
+        return None;
+    }
+    OPS.iter().find(|s| s.op_type == op_type)
+}
+
+/// Decides whether Rivet can run `node`, and with which kernel. The `Err` says why not.
+pub fn kernel_for(node: &NodeDesc) -> Result<Claim, String> {
+    let spec = lookup(&node.domain, &node.op_type)
+        .ok_or_else(|| format!("op {}:{} is not implemented", node.domain, node.op_type))?;
+    let (lo, hi) = spec.since;
+    if node.since_version < lo || node.since_version > hi {
+        return Err(format!(
+            "{} opset version {} is outside the supported {lo}..={hi}",
+            node.op_type, node.since_version
+        ));
+    }
+    let present: SmallVec<[usize; 4]> = (0..node.inputs.len()).filter(|&i| node.inputs[i].is_some()).collect();
+    let n = node.inputs.len();
+    let data: SmallVec<[usize; 4]> = match spec.arity {
+        Arity::Unary | Arity::Binary => {
+            let want = if matches!(spec.arity, Arity::Unary) { 1 } else { 2 };
+            if n != want || present.len() != want {
+                return Err(format!("{} needs exactly {want} inputs", node.op_type));
+            }
+            present
+        }
+        Arity::Variadic { min, max } => {
+            if present.len() != n || n < min || n > max {
+                return Err(format!("{} has {n} inputs", node.op_type));
+            }
+            present
+        }
+        Arity::DataThenConstants { max } => {
+            if node.inputs.first().is_none_or(Option::is_none) || n > max {
+                return Err(format!("{} needs its data input and at most {max} inputs", node.op_type));
+            }
+            SmallVec::from_slice(&[0])
+        }
+        Arity::Data { min, max } => {
+            if n < min || n > max || present.len() != n {
+                return Err(format!("{} needs {min} to {max} inputs", node.op_type));
+            }
+            present
+        }
+    };
+    if node.outputs.first().is_none_or(Option::is_none) {
+        return Err(format!("{} needs its output", node.op_type));
+    }
+    let extra_outputs_ok = matches!(
+        node.op_type.as_str(),
+        "Dropout" | "BatchNormalization" | "MaxPool" | "LayerNormalization" | "RMSNormalization"
+    );
+    if node.op_type == "MaxPool" && node.outputs.get(1).is_some_and(Option::is_some) {
+        return Err("MaxPool's Indices output is not supported".into());
+    }
+    if !extra_outputs_ok && node.outputs.len() != 1 {
+        return Err(format!("{} needs exactly one output", node.op_type));
+    }
+    for v in data.iter().map(|&i| node.inputs[i].as_ref().expect("present")).chain(node.outputs[..1].iter().flatten()) {
+        if v.elem_type != dtype::FLOAT {
+            return Err(format!(
+                "value '{}' has element type {}, Rivet runs float32 only",
+                v.name,
+                dtype::name(v.elem_type)
+            ));
+        }
+    }
+    if let Some((name, _)) = node.attrs.iter().find(|(n, _)| !spec.attrs.contains(&n.as_str())) {
+        return Err(format!("{} attribute '{name}' is not supported", node.op_type));
+    }
+    Ok(Claim { kernel: (spec.build)(node)?, data })
+}
+
+/// The README's table of supported ops, generated from `OPS`.
+pub fn markdown_table() -> String {
+    let mut out = String::from("| op | opset (since_version) | attributes | types |\n|---|---|---|---|\n");
+    for s in OPS {
+        let attrs = if s.attrs.is_empty() { "-".to_string() } else { s.attrs.join(", ") };
+        out.push_str(&format!("| {} | {}..={} | {} | float32 |\n", s.op_type, s.since.0, s.since.1, attrs));
+    }
+    out
+}

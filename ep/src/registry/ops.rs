@@ -1,0 +1,355 @@
+//! The table of supported ops.
+
+use rivet_kernels::{BinaryOp, UnaryOp};
+
+use super::attrs::*;
+use super::kernel::*;
+use super::{Arity, OpSpec};
+use crate::graph::AttrValue;
+
+macro_rules! unary {
+    ($name:literal, $lo:literal..=$hi:literal, $op:expr) => {
+        OpSpec { op_type: $name, since: ($lo, $hi), arity: Arity::Unary, attrs: &[], build: |_| Ok(Kernel::Unary($op)) }
+    };
+}
+
+macro_rules! binary {
+    ($name:literal, $lo:literal..=$hi:literal, $op:expr) => {
+        OpSpec {
+            op_type: $name,
+            since: ($lo, $hi),
+            arity: Arity::Binary,
+            attrs: &[],
+            build: |_| Ok(Kernel::Binary($op)),
+        }
+    };
+}
+
+macro_rules! math {
+    ($name:literal, $lo:literal..=$hi:literal, $op:expr) => {
+        OpSpec { op_type: $name, since: ($lo, $hi), arity: Arity::Unary, attrs: &[], build: |_| Ok(Kernel::Math($op)) }
+    };
+}
+
+macro_rules! variadic {
+    ($name:literal, $lo:literal..=$hi:literal, $op:expr, $mean:expr) => {
+        OpSpec {
+            op_type: $name,
+            since: ($lo, $hi),
+            arity: Arity::Variadic { min: 1, max: usize::MAX },
+            attrs: &[],
+            build: |_| Ok(Kernel::Variadic { op: $op, mean: $mean }),
+        }
+    };
+}
+
+/// Every op Rivet claims (domain `ai.onnx`, element type float32).
+pub static OPS: &[OpSpec] = &[
+    unary!("Relu", 6..=14, UnaryOp::Relu),
+    unary!("Sigmoid", 6..=13, UnaryOp::Sigmoid),
+    unary!("Tanh", 6..=13, UnaryOp::Tanh),
+    unary!("Erf", 9..=13, UnaryOp::Erf),
+    unary!("Exp", 6..=13, UnaryOp::Exp),
+    unary!("Log", 6..=13, UnaryOp::Log),
+    unary!("Sqrt", 6..=13, UnaryOp::Sqrt),
+    unary!("Abs", 6..=13, UnaryOp::Abs),
+    unary!("Neg", 6..=13, UnaryOp::Neg),
+    unary!("Reciprocal", 6..=13, UnaryOp::Reciprocal),
+    unary!("Floor", 6..=13, UnaryOp::Floor),
+    unary!("Ceil", 6..=13, UnaryOp::Ceil),
+    unary!("Softplus", 1..=22, UnaryOp::Softplus),
+    unary!("Softsign", 1..=22, UnaryOp::Softsign),
+    OpSpec {
+        op_type: "HardSigmoid",
+        since: (6, 22),
+        arity: Arity::Unary,
+        attrs: &["alpha", "beta"],
+        build: |n| {
+            Ok(Kernel::Unary(UnaryOp::HardSigmoid {
+                alpha: float_attr(n, "alpha", 0.2)?,
+                beta: float_attr(n, "beta", 0.5)?,
+            }))
+        },
+    },
+    unary!("HardSwish", 14..=22, UnaryOp::HardSwish),
+    OpSpec {
+        op_type: "LeakyRelu",
+        since: (6, 16),
+        arity: Arity::Unary,
+        attrs: &["alpha"],
+        build: |n| Ok(Kernel::Unary(UnaryOp::LeakyRelu { alpha: float_attr(n, "alpha", 0.01)? })),
+    },
+    OpSpec {
+        op_type: "Elu",
+        since: (6, 22),
+        arity: Arity::Unary,
+        attrs: &["alpha"],
+        build: |n| Ok(Kernel::Unary(UnaryOp::Elu { alpha: float_attr(n, "alpha", 1.0)? })),
+    },
+    OpSpec {
+        op_type: "Selu",
+        since: (6, 22),
+        arity: Arity::Unary,
+        attrs: &["alpha", "gamma"],
+        build: |n| {
+            Ok(Kernel::Unary(UnaryOp::Selu {
+                alpha: float_attr(n, "alpha", 1.673_263_2)?,
+                gamma: float_attr(n, "gamma", 1.050_701)?,
+            }))
+        },
+    },
+    OpSpec {
+        op_type: "Celu",
+        since: (12, 12),
+        arity: Arity::Unary,
+        attrs: &["alpha"],
+        build: |n| {
+            let alpha = float_attr(n, "alpha", 1.0)?;
+            if alpha == 0.0 {
+                return Err("Celu alpha must not be 0".into());
+            }
+            Ok(Kernel::Unary(UnaryOp::Celu { alpha }))
+        },
+    },
+    OpSpec {
+        op_type: "ThresholdedRelu",
+        since: (10, 22),
+        arity: Arity::Unary,
+        attrs: &["alpha"],
+        build: |n| Ok(Kernel::Unary(UnaryOp::ThresholdedRelu { alpha: float_attr(n, "alpha", 1.0)? })),
+    },
+    unary!("Mish", 18..=22, UnaryOp::Mish),
+    OpSpec {
+        op_type: "Gelu",
+        since: (20, 20),
+        arity: Arity::Unary,
+        attrs: &["approximate"],
+        build: |n| match string_attr(n, "approximate", "none")? {
+            "none" => Ok(Kernel::Unary(UnaryOp::Gelu)),
+            "tanh" => Ok(Kernel::Unary(UnaryOp::GeluTanh)),
+            other => Err(format!("Gelu approximate='{other}' is not 'none' or 'tanh'")),
+        },
+    },
+    binary!("Add", 7..=14, BinaryOp::Add),
+    binary!("Sub", 7..=14, BinaryOp::Sub),
+    binary!("Mul", 7..=14, BinaryOp::Mul),
+    binary!("Div", 7..=14, BinaryOp::Div),
+    binary!("Pow", 7..=15, BinaryOp::Pow),
+    variadic!("Max", 8..=13, BinaryOp::Max, false),
+    variadic!("Min", 8..=13, BinaryOp::Min, false),
+    variadic!("Sum", 8..=13, BinaryOp::Add, false),
+    variadic!("Mean", 8..=13, BinaryOp::Add, true),
+    OpSpec { op_type: "Identity", since: (1, 25), arity: Arity::Unary, attrs: &[], build: |_| Ok(Kernel::Identity) },
+    OpSpec {
+        op_type: "Dropout",
+        since: (7, 22),
+        arity: Arity::DataThenConstants { max: 3 },
+        attrs: &["ratio", "seed"],
+        build: dropout,
+    },
+    OpSpec {
+        op_type: "Clip",
+        since: (6, 13),
+        arity: Arity::DataThenConstants { max: 3 },
+        attrs: &["min", "max"],
+        build: clip,
+    },
+    OpSpec { op_type: "Softmax", since: (1, 13), arity: Arity::Unary, attrs: &["axis"], build: |n| softmax(n, false) },
+    OpSpec {
+        op_type: "LogSoftmax",
+        since: (1, 13),
+        arity: Arity::Unary,
+        attrs: &["axis"],
+        build: |n| softmax(n, true),
+    },
+    OpSpec {
+        op_type: "Transpose",
+        since: (1, 21),
+        arity: Arity::Unary,
+        attrs: &["perm"],
+        build: |n| Ok(Kernel::Transpose(Axes::new(&ints_attr(n, "perm")?.unwrap_or_default())?)),
+    },
+    OpSpec {
+        op_type: "Flatten",
+        since: (1, 21),
+        arity: Arity::Unary,
+        attrs: &["axis"],
+        build: |n| Ok(Kernel::Reshape(ReshapeRule::Flatten { axis: int_attr(n, "axis", 1)? })),
+    },
+    OpSpec {
+        op_type: "Reshape",
+        since: (5, 21),
+        arity: Arity::DataThenConstants { max: 2 },
+        attrs: &["allowzero"],
+        build: |n| {
+            let dims = const_i64(n, 1, "the shape")?.ok_or("Reshape needs its shape input")?;
+            Ok(Kernel::Reshape(ReshapeRule::To {
+                dims: Axes::new(&dims)?,
+                allowzero: int_attr(n, "allowzero", 0)? != 0,
+            }))
+        },
+    },
+    OpSpec {
+        op_type: "Squeeze",
+        since: (1, 21),
+        arity: Arity::DataThenConstants { max: 2 },
+        attrs: &["axes"],
+        build: |n| Ok(Kernel::Reshape(ReshapeRule::Squeeze { axes: squeeze_axes(n)? })),
+    },
+    OpSpec {
+        op_type: "Unsqueeze",
+        since: (1, 21),
+        arity: Arity::DataThenConstants { max: 2 },
+        attrs: &["axes"],
+        build: |n| {
+            let axes = squeeze_axes(n)?;
+            if axes.len == 0 {
+                return Err("Unsqueeze needs axes".into());
+            }
+            Ok(Kernel::Reshape(ReshapeRule::Unsqueeze { axes }))
+        },
+    },
+    OpSpec {
+        op_type: "Concat",
+        since: (4, 13),
+        arity: Arity::Variadic { min: 1, max: usize::MAX },
+        attrs: &["axis"],
+        build: |n| match n.attr("axis") {
+            Some(AttrValue::Int(axis)) => Ok(Kernel::Concat { axis: *axis }),
+            _ => Err("Concat needs an int axis".into()),
+        },
+    },
+    OpSpec { op_type: "MatMul", since: (1, 13), arity: Arity::Binary, attrs: &[], build: |_| Ok(Kernel::MatMul) },
+    OpSpec {
+        op_type: "Gemm",
+        since: (7, 13),
+        arity: Arity::Data { min: 2, max: 3 },
+        attrs: &["alpha", "beta", "transA", "transB"],
+        build: |n| {
+            Ok(Kernel::Gemm {
+                alpha: float_attr(n, "alpha", 1.0)?,
+                beta: float_attr(n, "beta", 1.0)?,
+                trans_a: int_attr(n, "transA", 0)? != 0,
+                trans_b: int_attr(n, "transB", 0)? != 0,
+            })
+        },
+    },
+    OpSpec {
+        op_type: "BatchNormalization",
+        since: (7, 15),
+        arity: Arity::Data { min: 5, max: 5 },
+        attrs: &["epsilon", "momentum", "spatial", "training_mode"],
+        build: |n| {
+            if int_attr(n, "training_mode", 0)? != 0 || int_attr(n, "spatial", 1)? != 1 {
+                return Err("only inference-mode, spatial BatchNormalization is supported".into());
+            }
+            if n.outputs.iter().skip(1).any(Option::is_some) {
+                return Err("BatchNormalization's running statistics outputs are not supported".into());
+            }
+            Ok(Kernel::BatchNorm { epsilon: float_attr(n, "epsilon", 1e-5)? })
+        },
+    },
+    OpSpec {
+        op_type: "Conv",
+        since: (1, 22),
+        arity: Arity::Data { min: 2, max: 3 },
+        attrs: &["auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"],
+        build: |n| {
+            let group = int_attr(n, "group", 1)?;
+            if group < 1 {
+                return Err(format!("group {group}"));
+            }
+            Ok(Kernel::Conv { window: window(n, false)?, group: group as usize })
+        },
+    },
+    math!("Sin", 7..=22, MathOp::Sin),
+    math!("Cos", 7..=22, MathOp::Cos),
+    math!("Tan", 7..=22, MathOp::Tan),
+    math!("Asin", 7..=22, MathOp::Asin),
+    math!("Acos", 7..=22, MathOp::Acos),
+    math!("Atan", 7..=22, MathOp::Atan),
+    math!("Sinh", 9..=22, MathOp::Sinh),
+    math!("Cosh", 9..=22, MathOp::Cosh),
+    math!("Asinh", 9..=22, MathOp::Asinh),
+    math!("Acosh", 9..=22, MathOp::Acosh),
+    math!("Atanh", 9..=22, MathOp::Atanh),
+    math!("Round", 11..=22, MathOp::Round),
+    math!("Sign", 9..=13, MathOp::Sign),
+    OpSpec {
+        op_type: "LayerNormalization",
+        since: (17, 17),
+        arity: Arity::Data { min: 2, max: 3 },
+        attrs: &["axis", "epsilon", "stash_type"],
+        build: |n| norm(n, false),
+    },
+    OpSpec {
+        op_type: "RMSNormalization",
+        since: (23, 23),
+        arity: Arity::Data { min: 2, max: 2 },
+        attrs: &["axis", "epsilon", "stash_type"],
+        build: |n| norm(n, true),
+    },
+    OpSpec {
+        op_type: "InstanceNormalization",
+        since: (6, 22),
+        arity: Arity::Data { min: 3, max: 3 },
+        attrs: &["epsilon"],
+        build: |n| Ok(Kernel::InstanceNorm { epsilon: float_attr(n, "epsilon", 1e-5)? }),
+    },
+    OpSpec {
+        op_type: "LRN",
+        since: (1, 13),
+        arity: Arity::Unary,
+        attrs: &["alpha", "beta", "bias", "size"],
+        build: |n| {
+            let size = match n.attr("size") {
+                Some(AttrValue::Int(s)) if *s >= 1 => *s as usize,
+                _ => return Err("LRN needs a positive size".into()),
+            };
+            Ok(Kernel::Lrn {
+                size,
+                alpha: float_attr(n, "alpha", 1e-4)?,
+                beta: float_attr(n, "beta", 0.75)?,
+                bias: float_attr(n, "bias", 1.0)?,
+            })
+        },
+    },
+    OpSpec {
+        op_type: "Pad",
+        since: (2, 21),
+        arity: Arity::DataThenConstants { max: 4 },
+        attrs: &["mode", "pads", "value"],
+        build: pad,
+    },
+    OpSpec {
+        op_type: "MaxPool",
+        since: (1, 22),
+        arity: Arity::Unary,
+        attrs: &["auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order", "strides"],
+        build: |n| Ok(Kernel::Pool { window: window(n, true)?, max: true, count_pad: false }),
+    },
+    OpSpec {
+        op_type: "AveragePool",
+        since: (1, 22),
+        arity: Arity::Unary,
+        attrs: &["auto_pad", "ceil_mode", "count_include_pad", "dilations", "kernel_shape", "pads", "strides"],
+        build: |n| {
+            let count_pad = int_attr(n, "count_include_pad", 0)? != 0;
+            Ok(Kernel::Pool { window: window(n, true)?, max: false, count_pad })
+        },
+    },
+    OpSpec {
+        op_type: "GlobalAveragePool",
+        since: (1, 22),
+        arity: Arity::Unary,
+        attrs: &[],
+        build: |_| Ok(Kernel::GlobalPool { max: false }),
+    },
+    OpSpec {
+        op_type: "GlobalMaxPool",
+        since: (1, 22),
+        arity: Arity::Unary,
+        attrs: &[],
+        build: |_| Ok(Kernel::GlobalPool { max: true }),
+    },
+];

@@ -1,0 +1,68 @@
+//! Registry unit tests.
+use super::*;
+use crate::graph::AttrValue;
+use crate::graph::ValueDesc;
+use rivet_kernels::UnaryOp;
+
+fn node(op: &str, version: i32, n_in: usize, attrs: Vec<(String, AttrValue)>) -> NodeDesc {
+    let v = |name: &str| Some(ValueDesc { name: name.into(), elem_type: dtype::FLOAT, dims: None, constant: None });
+    NodeDesc {
+        name: "n".into(),
+        op_type: op.into(),
+        domain: String::new(),
+        since_version: version,
+        inputs: (0..n_in).map(|i| v(&format!("i{i}"))).collect(),
+        outputs: vec![v("y")],
+        attrs,
+    }
+}
+
+#[test]
+fn defaults_follow_the_onnx_spec() {
+    let k = |n: &NodeDesc| kernel_for(n).map(|c| c.kernel);
+    assert_eq!(k(&node("LeakyRelu", 16, 1, vec![])), Ok(Kernel::Unary(UnaryOp::LeakyRelu { alpha: 0.01 })));
+    assert_eq!(
+        k(&node("HardSigmoid", 6, 1, vec![])),
+        Ok(Kernel::Unary(UnaryOp::HardSigmoid { alpha: 0.2, beta: 0.5 }))
+    );
+    let tanh = vec![("approximate".into(), AttrValue::String("tanh".into()))];
+    assert_eq!(k(&node("Gelu", 20, 1, tanh)), Ok(Kernel::Unary(UnaryOp::GeluTanh)));
+    assert_eq!(k(&node("Softmax", 11, 1, vec![])), Ok(Kernel::Softmax { axis: 1, log: false, legacy: true }));
+    assert_eq!(k(&node("LogSoftmax", 13, 1, vec![])), Ok(Kernel::Softmax { axis: -1, log: true, legacy: false }));
+    let gemm = k(&node("Gemm", 13, 2, vec![])).unwrap();
+    assert_eq!(gemm, Kernel::Gemm { alpha: 1.0, beta: 1.0, trans_a: false, trans_b: false });
+}
+
+#[test]
+fn unsupported_nodes_say_why() {
+    assert!(kernel_for(&node("Relu", 1, 1, vec![])).unwrap_err().contains("opset version 1"));
+    assert!(kernel_for(&node("Hardmax", 13, 1, vec![])).unwrap_err().contains("not implemented"));
+    assert!(kernel_for(&node("Add", 14, 1, vec![])).unwrap_err().contains("exactly 2 inputs"));
+    let bad = vec![("approximate".into(), AttrValue::String("erf".into()))];
+    assert!(kernel_for(&node("Gelu", 20, 1, bad)).unwrap_err().contains("approximate='erf'"));
+    let extra = vec![("beta".into(), AttrValue::Float(1.0))];
+    assert!(kernel_for(&node("LeakyRelu", 16, 1, extra)).unwrap_err().contains("'beta'"));
+    let mut int_node = node("Relu", 14, 1, vec![]);
+    int_node.inputs[0].as_mut().unwrap().elem_type = dtype::INT64;
+    assert!(kernel_for(&int_node).unwrap_err().contains("int64"));
+}
+
+#[test]
+fn every_listed_op_resolves_at_its_lowest_and_highest_version() {
+    for s in OPS {
+        let n_in = match s.arity {
+            Arity::Unary | Arity::DataThenConstants { .. } => 1,
+            Arity::Binary => 2,
+            Arity::Variadic { min, .. } => min.max(3),
+            Arity::Data { min, .. } => min,
+        };
+        let needs_constants = ["Reshape", "Unsqueeze", "Concat", "Conv", "MaxPool", "AveragePool", "LRN", "Pad"];
+        if needs_constants.contains(&s.op_type) {
+            continue; // checked with their constants in the e2e tests
+        }
+        for v in [s.since.0, s.since.1] {
+            assert!(kernel_for(&node(s.op_type, v, n_in, vec![])).is_ok(), "{} v{v}", s.op_type);
+        }
+    }
+    assert_eq!(OPS.len(), 69);
+}
