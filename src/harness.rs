@@ -262,6 +262,22 @@ pub fn run(session: &mut Session, inputs: &[HostTensor]) -> Result<Vec<HostTenso
     run_prepared(session, &prepare(inputs)?)
 }
 
+/// The prepared values in the session's input order, bound once for repeated Runs.
+fn ordered_inputs<'v>(session: &Session, inputs: &'v PreparedInputs) -> Result<Vec<SessionInputValue<'v>>, Error> {
+    session
+        .inputs()
+        .iter()
+        .map(|input| {
+            let (_, v) = inputs
+                .0
+                .iter()
+                .find(|(n, _)| n == input.name())
+                .ok_or_else(|| format!("no value for input '{}'", input.name()))?;
+            Ok(SessionInputValue::from(v))
+        })
+        .collect()
+}
+
 /// Times `iters` Runs (after `warmup`), returning each Run's duration. Inputs are bound
 /// once, in the session's input order, so the loop does no per-Run harness work beyond
 /// what ORT's `run` needs.
@@ -271,15 +287,7 @@ pub fn time_runs(
     warmup: usize,
     iters: usize,
 ) -> Result<Vec<Duration>, Error> {
-    let mut ordered: Vec<SessionInputValue<'_>> = Vec::new();
-    for input in session.inputs() {
-        let (_, v) = inputs
-            .0
-            .iter()
-            .find(|(n, _)| n == input.name())
-            .ok_or_else(|| format!("no value for input '{}'", input.name()))?;
-        ordered.push(SessionInputValue::from(v));
-    }
+    let ordered = ordered_inputs(session, inputs)?;
     for _ in 0..warmup {
         session.run(&ordered[..]).map_err(err)?;
     }
@@ -296,15 +304,7 @@ pub fn time_runs(
 /// `runs` Runs and nothing else: the function callgrind collects in (keep its name).
 #[inline(never)]
 pub fn measured_runs(session: &mut Session, inputs: &PreparedInputs, runs: usize) -> Result<(), Error> {
-    let mut ordered: Vec<SessionInputValue<'_>> = Vec::new();
-    for input in session.inputs() {
-        let (_, v) = inputs
-            .0
-            .iter()
-            .find(|(n, _)| n == input.name())
-            .ok_or_else(|| format!("no value for input '{}'", input.name()))?;
-        ordered.push(SessionInputValue::from(v));
-    }
+    let ordered = ordered_inputs(session, inputs)?;
     for _ in 0..runs {
         drop(session.run(&ordered[..]).map_err(err)?);
     }

@@ -160,16 +160,16 @@ pub fn infer(values: &[PlanValue], step: &Step, shapes: &[Shape]) -> Result<(Sha
             let c = step.inputs.get(2).map(|&id| &shapes[id]);
             (gemm_shape(x, &shapes[step.inputs[1]], c, trans_a, trans_b).map_err(|e| fail(format_args!("{e}")))?, None)
         }
-        Kernel::BatchNorm { .. } => {
-            let c = *x.get(1).ok_or_else(|| fail(format_args!("needs a channel axis")))?;
-            for &id in &step.inputs[1..] {
-                if shapes[id].as_slice() != [c] {
-                    return Err(fail(format_args!(
-                        "parameter '{}' has shape {}, not [{c}]",
-                        values[id].name,
-                        ShapeText(&shapes[id])
-                    )));
-                }
+        // Per-channel parameters: every input after X is [C].
+        Kernel::BatchNorm { .. } | Kernel::InstanceNorm { .. } => {
+            let min_rank = if matches!(step.kernel, Kernel::InstanceNorm { .. }) { 3 } else { 2 };
+            let c = *x.get(1).filter(|_| x.len() >= min_rank).ok_or_else(|| fail(format_args!("needs [N, C, ...]")))?;
+            if let Some(&id) = step.inputs[1..].iter().find(|&&id| shapes[id].as_slice() != [c]) {
+                return Err(fail(format_args!(
+                    "parameter '{}' has shape {}, not [{c}]",
+                    values[id].name,
+                    ShapeText(&shapes[id])
+                )));
             }
             (x.clone(), None)
         }
@@ -200,19 +200,7 @@ pub fn infer(values: &[PlanValue], step: &Step, shapes: &[Shape]) -> Result<(Sha
             let (g, _) = window_2d(&window, x[2], x[3], window.kernel).map_err(|e| fail(format_args!("{e}")))?;
             (Shape::from_slice(&[x[0], x[1], g.out_h, g.out_w]), None)
         }
-        Kernel::InstanceNorm { .. } => {
-            let c = *x.get(1).filter(|_| x.len() >= 3).ok_or_else(|| fail(format_args!("needs [N, C, D1, ...]")))?;
-            for &id in &step.inputs[1..] {
-                if shapes[id].as_slice() != [c] {
-                    return Err(fail(format_args!(
-                        "parameter '{}' has shape {}, not [{c}]",
-                        values[id].name,
-                        ShapeText(&shapes[id])
-                    )));
-                }
-            }
-            (x.clone(), None)
-        }
+
         Kernel::Lrn { .. } => {
             if x.len() < 2 {
                 return Err(fail(format_args!("needs [N, C, ...]")));
