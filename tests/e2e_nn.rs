@@ -423,3 +423,84 @@ fn layer_and_rms_normalization_match_ort() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+#[test]
+fn reductions_match_ort_with_constant_and_runtime_axes() {
+    let ops = [
+        "ReduceSum",
+        "ReduceMean",
+        "ReduceMax",
+        "ReduceMin",
+        "ReduceProd",
+        "ReduceL1",
+        "ReduceL2",
+        "ReduceLogSum",
+        "ReduceLogSumExp",
+        "ReduceSumSquare",
+    ];
+    let mut failures = Vec::new();
+    for op in ops {
+        for (axes, keepdims) in [(vec![1i64], 1i64), (vec![0, -1], 0), (vec![], 1)] {
+            for runtime_axes in [false, true] {
+                let mut b = ModelBuilder::new(18).input("x", FLOAT, &dims(&[2, 3, 4], runtime_axes));
+                let mut ins = vec!["x"];
+                let mut inputs = vec![x("x", &[2, 3, 4], 60)];
+                if op == "ReduceProd" || op == "ReduceLogSum" {
+                    inputs[0].data.iter_mut().for_each(|v| *v = v.abs() * 0.5 + 0.25);
+                }
+                if !axes.is_empty() {
+                    if runtime_axes {
+                        b = b.input("axes", rivet::model::INT64, &[Dim::Fixed(axes.len() as i64)]);
+                        inputs.push(HostTensor {
+                            name: "axes".into(),
+                            elem: ort::value::TensorElementType::Int64,
+                            shape: vec![axes.len() as i64],
+                            data: axes.iter().map(|&a| a as f64).collect(),
+                        });
+                    } else {
+                        b = b.initializer_i64("axes", &[axes.len() as i64], axes.clone());
+                    }
+                    ins.push("axes");
+                }
+                let model = b
+                    .node_with(op, "n", &ins, &["y"], &[("keepdims", Attr::Int(keepdims))])
+                    .output("y", FLOAT, None)
+                    .build();
+                let what = format!("{op} axes {axes:?} keepdims {keepdims} at Run: {runtime_axes}");
+                if let Err(e) = check_matches_ort(&model, &inputs, 1e-4, 1e-5, &what) {
+                    failures.push(e);
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn shapes_and_axes_fed_at_run() {
+    let i64_input = |name: &str, v: Vec<i64>| HostTensor {
+        name: name.into(),
+        elem: ort::value::TensorElementType::Int64,
+        shape: vec![v.len() as i64],
+        data: v.into_iter().map(|d| d as f64).collect(),
+    };
+    let mut failures = Vec::new();
+    for (op, opset, param, data_shape) in [
+        ("Reshape", 21, vec![4, -1, 3], vec![2, 3, 4]),
+        ("Reshape", 21, vec![0, 12], vec![2, 3, 4]),
+        ("Unsqueeze", 21, vec![0, -1], vec![2, 3]),
+        ("Squeeze", 21, vec![1], vec![2, 1, 3]),
+    ] {
+        let model = ModelBuilder::new(opset)
+            .input("x", FLOAT, &dims(&data_shape, true))
+            .input("p", rivet::model::INT64, &[Dim::Fixed(param.len() as i64)])
+            .node(op, "n", &["x", "p"], &["y"])
+            .output("y", FLOAT, None)
+            .build();
+        let inputs = [x("x", &data_shape, 70), i64_input("p", param.clone())];
+        if let Err(e) = check_matches_ort(&model, &inputs, 0.0, 0.0, &format!("{op} {param:?}")) {
+            failures.push(e);
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

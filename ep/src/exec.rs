@@ -18,6 +18,8 @@ pub struct TensorIn<'a> {
     pub shape: Shape,
     /// The elements when `elem_type` is float32, else empty.
     pub data: &'a [f32],
+    /// The elements when `elem_type` is int64 (shapes and axes read at Run), else empty.
+    pub ints: &'a [i64],
 }
 
 /// Allocates the fused node's outputs (through ORT in production).
@@ -98,14 +100,15 @@ pub fn execute<'a>(
     // Check the inputs against what the model declares.
     for (i, input) in inputs.iter().enumerate() {
         let value = &plan.values[plan.inputs[i]];
-        let ok_type = input.elem_type == dtype::FLOAT;
+        let ok_type = input.elem_type == value.elem_type;
         if !ok_type || !matches_declared(&input.shape, &value.declared) {
             let (step, pos) = value.first_reader.unwrap_or((0, 0));
             let expected = value.declared.as_ref().map(DeclaredText);
             return Err(Error::invalid(format_args!(
-                "{} input {pos} '{}': expected float32 {}, got {} {}",
+                "{} input {pos} '{}': expected {} {}, got {} {}",
                 NodeLabel(&plan.steps[step]),
                 value.name,
+                dtype::name(value.elem_type),
                 expected.map_or_else(|| "of any shape".to_string(), |d| d.to_string()),
                 dtype::name(input.elem_type),
                 ShapeText(&input.shape)
@@ -142,6 +145,13 @@ fn run_step<'a>(
     outputs: &mut dyn Outputs<'a>,
     par: &dyn Parallel,
 ) -> Result<()> {
+    // int64 tensors the step reads at Run (shapes, axes): only in plans that are not static.
+    let mut params: SmallVec<[&[i64]; 1]> = SmallVec::new();
+    for &id in &step.params {
+        if let Slot::Input(i) = plan.values[id].slot {
+            params.push(inputs[i].ints);
+        }
+    }
     // Output shape: known since Compile for static plans, inferred here otherwise.
     let inferred;
     let broadcast = match &plan.fixed {
@@ -158,13 +168,13 @@ fn run_step<'a>(
             } else {
                 let (a, b) = (Shape::from_slice(a), Shape::from_slice(b));
                 let plan_b =
-                    shapes::infer_into(&plan.values, step, &mut state.shapes)?.expect("binary steps broadcast");
+                    shapes::infer_into(&plan.values, step, &mut state.shapes, &[])?.expect("binary steps broadcast");
                 state.broadcasts[index] = Some(CachedBroadcast { a, b, plan: plan_b });
             }
             state.broadcasts[index].as_ref().map(|c| &c.plan)
         }
         None => {
-            inferred = shapes::infer_into(&plan.values, step, &mut state.shapes)?;
+            inferred = shapes::infer_into(&plan.values, step, &mut state.shapes, &params)?;
             inferred.as_ref()
         }
     };
@@ -180,7 +190,7 @@ fn run_step<'a>(
                 for &id in &step.inputs {
                     ins.push(read(plan, id, inputs, &state.buffers, outs));
                 }
-                apply(step, &ins, &state.shapes, broadcast, dst, par);
+                apply(step, &ins, &state.shapes, &params, broadcast, dst, par);
             }
             outs[o] = Some(dst);
         }
@@ -192,7 +202,7 @@ fn run_step<'a>(
                 for &id in &step.inputs {
                     ins.push(read(plan, id, inputs, &state.buffers, outs));
                 }
-                apply(step, &ins, &state.shapes, broadcast, &mut owned, par);
+                apply(step, &ins, &state.shapes, &params, broadcast, &mut owned, par);
             }
             state.buffers[b] = owned;
         }
@@ -230,10 +240,12 @@ fn read<'s>(
 
 /// Runs a step's kernel into `dst`, splitting large elementwise outputs over the pool.
 #[dispatch_phase(KernelInvoke)]
+#[allow(clippy::too_many_arguments)]
 fn apply(
     step: &Step,
     ins: &[&[f32]],
     shapes: &[Shape],
+    params: &[&[i64]],
     broadcast: Option<&Broadcast>,
     dst: &mut [f32],
     par: &dyn Parallel,
@@ -330,6 +342,15 @@ fn apply(
                 shapes::window_2d(&window, s[2], s[3], window.kernel).expect("checked by shape inference");
             let pool = if max { conv::Pool::Max } else { conv::Pool::Average { count_pad } };
             conv::pool2d(x, s[0] * s[1], &g, pool, pad_end, dst);
+        }
+        Kernel::Reduce { op, axes, noop_empty, .. } => {
+            let s = shape(0);
+            let mask = shapes::reduced_axes(s.len(), axes, noop_empty, params).expect("checked by shape inference");
+            if mask.iter().any(|&m| m) {
+                nn::reduce(x, s, &mask[..s.len()], op, dst);
+            } else {
+                dst.copy_from_slice(x); // noop_with_empty_axes: the input unchanged
+            }
         }
         Kernel::Math(op) => dst.iter_mut().zip(x).for_each(|(o, &v)| *o = op.apply(v)),
         Kernel::Norm { axis, epsilon, rms } => {

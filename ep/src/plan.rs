@@ -7,7 +7,7 @@ use std::fmt;
 use smallvec::SmallVec;
 
 use crate::error::{Error, Result};
-use crate::graph::{DeclaredShape, Dim, GraphDesc, Shape};
+use crate::graph::{dtype, DeclaredShape, Dim, GraphDesc, Shape};
 use crate::registry::{kernel_for, Claim, Kernel};
 use crate::shapes;
 use rivet_kernels::Broadcast;
@@ -33,6 +33,9 @@ pub struct PlanValue {
     pub slot: Slot,
     /// Declared dims, when the model gives a rank.
     pub declared: Option<DeclaredShape>,
+    /// ONNX element type: float32, or int64 for the shape and axes tensors some kernels
+    /// read at Run.
+    pub elem_type: i32,
     /// The first step that reads this value, with the input position: errors about a
     /// fused input name the node that consumes it.
     pub first_reader: Option<(usize, usize)>,
@@ -44,6 +47,9 @@ pub struct Step {
     pub op_type: String,
     pub kernel: Kernel,
     pub inputs: SmallVec<[ValueId; 2]>,
+    /// int64 inputs the kernel reads at Run to find its output shape (a Reshape's shape,
+    /// Squeeze/Unsqueeze axes), when the model feeds them instead of holding constants.
+    pub params: SmallVec<[ValueId; 1]>,
     pub output: ValueId,
 }
 
@@ -93,7 +99,13 @@ impl Plan {
             slot: Slot,
             declared: Option<DeclaredShape>,
         ) -> ValueId {
-            values.push(PlanValue { name: name.to_string(), slot, declared, first_reader: None });
+            values.push(PlanValue {
+                name: name.to_string(),
+                slot,
+                declared,
+                elem_type: dtype::FLOAT,
+                first_reader: None,
+            });
             by_name.insert(name.to_string(), values.len() - 1);
             values.len() - 1
         }
@@ -112,7 +124,9 @@ impl Plan {
         for (i, v) in graph.inputs.iter().enumerate() {
             // A non-float fused input is never read as data (kernels take their shapes and
             // axes from constants), so it is left unchecked at Run.
-            inputs.push(add(&mut values, &mut by_name, &v.name, Slot::Input(i), v.dims.clone()));
+            let id = add(&mut values, &mut by_name, &v.name, Slot::Input(i), v.dims.clone());
+            values[id].elem_type = v.elem_type;
+            inputs.push(id);
         }
         let mut constants = Vec::new();
         for c in &graph.constants {
@@ -145,11 +159,29 @@ impl Plan {
                 // Numbered by `assign_buffers` once every step is known.
                 None => Slot::Buffer(usize::MAX),
             };
+            let mut params: SmallVec<[ValueId; 1]> = SmallVec::new();
+            for &pos in &claim.params {
+                let input = node.inputs[pos].as_ref().expect("params are present");
+                let id = *by_name.get(&input.name).ok_or_else(|| {
+                    Error::ep(format_args!(
+                        "node '{}' ({}) reads '{}' at Run, but it is no input of the fused node",
+                        node.name, node.op_type, input.name
+                    ))
+                })?;
+                if !matches!(values[id].slot, Slot::Input(_)) || values[id].elem_type != dtype::INT64 {
+                    return Err(Error::ep(format_args!(
+                        "node '{}': '{}' is not an int64 fused input",
+                        node.name, input.name
+                    )));
+                }
+                params.push(id);
+            }
             let step = |kernel, inputs, output| Step {
                 node_name: node.name.clone(),
                 op_type: node.op_type.clone(),
                 kernel,
                 inputs,
+                params: params.clone(),
                 output,
             };
             match claim.kernel {
@@ -217,9 +249,12 @@ impl Plan {
         for (id, shape, _) in &self.constants {
             shapes[*id].clone_from(shape);
         }
+        if self.steps.iter().any(|s| !s.params.is_empty()) {
+            return Ok(None); // shapes that depend on data known only at Run
+        }
         let mut broadcasts = Vec::with_capacity(self.steps.len());
         for step in &self.steps {
-            let (shape, b) = shapes::infer(&self.values, step, &shapes)?;
+            let (shape, b) = shapes::infer(&self.values, step, &shapes, &[])?;
             shapes[step.output] = shape;
             broadcasts.push(b);
         }
@@ -262,7 +297,7 @@ fn assign_buffers(values: &mut [PlanValue], steps: &[Step]) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::graph::{dtype, NodeDesc, ValueDesc};
+    use crate::graph::{NodeDesc, ValueDesc};
 
     fn v(name: &str, dims: &[Dim]) -> ValueDesc {
         ValueDesc {

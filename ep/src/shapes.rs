@@ -8,7 +8,7 @@ use rivet_kernels::Broadcast;
 use crate::error::{Error, Result};
 use crate::graph::{DeclaredShape, Dim, Shape};
 use crate::plan::{NodeLabel, PlanValue, Step};
-use crate::registry::{AutoPad, Kernel, ReshapeRule, Window};
+use crate::registry::{AutoPad, Kernel, ReduceAxes, ReshapeRule, Window};
 use rivet_kernels::conv::Window2d;
 use smallvec::SmallVec;
 
@@ -72,7 +72,12 @@ pub fn checked_count(shape: &[usize], what: impl fmt::Display) -> Result<usize> 
 /// Writes a step's output shape into `shapes` (in place: no shape is moved around) and
 /// returns the broadcast plan of a binary step. Same-shape kernels copy the input's shape
 /// and check the declaration; everything else goes through `infer`.
-pub fn infer_into(values: &[PlanValue], step: &Step, shapes: &mut [Shape]) -> Result<Option<Broadcast>> {
+pub fn infer_into(
+    values: &[PlanValue],
+    step: &Step,
+    shapes: &mut [Shape],
+    params: &[&[i64]],
+) -> Result<Option<Broadcast>> {
     if let Kernel::Unary(_) | Kernel::Identity | Kernel::Scale(_) | Kernel::Clip { .. } | Kernel::Math(_) = step.kernel
     {
         // Values are numbered in plan order: an output comes after its inputs.
@@ -92,14 +97,21 @@ pub fn infer_into(values: &[PlanValue], step: &Step, shapes: &mut [Shape]) -> Re
         }
         return Ok(None);
     }
-    let (shape, b) = infer(values, step, shapes)?;
+    let (shape, b) = infer(values, step, shapes, params)?;
     shapes[step.output] = shape;
     Ok(b)
 }
 
 /// A step's output shape (and broadcast plan, for binary steps) from its input shapes,
 /// checked against the output's declaration.
-pub fn infer(values: &[PlanValue], step: &Step, shapes: &[Shape]) -> Result<(Shape, Option<Broadcast>)> {
+/// `params` holds the data of the step's int64 params (empty at Compile, where steps with
+/// params are not inferred).
+pub fn infer(
+    values: &[PlanValue],
+    step: &Step,
+    shapes: &[Shape],
+    params: &[&[i64]],
+) -> Result<(Shape, Option<Broadcast>)> {
     // Inputs were checked when they were produced (or bound, for the fused inputs).
     let x = &shapes[step.inputs[0]];
     let fail = |why: std::fmt::Arguments<'_>| {
@@ -150,7 +162,30 @@ pub fn infer(values: &[PlanValue], step: &Step, shapes: &[Shape]) -> Result<(Sha
             (x.clone(), None)
         }
         Kernel::Transpose(perm) => (transposed(x, perm.as_slice()).map_err(|e| fail(format_args!("{e}")))?, None),
-        Kernel::Reshape(rule) => (reshaped(x, rule).map_err(|e| fail(format_args!("{e}")))?, None),
+        Kernel::Reduce { axes, keepdims, noop_empty, .. } => {
+            let mask = reduced_axes(x.len(), axes, noop_empty, params).map_err(|e| fail(format_args!("{e}")))?;
+            let shape = (0..x.len())
+                .filter_map(|a| {
+                    if !mask[a] {
+                        Some(x[a])
+                    } else if keepdims {
+                        Some(1)
+                    } else {
+                        None
+                    }
+                })
+                .collect();
+            (shape, None)
+        }
+        Kernel::Reshape(rule) => {
+            let rule = if rule.reads_param() {
+                let param = params.first().ok_or_else(|| fail(format_args!("its shape or axes tensor is missing")))?;
+                rule.resolve(param).map_err(|e| fail(format_args!("{e}")))?
+            } else {
+                rule
+            };
+            (reshaped(x, rule).map_err(|e| fail(format_args!("{e}")))?, None)
+        }
         Kernel::Concat { axis } => {
             let parts: SmallVec<[&Shape; 4]> = step.inputs.iter().map(|&id| &shapes[id]).collect();
             (concatenated(&parts, axis).map_err(|e| fail(format_args!("{e}")))?, None)
@@ -330,6 +365,9 @@ fn reshaped(x: &[usize], rule: ReshapeRule) -> std::result::Result<Shape, String
             }
             Ok(x.iter().enumerate().filter(|(i, _)| !drop[*i]).map(|(_, &d)| d).collect())
         }
+        ReshapeRule::ToAtRun { .. } | ReshapeRule::SqueezeAtRun | ReshapeRule::UnsqueezeAtRun => {
+            Err("the rule's tensor was not resolved".into())
+        }
         ReshapeRule::Unsqueeze { axes } => {
             let rank = x.len() + axes.len as usize;
             if rank > 8 {
@@ -454,4 +492,31 @@ pub fn window_2d(
         pad_begin: begin,
     };
     Ok((g, end))
+}
+
+/// Which axes a reduction reduces, as a mask over the input's axes.
+pub fn reduced_axes(
+    rank: usize,
+    axes: ReduceAxes,
+    noop_empty: bool,
+    params: &[&[i64]],
+) -> std::result::Result<[bool; 8], String> {
+    let list: &[i64] = match &axes {
+        ReduceAxes::Const(a) => a.as_slice(),
+        ReduceAxes::AtRun => params.first().copied().ok_or("the axes tensor is missing")?,
+    };
+    if rank > 8 {
+        return Err(format!("rank {rank} is above 8"));
+    }
+    let mut mask = [false; 8];
+    if list.is_empty() {
+        if !noop_empty {
+            mask[..rank].iter_mut().for_each(|m| *m = true);
+        }
+        return Ok(mask);
+    }
+    for &a in list {
+        mask[normalize_axis(a, rank, false)?] = true;
+    }
+    Ok(mask)
 }

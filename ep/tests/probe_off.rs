@@ -48,7 +48,7 @@ fn counters_stay_at_their_defaults_after_real_work() {
     let plan = Plan::build("p", &graph).unwrap();
     let mut state = RunState::new(&plan);
     let x = [-1.0f32, 0.0, 2.0];
-    let inputs = [TensorIn { elem_type: dtype::FLOAT, shape: [3].into_iter().collect(), data: &x }];
+    let inputs = [TensorIn { elem_type: dtype::FLOAT, shape: [3].into_iter().collect(), data: &x, ints: &[] }];
     let mut y = Vec::new();
     let mut sink = Out(Some(&mut y));
     {

@@ -403,3 +403,110 @@ pub fn layer_norm(
         }
     }
 }
+
+thread_local! {
+    static LSE_SCRATCH: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// How `reduce` combines the elements of each reduced group.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReduceOp {
+    Sum,
+    Mean,
+    Max,
+    Min,
+    Prod,
+    L1,
+    L2,
+    LogSum,
+    LogSumExp,
+    SumSquare,
+}
+
+/// Reduces `x` of `shape` over the axes flagged in `reduced` into `y` (the output with
+/// those axes of size 1, or removed: the layout is the same). An empty group gives the
+/// op's identity (0 for sums, 1 for Prod, -inf for Max / LogSum(Exp), +inf for Min, NaN
+/// for Mean).
+pub fn reduce(x: &[f32], shape: &[usize], reduced: &[bool], op: ReduceOp, y: &mut [f32]) {
+    let rank = shape.len();
+    // Output strides with the reduced axes contributing nothing.
+    let mut out_strides = [0usize; 8];
+    let mut acc = 1usize;
+    for a in (0..rank).rev() {
+        if !reduced[a] {
+            out_strides[a] = acc;
+            acc *= shape[a];
+        }
+    }
+    let group: usize = (0..rank).filter(|&a| reduced[a]).map(|a| shape[a]).product();
+    let init = match op {
+        ReduceOp::Prod => 1.0,
+        ReduceOp::Max | ReduceOp::LogSumExp => f32::NEG_INFINITY,
+        ReduceOp::Min => f32::INFINITY,
+        _ => 0.0,
+    };
+    y.iter_mut().for_each(|v| *v = init);
+    let for_each = |f: &mut dyn FnMut(usize, f32)| {
+        let mut index = [0usize; 8];
+        let mut out = 0usize;
+        for &v in x {
+            f(out, v);
+            for a in (0..rank).rev() {
+                index[a] += 1;
+                out += out_strides[a];
+                if index[a] < shape[a] {
+                    break;
+                }
+                out -= out_strides[a] * shape[a];
+                index[a] = 0;
+            }
+        }
+    };
+    match op {
+        ReduceOp::Sum | ReduceOp::Mean | ReduceOp::LogSum => for_each(&mut |o, v| y[o] += v),
+        ReduceOp::L1 => for_each(&mut |o, v| y[o] += v.abs()),
+        ReduceOp::L2 | ReduceOp::SumSquare => for_each(&mut |o, v| y[o] += v * v),
+        ReduceOp::Prod => for_each(&mut |o, v| y[o] *= v),
+        ReduceOp::Max => for_each(&mut |o, v| {
+            if v > y[o] || v.is_nan() {
+                y[o] = v
+            }
+        }),
+        ReduceOp::Min => for_each(&mut |o, v| {
+            if v < y[o] || v.is_nan() {
+                y[o] = v
+            }
+        }),
+        ReduceOp::LogSumExp => {
+            // max + ln(sum exp(x - max)): the maxima in y, the sums in a per-thread
+            // scratch (grown once, then reused).
+            for_each(&mut |o, v| {
+                if v > y[o] || v.is_nan() {
+                    y[o] = v
+                }
+            });
+            LSE_SCRATCH.with(|scratch| {
+                let mut sums = scratch.borrow_mut();
+                sums.clear();
+                sums.resize(y.len(), 0.0);
+                let maxes: &[f32] = y;
+                for_each(&mut |o, v| {
+                    if maxes[o].is_finite() {
+                        sums[o] += (v - maxes[o]).exp()
+                    }
+                });
+                for (m, &s) in y.iter_mut().zip(sums.iter()) {
+                    if m.is_finite() {
+                        *m += s.ln();
+                    }
+                }
+            });
+        }
+    }
+    match op {
+        ReduceOp::Mean => y.iter_mut().for_each(|v| *v /= group as f32),
+        ReduceOp::L2 => y.iter_mut().for_each(|v| *v = v.sqrt()),
+        ReduceOp::LogSum => y.iter_mut().for_each(|v| *v = v.ln()),
+        _ => {}
+    }
+}

@@ -138,14 +138,17 @@ fn bind_inputs<'c>(api: &Api, ctx: *mut OrtKernelContext, count: usize) -> Resul
         let v = api.kernel_input(ctx, i)?;
         let (elem_type, shape) = input_metadata(api, v, i)?;
         let len: usize = shape.iter().product();
-        let data: &[f32] = if elem_type != dtype::FLOAT || len == 0 {
-            &[]
-        } else {
+        let (mut data, mut ints): (&[f32], &[i64]) = (&[], &[]);
+        if len > 0 && elem_type == dtype::FLOAT {
             let p = api.tensor_data(v)?.cast::<f32>();
             // SAFETY: a float32 tensor of `len` elements that ORT keeps alive for this Compute.
-            unsafe { std::slice::from_raw_parts(p, len) }
-        };
-        inputs.push(TensorIn { elem_type, shape, data });
+            data = unsafe { std::slice::from_raw_parts(p, len) };
+        } else if len > 0 && elem_type == dtype::INT64 {
+            let p = api.tensor_data(v)?.cast::<i64>();
+            // SAFETY: an int64 tensor of `len` elements that ORT keeps alive for this Compute.
+            ints = unsafe { std::slice::from_raw_parts(p, len) };
+        }
+        inputs.push(TensorIn { elem_type, shape, data, ints });
     }
     Ok(inputs)
 }

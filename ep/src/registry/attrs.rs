@@ -164,6 +164,11 @@ pub(super) fn pad(node: &NodeDesc) -> Result<Kernel, String> {
     Ok(Kernel::Pad(PadSpec { len: pads.len() as u8, pads: arr, mode }))
 }
 
+/// True when input `pos` is an int64 tensor the model feeds at Run (not a constant).
+pub(super) fn runtime_i64(node: &NodeDesc, pos: usize) -> bool {
+    input(node, pos).is_some_and(|v| v.constant.is_none() && v.elem_type == crate::graph::dtype::INT64)
+}
+
 pub(super) fn squeeze_axes(node: &NodeDesc) -> Result<Axes, String> {
     let axes = if node.since_version < 13 { ints_attr(node, "axes")? } else { const_i64(node, 1, "axes")? };
     Axes::new(&axes.unwrap_or_default())
@@ -183,4 +188,21 @@ pub(super) fn string_attr<'a>(node: &'a NodeDesc, name: &str, default: &'a str) 
         Some(AttrValue::String(v)) => Ok(v),
         Some(other) => Err(format!("attribute '{name}' should be a string, is {other:?}")),
     }
+}
+
+/// A reduction: axes from the attribute (before `input_since`) or the second input.
+pub(super) fn reduce(node: &NodeDesc, op: rivet_kernels::nn::ReduceOp, input_since: i32) -> Result<Kernel, String> {
+    let axes = if node.since_version < input_since {
+        super::kernel::ReduceAxes::Const(Axes::new(&ints_attr(node, "axes")?.unwrap_or_default())?)
+    } else if runtime_i64(node, 1) {
+        super::kernel::ReduceAxes::AtRun
+    } else {
+        super::kernel::ReduceAxes::Const(Axes::new(&const_i64(node, 1, "axes")?.unwrap_or_default())?)
+    };
+    Ok(Kernel::Reduce {
+        op,
+        axes,
+        keepdims: int_attr(node, "keepdims", 1)? != 0,
+        noop_empty: int_attr(node, "noop_with_empty_axes", 0)? != 0,
+    })
 }

@@ -41,6 +41,29 @@ pub enum ReshapeRule {
     Unsqueeze {
         axes: Axes,
     },
+    /// The same three, with the shape or axes read at Run from the step's int64 param.
+    ToAtRun {
+        allowzero: bool,
+    },
+    SqueezeAtRun,
+    UnsqueezeAtRun,
+}
+
+impl ReshapeRule {
+    /// Whether the rule needs an int64 tensor at Run.
+    pub fn reads_param(self) -> bool {
+        matches!(self, ReshapeRule::ToAtRun { .. } | ReshapeRule::SqueezeAtRun | ReshapeRule::UnsqueezeAtRun)
+    }
+
+    /// The rule with its shape or axes filled in from `param`.
+    pub fn resolve(self, param: &[i64]) -> Result<ReshapeRule, String> {
+        Ok(match self {
+            ReshapeRule::ToAtRun { allowzero } => ReshapeRule::To { dims: Axes::new(param)?, allowzero },
+            ReshapeRule::SqueezeAtRun => ReshapeRule::Squeeze { axes: Axes::new(param)? },
+            ReshapeRule::UnsqueezeAtRun => ReshapeRule::Unsqueeze { axes: Axes::new(param)? },
+            fixed => fixed,
+        })
+    }
 }
 
 /// How a window op pads (ONNX `auto_pad`).
@@ -121,6 +144,16 @@ impl MathOp {
     }
 }
 
+/// Which axes a reduction reduces.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ReduceAxes {
+    /// From the attribute or a constant input; empty means "all" (or none, with
+    /// `noop_with_empty_axes`).
+    Const(Axes),
+    /// From the step's int64 param at Run.
+    AtRun,
+}
+
 /// The kernel a plan step runs.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Kernel {
@@ -177,6 +210,12 @@ pub enum Kernel {
         bias: f32,
     },
     Pad(PadSpec),
+    Reduce {
+        op: rivet_kernels::nn::ReduceOp,
+        axes: ReduceAxes,
+        keepdims: bool,
+        noop_empty: bool,
+    },
     Math(MathOp),
     /// LayerNormalization (or RMSNormalization when `rms`) over the axes from `axis` on.
     Norm {

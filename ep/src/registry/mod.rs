@@ -21,6 +21,8 @@ pub use ops::OPS;
 pub struct Claim {
     pub kernel: Kernel,
     pub data: SmallVec<[usize; 4]>,
+    /// Positions of int64 inputs read at Run (see `ReshapeRule::reads_param`).
+    pub params: SmallVec<[usize; 1]>,
 }
 
 /// How many inputs an op takes, and which are data.
@@ -131,7 +133,13 @@ pub fn kernel_for(node: &NodeDesc) -> Result<Claim, String> {
     if let Some((name, _)) = node.attrs.iter().find(|(n, _)| !spec.attrs.contains(&n.as_str())) {
         return Err(format!("{} attribute '{name}' is not supported", node.op_type));
     }
-    Ok(Claim { kernel: (spec.build)(node)?, data })
+    let kernel = (spec.build)(node)?;
+    let params = match kernel {
+        Kernel::Reshape(rule) if rule.reads_param() => SmallVec::from_slice(&[1]),
+        Kernel::Reduce { axes: ReduceAxes::AtRun, .. } => SmallVec::from_slice(&[1]),
+        _ => SmallVec::new(),
+    };
+    Ok(Claim { kernel, data, params })
 }
 
 /// The README's table of supported ops, generated from `OPS`.

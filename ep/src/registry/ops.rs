@@ -1,5 +1,6 @@
 //! The table of supported ops.
 
+use rivet_kernels::nn::ReduceOp;
 use rivet_kernels::{BinaryOp, UnaryOp};
 
 use super::attrs::*;
@@ -31,6 +32,18 @@ macro_rules! math {
     };
 }
 
+macro_rules! reduce {
+    ($name:literal, $lo:literal..=$hi:literal, $op:expr, $input_since:literal) => {
+        OpSpec {
+            op_type: $name,
+            since: ($lo, $hi),
+            arity: Arity::DataThenConstants { max: 2 },
+            attrs: &["axes", "keepdims", "noop_with_empty_axes"],
+            build: |n| reduce(n, $op, $input_since),
+        }
+    };
+}
+
 macro_rules! variadic {
     ($name:literal, $lo:literal..=$hi:literal, $op:expr, $mean:expr) => {
         OpSpec {
@@ -43,7 +56,8 @@ macro_rules! variadic {
     };
 }
 
-/// Every op Rivet claims (domain `ai.onnx`, element type float32).
+/// Every op Rivet claims (domain `ai.onnx`, element type float32). The shape ops'
+/// versions 23-25 only add element types, so for float32 they are the same op.
 pub static OPS: &[OpSpec] = &[
     unary!("Relu", 6..=14, UnaryOp::Relu),
     unary!("Sigmoid", 6..=13, UnaryOp::Sigmoid),
@@ -164,24 +178,28 @@ pub static OPS: &[OpSpec] = &[
     },
     OpSpec {
         op_type: "Transpose",
-        since: (1, 21),
+        since: (1, 25),
         arity: Arity::Unary,
         attrs: &["perm"],
         build: |n| Ok(Kernel::Transpose(Axes::new(&ints_attr(n, "perm")?.unwrap_or_default())?)),
     },
     OpSpec {
         op_type: "Flatten",
-        since: (1, 21),
+        since: (1, 25),
         arity: Arity::Unary,
         attrs: &["axis"],
         build: |n| Ok(Kernel::Reshape(ReshapeRule::Flatten { axis: int_attr(n, "axis", 1)? })),
     },
     OpSpec {
         op_type: "Reshape",
-        since: (5, 21),
+        since: (5, 25),
         arity: Arity::DataThenConstants { max: 2 },
         attrs: &["allowzero"],
         build: |n| {
+            let allowzero = int_attr(n, "allowzero", 0)? != 0;
+            if runtime_i64(n, 1) {
+                return Ok(Kernel::Reshape(ReshapeRule::ToAtRun { allowzero }));
+            }
             let dims = const_i64(n, 1, "the shape")?.ok_or("Reshape needs its shape input")?;
             Ok(Kernel::Reshape(ReshapeRule::To {
                 dims: Axes::new(&dims)?,
@@ -191,17 +209,25 @@ pub static OPS: &[OpSpec] = &[
     },
     OpSpec {
         op_type: "Squeeze",
-        since: (1, 21),
-        arity: Arity::DataThenConstants { max: 2 },
-        attrs: &["axes"],
-        build: |n| Ok(Kernel::Reshape(ReshapeRule::Squeeze { axes: squeeze_axes(n)? })),
-    },
-    OpSpec {
-        op_type: "Unsqueeze",
-        since: (1, 21),
+        since: (1, 25),
         arity: Arity::DataThenConstants { max: 2 },
         attrs: &["axes"],
         build: |n| {
+            if n.since_version >= 13 && runtime_i64(n, 1) {
+                return Ok(Kernel::Reshape(ReshapeRule::SqueezeAtRun));
+            }
+            Ok(Kernel::Reshape(ReshapeRule::Squeeze { axes: squeeze_axes(n)? }))
+        },
+    },
+    OpSpec {
+        op_type: "Unsqueeze",
+        since: (1, 25),
+        arity: Arity::DataThenConstants { max: 2 },
+        attrs: &["axes"],
+        build: |n| {
+            if n.since_version >= 13 && runtime_i64(n, 1) {
+                return Ok(Kernel::Reshape(ReshapeRule::UnsqueezeAtRun));
+            }
             let axes = squeeze_axes(n)?;
             if axes.len == 0 {
                 return Err("Unsqueeze needs axes".into());
@@ -289,6 +315,16 @@ pub static OPS: &[OpSpec] = &[
         attrs: &["axis", "epsilon", "stash_type"],
         build: |n| norm(n, true),
     },
+    reduce!("ReduceSum", 1..=13, ReduceOp::Sum, 13),
+    reduce!("ReduceMean", 1..=18, ReduceOp::Mean, 18),
+    reduce!("ReduceMax", 1..=20, ReduceOp::Max, 18),
+    reduce!("ReduceMin", 1..=20, ReduceOp::Min, 18),
+    reduce!("ReduceProd", 1..=18, ReduceOp::Prod, 18),
+    reduce!("ReduceL1", 1..=18, ReduceOp::L1, 18),
+    reduce!("ReduceL2", 1..=18, ReduceOp::L2, 18),
+    reduce!("ReduceLogSum", 1..=18, ReduceOp::LogSum, 18),
+    reduce!("ReduceLogSumExp", 1..=18, ReduceOp::LogSumExp, 18),
+    reduce!("ReduceSumSquare", 1..=18, ReduceOp::SumSquare, 18),
     OpSpec {
         op_type: "InstanceNormalization",
         since: (6, 22),
@@ -316,7 +352,7 @@ pub static OPS: &[OpSpec] = &[
     },
     OpSpec {
         op_type: "Pad",
-        since: (2, 21),
+        since: (2, 25),
         arity: Arity::DataThenConstants { max: 4 },
         attrs: &["mode", "pads", "value"],
         build: pad,
