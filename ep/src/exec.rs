@@ -343,6 +343,21 @@ fn apply(
             let pool = if max { conv::Pool::Max } else { conv::Pool::Average { count_pad } };
             conv::pool2d(x, s[0] * s[1], &g, pool, pad_end, dst);
         }
+        Kernel::Expand { .. } => {
+            nn::expand(x, shape(0), &shapes[step.output], dst);
+        }
+        Kernel::CumSum { axis, exclusive, reverse } => {
+            let s = shape(0);
+            let a = shapes::int_list(&axis, params).ok().and_then(|v| v.first().copied()).unwrap_or(0);
+            let a = shapes::normalize_axis(a, s.len(), false).unwrap_or(0);
+            let (outer, inner) = (s[..a].iter().product(), s[a + 1..].iter().product());
+            nn::cumsum(x, outer, s[a], inner, exclusive, reverse, dst);
+        }
+        Kernel::Trilu { k, upper } => {
+            let s = shape(0);
+            let k = shapes::int_list(&k, params).ok().and_then(|v| v.first().copied()).unwrap_or(0);
+            nn::trilu(x, s[s.len() - 2], s[s.len() - 1], k, upper, dst);
+        }
         Kernel::Reduce { op, axes, noop_empty, .. } => {
             let s = shape(0);
             let mask = shapes::reduced_axes(s.len(), axes, noop_empty, params).expect("checked by shape inference");

@@ -162,6 +162,29 @@ pub fn infer(
             (x.clone(), None)
         }
         Kernel::Transpose(perm) => (transposed(x, perm.as_slice()).map_err(|e| fail(format_args!("{e}")))?, None),
+        Kernel::Expand { shape } => {
+            let dims = int_list(&shape, params).map_err(|e| fail(format_args!("{e}")))?;
+            if dims.iter().any(|&d| d < 0) {
+                return Err(fail(format_args!("Expand to {dims:?}")));
+            }
+            let target: SmallVec<[usize; 8]> = dims.iter().map(|&d| d as usize).collect();
+            let b = Broadcast::new(x, &target).map_err(|e| fail(format_args!("{e}")))?;
+            (Shape::from_slice(b.out_shape()), None)
+        }
+        Kernel::CumSum { axis, .. } => {
+            let a = int_list(&axis, params).map_err(|e| fail(format_args!("{e}")))?;
+            if a.len() != 1 {
+                return Err(fail(format_args!("CumSum's axis must be one value, got {a:?}")));
+            }
+            normalize_axis(a[0], x.len(), false).map_err(|e| fail(format_args!("{e}")))?;
+            (x.clone(), None)
+        }
+        Kernel::Trilu { k, .. } => {
+            if x.len() < 2 || int_list(&k, params).map_err(|e| fail(format_args!("{e}")))?.len() > 1 {
+                return Err(fail(format_args!("Trilu needs a matrix and at most one k")));
+            }
+            (x.clone(), None)
+        }
         Kernel::Reduce { axes, keepdims, noop_empty, .. } => {
             let mask = reduced_axes(x.len(), axes, noop_empty, params).map_err(|e| fail(format_args!("{e}")))?;
             let shape = (0..x.len())
@@ -519,4 +542,12 @@ pub fn reduced_axes(
         mask[normalize_axis(a, rank, false)?] = true;
     }
     Ok(mask)
+}
+
+/// The values of an int64 list: the constant, or the step's param at Run.
+pub fn int_list<'a>(list: &'a ReduceAxes, params: &[&'a [i64]]) -> std::result::Result<&'a [i64], String> {
+    match list {
+        ReduceAxes::Const(a) => Ok(a.as_slice()),
+        ReduceAxes::AtRun => params.first().copied().ok_or_else(|| "the int64 input is missing".to_string()),
+    }
 }

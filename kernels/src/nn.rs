@@ -510,3 +510,67 @@ pub fn reduce(x: &[f32], shape: &[usize], reduced: &[bool], op: ReduceOp, y: &mu
         _ => {}
     }
 }
+
+/// Broadcasts `x` of `shape` to `out_shape` (numpy rules; `shape` may have fewer axes).
+pub fn expand(x: &[f32], shape: &[usize], out_shape: &[usize], y: &mut [f32]) {
+    let rank = out_shape.len();
+    let pad = rank - shape.len();
+    // Input stride per output axis; 0 where the input is broadcast.
+    let mut strides = [0usize; 8];
+    let mut acc = 1usize;
+    for a in (0..shape.len()).rev() {
+        if shape[a] != 1 {
+            strides[a + pad] = acc;
+        }
+        acc *= shape[a];
+    }
+    let mut index = [0usize; 8];
+    let mut src = 0usize;
+    for o in y.iter_mut() {
+        *o = x[src];
+        for a in (0..rank).rev() {
+            index[a] += 1;
+            src += strides[a];
+            if index[a] < out_shape[a] {
+                break;
+            }
+            src -= strides[a] * out_shape[a];
+            index[a] = 0;
+        }
+    }
+}
+
+/// Cumulative sum along the middle axis of `x` viewed as `[outer, n, inner]`.
+pub fn cumsum(x: &[f32], outer: usize, n: usize, inner: usize, exclusive: bool, reverse: bool, y: &mut [f32]) {
+    for o in 0..outer {
+        for i in 0..inner {
+            let mut acc = 0.0f32;
+            for step in 0..n {
+                let k = if reverse { n - 1 - step } else { step };
+                let at = (o * n + k) * inner + i;
+                if exclusive {
+                    y[at] = acc;
+                    acc += x[at];
+                } else {
+                    acc += x[at];
+                    y[at] = acc;
+                }
+            }
+        }
+    }
+}
+
+/// Keeps the upper (or lower) triangle of each trailing `rows × cols` matrix, relative to
+/// diagonal `k`; the rest becomes 0.
+pub fn trilu(x: &[f32], rows: usize, cols: usize, k: i64, upper: bool, y: &mut [f32]) {
+    for (m, (xs, ys)) in x.chunks(rows * cols.max(1)).zip(y.chunks_mut(rows * cols.max(1))).enumerate() {
+        let _ = m;
+        for i in 0..rows {
+            for j in 0..cols {
+                let d = j as i64 - i as i64;
+                let keep = if upper { d >= k } else { d <= k };
+                ys[i * cols + j] = if keep { xs[i * cols + j] } else { 0.0 };
+            }
+        }
+    }
+}

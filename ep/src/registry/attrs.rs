@@ -206,3 +206,11 @@ pub(super) fn reduce(node: &NodeDesc, op: rivet_kernels::nn::ReduceOp, input_sin
         noop_empty: int_attr(node, "noop_with_empty_axes", 0)? != 0,
     })
 }
+
+/// An int64 input at position `pos`: a constant, or read at Run (empty when omitted).
+pub(super) fn ints_input(node: &NodeDesc, pos: usize, what: &str) -> Result<super::kernel::ReduceAxes, String> {
+    if runtime_i64(node, pos) {
+        return Ok(super::kernel::ReduceAxes::AtRun);
+    }
+    Ok(super::kernel::ReduceAxes::Const(Axes::new(&const_i64(node, pos, what)?.unwrap_or_default())?))
+}

@@ -144,7 +144,8 @@ impl MathOp {
     }
 }
 
-/// Which axes a reduction reduces.
+/// Which axes a reduction reduces, or more generally an int64 list an op reads (Expand's
+/// shape, CumSum's axis, Trilu's k): a constant, or the step's param at Run.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum ReduceAxes {
     /// From the attribute or a constant input; empty means "all" (or none, with
@@ -210,6 +211,18 @@ pub enum Kernel {
         bias: f32,
     },
     Pad(PadSpec),
+    Expand {
+        shape: ReduceAxes,
+    },
+    CumSum {
+        axis: ReduceAxes,
+        exclusive: bool,
+        reverse: bool,
+    },
+    Trilu {
+        k: ReduceAxes,
+        upper: bool,
+    },
     Reduce {
         op: rivet_kernels::nn::ReduceOp,
         axes: ReduceAxes,

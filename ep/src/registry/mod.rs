@@ -136,7 +136,10 @@ pub fn kernel_for(node: &NodeDesc) -> Result<Claim, String> {
     let kernel = (spec.build)(node)?;
     let params = match kernel {
         Kernel::Reshape(rule) if rule.reads_param() => SmallVec::from_slice(&[1]),
-        Kernel::Reduce { axes: ReduceAxes::AtRun, .. } => SmallVec::from_slice(&[1]),
+        Kernel::Reduce { axes: ReduceAxes::AtRun, .. }
+        | Kernel::Expand { shape: ReduceAxes::AtRun }
+        | Kernel::CumSum { axis: ReduceAxes::AtRun, .. }
+        | Kernel::Trilu { k: ReduceAxes::AtRun, .. } => SmallVec::from_slice(&[1]),
         _ => SmallVec::new(),
     };
     Ok(Claim { kernel, data, params })

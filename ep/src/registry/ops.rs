@@ -315,6 +315,33 @@ pub static OPS: &[OpSpec] = &[
         attrs: &["axis", "epsilon", "stash_type"],
         build: |n| norm(n, true),
     },
+    OpSpec {
+        op_type: "Expand",
+        since: (8, 13),
+        arity: Arity::DataThenConstants { max: 2 },
+        attrs: &[],
+        build: |n| Ok(Kernel::Expand { shape: ints_input(n, 1, "the shape")? }),
+    },
+    OpSpec {
+        op_type: "CumSum",
+        since: (11, 14),
+        arity: Arity::DataThenConstants { max: 2 },
+        attrs: &["exclusive", "reverse"],
+        build: |n| {
+            Ok(Kernel::CumSum {
+                axis: ints_input(n, 1, "axis")?,
+                exclusive: int_attr(n, "exclusive", 0)? != 0,
+                reverse: int_attr(n, "reverse", 0)? != 0,
+            })
+        },
+    },
+    OpSpec {
+        op_type: "Trilu",
+        since: (14, 14),
+        arity: Arity::DataThenConstants { max: 2 },
+        attrs: &["upper"],
+        build: |n| Ok(Kernel::Trilu { k: ints_input(n, 1, "k")?, upper: int_attr(n, "upper", 1)? != 0 }),
+    },
     reduce!("ReduceSum", 1..=13, ReduceOp::Sum, 13),
     reduce!("ReduceMean", 1..=18, ReduceOp::Mean, 18),
     reduce!("ReduceMax", 1..=20, ReduceOp::Max, 18),
