@@ -510,3 +510,54 @@ fn shapes_and_axes_fed_at_run() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+#[test]
+fn slice_matches_ort_with_constant_and_runtime_parameters() {
+    let i64_input = |name: &str, v: &[i64]| HostTensor {
+        name: name.into(),
+        elem: ort::value::TensorElementType::Int64,
+        shape: vec![v.len() as i64],
+        data: v.iter().map(|&d| d as f64).collect(),
+    };
+    type SliceCase = (Vec<i64>, Vec<i64>, Option<Vec<i64>>, Option<Vec<i64>>);
+    let cases: Vec<SliceCase> = vec![
+        (vec![0, 1], vec![2, 3], None, None),
+        (vec![1], vec![i64::MAX], Some(vec![-1]), None),
+        (vec![-1, 3], vec![-5, 0], Some(vec![2, 1]), Some(vec![-1, -2])),
+        (vec![0], vec![10], Some(vec![0]), Some(vec![2])),
+    ];
+    let mut failures = Vec::new();
+    for (starts, ends, axes, steps) in cases {
+        for at_run in [false, true] {
+            let mut b = ModelBuilder::new(13).input("x", FLOAT, &dims(&[4, 5, 6], at_run));
+            let mut names = vec!["x", "starts", "ends"];
+            let mut inputs = vec![x("x", &[4, 5, 6], 80)];
+            let mut params: Vec<(&str, Vec<i64>)> = vec![("starts", starts.clone()), ("ends", ends.clone())];
+            if let Some(a) = &axes {
+                params.push(("axes", a.clone()));
+                names.push("axes");
+            }
+            if let Some(st) = &steps {
+                if axes.is_none() {
+                    names.push(""); // an omitted axes input
+                }
+                params.push(("steps", st.clone()));
+                names.push("steps");
+            }
+            for (n, v) in &params {
+                if at_run {
+                    b = b.input(n, rivet::model::INT64, &[Dim::Fixed(v.len() as i64)]);
+                    inputs.push(i64_input(n, v));
+                } else {
+                    b = b.initializer_i64(n, &[v.len() as i64], v.clone());
+                }
+            }
+            let model = b.node("Slice", "n", &names, &["y"]).output("y", FLOAT, None).build();
+            let what = format!("Slice {starts:?} {ends:?} {axes:?} {steps:?} at Run: {at_run}");
+            if let Err(e) = check_matches_ort(&model, &inputs, 0.0, 0.0, &what) {
+                failures.push(e);
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

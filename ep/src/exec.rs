@@ -148,8 +148,10 @@ fn run_step<'a>(
     // int64 tensors the step reads at Run (shapes, axes): only in plans that are not static.
     let mut params: SmallVec<[&[i64]; 1]> = SmallVec::new();
     for &id in &step.params {
-        if let Slot::Input(i) = plan.values[id].slot {
-            params.push(inputs[i].ints);
+        match plan.values[id].slot {
+            Slot::Input(i) => params.push(inputs[i].ints),
+            Slot::ConstI64(c) => params.push(&plan.int_constants[c]),
+            _ => {}
         }
     }
     // Output shape: known since Compile for static plans, inferred here otherwise.
@@ -206,7 +208,7 @@ fn run_step<'a>(
             }
             state.buffers[b] = owned;
         }
-        Slot::Input(_) | Slot::Const(_) => unreachable!("a step never writes an input or constant"),
+        Slot::Input(_) | Slot::Const(_) | Slot::ConstI64(_) => unreachable!("a step never writes an input or constant"),
     }
     probe::record_nodes(1);
     Ok(())
@@ -233,6 +235,7 @@ fn read<'s>(
     match plan.values[id].slot {
         Slot::Input(i) => inputs[i].data,
         Slot::Const(c) => &plan.constants[c].2,
+        Slot::ConstI64(_) => &[], // never f32 data
         Slot::Buffer(b) => &buffers[b],
         Slot::Output(o) => outs[o].as_deref().expect("outputs are written before they are read"),
     }
@@ -342,6 +345,11 @@ fn apply(
                 shapes::window_2d(&window, s[2], s[3], window.kernel).expect("checked by shape inference");
             let pool = if max { conv::Pool::Max } else { conv::Pool::Average { count_pad } };
             conv::pool2d(x, s[0] * s[1], &g, pool, pad_end, dst);
+        }
+        Kernel::Slice { has_axes, has_steps } => {
+            let s = shape(0);
+            let plan = shapes::slice_plan(s, params, has_axes, has_steps).expect("checked by shape inference");
+            slice(x, s, &plan, dst);
         }
         Kernel::Expand { .. } => {
             nn::expand(x, shape(0), &shapes[step.output], dst);
@@ -465,6 +473,31 @@ fn broadcast_into<'a>(c: &[f32], cs: &[usize], rows: impl Iterator<Item = &'a mu
         let ci = if cm == 1 { 0 } else { i };
         for (j, o) in row.iter_mut().enumerate().take(n) {
             *o = c[ci * cn + if cn == 1 { 0 } else { j }];
+        }
+    }
+}
+
+/// Gathers a strided box of `x` (per axis: first index, step, count) into `dst`.
+fn slice(x: &[f32], shape: &[usize], plan: &[(i64, i64, usize)], dst: &mut [f32]) {
+    let rank = shape.len();
+    let mut strides = [0i64; 8];
+    let mut acc = 1i64;
+    for a in (0..rank).rev() {
+        strides[a] = acc;
+        acc *= shape[a] as i64;
+    }
+    let mut index = [0usize; 8];
+    let mut src: i64 = (0..rank).map(|a| plan[a].0 * strides[a]).sum();
+    for o in dst.iter_mut() {
+        *o = x[src as usize];
+        for a in (0..rank).rev() {
+            index[a] += 1;
+            src += plan[a].1 * strides[a];
+            if index[a] < plan[a].2 {
+                break;
+            }
+            src -= plan[a].1 * strides[a] * plan[a].2 as i64;
+            index[a] = 0;
         }
     }
 }

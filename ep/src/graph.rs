@@ -51,6 +51,8 @@ pub struct ValueDesc {
     /// The data of a small constant initializer (at most `SMALL_CONSTANT` elements):
     /// shapes, axes and bounds that ops read at Compile.
     pub constant: Option<Constant>,
+    /// An input of the graph being partitioned (so it reaches a fused node as an input).
+    pub graph_input: bool,
 }
 
 /// Largest constant initializer whose data is read with the graph.
@@ -97,6 +99,8 @@ pub struct ConstDesc {
     pub name: String,
     pub shape: Shape,
     pub data: Vec<f32>,
+    /// For an int64 constant (shapes, axes, starts): its values, and `data` is empty.
+    pub ints: Option<Vec<i64>>,
 }
 
 /// A graph as Rivet sees it. Nodes are in the order ORT listed them.

@@ -25,6 +25,8 @@ pub enum Slot {
     Buffer(usize),
     /// A constant the plan holds.
     Const(usize),
+    /// An int64 constant the plan holds (read as a step's param).
+    ConstI64(usize),
 }
 
 #[derive(Clone, Debug)]
@@ -72,6 +74,8 @@ pub struct Plan {
     pub outputs: Vec<ValueId>,
     /// Constants: the value they define, their shape and data.
     pub constants: Vec<(ValueId, Shape, Vec<f32>)>,
+    /// int64 constants a step reads as params (a Slice's starts, say).
+    pub int_constants: Vec<Vec<i64>>,
     /// Intermediate buffers, shared by values whose lifetimes do not overlap.
     pub num_buffers: usize,
     /// Every value's shape and every binary step's broadcast, when all inputs are static:
@@ -129,7 +133,14 @@ impl Plan {
             inputs.push(id);
         }
         let mut constants = Vec::new();
-        for c in &graph.constants {
+        let mut int_constants = Vec::new();
+        for c in graph.constants.iter().filter(|c| c.ints.is_some()) {
+            let dims = c.shape.iter().map(|&d| Dim::Fixed(d)).collect();
+            let id = add(&mut values, &mut by_name, &c.name, Slot::ConstI64(int_constants.len()), Some(dims));
+            values[id].elem_type = dtype::INT64;
+            int_constants.push(c.ints.clone().expect("filtered"));
+        }
+        for c in graph.constants.iter().filter(|c| c.ints.is_none()) {
             let dims = c.shape.iter().map(|&d| Dim::Fixed(d)).collect();
             let id = add(&mut values, &mut by_name, &c.name, Slot::Const(constants.len()), Some(dims));
             constants.push((id, c.shape.clone(), c.data.clone()));
@@ -168,9 +179,11 @@ impl Plan {
                         node.name, node.op_type, input.name
                     ))
                 })?;
-                if !matches!(values[id].slot, Slot::Input(_)) || values[id].elem_type != dtype::INT64 {
+                if !matches!(values[id].slot, Slot::Input(_) | Slot::ConstI64(_))
+                    || values[id].elem_type != dtype::INT64
+                {
                     return Err(Error::ep(format_args!(
-                        "node '{}': '{}' is not an int64 fused input",
+                        "node '{}': '{}' is not an int64 input or constant",
                         node.name, input.name
                     )));
                 }
@@ -230,8 +243,17 @@ impl Plan {
             }
         }
         let num_buffers = assign_buffers(&mut values, &steps);
-        let mut plan =
-            Plan { name: name.to_string(), values, steps, inputs, outputs, constants, num_buffers, fixed: None };
+        let mut plan = Plan {
+            name: name.to_string(),
+            values,
+            steps,
+            inputs,
+            outputs,
+            constants,
+            int_constants,
+            num_buffers,
+            fixed: None,
+        };
         plan.fixed = plan.fixed_shapes()?;
         Ok(plan)
     }
@@ -305,6 +327,7 @@ mod tests {
             elem_type: dtype::FLOAT,
             dims: Some(dims.iter().cloned().collect()),
             constant: None,
+            graph_input: false,
         }
     }
 

@@ -171,6 +171,10 @@ pub fn infer(
             let b = Broadcast::new(x, &target).map_err(|e| fail(format_args!("{e}")))?;
             (Shape::from_slice(b.out_shape()), None)
         }
+        Kernel::Slice { has_axes, has_steps } => {
+            let plan = slice_plan(x, params, has_axes, has_steps).map_err(|e| fail(format_args!("{e}")))?;
+            (plan.iter().map(|&(_, _, n)| n).collect(), None)
+        }
         Kernel::CumSum { axis, .. } => {
             let a = int_list(&axis, params).map_err(|e| fail(format_args!("{e}")))?;
             if a.len() != 1 {
@@ -550,4 +554,59 @@ pub fn int_list<'a>(list: &'a ReduceAxes, params: &[&'a [i64]]) -> std::result::
         ReduceAxes::Const(a) => Ok(a.as_slice()),
         ReduceAxes::AtRun => params.first().copied().ok_or_else(|| "the int64 input is missing".to_string()),
     }
+}
+
+/// Per input axis of a Slice: (first index, step, count).
+pub type SlicePlan = SmallVec<[(i64, i64, usize); 8]>;
+
+/// The Slice plan for an input of shape `x` from its starts, ends, axes and steps.
+pub fn slice_plan(
+    x: &[usize],
+    params: &[&[i64]],
+    has_axes: bool,
+    has_steps: bool,
+) -> std::result::Result<SlicePlan, String> {
+    let (starts, ends) = (params.first().copied().unwrap_or(&[]), params.get(1).copied().unwrap_or(&[]));
+    let axes = if has_axes { params.get(2).copied() } else { None };
+    let steps = if has_steps { params.get(2 + usize::from(has_axes)).copied() } else { None };
+    if starts.len() != ends.len()
+        || axes.is_some_and(|a| a.len() != starts.len())
+        || steps.is_some_and(|s| s.len() != starts.len())
+    {
+        return Err(format!("starts {starts:?}, ends {ends:?}, axes and steps differ in length"));
+    }
+    if x.len() > 8 {
+        return Err(format!("rank {} is above 8", x.len()));
+    }
+    let mut plan: SlicePlan = x.iter().map(|&d| (0, 1, d)).collect();
+    let mut seen = [false; 8];
+    for k in 0..starts.len() {
+        let a = match axes {
+            Some(a) => normalize_axis(a[k], x.len(), false)?,
+            None if k < x.len() => k,
+            None => return Err(format!("{} starts for rank {}", starts.len(), x.len())),
+        };
+        if std::mem::replace(&mut seen[a], true) {
+            return Err(format!("axis {a} is sliced twice"));
+        }
+        let step = steps.map_or(1, |s| s[k]);
+        if step == 0 {
+            return Err("a step of 0".into());
+        }
+        let d = x[a] as i64;
+        let fix = |v: i64| if v < 0 { v.saturating_add(d) } else { v };
+        let (start, end) = if step > 0 {
+            (fix(starts[k]).clamp(0, d), fix(ends[k]).clamp(0, d))
+        } else {
+            (fix(starts[k]).clamp(0, d - 1), fix(ends[k]).clamp(-1, d - 1))
+        };
+        // Both spans are >= 0 and the divisors > 0: ceil division on u64.
+        let count = if step > 0 {
+            ((end - start).max(0) as u64).div_ceil(step as u64)
+        } else {
+            ((start - end).max(0) as u64).div_ceil(step.unsigned_abs())
+        };
+        plan[a] = (start, step, count as usize);
+    }
+    Ok(plan)
 }

@@ -425,6 +425,20 @@ impl Api {
         Ok(b)
     }
     #[ort_ffi]
+    pub(crate) fn value_info_is_required_graph_input(&self, v: *const OrtValueInfo) -> Result<bool> {
+        let mut b = false;
+        // SAFETY: v is valid.
+        self.check(unsafe { (self.ort.ValueInfo_IsRequiredGraphInput)(v, &mut b) })?;
+        Ok(b)
+    }
+    #[ort_ffi]
+    pub(crate) fn value_info_is_optional_graph_input(&self, v: *const OrtValueInfo) -> Result<bool> {
+        let mut b = false;
+        // SAFETY: v is valid.
+        self.check(unsafe { (self.ort.ValueInfo_IsOptionalGraphInput)(v, &mut b) })?;
+        Ok(b)
+    }
+    #[ort_ffi]
     pub(crate) fn value_info_initializer_value(&self, v: *const OrtValueInfo) -> Result<*const OrtValue> {
         let mut p = ptr::null();
         // SAFETY: v is valid; the value is owned by the graph.

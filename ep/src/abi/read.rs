@@ -22,13 +22,13 @@ pub fn value(api: &Api, v: *const OrtValueInfo) -> Result<Option<ValueDesc>> {
     }
     let type_info = api.value_info_type_info(v)?;
     if type_info.is_null() || api.type_info_onnx_type(type_info)? != ONNXType::ONNX_TYPE_TENSOR {
-        return Ok(Some(ValueDesc { name, elem_type: 0, dims: None, constant: None }));
+        return Ok(Some(ValueDesc { name, elem_type: 0, dims: None, constant: None, graph_input: false }));
     }
     let t = api.type_info_tensor_info(type_info)?;
     let elem_type = api.tensor_info_element_type(t)?;
     if !api.tensor_info_has_shape(t) {
         // Unknown rank: not the same as a scalar (rank 0 with a shape).
-        return Ok(Some(ValueDesc { name, elem_type, dims: None, constant: None }));
+        return Ok(Some(ValueDesc { name, elem_type, dims: None, constant: None, graph_input: false }));
     }
     let rank = api.tensor_info_rank(t)?;
     let mut dims = vec![0i64; rank];
@@ -50,7 +50,10 @@ pub fn value(api: &Api, v: *const OrtValueInfo) -> Result<Option<ValueDesc>> {
         })
         .collect();
     let constant = small_constant(api, v, elem_type, &declared)?;
-    Ok(Some(ValueDesc { name, elem_type, dims: Some(declared), constant }))
+    // Only int64 values are asked: they may be a shape or axes tensor fed at Run.
+    let graph_input = elem_type == dtype::INT64
+        && (api.value_info_is_required_graph_input(v)? || api.value_info_is_optional_graph_input(v)?);
+    Ok(Some(ValueDesc { name, elem_type, dims: Some(declared), constant, graph_input }))
 }
 
 /// The data of a small constant initializer of f32 or i64 elements.
@@ -184,7 +187,7 @@ pub fn fused_graph(api: &Api, g: *const OrtGraph, fused: *const OrtNode) -> Resu
         for &vi in &inits {
             let vname = api.value_info_name(vi)?;
             if missing.contains(&vname) && api.value_info_is_constant_initializer(vi)? {
-                // Non-f32 constants (shapes, axes) are read with their nodes instead.
+                // f32 data and int64 shapes / axes; other types are never read.
                 if let Some(c) = constant(api, vi, vname)? {
                     constants.push(c);
                 }
@@ -197,11 +200,21 @@ pub fn fused_graph(api: &Api, g: *const OrtGraph, fused: *const OrtNode) -> Resu
 fn constant(api: &Api, vi: *const OrtValueInfo, name: String) -> Result<Option<ConstDesc>> {
     let v = api.value_info_initializer_value(vi)?;
     let (elem, dims) = api.tensor_type_and_shape_ref(v)?;
+    let shape: SmallVec<[usize; 8]> = dims.iter().map(|&d| d.max(0) as usize).collect();
+    let len: usize = shape.iter().product();
+    if elem == dtype::INT64 {
+        let ints = if len == 0 {
+            Vec::new()
+        } else {
+            let p = api.tensor_data(v)?.cast::<i64>();
+            // SAFETY: an int64 initializer of `len` elements; ORT keeps it alive for Compile.
+            unsafe { std::slice::from_raw_parts(p, len) }.to_vec()
+        };
+        return Ok(Some(ConstDesc { name, shape, data: Vec::new(), ints: Some(ints) }));
+    }
     if elem != dtype::FLOAT {
         return Ok(None);
     }
-    let shape: SmallVec<[usize; 8]> = dims.iter().map(|&d| d.max(0) as usize).collect();
-    let len: usize = shape.iter().product();
     let data = if len == 0 {
         Vec::new()
     } else {
@@ -209,5 +222,5 @@ fn constant(api: &Api, vi: *const OrtValueInfo, name: String) -> Result<Option<C
         // SAFETY: a float32 initializer of `len` elements; ORT keeps it alive for Compile.
         unsafe { std::slice::from_raw_parts(p, len) }.to_vec()
     };
-    Ok(Some(ConstDesc { name, shape, data }))
+    Ok(Some(ConstDesc { name, shape, data, ints: None }))
 }

@@ -214,6 +214,11 @@ pub enum Kernel {
     Expand {
         shape: ReduceAxes,
     },
+    /// Slice with starts, ends and the optional axes and steps as the step's params.
+    Slice {
+        has_axes: bool,
+        has_steps: bool,
+    },
     CumSum {
         axis: ReduceAxes,
         exclusive: bool,

@@ -135,6 +135,7 @@ pub fn kernel_for(node: &NodeDesc) -> Result<Claim, String> {
     }
     let kernel = (spec.build)(node)?;
     let params = match kernel {
+        Kernel::Slice { .. } => (1..node.inputs.len()).filter(|&i| node.inputs[i].is_some()).collect(),
         Kernel::Reshape(rule) if rule.reads_param() => SmallVec::from_slice(&[1]),
         Kernel::Reduce { axes: ReduceAxes::AtRun, .. }
         | Kernel::Expand { shape: ReduceAxes::AtRun }

@@ -323,6 +323,24 @@ pub static OPS: &[OpSpec] = &[
         build: |n| Ok(Kernel::Expand { shape: ints_input(n, 1, "the shape")? }),
     },
     OpSpec {
+        op_type: "Slice",
+        since: (10, 13),
+        arity: Arity::DataThenConstants { max: 5 },
+        attrs: &[],
+        build: |n| {
+            let present = |i: usize| n.inputs.get(i).is_some_and(Option::is_some);
+            if !present(1) || !present(2) {
+                return Err("Slice needs starts and ends".into());
+            }
+            for v in n.inputs.iter().skip(1).flatten() {
+                if v.elem_type != crate::graph::dtype::INT64 || !(v.constant.is_some() || v.graph_input) {
+                    return Err(format!("Slice parameter '{}' is not an int64 graph input or constant", v.name));
+                }
+            }
+            Ok(Kernel::Slice { has_axes: present(3), has_steps: present(4) })
+        },
+    },
+    OpSpec {
         op_type: "CumSum",
         since: (11, 14),
         arity: Arity::DataThenConstants { max: 2 },
