@@ -152,7 +152,7 @@ mod tests {
     use crate::graph::{dtype, NodeDesc, ValueDesc};
 
     fn v(name: &str) -> Option<ValueDesc> {
-        Some(ValueDesc { name: name.into(), elem_type: dtype::FLOAT, dims: None, constant: None, graph_input: false })
+        Some(ValueDesc { name: name.into(), elem_type: dtype::FLOAT, dims: None, constant: None, at_run_ok: false })
     }
     fn node(name: &str, inputs: &[&str], output: &str) -> NodeDesc {
         NodeDesc {

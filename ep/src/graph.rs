@@ -51,8 +51,10 @@ pub struct ValueDesc {
     /// The data of a small constant initializer (at most `SMALL_CONSTANT` elements):
     /// shapes, axes and bounds that ops read at Compile.
     pub constant: Option<Constant>,
-    /// An input of the graph being partitioned (so it reaches a fused node as an input).
-    pub graph_input: bool,
+    /// For int64 values: whether it reaches a fused node at Run (a graph input, or a value
+    /// computed by a node ORT runs: Rivet computes no int64 values). Values of an enclosing
+    /// graph do not.
+    pub at_run_ok: bool,
 }
 
 /// Largest constant initializer whose data is read with the graph.

@@ -327,7 +327,7 @@ mod tests {
             elem_type: dtype::FLOAT,
             dims: Some(dims.iter().cloned().collect()),
             constant: None,
-            graph_input: false,
+            at_run_ok: false,
         }
     }
 

@@ -30,7 +30,7 @@ fn counters_stay_at_their_defaults_after_real_work() {
         elem_type: dtype::FLOAT,
         dims: Some([Dim::Fixed(3)].into_iter().collect()),
         constant: None,
-        graph_input: false,
+        at_run_ok: false,
     };
     let graph = GraphDesc {
         nodes: vec![NodeDesc {

@@ -425,17 +425,10 @@ impl Api {
         Ok(b)
     }
     #[ort_ffi]
-    pub(crate) fn value_info_is_required_graph_input(&self, v: *const OrtValueInfo) -> Result<bool> {
+    pub(crate) fn value_info_is_from_outer_scope(&self, v: *const OrtValueInfo) -> Result<bool> {
         let mut b = false;
         // SAFETY: v is valid.
-        self.check(unsafe { (self.ort.ValueInfo_IsRequiredGraphInput)(v, &mut b) })?;
-        Ok(b)
-    }
-    #[ort_ffi]
-    pub(crate) fn value_info_is_optional_graph_input(&self, v: *const OrtValueInfo) -> Result<bool> {
-        let mut b = false;
-        // SAFETY: v is valid.
-        self.check(unsafe { (self.ort.ValueInfo_IsOptionalGraphInput)(v, &mut b) })?;
+        self.check(unsafe { (self.ort.ValueInfo_IsFromOuterScope)(v, &mut b) })?;
         Ok(b)
     }
     #[ort_ffi]

@@ -22,13 +22,13 @@ pub fn value(api: &Api, v: *const OrtValueInfo) -> Result<Option<ValueDesc>> {
     }
     let type_info = api.value_info_type_info(v)?;
     if type_info.is_null() || api.type_info_onnx_type(type_info)? != ONNXType::ONNX_TYPE_TENSOR {
-        return Ok(Some(ValueDesc { name, elem_type: 0, dims: None, constant: None, graph_input: false }));
+        return Ok(Some(ValueDesc { name, elem_type: 0, dims: None, constant: None, at_run_ok: false }));
     }
     let t = api.type_info_tensor_info(type_info)?;
     let elem_type = api.tensor_info_element_type(t)?;
     if !api.tensor_info_has_shape(t) {
         // Unknown rank: not the same as a scalar (rank 0 with a shape).
-        return Ok(Some(ValueDesc { name, elem_type, dims: None, constant: None, graph_input: false }));
+        return Ok(Some(ValueDesc { name, elem_type, dims: None, constant: None, at_run_ok: false }));
     }
     let rank = api.tensor_info_rank(t)?;
     let mut dims = vec![0i64; rank];
@@ -51,9 +51,8 @@ pub fn value(api: &Api, v: *const OrtValueInfo) -> Result<Option<ValueDesc>> {
         .collect();
     let constant = small_constant(api, v, elem_type, &declared)?;
     // Only int64 values are asked: they may be a shape or axes tensor fed at Run.
-    let graph_input = elem_type == dtype::INT64
-        && (api.value_info_is_required_graph_input(v)? || api.value_info_is_optional_graph_input(v)?);
-    Ok(Some(ValueDesc { name, elem_type, dims: Some(declared), constant, graph_input }))
+    let at_run_ok = elem_type == dtype::INT64 && !api.value_info_is_from_outer_scope(v)?;
+    Ok(Some(ValueDesc { name, elem_type, dims: Some(declared), constant, at_run_ok }))
 }
 
 /// The data of a small constant initializer of f32 or i64 elements.

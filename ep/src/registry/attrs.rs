@@ -164,11 +164,10 @@ pub(super) fn pad(node: &NodeDesc) -> Result<Kernel, String> {
     Ok(Kernel::Pad(PadSpec { len: pads.len() as u8, pads: arr, mode }))
 }
 
-/// True when input `pos` is an int64 tensor the model feeds at Run: an input of the
-/// graph, so that it reaches the fused node as an input (a value computed by a node Rivet
-/// does not run, or from an enclosing graph, is not claimed).
+/// True when input `pos` is an int64 tensor that reaches the fused node at Run (a graph
+/// input or a value ORT computes; not one of an enclosing graph).
 pub(super) fn runtime_i64(node: &NodeDesc, pos: usize) -> bool {
-    input(node, pos).is_some_and(|v| v.constant.is_none() && v.graph_input && v.elem_type == crate::graph::dtype::INT64)
+    input(node, pos).is_some_and(|v| v.constant.is_none() && v.at_run_ok && v.elem_type == crate::graph::dtype::INT64)
 }
 
 pub(super) fn squeeze_axes(node: &NodeDesc) -> Result<Axes, String> {

@@ -333,8 +333,8 @@ pub static OPS: &[OpSpec] = &[
                 return Err("Slice needs starts and ends".into());
             }
             for v in n.inputs.iter().skip(1).flatten() {
-                if v.elem_type != crate::graph::dtype::INT64 || !(v.constant.is_some() || v.graph_input) {
-                    return Err(format!("Slice parameter '{}' is not an int64 graph input or constant", v.name));
+                if v.elem_type != crate::graph::dtype::INT64 || !(v.constant.is_some() || v.at_run_ok) {
+                    return Err(format!("Slice parameter '{}' is not an int64 tensor of this graph", v.name));
                 }
             }
             Ok(Kernel::Slice { has_axes: present(3), has_steps: present(4) })

@@ -6,7 +6,7 @@ use rivet_kernels::UnaryOp;
 
 fn node(op: &str, version: i32, n_in: usize, attrs: Vec<(String, AttrValue)>) -> NodeDesc {
     let v = |name: &str| {
-        Some(ValueDesc { name: name.into(), elem_type: dtype::FLOAT, dims: None, constant: None, graph_input: false })
+        Some(ValueDesc { name: name.into(), elem_type: dtype::FLOAT, dims: None, constant: None, at_run_ok: false })
     };
     NodeDesc {
         name: "n".into(),

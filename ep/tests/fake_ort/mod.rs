@@ -194,7 +194,7 @@ pub fn value(name: &str, dims: &[usize]) -> ValueDesc {
         elem_type: dtype::FLOAT,
         dims: Some(dims.iter().map(|&d| Dim::Fixed(d)).collect()),
         constant: None,
-        graph_input: false,
+        at_run_ok: false,
     }
 }
 
