@@ -446,12 +446,18 @@ pub fn reduce(x: &[f32], shape: &[usize], reduced: &[bool], op: ReduceOp, y: &mu
         _ => 0.0,
     };
     y.iter_mut().for_each(|v| *v = init);
-    let for_each = |f: &mut dyn FnMut(usize, f32)| {
+    // Visits x in order with its output index and whether it is the first element of its
+    // group (every reduced index zero): Max/Min start from that element, as ORT does.
+    let for_each = |f: &mut dyn FnMut(usize, f32, bool)| {
         let mut index = [0usize; 8];
         let mut out = 0usize;
+        let mut nonzero_reduced = 0usize;
         for &v in x {
-            f(out, v);
+            f(out, v, nonzero_reduced == 0);
             for a in (0..rank).rev() {
+                if index[a] == 0 && reduced[a] {
+                    nonzero_reduced += 1;
+                }
                 index[a] += 1;
                 out += out_strides[a];
                 if index[a] < shape[a] {
@@ -459,28 +465,33 @@ pub fn reduce(x: &[f32], shape: &[usize], reduced: &[bool], op: ReduceOp, y: &mu
                 }
                 out -= out_strides[a] * shape[a];
                 index[a] = 0;
+                if reduced[a] {
+                    nonzero_reduced -= 1;
+                }
             }
         }
     };
     match op {
-        ReduceOp::Sum | ReduceOp::Mean | ReduceOp::LogSum => for_each(&mut |o, v| y[o] += v),
-        ReduceOp::L1 => for_each(&mut |o, v| y[o] += v.abs()),
-        ReduceOp::L2 | ReduceOp::SumSquare => for_each(&mut |o, v| y[o] += v * v),
-        ReduceOp::Prod => for_each(&mut |o, v| y[o] *= v),
-        ReduceOp::Max => for_each(&mut |o, v| {
-            if v > y[o] || v.is_nan() {
+        ReduceOp::Sum | ReduceOp::Mean | ReduceOp::LogSum => for_each(&mut |o, v, _| y[o] += v),
+        ReduceOp::L1 => for_each(&mut |o, v, _| y[o] += v.abs()),
+        ReduceOp::L2 | ReduceOp::SumSquare => for_each(&mut |o, v, _| y[o] += v * v),
+        ReduceOp::Prod => for_each(&mut |o, v, _| y[o] *= v),
+        // A NaN propagates only from a group's first element, like ORT's CPU EP (a running
+        // `std::max` seeded with the first element); later NaNs fail the comparison.
+        ReduceOp::Max => for_each(&mut |o, v, first| {
+            if first || v > y[o] {
                 y[o] = v
             }
         }),
-        ReduceOp::Min => for_each(&mut |o, v| {
-            if v < y[o] || v.is_nan() {
+        ReduceOp::Min => for_each(&mut |o, v, first| {
+            if first || v < y[o] {
                 y[o] = v
             }
         }),
         ReduceOp::LogSumExp => {
             // max + ln(sum exp(x - max)): the maxima in y, the sums in a per-thread
             // scratch (grown once, then reused).
-            for_each(&mut |o, v| {
+            for_each(&mut |o, v, _| {
                 if v > y[o] || v.is_nan() {
                     y[o] = v
                 }
@@ -490,7 +501,7 @@ pub fn reduce(x: &[f32], shape: &[usize], reduced: &[bool], op: ReduceOp, y: &mu
                 sums.clear();
                 sums.resize(y.len(), 0.0);
                 let maxes: &[f32] = y;
-                for_each(&mut |o, v| {
+                for_each(&mut |o, v, _| {
                     if maxes[o].is_finite() {
                         sums[o] += (v - maxes[o]).exp()
                     }
@@ -572,5 +583,52 @@ pub fn trilu(x: &[f32], rows: usize, cols: usize, k: i64, upper: bool, y: &mut [
                 ys[i * cols + j] = if keep { xs[i * cols + j] } else { 0.0 };
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod reduce_nan_tests {
+    use super::*;
+
+    fn max_min(x: &[f32], shape: &[usize], reduced: &[bool], n_out: usize) -> (Vec<f32>, Vec<f32>) {
+        let (mut mx, mut mn) = (vec![0.0; n_out], vec![0.0; n_out]);
+        reduce(x, shape, reduced, ReduceOp::Max, &mut mx);
+        reduce(x, shape, reduced, ReduceOp::Min, &mut mn);
+        (mx, mn)
+    }
+
+    /// ORT 1.32's CPU EP: [NaN, 1, 2] -> NaN, [1, NaN, 2] -> 2 / 1, [1, 2, NaN] -> 2 / 1
+    /// (checked with onnxruntime 1.32.0, ReduceMax/ReduceMin over axis 0).
+    #[test]
+    fn max_min_propagate_nan_only_from_the_first_element() {
+        let n = f32::NAN;
+        let (mx, mn) = max_min(&[n, 1.0, 2.0], &[3], &[true], 1);
+        assert!(mx[0].is_nan() && mn[0].is_nan());
+        assert_eq!(max_min(&[1.0, n, 2.0], &[3], &[true], 1), (vec![2.0], vec![1.0]));
+        assert_eq!(max_min(&[1.0, 2.0, n], &[3], &[true], 1), (vec![2.0], vec![1.0]));
+    }
+
+    /// The same rule over a strided axis (matches ORT: [NaN, 6] / [NaN, 4]) and over two
+    /// reduced axes, where "first" is the first element of each group in row-major order.
+    /// ORT's multi-axis paths combine per-chunk maxima, so a NaN that starts a later chunk
+    /// is dropped there (it gives [2, 8] for the second case); this kernel gives [2, 9]. Only
+    /// NaN placement differs; the README's ops notes say so.
+    #[test]
+    fn first_element_rule_holds_for_strided_and_multi_axis_groups() {
+        let n = f32::NAN;
+        // [3, 2] over axis 0: column 0 = [NaN, 5, 7], column 1 = [4, NaN, 6].
+        let x = [n, 4.0, 5.0, n, 7.0, 6.0];
+        let (mx, mn) = max_min(&x, &[3, 2], &[true, false], 2);
+        assert!(mx[0].is_nan() && mn[0].is_nan());
+        assert_eq!((mx[1], mn[1]), (6.0, 4.0));
+        // [2, 2, 2] over axes 0 and 2: group j = x[:, j, :]; group 1 starts with 3.
+        let x = [1.0, n, 3.0, 8.0, 2.0, 0.5, n, 9.0];
+        let (mx, mn) = max_min(&x, &[2, 2, 2], &[true, false, true], 2);
+        assert_eq!((mx[0], mn[0]), (2.0, 0.5));
+        assert_eq!((mx[1], mn[1]), (9.0, 3.0));
+        // Size-1 axes before the reduced one must not shift the first-element flag.
+        let (mx, _) = max_min(&[n, 1.0, 2.0, n], &[1, 2, 2], &[false, false, true], 2);
+        assert!(mx[0].is_nan());
+        assert_eq!(mx[1], 2.0);
     }
 }
