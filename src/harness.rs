@@ -128,25 +128,30 @@ impl HostTensor {
         }
     }
 
+    /// A tensor of any element type the harness handles, from f64 values.
+    pub fn typed(name: &str, elem: TensorElementType, shape: &[i64], data: Vec<f64>) -> Self {
+        Self { name: name.into(), elem, shape: shape.to_vec(), data }
+    }
+
     fn to_value(&self) -> Result<DynValue, Error> {
         let shape = self.shape.clone();
+        macro_rules! make {
+            ($t:ty, $conv:expr) => {
+                Tensor::from_array((shape, self.data.iter().map($conv).collect::<Vec<$t>>())).map_err(err)?.into_dyn()
+            };
+        }
         Ok(match self.elem {
-            TensorElementType::Float32 => {
-                Tensor::from_array((shape, self.data.iter().map(|&v| v as f32).collect::<Vec<_>>()))
-                    .map_err(err)?
-                    .into_dyn()
-            }
-            TensorElementType::Float64 => Tensor::from_array((shape, self.data.clone())).map_err(err)?.into_dyn(),
-            TensorElementType::Int64 => {
-                Tensor::from_array((shape, self.data.iter().map(|&v| v as i64).collect::<Vec<_>>()))
-                    .map_err(err)?
-                    .into_dyn()
-            }
-            TensorElementType::Int32 => {
-                Tensor::from_array((shape, self.data.iter().map(|&v| v as i32).collect::<Vec<_>>()))
-                    .map_err(err)?
-                    .into_dyn()
-            }
+            TensorElementType::Float32 => make!(f32, |&v| v as f32),
+            TensorElementType::Float64 => make!(f64, |&v| v),
+            TensorElementType::Int64 => make!(i64, |&v| v as i64),
+            TensorElementType::Int32 => make!(i32, |&v| v as i32),
+            TensorElementType::Int16 => make!(i16, |&v| v as i16),
+            TensorElementType::Int8 => make!(i8, |&v| v as i8),
+            TensorElementType::Uint64 => make!(u64, |&v| v as u64),
+            TensorElementType::Uint32 => make!(u32, |&v| v as u32),
+            TensorElementType::Uint16 => make!(u16, |&v| v as u16),
+            TensorElementType::Uint8 => make!(u8, |&v| v as u8),
+            TensorElementType::Bool => make!(bool, |&v| v != 0.0),
             other => return Err(format!("input '{}': the harness cannot make {other:?} tensors", self.name)),
         })
     }
@@ -156,23 +161,24 @@ impl HostTensor {
             ValueType::Tensor { ty, .. } => *ty,
             other => return Err(format!("output '{name}' is {other:?}, not a tensor")),
         };
+        macro_rules! read {
+            ($t:ty, $conv:expr) => {{
+                let (s, d) = v.try_extract_tensor::<$t>().map_err(err)?;
+                (s.to_vec(), d.iter().map($conv).collect())
+            }};
+        }
         let (shape, data): (Vec<i64>, Vec<f64>) = match elem {
-            TensorElementType::Float32 => {
-                let (s, d) = v.try_extract_tensor::<f32>().map_err(err)?;
-                (s.to_vec(), d.iter().map(|&x| f64::from(x)).collect())
-            }
-            TensorElementType::Float64 => {
-                let (s, d) = v.try_extract_tensor::<f64>().map_err(err)?;
-                (s.to_vec(), d.to_vec())
-            }
-            TensorElementType::Int64 => {
-                let (s, d) = v.try_extract_tensor::<i64>().map_err(err)?;
-                (s.to_vec(), d.iter().map(|&x| x as f64).collect())
-            }
-            TensorElementType::Int32 => {
-                let (s, d) = v.try_extract_tensor::<i32>().map_err(err)?;
-                (s.to_vec(), d.iter().map(|&x| f64::from(x)).collect())
-            }
+            TensorElementType::Float32 => read!(f32, |&x| f64::from(x)),
+            TensorElementType::Float64 => read!(f64, |&x| x),
+            TensorElementType::Int64 => read!(i64, |&x| x as f64),
+            TensorElementType::Int32 => read!(i32, |&x| f64::from(x)),
+            TensorElementType::Int16 => read!(i16, |&x| f64::from(x)),
+            TensorElementType::Int8 => read!(i8, |&x| f64::from(x)),
+            TensorElementType::Uint64 => read!(u64, |&x| x as f64),
+            TensorElementType::Uint32 => read!(u32, |&x| f64::from(x)),
+            TensorElementType::Uint16 => read!(u16, |&x| f64::from(x)),
+            TensorElementType::Uint8 => read!(u8, |&x| f64::from(x)),
+            TensorElementType::Bool => read!(bool, |&x| f64::from(u8::from(x))),
             other => return Err(format!("output '{name}': the harness cannot read {other:?} tensors")),
         };
         Ok(Self { name: name.into(), elem, shape, data })

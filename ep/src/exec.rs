@@ -4,6 +4,7 @@
 use rivet_kernels::{binary_f32, conv, nn, Broadcast};
 use smallvec::SmallVec;
 
+use crate::data::{Buf, Data, DataMut};
 use crate::error::{Error, Result};
 use crate::graph::{dtype, Shape};
 use crate::plan::{NodeLabel, Plan, Slot, Step};
@@ -16,15 +17,14 @@ use rivet_macros::dispatch_phase;
 pub struct TensorIn<'a> {
     pub elem_type: i32,
     pub shape: Shape,
-    /// The elements when `elem_type` is float32, else empty.
-    pub data: &'a [f32],
-    /// The elements when `elem_type` is int64 (shapes and axes read at Run), else empty.
-    pub ints: &'a [i64],
+    /// The elements (empty, of some type, when Rivet does not hold `elem_type`: the plan's
+    /// type check then rejects the input).
+    pub data: Data<'a>,
 }
 
 /// Allocates the fused node's outputs (through ORT in production).
 pub trait Outputs<'a> {
-    fn alloc(&mut self, index: usize, shape: &[usize]) -> Result<&'a mut [f32]>;
+    fn alloc(&mut self, index: usize, shape: &[usize], elem_type: i32) -> Result<DataMut<'a>>;
 }
 
 /// Runs `f` over disjoint chunks of `out` that together cover it, possibly in parallel.
@@ -53,7 +53,7 @@ pub const CHUNK_LEN: usize = 1 << 14;
 #[derive(Debug, Default)]
 pub struct RunState {
     shapes: Vec<Shape>,
-    buffers: Vec<Vec<f32>>,
+    buffers: Vec<Buf>,
     /// Per step of a symbolic plan: the last broadcast plan and the input shapes it was
     /// made for, reused while the shapes stay the same from Run to Run.
     broadcasts: Vec<Option<CachedBroadcast>>,
@@ -73,7 +73,8 @@ impl RunState {
             None => vec![Shape::new(); plan.values.len()],
         };
         let broadcasts = if plan.fixed.is_some() { Vec::new() } else { (0..plan.steps.len()).map(|_| None).collect() };
-        Self { shapes, buffers: vec![Vec::new(); plan.num_buffers], broadcasts }
+        let buffers = plan.buffer_types.iter().map(|&t| Buf::new(t).expect("planned types are held")).collect();
+        Self { shapes, buffers, broadcasts }
     }
 }
 
@@ -125,7 +126,7 @@ pub fn execute<'a>(
         }
     }
 
-    let mut outs: smallvec::SmallVec<[Option<&'a mut [f32]>; 4]> = (0..plan.outputs.len()).map(|_| None).collect();
+    let mut outs: smallvec::SmallVec<[Option<DataMut<'a>>; 4]> = (0..plan.outputs.len()).map(|_| None).collect();
 
     for (i, step) in plan.steps.iter().enumerate() {
         run_step(plan, i, step, state, inputs, &mut outs, outputs, par)?;
@@ -141,18 +142,20 @@ fn run_step<'a>(
     step: &Step,
     state: &mut RunState,
     inputs: &[TensorIn<'a>],
-    outs: &mut [Option<&'a mut [f32]>],
+    outs: &mut [Option<DataMut<'a>>],
     outputs: &mut dyn Outputs<'a>,
     par: &dyn Parallel,
 ) -> Result<()> {
+    let out_value = &plan.values[step.output];
+    // The step's own buffer, out of the state while the step reads the others.
+    let mut owned = match out_value.slot {
+        Slot::Buffer(b) => Some(std::mem::take(&mut state.buffers[b])),
+        _ => None,
+    };
     // int64 tensors the step reads at Run (shapes, axes): only in plans that are not static.
     let mut params: SmallVec<[&[i64]; 1]> = SmallVec::new();
     for &id in &step.params {
-        match plan.values[id].slot {
-            Slot::Input(i) => params.push(inputs[i].ints),
-            Slot::ConstI64(c) => params.push(&plan.int_constants[c]),
-            _ => {}
-        }
+        params.push(read(plan, id, inputs, &state.buffers, outs).i64().unwrap_or(&[]));
     }
     // Output shape: known since Compile for static plans, inferred here otherwise.
     let inferred;
@@ -180,35 +183,28 @@ fn run_step<'a>(
             inferred.as_ref()
         }
     };
-    let out_value = &plan.values[step.output];
     let out_shape = &state.shapes[step.output];
     let len = element_count(out_shape);
-    match out_value.slot {
-        Slot::Output(o) => {
-            let dst = outputs.alloc(o, out_shape)?;
+    let mut ins: SmallVec<[Data<'_>; 4]> = SmallVec::new();
+    for &id in &step.inputs {
+        ins.push(read(plan, id, inputs, &state.buffers, outs));
+    }
+    match (out_value.slot, owned.as_mut()) {
+        (Slot::Output(o), _) => {
+            let mut dst = outputs.alloc(o, out_shape, out_value.elem_type)?;
             check_len(step, dst.len(), len, out_shape)?;
-            {
-                let mut ins: SmallVec<[&[f32]; 4]> = SmallVec::new();
-                for &id in &step.inputs {
-                    ins.push(read(plan, id, inputs, &state.buffers, outs));
-                }
-                apply(step, &ins, &state.shapes, &params, broadcast, dst, par);
-            }
+            run_kernel(step, &ins, &state.shapes, &params, broadcast, &mut dst, par)?;
+            drop((ins, params)); // they may borrow `outs`
             outs[o] = Some(dst);
         }
-        Slot::Buffer(b) => {
-            let mut owned = std::mem::take(&mut state.buffers[b]);
-            owned.resize(len, 0.0);
-            {
-                let mut ins: SmallVec<[&[f32]; 4]> = SmallVec::new();
-                for &id in &step.inputs {
-                    ins.push(read(plan, id, inputs, &state.buffers, outs));
-                }
-                apply(step, &ins, &state.shapes, &params, broadcast, &mut owned, par);
-            }
-            state.buffers[b] = owned;
+        (Slot::Buffer(b), Some(buf)) => {
+            buf.resize(len);
+            let result = run_kernel(step, &ins, &state.shapes, &params, broadcast, &mut buf.view_mut(), par);
+            drop((ins, params)); // they may borrow `state.buffers`
+            state.buffers[b] = owned.take().expect("taken above");
+            result?;
         }
-        Slot::Input(_) | Slot::Const(_) | Slot::ConstI64(_) => unreachable!("a step never writes an input or constant"),
+        _ => unreachable!("a step writes an output or a buffer"),
     }
     probe::record_nodes(1);
     Ok(())
@@ -229,16 +225,35 @@ fn read<'s>(
     plan: &'s Plan,
     id: usize,
     inputs: &'s [TensorIn<'_>],
-    buffers: &'s [Vec<f32>],
-    outs: &'s [Option<&mut [f32]>],
-) -> &'s [f32] {
+    buffers: &'s [Buf],
+    outs: &'s [Option<DataMut<'_>>],
+) -> Data<'s> {
     match plan.values[id].slot {
         Slot::Input(i) => inputs[i].data,
-        Slot::Const(c) => &plan.constants[c].2,
-        Slot::ConstI64(_) => &[], // never f32 data
-        Slot::Buffer(b) => &buffers[b],
-        Slot::Output(o) => outs[o].as_deref().expect("outputs are written before they are read"),
+        Slot::Const(c) => plan.constants[c].2.view(),
+        Slot::Buffer(b) => buffers[b].view(),
+        Slot::Output(o) => outs[o].as_ref().expect("outputs are written before they are read").view(),
     }
+}
+
+/// Runs a step on the float32 path or the typed one.
+#[allow(clippy::too_many_arguments)]
+fn run_kernel(
+    step: &Step,
+    ins: &[Data<'_>],
+    shapes: &[Shape],
+    params: &[&[i64]],
+    broadcast: Option<&Broadcast>,
+    dst: &mut DataMut<'_>,
+    par: &dyn Parallel,
+) -> Result<()> {
+    if step.typed {
+        return crate::exec_typed::apply_typed(step, ins, shapes, params, dst);
+    }
+    let f: SmallVec<[&[f32]; 4]> = ins.iter().map(|d| d.f32().unwrap_or(&[])).collect();
+    let dst = dst.f32().ok_or_else(|| Error::ep(format_args!("{}: float32 step, other output", NodeLabel(step))))?;
+    apply(step, &f, shapes, params, broadcast, dst, par);
+    Ok(())
 }
 
 /// Runs a step's kernel into `dst`, splitting large elementwise outputs over the pool.
@@ -395,6 +410,14 @@ fn apply(
             nn::pad(x, s, &pads[..s.len()], &pads[s.len()..], spec.mode, dst);
         }
         Kernel::Variadic { .. } => unreachable!("lowered by the plan"),
+        Kernel::Cast { .. }
+        | Kernel::Arith(_)
+        | Kernel::Compare(_)
+        | Kernel::Logic(_)
+        | Kernel::Not
+        | Kernel::Where
+        | Kernel::ArgReduce { .. }
+        | Kernel::Gather { .. } => unreachable!("typed steps run in exec_typed"),
     }
 }
 
@@ -478,7 +501,7 @@ fn broadcast_into<'a>(c: &[f32], cs: &[usize], rows: impl Iterator<Item = &'a mu
 }
 
 /// Gathers a strided box of `x` (per axis: first index, step, count) into `dst`.
-fn slice(x: &[f32], shape: &[usize], plan: &[(i64, i64, usize)], dst: &mut [f32]) {
+pub(crate) fn slice<T: Copy>(x: &[T], shape: &[usize], plan: &[(i64, i64, usize)], dst: &mut [T]) {
     let rank = shape.len();
     let mut strides = [0i64; 8];
     let mut acc = 1i64;

@@ -6,7 +6,18 @@ use smallvec::SmallVec;
 /// ONNX element type codes (TensorProto.DataType).
 pub mod dtype {
     pub const FLOAT: i32 = 1;
+    pub const UINT8: i32 = 2;
+    pub const INT8: i32 = 3;
+    pub const UINT16: i32 = 4;
+    pub const INT16: i32 = 5;
+    pub const INT32: i32 = 6;
     pub const INT64: i32 = 7;
+    pub const BOOL: i32 = 9;
+    pub const FLOAT16: i32 = 10;
+    pub const DOUBLE: i32 = 11;
+    pub const UINT32: i32 = 12;
+    pub const UINT64: i32 = 13;
+    pub const BFLOAT16: i32 = 16;
 
     /// Name of an ONNX element type, for messages.
     pub fn name(code: i32) -> &'static str {
@@ -100,9 +111,7 @@ impl NodeDesc {
 pub struct ConstDesc {
     pub name: String,
     pub shape: Shape,
-    pub data: Vec<f32>,
-    /// For an int64 constant (shapes, axes, starts): its values, and `data` is empty.
-    pub ints: Option<Vec<i64>>,
+    pub data: crate::data::Buf,
 }
 
 /// A graph as Rivet sees it. Nodes are in the order ORT listed them.

@@ -12,8 +12,10 @@ extern crate self as rivet_ep;
 
 pub mod abi;
 pub mod capability;
+pub mod data;
 pub mod error;
 pub mod exec;
+mod exec_typed;
 pub mod graph;
 pub mod plan;
 pub mod probe;

@@ -6,6 +6,7 @@ use std::fmt;
 
 use smallvec::SmallVec;
 
+use crate::data::Buf;
 use crate::error::{Error, Result};
 use crate::graph::{dtype, DeclaredShape, Dim, GraphDesc, Shape};
 use crate::registry::{kernel_for, Claim, Kernel};
@@ -25,8 +26,6 @@ pub enum Slot {
     Buffer(usize),
     /// A constant the plan holds.
     Const(usize),
-    /// An int64 constant the plan holds (read as a step's param).
-    ConstI64(usize),
 }
 
 #[derive(Clone, Debug)]
@@ -35,8 +34,7 @@ pub struct PlanValue {
     pub slot: Slot,
     /// Declared dims, when the model gives a rank.
     pub declared: Option<DeclaredShape>,
-    /// ONNX element type: float32, or int64 for the shape and axes tensors some kernels
-    /// read at Run.
+    /// ONNX element type.
     pub elem_type: i32,
     /// The first step that reads this value, with the input position: errors about a
     /// fused input name the node that consumes it.
@@ -50,9 +48,13 @@ pub struct Step {
     pub kernel: Kernel,
     pub inputs: SmallVec<[ValueId; 2]>,
     /// int64 inputs the kernel reads at Run to find its output shape (a Reshape's shape,
-    /// Squeeze/Unsqueeze axes), when the model feeds them instead of holding constants.
+    /// Squeeze/Unsqueeze axes), when the model feeds or computes them instead of holding
+    /// constants.
     pub params: SmallVec<[ValueId; 1]>,
     pub output: ValueId,
+    /// Whether the step runs on the typed path (`exec::apply_typed`): a kernel over other
+    /// element types than float32. The float32 path is the tuned one.
+    pub typed: bool,
 }
 
 /// What an error message says about a node: `node 'relu_0' (Relu)`.
@@ -73,11 +75,10 @@ pub struct Plan {
     pub inputs: Vec<ValueId>,
     pub outputs: Vec<ValueId>,
     /// Constants: the value they define, their shape and data.
-    pub constants: Vec<(ValueId, Shape, Vec<f32>)>,
-    /// int64 constants a step reads as params (a Slice's starts, say).
-    pub int_constants: Vec<Vec<i64>>,
-    /// Intermediate buffers, shared by values whose lifetimes do not overlap.
-    pub num_buffers: usize,
+    pub constants: Vec<(ValueId, Shape, Buf)>,
+    /// Intermediate buffers (by element type), each shared by values of that type whose
+    /// lifetimes do not overlap.
+    pub buffer_types: Vec<i32>,
     /// Every value's shape and every binary step's broadcast, when all inputs are static:
     /// computed once here, so a Run only checks its inputs.
     pub fixed: Option<FixedShapes>,
@@ -102,14 +103,9 @@ impl Plan {
             name: &str,
             slot: Slot,
             declared: Option<DeclaredShape>,
+            elem_type: i32,
         ) -> ValueId {
-            values.push(PlanValue {
-                name: name.to_string(),
-                slot,
-                declared,
-                elem_type: dtype::FLOAT,
-                first_reader: None,
-            });
+            values.push(PlanValue { name: name.to_string(), slot, declared, elem_type, first_reader: None });
             by_name.insert(name.to_string(), values.len() - 1);
             values.len() - 1
         }
@@ -126,23 +122,14 @@ impl Plan {
             .collect::<Result<Vec<Claim>>>()?;
         let mut inputs = Vec::with_capacity(graph.inputs.len());
         for (i, v) in graph.inputs.iter().enumerate() {
-            // A non-float fused input is never read as data (kernels take their shapes and
-            // axes from constants), so it is left unchecked at Run.
-            let id = add(&mut values, &mut by_name, &v.name, Slot::Input(i), v.dims.clone());
-            values[id].elem_type = v.elem_type;
+            let id = add(&mut values, &mut by_name, &v.name, Slot::Input(i), v.dims.clone(), v.elem_type);
             inputs.push(id);
         }
         let mut constants = Vec::new();
-        let mut int_constants = Vec::new();
-        for c in graph.constants.iter().filter(|c| c.ints.is_some()) {
+        for c in &graph.constants {
             let dims = c.shape.iter().map(|&d| Dim::Fixed(d)).collect();
-            let id = add(&mut values, &mut by_name, &c.name, Slot::ConstI64(int_constants.len()), Some(dims));
-            values[id].elem_type = dtype::INT64;
-            int_constants.push(c.ints.clone().expect("filtered"));
-        }
-        for c in graph.constants.iter().filter(|c| c.ints.is_none()) {
-            let dims = c.shape.iter().map(|&d| Dim::Fixed(d)).collect();
-            let id = add(&mut values, &mut by_name, &c.name, Slot::Const(constants.len()), Some(dims));
+            let (slot, elem_type) = (Slot::Const(constants.len()), c.data.elem_type());
+            let id = add(&mut values, &mut by_name, &c.name, slot, Some(dims), elem_type);
             constants.push((id, c.shape.clone(), c.data.clone()));
         }
         let output_index: HashMap<&str, usize> =
@@ -179,19 +166,19 @@ impl Plan {
                         node.name, node.op_type, input.name
                     ))
                 })?;
-                if !matches!(values[id].slot, Slot::Input(_) | Slot::ConstI64(_))
-                    || values[id].elem_type != dtype::INT64
-                {
+                if values[id].elem_type != dtype::INT64 {
                     return Err(Error::ep(format_args!(
-                        "node '{}': '{}' is not an int64 input or constant",
+                        "node '{}': '{}' is not an int64 tensor",
                         node.name, input.name
                     )));
                 }
                 params.push(id);
             }
-            let step = |kernel, inputs, output| Step {
+            let out_type = out.elem_type;
+            let step = |kernel: Kernel, inputs: SmallVec<[ValueId; 2]>, output| Step {
                 node_name: node.name.clone(),
                 op_type: node.op_type.clone(),
+                typed: kernel.is_typed() || out_type != dtype::FLOAT,
                 kernel,
                 inputs,
                 params: params.clone(),
@@ -205,7 +192,7 @@ impl Plan {
                     let mut acc = step_inputs[0];
                     let last_binary = if mean { n } else { n - 1 };
                     if n == 1 && !mean {
-                        let output = add(&mut values, &mut by_name, &out.name, slot, out.dims.clone());
+                        let output = add(&mut values, &mut by_name, &out.name, slot, out.dims.clone(), out_type);
                         steps.push(step(Kernel::Identity, SmallVec::from_slice(&[acc]), output));
                         continue;
                     }
@@ -215,17 +202,18 @@ impl Plan {
                         } else {
                             (format!("{}/partial{k}", node.name), Slot::Buffer(usize::MAX), None)
                         };
-                        let output = add(&mut values, &mut by_name, &name, s, dims);
-                        steps.push(step(Kernel::Binary(op), SmallVec::from_slice(&[acc, next]), output));
+                        let output = add(&mut values, &mut by_name, &name, s, dims, out_type);
+                        let kernel = if out_type == dtype::FLOAT { Kernel::Binary(op) } else { Kernel::arith(op) };
+                        steps.push(step(kernel, SmallVec::from_slice(&[acc, next]), output));
                         acc = output;
                     }
                     if mean {
-                        let output = add(&mut values, &mut by_name, &out.name, slot, out.dims.clone());
+                        let output = add(&mut values, &mut by_name, &out.name, slot, out.dims.clone(), out_type);
                         steps.push(step(Kernel::Scale(1.0 / n as f32), SmallVec::from_slice(&[acc]), output));
                     }
                 }
                 kernel => {
-                    let output = add(&mut values, &mut by_name, &out.name, slot, out.dims.clone());
+                    let output = add(&mut values, &mut by_name, &out.name, slot, out.dims.clone(), out_type);
                     steps.push(step(kernel, step_inputs, output));
                 }
             }
@@ -242,18 +230,9 @@ impl Plan {
                 }
             }
         }
-        let num_buffers = assign_buffers(&mut values, &steps);
-        let mut plan = Plan {
-            name: name.to_string(),
-            values,
-            steps,
-            inputs,
-            outputs,
-            constants,
-            int_constants,
-            num_buffers,
-            fixed: None,
-        };
+        let buffer_types = assign_buffers(&mut values, &steps);
+        let mut plan =
+            Plan { name: name.to_string(), values, steps, inputs, outputs, constants, buffer_types, fixed: None };
         plan.fixed = plan.fixed_shapes()?;
         Ok(plan)
     }
@@ -284,27 +263,32 @@ impl Plan {
     }
 }
 
-/// Gives each intermediate value a buffer, reusing the buffers of values no later step
-/// reads (a chain of N nodes needs two buffers, not N - 1).
-fn assign_buffers(values: &mut [PlanValue], steps: &[Step]) -> usize {
+/// Gives each intermediate value a buffer, reusing the buffers of values of the same
+/// element type that no later step reads (a chain of N nodes needs two buffers, not N - 1).
+/// Returns each buffer's element type.
+fn assign_buffers(values: &mut [PlanValue], steps: &[Step]) -> Vec<i32> {
     let mut last_read = vec![None; values.len()];
     for (i, s) in steps.iter().enumerate() {
-        for &v in &s.inputs {
+        for &v in s.inputs.iter().chain(&s.params) {
             last_read[v] = Some(i);
         }
     }
     let mut free: Vec<usize> = Vec::new();
-    let mut count = 0;
+    let mut types: Vec<i32> = Vec::new();
     for (i, s) in steps.iter().enumerate() {
         if let Slot::Buffer(_) = values[s.output].slot {
-            let b = free.pop().unwrap_or_else(|| {
-                count += 1;
-                count - 1
-            });
+            let t = values[s.output].elem_type;
+            let b = match free.iter().rposition(|&b| types[b] == t) {
+                Some(k) => free.remove(k),
+                None => {
+                    types.push(t);
+                    types.len() - 1
+                }
+            };
             values[s.output].slot = Slot::Buffer(b);
         }
         let mut released: SmallVec<[usize; 2]> = SmallVec::new();
-        for &v in s.inputs.iter().chain(std::iter::once(&s.output)) {
+        for &v in s.inputs.iter().chain(&s.params).chain(std::iter::once(&s.output)) {
             if let (Slot::Buffer(b), true) = (values[v].slot, last_read[v].is_none_or(|l| l == i)) {
                 if !released.contains(&b) {
                     released.push(b);
@@ -313,7 +297,7 @@ fn assign_buffers(values: &mut [PlanValue], steps: &[Step]) -> usize {
             }
         }
     }
-    count
+    types
 }
 
 #[cfg(test)]
@@ -349,9 +333,9 @@ mod tests {
     #[test]
     fn a_chain_reuses_two_buffers() {
         let plan = Plan::build("p", &relu_chain(100, &[Dim::Fixed(8)])).unwrap();
-        assert_eq!(plan.num_buffers, 2);
-        assert_eq!(Plan::build("p", &relu_chain(2, &[Dim::Fixed(8)])).unwrap().num_buffers, 1);
-        assert_eq!(Plan::build("p", &relu_chain(1, &[Dim::Fixed(8)])).unwrap().num_buffers, 0);
+        assert_eq!(plan.buffer_types.len(), 2);
+        assert_eq!(Plan::build("p", &relu_chain(2, &[Dim::Fixed(8)])).unwrap().buffer_types.len(), 1);
+        assert_eq!(Plan::build("p", &relu_chain(1, &[Dim::Fixed(8)])).unwrap().buffer_types.len(), 0);
     }
 
     #[test]

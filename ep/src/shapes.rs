@@ -78,7 +78,13 @@ pub fn infer_into(
     shapes: &mut [Shape],
     params: &[&[i64]],
 ) -> Result<Option<Broadcast>> {
-    if let Kernel::Unary(_) | Kernel::Identity | Kernel::Scale(_) | Kernel::Clip { .. } | Kernel::Math(_) = step.kernel
+    if let Kernel::Unary(_)
+    | Kernel::Identity
+    | Kernel::Scale(_)
+    | Kernel::Clip { .. }
+    | Kernel::Math(_)
+    | Kernel::Cast { .. }
+    | Kernel::Not = step.kernel
     {
         // Values are numbered in plan order: an output comes after its inputs.
         let (before, from_output) = shapes.split_at_mut(step.output);
@@ -136,8 +142,52 @@ pub fn infer(
             (Shape::from_slice(b.out_shape()), Some(b))
         }
         // `from_slice` copies the inline storage in one go (a clone extends element-wise).
-        Kernel::Unary(_) | Kernel::Identity | Kernel::Scale(_) | Kernel::Clip { .. } | Kernel::Math(_) => {
-            (Shape::from_slice(x), None)
+        Kernel::Unary(_)
+        | Kernel::Identity
+        | Kernel::Scale(_)
+        | Kernel::Clip { .. }
+        | Kernel::Math(_)
+        | Kernel::Cast { .. }
+        | Kernel::Not => (Shape::from_slice(x), None),
+        Kernel::Arith(_) | Kernel::Compare(_) | Kernel::Logic(_) | Kernel::Where => {
+            let mut out = Shape::from_slice(x);
+            for &id in &step.inputs[1..] {
+                let b = Broadcast::new(&out, &shapes[id]).map_err(|e| {
+                    Error::invalid(format_args!(
+                        "{} input '{}' does not broadcast with the others: {e}",
+                        NodeLabel(step),
+                        values[id].name
+                    ))
+                })?;
+                out = Shape::from_slice(b.out_shape());
+            }
+            (out, None)
+        }
+        Kernel::ArgReduce { axis, keepdims, .. } => {
+            if x.is_empty() {
+                return Err(fail(format_args!("ArgMax / ArgMin need rank 1 or more")));
+            }
+            let a = normalize_axis(axis, x.len(), false).map_err(|e| fail(format_args!("{e}")))?;
+            if x[a] == 0 {
+                return Err(fail(format_args!("ArgMax / ArgMin over an empty axis")));
+            }
+            let mut s = x.clone();
+            if keepdims {
+                s[a] = 1;
+            } else {
+                s.remove(a);
+            }
+            (s, None)
+        }
+        Kernel::Gather { axis } => {
+            if x.is_empty() {
+                return Err(fail(format_args!("Gather needs data of rank 1 or more")));
+            }
+            let a = normalize_axis(axis, x.len(), false).map_err(|e| fail(format_args!("{e}")))?;
+            let mut s: Shape = x[..a].iter().copied().collect();
+            s.extend_from_slice(&shapes[step.inputs[1]]);
+            s.extend_from_slice(&x[a + 1..]);
+            (s, None)
         }
         Kernel::Norm { axis, .. } => {
             let a = normalize_axis(axis, x.len(), false).map_err(|e| fail(format_args!("{e}")))?;

@@ -1,6 +1,7 @@
 //! Without the `probe` feature the probe compiles to nothing.
 #![cfg(not(feature = "probe"))]
 
+use rivet_ep::data::{Data, DataMut};
 use rivet_ep::exec::{execute, Outputs, RunState, Serial, TensorIn};
 use rivet_ep::graph::{dtype, Dim, GraphDesc, NodeDesc, ValueDesc};
 use rivet_ep::plan::Plan;
@@ -16,10 +17,11 @@ fn the_guard_is_zero_sized_and_has_no_drop() {
 /// Hands out one output buffer.
 struct Out<'a>(Option<&'a mut Vec<f32>>);
 impl<'a> Outputs<'a> for Out<'a> {
-    fn alloc(&mut self, _index: usize, shape: &[usize]) -> rivet_ep::error::Result<&'a mut [f32]> {
+    fn alloc(&mut self, _index: usize, shape: &[usize], elem_type: i32) -> rivet_ep::error::Result<DataMut<'a>> {
+        assert_eq!(elem_type, dtype::FLOAT);
         let v = self.0.take().expect("one output");
         v.resize(shape.iter().product(), 0.0);
-        Ok(&mut v[..])
+        Ok(DataMut::F32(&mut v[..]))
     }
 }
 
@@ -49,7 +51,7 @@ fn counters_stay_at_their_defaults_after_real_work() {
     let plan = Plan::build("p", &graph).unwrap();
     let mut state = RunState::new(&plan);
     let x = [-1.0f32, 0.0, 2.0];
-    let inputs = [TensorIn { elem_type: dtype::FLOAT, shape: [3].into_iter().collect(), data: &x, ints: &[] }];
+    let inputs = [TensorIn { elem_type: dtype::FLOAT, shape: [3].into_iter().collect(), data: Data::F32(&x) }];
     let mut y = Vec::new();
     let mut sink = Out(Some(&mut y));
     {

@@ -52,6 +52,7 @@ mod gemm;
 mod math;
 pub mod nn;
 mod reference;
+pub mod typed;
 mod unary;
 
 #[cfg(test)]

@@ -53,7 +53,7 @@ fn softmax_row(x: &[f32], y: &mut [f32], log: bool) {
 }
 
 /// `y = transpose(x, perm)` for `x` of `shape` (row-major), rank ≤ 8.
-pub fn transpose(x: &[f32], shape: &[usize], perm: &[usize], y: &mut [f32]) {
+pub fn transpose<T: Copy>(x: &[T], shape: &[usize], perm: &[usize], y: &mut [T]) {
     let rank = shape.len();
     assert_eq!(perm.len(), rank);
     assert!(rank <= 8);
@@ -105,7 +105,7 @@ pub fn transpose(x: &[f32], shape: &[usize], perm: &[usize], y: &mut [f32]) {
 
 /// Concatenation along an axis: each input is `[outer, widths[i]]` (its axis length
 /// times the inner size), the output `[outer, sum(widths)]`.
-pub fn concat(inputs: &[&[f32]], widths: &[usize], outer: usize, y: &mut [f32]) {
+pub fn concat<T: Copy>(inputs: &[&[T]], widths: &[usize], outer: usize, y: &mut [T]) {
     let total: usize = widths.iter().sum();
     assert_eq!(y.len(), outer * total);
     for o in 0..outer {
@@ -523,7 +523,7 @@ pub fn reduce(x: &[f32], shape: &[usize], reduced: &[bool], op: ReduceOp, y: &mu
 }
 
 /// Broadcasts `x` of `shape` to `out_shape` (numpy rules; `shape` may have fewer axes).
-pub fn expand(x: &[f32], shape: &[usize], out_shape: &[usize], y: &mut [f32]) {
+pub fn expand<T: Copy>(x: &[T], shape: &[usize], out_shape: &[usize], y: &mut [T]) {
     let rank = out_shape.len();
     let pad = rank - shape.len();
     // Input stride per output axis; 0 where the input is broadcast.
@@ -573,14 +573,16 @@ pub fn cumsum(x: &[f32], outer: usize, n: usize, inner: usize, exclusive: bool, 
 
 /// Keeps the upper (or lower) triangle of each trailing `rows × cols` matrix, relative to
 /// diagonal `k`; the rest becomes 0.
-pub fn trilu(x: &[f32], rows: usize, cols: usize, k: i64, upper: bool, y: &mut [f32]) {
-    for (m, (xs, ys)) in x.chunks(rows * cols.max(1)).zip(y.chunks_mut(rows * cols.max(1))).enumerate() {
-        let _ = m;
+pub fn trilu<T: Copy + Default>(x: &[T], rows: usize, cols: usize, k: i64, upper: bool, y: &mut [T]) {
+    if x.is_empty() {
+        return; // some matrix dimension is 0
+    }
+    for (xs, ys) in x.chunks(rows * cols).zip(y.chunks_mut(rows * cols)) {
         for i in 0..rows {
             for j in 0..cols {
                 let d = j as i64 - i as i64;
                 let keep = if upper { d >= k } else { d <= k };
-                ys[i * cols + j] = if keep { xs[i * cols + j] } else { 0.0 };
+                ys[i * cols + j] = if keep { xs[i * cols + j] } else { T::default() };
             }
         }
     }

@@ -11,9 +11,10 @@ use smallvec::SmallVec;
 use super::api::Api;
 use super::guard;
 use super::structs::{OrtNodeComputeContext, OrtNodeComputeInfo, EP_STRUCT_VERSION};
+use crate::data::{Buf, Data, DataMut};
 use crate::error::{Error, Result};
 use crate::exec::{execute, Outputs, Parallel, RunState, Serial, TensorIn};
-use crate::graph::{dtype, Shape};
+use crate::graph::Shape;
 use crate::plan::Plan;
 use crate::probe;
 use rivet_macros::dispatch_phase;
@@ -138,17 +139,16 @@ fn bind_inputs<'c>(api: &Api, ctx: *mut OrtKernelContext, count: usize) -> Resul
         let v = api.kernel_input(ctx, i)?;
         let (elem_type, shape) = input_metadata(api, v, i)?;
         let len: usize = shape.iter().product();
-        let (mut data, mut ints): (&[f32], &[i64]) = (&[], &[]);
-        if len > 0 && elem_type == dtype::FLOAT {
-            let p = api.tensor_data(v)?.cast::<f32>();
-            // SAFETY: a float32 tensor of `len` elements that ORT keeps alive for this Compute.
-            data = unsafe { std::slice::from_raw_parts(p, len) };
-        } else if len > 0 && elem_type == dtype::INT64 {
-            let p = api.tensor_data(v)?.cast::<i64>();
-            // SAFETY: an int64 tensor of `len` elements that ORT keeps alive for this Compute.
-            ints = unsafe { std::slice::from_raw_parts(p, len) };
-        }
-        inputs.push(TensorIn { elem_type, shape, data, ints });
+        let data = match crate::data::elem_size(elem_type) {
+            Some(_) if len > 0 => {
+                let p = api.tensor_data(v)?.cast::<u8>();
+                // SAFETY: a tensor of `len` elements of `elem_type` that ORT keeps alive for
+                // this Compute; ORT's allocations are aligned for any element type.
+                unsafe { typed_slice(elem_type, p, len) }
+            }
+            _ => Data::empty(elem_type).unwrap_or(Data::F32(&[])),
+        };
+        inputs.push(TensorIn { elem_type, shape, data });
     }
     Ok(inputs)
 }
@@ -187,18 +187,75 @@ struct OrtOutputs<'c> {
 
 impl<'c> Outputs<'c> for OrtOutputs<'c> {
     #[dispatch_phase(Allocate)]
-    fn alloc(&mut self, index: usize, shape: &[usize]) -> Result<&'c mut [f32]> {
+    fn alloc(&mut self, index: usize, shape: &[usize], elem_type: i32) -> Result<DataMut<'c>> {
         let dims: SmallVec<[i64; 8]> = shape.iter().map(|&d| d as i64).collect();
         let v = self.api.kernel_output(self.ctx, index, &dims)?;
         let len: usize = shape.iter().product();
-        if len == 0 {
-            return Ok(&mut []);
-        }
-        let p = self.api.tensor_mutable_data(v)?.cast::<f32>();
-        // SAFETY: ORT allocated a float32 output of `len` elements for this Compute; each
-        // output index is allocated once per Run, so no two slices alias.
-        Ok(unsafe { std::slice::from_raw_parts_mut(p, len) })
+        let p = if len == 0 {
+            // Zero elements: any aligned pointer will do (ORT may give none).
+            std::ptr::NonNull::<u64>::dangling().as_ptr().cast::<u8>()
+        } else {
+            self.api.tensor_mutable_data(v)?.cast::<u8>()
+        };
+        // SAFETY: ORT allocated an output of the fused node's declared type (`elem_type`, the
+        // plan's) with `len` elements for this Compute; each output index is allocated once
+        // per Run, so no two slices alias.
+        unsafe { typed_slice_mut(elem_type, p, len) }.ok_or_else(|| {
+            Error::ep(format_args!("output {index} has element type {elem_type}, which Rivet does not hold"))
+        })
     }
+}
+
+/// Calls `$arm!(Variant)` for the variant of `Buf` that holds `$elem_type`.
+macro_rules! by_variant {
+    ($elem_type:expr, $arm:ident, $none:expr) => {
+        match Buf::new($elem_type) {
+            Some(Buf::F32(_)) => $arm!(F32),
+            Some(Buf::F64(_)) => $arm!(F64),
+            Some(Buf::I8(_)) => $arm!(I8),
+            Some(Buf::I16(_)) => $arm!(I16),
+            Some(Buf::I32(_)) => $arm!(I32),
+            Some(Buf::I64(_)) => $arm!(I64),
+            Some(Buf::U8(_)) => $arm!(U8),
+            Some(Buf::U16(_)) => $arm!(U16),
+            Some(Buf::U32(_)) => $arm!(U32),
+            Some(Buf::U64(_)) => $arm!(U64),
+            Some(Buf::Bool(_)) => $arm!(Bool),
+            Some(Buf::F16(_)) => $arm!(F16),
+            Some(Buf::BF16(_)) => $arm!(BF16),
+            None => $none,
+        }
+    };
+}
+
+/// A typed view of `len` elements of `elem_type` at `p` (empty float32 for a type Rivet
+/// does not hold).
+///
+/// # Safety
+/// `p` points to `len` elements of `elem_type`, aligned, alive and unwritten for `'c`.
+unsafe fn typed_slice<'c>(elem_type: i32, p: *const u8, len: usize) -> Data<'c> {
+    macro_rules! view {
+        ($v:ident) => {
+            // SAFETY: the caller's contract.
+            Data::$v(unsafe { std::slice::from_raw_parts(p.cast(), len) })
+        };
+    }
+    by_variant!(elem_type, view, Data::F32(&[]))
+}
+
+/// A typed, writable view of `len` elements of `elem_type` at `p`.
+///
+/// # Safety
+/// `p` points to `len` elements of `elem_type`, aligned, alive for `'c` and not accessed
+/// through any other pointer meanwhile.
+unsafe fn typed_slice_mut<'c>(elem_type: i32, p: *mut u8, len: usize) -> Option<DataMut<'c>> {
+    macro_rules! view {
+        ($v:ident) => {
+            // SAFETY: the caller's contract.
+            Some(DataMut::$v(unsafe { std::slice::from_raw_parts_mut(p.cast(), len) }))
+        };
+    }
+    by_variant!(elem_type, view, None)
 }
 
 struct OrtParallel<'c> {

@@ -186,7 +186,7 @@ pub fn fused_graph(api: &Api, g: *const OrtGraph, fused: *const OrtNode) -> Resu
         for &vi in &inits {
             let vname = api.value_info_name(vi)?;
             if missing.contains(&vname) && api.value_info_is_constant_initializer(vi)? {
-                // f32 data and int64 shapes / axes; other types are never read.
+                // Any type Rivet holds; nodes reading other types are never claimed.
                 if let Some(c) = constant(api, vi, vname)? {
                     constants.push(c);
                 }
@@ -201,25 +201,15 @@ fn constant(api: &Api, vi: *const OrtValueInfo, name: String) -> Result<Option<C
     let (elem, dims) = api.tensor_type_and_shape_ref(v)?;
     let shape: SmallVec<[usize; 8]> = dims.iter().map(|&d| d.max(0) as usize).collect();
     let len: usize = shape.iter().product();
-    if elem == dtype::INT64 {
-        let ints = if len == 0 {
-            Vec::new()
-        } else {
-            let p = api.tensor_data(v)?.cast::<i64>();
-            // SAFETY: an int64 initializer of `len` elements; ORT keeps it alive for Compile.
-            unsafe { std::slice::from_raw_parts(p, len) }.to_vec()
-        };
-        return Ok(Some(ConstDesc { name, shape, data: Vec::new(), ints: Some(ints) }));
-    }
-    if elem != dtype::FLOAT {
-        return Ok(None);
-    }
-    let data = if len == 0 {
-        Vec::new()
+    // Types Rivet does not hold (strings, 4-bit and 8-bit floats) are never claimed.
+    let Some(size) = crate::data::elem_size(elem) else { return Ok(None) };
+    let bytes: &[u8] = if len == 0 {
+        &[]
     } else {
-        let p = api.tensor_data(v)?.cast::<f32>();
-        // SAFETY: a float32 initializer of `len` elements; ORT keeps it alive for Compile.
-        unsafe { std::slice::from_raw_parts(p, len) }.to_vec()
+        let p = api.tensor_data(v)?.cast::<u8>();
+        // SAFETY: an initializer of `len` elements of `size` bytes; ORT keeps it alive for Compile.
+        unsafe { std::slice::from_raw_parts(p, len * size) }
     };
-    Ok(Some(ConstDesc { name, shape, data, ints: None }))
+    let data = crate::data::Buf::from_bytes(elem, bytes).expect("a supported type");
+    Ok(Some(ConstDesc { name, shape, data }))
 }

@@ -1,5 +1,6 @@
 //! The kernels a plan step can run, with their resolved attributes (all `Copy`).
 
+use rivet_kernels::typed::{Arith, Compare, Logic};
 use rivet_kernels::{BinaryOp, UnaryOp};
 
 /// Up to 8 axes (rank ≤ 8), kept inline so `Kernel` stays `Copy`.
@@ -246,4 +247,58 @@ pub enum Kernel {
         max: bool,
         count_pad: bool,
     },
+    /// Casts to ONNX element type `to` (half floats through f32; float to integer
+    /// truncates toward zero and saturates, NaN gives 0; to bool is `x != 0`).
+    Cast {
+        to: i32,
+    },
+    /// Arithmetic on non-float32 numbers (and Mod on any).
+    Arith(Arith),
+    /// A comparison with a bool output.
+    Compare(Compare),
+    Logic(Logic),
+    Not,
+    /// `cond ? x : y`, all three broadcast.
+    Where,
+    /// ArgMax / ArgMin: int64 indices along `axis`.
+    ArgReduce {
+        axis: i64,
+        keepdims: bool,
+        max: bool,
+        last: bool,
+    },
+    /// Gather along `axis` with int64 or int32 indices.
+    Gather {
+        axis: i64,
+    },
+}
+
+impl Kernel {
+    /// Kernels that only run on the typed path.
+    pub fn is_typed(&self) -> bool {
+        matches!(
+            self,
+            Kernel::Cast { .. }
+                | Kernel::Arith(_)
+                | Kernel::Compare(_)
+                | Kernel::Logic(_)
+                | Kernel::Not
+                | Kernel::Where
+                | Kernel::ArgReduce { .. }
+                | Kernel::Gather { .. }
+        )
+    }
+
+    /// The typed kernel of a binary float32 op (Pow has none).
+    pub fn arith(op: BinaryOp) -> Kernel {
+        Kernel::Arith(match op {
+            BinaryOp::Add => Arith::Add,
+            BinaryOp::Sub => Arith::Sub,
+            BinaryOp::Mul => Arith::Mul,
+            BinaryOp::Div => Arith::Div,
+            BinaryOp::Max => Arith::Max,
+            BinaryOp::Min => Arith::Min,
+            BinaryOp::Pow => unreachable!("Pow on other types than float32 is not claimed"),
+        })
+    }
 }

@@ -4,6 +4,7 @@
 
 use smallvec::SmallVec;
 
+use crate::data;
 use crate::graph::{dtype, NodeDesc};
 
 mod attrs;
@@ -121,19 +122,11 @@ pub fn kernel_for(node: &NodeDesc) -> Result<Claim, String> {
     if !extra_outputs_ok && node.outputs.len() != 1 {
         return Err(format!("{} needs exactly one output", node.op_type));
     }
-    for v in data.iter().map(|&i| node.inputs[i].as_ref().expect("present")).chain(node.outputs[..1].iter().flatten()) {
-        if v.elem_type != dtype::FLOAT {
-            return Err(format!(
-                "value '{}' has element type {}, Rivet runs float32 only",
-                v.name,
-                dtype::name(v.elem_type)
-            ));
-        }
-    }
     if let Some((name, _)) = node.attrs.iter().find(|(n, _)| !spec.attrs.contains(&n.as_str())) {
         return Err(format!("{} attribute '{name}' is not supported", node.op_type));
     }
     let kernel = (spec.build)(node)?;
+    check_types(node, &kernel, &data)?;
     let params = match kernel {
         Kernel::Slice { .. } => (1..node.inputs.len()).filter(|&i| node.inputs[i].is_some()).collect(),
         Kernel::Reshape(rule) if rule.reads_param() => SmallVec::from_slice(&[1]),
@@ -146,12 +139,107 @@ pub fn kernel_for(node: &NodeDesc) -> Result<Claim, String> {
     Ok(Claim { kernel, data, params })
 }
 
+/// Checks the element types of a node's data inputs and first output against what its
+/// kernel runs: float32 for the tuned kernels, more for the data-movement, arithmetic,
+/// comparison and cast kernels.
+fn check_types(node: &NodeDesc, kernel: &Kernel, data: &[usize]) -> Result<(), String> {
+    use rivet_kernels::typed::Arith;
+    let value = |i: usize| node.inputs[i].as_ref().expect("data inputs are present");
+    let out = node.outputs[0].as_ref().expect("checked");
+    let types: SmallVec<[i32; 4]> = data.iter().map(|&i| value(i).elem_type).collect();
+    let bad = |what: &str| {
+        let list: Vec<String> = data
+            .iter()
+            .map(|&i| format!("'{}' {}", value(i).name, dtype::name(value(i).elem_type)))
+            .chain(std::iter::once(format!("output '{}' {}", out.name, dtype::name(out.elem_type))))
+            .collect();
+        Err(format!("{} runs {what}; got {}", node.op_type, list.join(", ")))
+    };
+    let all = |t: &[i32], want: i32| t.iter().all(|&x| x == want);
+    let ok = match *kernel {
+        Kernel::Identity
+        | Kernel::Reshape(_)
+        | Kernel::Transpose(_)
+        | Kernel::Concat { .. }
+        | Kernel::Slice { .. }
+        | Kernel::Expand { .. }
+        | Kernel::Trilu { .. } => {
+            if !(data::supported(out.elem_type) && all(&types, out.elem_type)) {
+                return bad("one element type for data and output, any but strings and sub-byte types");
+            }
+            true
+        }
+        Kernel::Arith(Arith::Mod { .. }) | Kernel::Arith(_) | Kernel::Variadic { mean: false, .. } => {
+            if !(data::is_number(out.elem_type) && all(&types, out.elem_type)) {
+                return bad("one numeric element type (float32, float64 or an integer)");
+            }
+            true
+        }
+        Kernel::Cast { to } => data::supported(types[0]) && data::supported(to) && out.elem_type == to,
+        Kernel::Compare(c) => {
+            let bool_ok = c == rivet_kernels::typed::Compare::Equal && types[0] == dtype::BOOL;
+            if !((data::is_number(types[0]) || bool_ok) && types[0] == types[1] && out.elem_type == dtype::BOOL) {
+                return bad("two inputs of one numeric type (or bool for Equal) and a bool output");
+            }
+            true
+        }
+        Kernel::Logic(_) | Kernel::Not => all(&types, dtype::BOOL) && out.elem_type == dtype::BOOL,
+        Kernel::Where => types[0] == dtype::BOOL && data::supported(out.elem_type) && all(&types[1..], out.elem_type),
+        Kernel::ArgReduce { .. } => data::is_number(types[0]) && out.elem_type == dtype::INT64,
+        Kernel::Gather { .. } => {
+            data::supported(out.elem_type)
+                && types[0] == out.elem_type
+                && matches!(types[1], dtype::INT32 | dtype::INT64)
+        }
+        _ => {
+            if !(all(&types, dtype::FLOAT) && out.elem_type == dtype::FLOAT) {
+                return bad("float32 only");
+            }
+            true
+        }
+    };
+    if ok {
+        Ok(())
+    } else {
+        bad("other element types")
+    }
+}
+
 /// The README's table of supported ops, generated from `OPS`.
 pub fn markdown_table() -> String {
     let mut out = String::from("| op | opset (since_version) | attributes | types |\n|---|---|---|---|\n");
     for s in OPS {
         let attrs = if s.attrs.is_empty() { "-".to_string() } else { s.attrs.join(", ") };
-        out.push_str(&format!("| {} | {}..={} | {} | float32 |\n", s.op_type, s.since.0, s.since.1, attrs));
+        out.push_str(&format!(
+            "| {} | {}..={} | {} | {} |\n",
+            s.op_type,
+            s.since.0,
+            s.since.1,
+            attrs,
+            types(s.op_type)
+        ));
     }
+    out.push_str(
+        "\n*any*: float32, float64, float16, bfloat16, int8/16/32/64, uint8/16/32/64 and bool; *numbers*: \
+         float32, float64 and the integers.\n",
+    );
     out
+}
+
+/// The element types an op is claimed for, for the README's table (`check_types` decides).
+fn types(op_type: &str) -> &'static str {
+    match op_type {
+        "Identity" | "Transpose" | "Flatten" | "Reshape" | "Squeeze" | "Unsqueeze" | "Concat" | "Expand" | "Slice"
+        | "Trilu" => "any",
+        "Gather" => "any (int32 / int64 indices)",
+        "Where" => "any (bool condition)",
+        "Add" | "Sub" | "Mul" | "Div" | "Max" | "Min" | "Sum" => "numbers",
+        "Mod" => "numbers (floats with fmod=1)",
+        "Cast" | "CastLike" => "any to any",
+        "Equal" => "numbers and bool, to bool",
+        "Less" | "LessOrEqual" | "Greater" | "GreaterOrEqual" => "numbers, to bool",
+        "And" | "Or" | "Xor" | "Not" => "bool",
+        "ArgMax" | "ArgMin" => "numbers, to int64",
+        _ => "float32",
+    }
 }

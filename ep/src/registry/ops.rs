@@ -1,12 +1,13 @@
 //! The table of supported ops.
 
 use rivet_kernels::nn::ReduceOp;
+use rivet_kernels::typed::{Arith, Compare, Logic};
 use rivet_kernels::{BinaryOp, UnaryOp};
 
 use super::attrs::*;
 use super::kernel::*;
 use super::{Arity, OpSpec};
-use crate::graph::AttrValue;
+use crate::graph::{dtype, AttrValue, NodeDesc};
 
 macro_rules! unary {
     ($name:literal, $lo:literal..=$hi:literal, $op:expr) => {
@@ -16,13 +17,7 @@ macro_rules! unary {
 
 macro_rules! binary {
     ($name:literal, $lo:literal..=$hi:literal, $op:expr) => {
-        OpSpec {
-            op_type: $name,
-            since: ($lo, $hi),
-            arity: Arity::Binary,
-            attrs: &[],
-            build: |_| Ok(Kernel::Binary($op)),
-        }
+        OpSpec { op_type: $name, since: ($lo, $hi), arity: Arity::Binary, attrs: &[], build: |n| Ok(binary(n, $op)) }
     };
 }
 
@@ -56,8 +51,33 @@ macro_rules! variadic {
     };
 }
 
-/// Every op Rivet claims (domain `ai.onnx`, element type float32). The shape ops'
-/// versions 23-25 only add element types, so for float32 they are the same op.
+/// float32 takes the tuned kernels; other numbers the typed ones (Pow only on float32).
+fn binary(n: &NodeDesc, op: BinaryOp) -> Kernel {
+    let t = n.inputs[0].as_ref().map_or(dtype::FLOAT, |v| v.elem_type);
+    if t == dtype::FLOAT || op == BinaryOp::Pow {
+        Kernel::Binary(op)
+    } else {
+        Kernel::arith(op)
+    }
+}
+
+macro_rules! typed {
+    ($name:literal, $lo:literal..=$hi:literal, $arity:expr, $kernel:expr) => {
+        OpSpec { op_type: $name, since: ($lo, $hi), arity: $arity, attrs: &[], build: |_| Ok($kernel) }
+    };
+}
+
+fn arg_reduce(n: &NodeDesc, max: bool) -> Result<Kernel, String> {
+    Ok(Kernel::ArgReduce {
+        axis: int_attr(n, "axis", 0)?,
+        keepdims: int_attr(n, "keepdims", 1)? != 0,
+        max,
+        last: int_attr(n, "select_last_index", 0)? != 0,
+    })
+}
+
+/// Every op Rivet claims (domain `ai.onnx`); `check_types` says for which element types.
+/// The shape ops' versions 23-25 only add element types Rivet does not hold.
 pub static OPS: &[OpSpec] = &[
     unary!("Relu", 6..=14, UnaryOp::Relu),
     unary!("Sigmoid", 6..=13, UnaryOp::Sigmoid),
@@ -432,5 +452,68 @@ pub static OPS: &[OpSpec] = &[
         arity: Arity::Unary,
         attrs: &[],
         build: |_| Ok(Kernel::GlobalPool { max: true }),
+    },
+    OpSpec {
+        op_type: "Cast",
+        since: (6, 25),
+        arity: Arity::Unary,
+        // `saturate` only changes casts to 8-bit floats, which are not claimed.
+        attrs: &["to", "saturate"],
+        build: |n| Ok(Kernel::Cast { to: int_attr(n, "to", 0)? as i32 }),
+    },
+    OpSpec {
+        op_type: "CastLike",
+        since: (15, 25),
+        arity: Arity::DataThenConstants { max: 2 },
+        attrs: &["saturate"],
+        build: |n| match n.inputs.get(1) {
+            Some(Some(like)) => Ok(Kernel::Cast { to: like.elem_type }),
+            _ => Err("CastLike needs its target_type input".into()),
+        },
+    },
+    typed!("Equal", 7..=19, Arity::Binary, Kernel::Compare(Compare::Equal)),
+    typed!("Less", 7..=13, Arity::Binary, Kernel::Compare(Compare::Less)),
+    typed!("LessOrEqual", 12..=16, Arity::Binary, Kernel::Compare(Compare::LessOrEqual)),
+    typed!("Greater", 7..=13, Arity::Binary, Kernel::Compare(Compare::Greater)),
+    typed!("GreaterOrEqual", 12..=16, Arity::Binary, Kernel::Compare(Compare::GreaterOrEqual)),
+    typed!("And", 7..=7, Arity::Binary, Kernel::Logic(Logic::And)),
+    typed!("Or", 7..=7, Arity::Binary, Kernel::Logic(Logic::Or)),
+    typed!("Xor", 7..=7, Arity::Binary, Kernel::Logic(Logic::Xor)),
+    typed!("Not", 1..=1, Arity::Unary, Kernel::Not),
+    typed!("Where", 9..=16, Arity::Data { min: 3, max: 3 }, Kernel::Where),
+    OpSpec {
+        op_type: "Mod",
+        since: (10, 13),
+        arity: Arity::Binary,
+        attrs: &["fmod"],
+        build: |n| {
+            let fmod = int_attr(n, "fmod", 0)? != 0;
+            let t = n.inputs[0].as_ref().map_or(dtype::FLOAT, |v| v.elem_type);
+            if !fmod && matches!(t, dtype::FLOAT | dtype::DOUBLE) {
+                return Err("Mod on floats needs fmod=1".into());
+            }
+            Ok(Kernel::Arith(Arith::Mod { fmod }))
+        },
+    },
+    OpSpec {
+        op_type: "ArgMax",
+        since: (1, 13),
+        arity: Arity::Unary,
+        attrs: &["axis", "keepdims", "select_last_index"],
+        build: |n| arg_reduce(n, true),
+    },
+    OpSpec {
+        op_type: "ArgMin",
+        since: (1, 13),
+        arity: Arity::Unary,
+        attrs: &["axis", "keepdims", "select_last_index"],
+        build: |n| arg_reduce(n, false),
+    },
+    OpSpec {
+        op_type: "Gather",
+        since: (1, 13),
+        arity: Arity::Binary,
+        attrs: &["axis"],
+        build: |n| Ok(Kernel::Gather { axis: int_attr(n, "axis", 0)? }),
     },
 ];

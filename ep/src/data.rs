@@ -1,0 +1,180 @@
+//! Tensor data of any element type Rivet runs: owned buffers ([`Buf`]) and borrowed views
+//! ([`Data`], [`DataMut`]). bool is kept as bytes (0 / 1 when Rivet writes them), float16
+//! and bfloat16 as their bits.
+
+use crate::graph::dtype;
+
+/// Calls `$m!` with every element type: variant, Rust storage type, ONNX code.
+macro_rules! elem_types {
+    ($m:ident) => {
+        $m! {
+            F32: f32 = 1,
+            F64: f64 = 11,
+            I8: i8 = 3,
+            I16: i16 = 5,
+            I32: i32 = 6,
+            I64: i64 = 7,
+            U8: u8 = 2,
+            U16: u16 = 4,
+            U32: u32 = 12,
+            U64: u64 = 13,
+            Bool: u8 = 9,
+            F16: u16 = 10,
+            BF16: u16 = 16
+        }
+    };
+}
+
+macro_rules! define {
+    ($($v:ident: $t:ty = $code:literal),*) => {
+        /// An owned tensor buffer.
+        #[derive(Clone, Debug, PartialEq)]
+        pub enum Buf { $($v(Vec<$t>)),* }
+
+        /// A borrowed tensor.
+        #[derive(Clone, Copy, Debug)]
+        pub enum Data<'a> { $($v(&'a [$t])),* }
+
+        /// A borrowed tensor being written.
+        #[derive(Debug)]
+        pub enum DataMut<'a> { $($v(&'a mut [$t])),* }
+
+        /// Bytes per element, for the element types Rivet runs.
+        pub fn elem_size(elem_type: i32) -> Option<usize> {
+            match elem_type { $($code => Some(std::mem::size_of::<$t>()),)* _ => None }
+        }
+
+        impl Buf {
+            /// An empty buffer of `elem_type`, if Rivet runs that type.
+            pub fn new(elem_type: i32) -> Option<Buf> {
+                match elem_type { $($code => Some(Buf::$v(Vec::new())),)* _ => None }
+            }
+            /// A buffer of `elem_type` from native-endian bytes (a whole number of elements).
+            pub fn from_bytes(elem_type: i32, bytes: &[u8]) -> Option<Buf> {
+                match elem_type {
+                    $($code => {
+                        const N: usize = std::mem::size_of::<$t>();
+                        Some(Buf::$v(bytes.chunks_exact(N)
+                            .map(|c| <$t>::from_ne_bytes(c.try_into().expect("N bytes")))
+                            .collect()))
+                    })*
+                    _ => None,
+                }
+            }
+            pub fn elem_type(&self) -> i32 {
+                match self { $(Buf::$v(_) => $code),* }
+            }
+            pub fn len(&self) -> usize {
+                match self { $(Buf::$v(b) => b.len()),* }
+            }
+            pub fn is_empty(&self) -> bool {
+                self.len() == 0
+            }
+            /// Grows or shrinks to `len` elements (new ones are zero); keeps the capacity.
+            pub fn resize(&mut self, len: usize) {
+                match self { $(Buf::$v(b) => b.resize(len, Default::default())),* }
+            }
+            pub fn view(&self) -> Data<'_> {
+                match self { $(Buf::$v(b) => Data::$v(b)),* }
+            }
+            pub fn view_mut(&mut self) -> DataMut<'_> {
+                match self { $(Buf::$v(b) => DataMut::$v(b)),* }
+            }
+        }
+
+        impl<'a> Data<'a> {
+            /// No elements, of `elem_type`.
+            pub fn empty(elem_type: i32) -> Option<Data<'a>> {
+                match elem_type { $($code => Some(Data::$v(&[])),)* _ => None }
+            }
+            pub fn elem_type(&self) -> i32 {
+                match self { $(Data::$v(_) => $code),* }
+            }
+            pub fn len(&self) -> usize {
+                match self { $(Data::$v(b) => b.len()),* }
+            }
+            pub fn is_empty(&self) -> bool {
+                self.len() == 0
+            }
+        }
+
+        impl<'a> DataMut<'a> {
+            pub fn elem_type(&self) -> i32 {
+                match self { $(DataMut::$v(_) => $code),* }
+            }
+            pub fn len(&self) -> usize {
+                match self { $(DataMut::$v(b) => b.len()),* }
+            }
+            pub fn is_empty(&self) -> bool {
+                self.len() == 0
+            }
+            /// Reads what has been written.
+            pub fn view(&self) -> Data<'_> {
+                match self { $(DataMut::$v(b) => Data::$v(b)),* }
+            }
+        }
+    };
+}
+elem_types!(define);
+
+impl<'a> Data<'a> {
+    /// The elements, when they are float32.
+    pub fn f32(self) -> Option<&'a [f32]> {
+        match self {
+            Data::F32(x) => Some(x),
+            _ => None,
+        }
+    }
+    /// The elements, when they are int64.
+    pub fn i64(self) -> Option<&'a [i64]> {
+        match self {
+            Data::I64(x) => Some(x),
+            _ => None,
+        }
+    }
+}
+
+impl<'a> DataMut<'a> {
+    /// The elements, when they are float32.
+    pub fn f32(&mut self) -> Option<&mut [f32]> {
+        match self {
+            DataMut::F32(x) => Some(x),
+            _ => None,
+        }
+    }
+}
+
+impl Default for Buf {
+    fn default() -> Self {
+        Buf::F32(Vec::new())
+    }
+}
+
+/// Whether Rivet can hold tensors of this ONNX element type.
+pub fn supported(elem_type: i32) -> bool {
+    elem_size(elem_type).is_some()
+}
+
+/// float32, float64 and the integers: the types arithmetic and comparisons run on.
+pub fn is_number(elem_type: i32) -> bool {
+    supported(elem_type) && !matches!(elem_type, dtype::BOOL | dtype::FLOAT16 | dtype::BFLOAT16)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_onnx_type_rivet_holds_round_trips_through_bytes() {
+        for code in [1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 13, 16] {
+            let size = elem_size(code).expect("supported");
+            let bytes: Vec<u8> = (0..size as u8 * 3).collect();
+            let b = Buf::from_bytes(code, &bytes).unwrap();
+            assert_eq!((b.elem_type(), b.len()), (code, 3), "{}", dtype::name(code));
+        }
+        for code in [0, 8, 14, 15, 17, 21] {
+            assert!(Buf::new(code).is_none() && !supported(code), "{code}");
+        }
+        assert_eq!(Buf::from_bytes(dtype::INT64, &7i64.to_ne_bytes()), Some(Buf::I64(vec![7])));
+    }
+}

@@ -1,0 +1,323 @@
+//! The typed path: steps over other element types than float32 (casts, integer and f64
+//! arithmetic, comparisons, masks, indices, and data movement of any type). Serial,
+//! strided loops: these are the index and mask parts of a graph, not its heavy math.
+
+use rivet_kernels::nn;
+use rivet_kernels::typed::{self, arg_reduce, bf16_to_f32, f16_to_f32, f32_to_bf16, f32_to_f16, map2, map3, Number};
+use smallvec::SmallVec;
+
+use crate::data::{Data, DataMut};
+use crate::error::{Error, Result};
+use crate::graph::Shape;
+use crate::plan::{NodeLabel, Step};
+use crate::registry::Kernel;
+use crate::shapes;
+
+/// Element storage: a typed slice out of a [`Data`]. bool shares `u8` and the half floats
+/// share `u16`, which is all data movement needs.
+trait Storage: Copy + Default + 'static {
+    fn get(d: Data<'_>) -> Option<&[Self]>;
+    fn get_mut<'a>(d: &'a mut DataMut<'_>) -> Option<&'a mut [Self]>;
+}
+
+macro_rules! storage {
+    ($t:ty: $($v:ident),+) => {
+        impl Storage for $t {
+            fn get(d: Data<'_>) -> Option<&[$t]> {
+                match d {
+                    $(Data::$v(x) => Some(x),)+
+                    _ => None,
+                }
+            }
+            fn get_mut<'a>(d: &'a mut DataMut<'_>) -> Option<&'a mut [$t]> {
+                match d {
+                    $(DataMut::$v(x) => Some(x),)+
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+storage!(f32: F32);
+storage!(f64: F64);
+storage!(i8: I8);
+storage!(i16: I16);
+storage!(i32: I32);
+storage!(i64: I64);
+storage!(u8: U8, Bool);
+storage!(u16: U16, F16, BF16);
+storage!(u32: U32);
+storage!(u64: U64);
+
+/// Calls `$f::<T>(args.., y)` with the output's storage type.
+macro_rules! by_storage {
+    ($dst:expr, $f:ident($($arg:expr),*)) => {
+        match $dst {
+            DataMut::F32(y) => $f::<f32>($($arg,)* y),
+            DataMut::F64(y) => $f::<f64>($($arg,)* y),
+            DataMut::I8(y) => $f::<i8>($($arg,)* y),
+            DataMut::I16(y) => $f::<i16>($($arg,)* y),
+            DataMut::I32(y) => $f::<i32>($($arg,)* y),
+            DataMut::I64(y) => $f::<i64>($($arg,)* y),
+            DataMut::U8(y) | DataMut::Bool(y) => $f::<u8>($($arg,)* y),
+            DataMut::U16(y) | DataMut::F16(y) | DataMut::BF16(y) => $f::<u16>($($arg,)* y),
+            DataMut::U32(y) => $f::<u32>($($arg,)* y),
+            DataMut::U64(y) => $f::<u64>($($arg,)* y),
+        }
+    };
+}
+
+/// Calls `$f::<T>(args..)` with the numeric type of `$data` (`$other` for other types).
+macro_rules! by_number {
+    ($data:expr, $other:expr, $f:ident($($arg:expr),*)) => {
+        match $data {
+            Data::F32(_) => $f::<f32>($($arg),*),
+            Data::F64(_) => $f::<f64>($($arg),*),
+            Data::I8(_) => $f::<i8>($($arg),*),
+            Data::I16(_) => $f::<i16>($($arg),*),
+            Data::I32(_) => $f::<i32>($($arg),*),
+            Data::I64(_) => $f::<i64>($($arg),*),
+            Data::U8(_) => $f::<u8>($($arg),*),
+            Data::U16(_) => $f::<u16>($($arg),*),
+            Data::U32(_) => $f::<u32>($($arg),*),
+            Data::U64(_) => $f::<u64>($($arg),*),
+            Data::Bool(_) | Data::F16(_) | Data::BF16(_) => $other,
+        }
+    };
+}
+
+/// What a typed step needs to know besides its data.
+struct Ctx<'a> {
+    step: &'a Step,
+    shapes: &'a [Shape],
+    params: &'a [&'a [i64]],
+}
+
+impl Ctx<'_> {
+    fn shape(&self, k: usize) -> &[usize] {
+        &self.shapes[self.step.inputs[k]]
+    }
+    fn out_shape(&self) -> &[usize] {
+        &self.shapes[self.step.output]
+    }
+    fn mismatch(&self) -> Error {
+        Error::ep(format_args!("{}: element types differ from the plan's", NodeLabel(self.step)))
+    }
+}
+
+fn input<'d, T: Storage>(cx: &Ctx<'_>, ins: &[Data<'d>], k: usize) -> Result<&'d [T]> {
+    T::get(ins[k]).ok_or_else(|| cx.mismatch())
+}
+
+/// Runs a typed step into `dst`.
+pub(crate) fn apply_typed(
+    step: &Step,
+    ins: &[Data<'_>],
+    shapes: &[Shape],
+    params: &[&[i64]],
+    dst: &mut DataMut<'_>,
+) -> Result<()> {
+    let cx = Ctx { step, shapes, params };
+    match step.kernel {
+        Kernel::Cast { .. } => {
+            cast(ins[0], dst);
+            Ok(())
+        }
+        Kernel::Arith(op) => by_number!(ins[0], Err(cx.mismatch()), arith(&cx, op, ins, dst)),
+        Kernel::Compare(op) => {
+            let DataMut::Bool(y) = dst else { return Err(cx.mismatch()) };
+            by_number!(ins[0], compare::<u8>(&cx, op, ins, y), compare(&cx, op, ins, y))
+        }
+        Kernel::Logic(op) => {
+            let (DataMut::Bool(y), Data::Bool(a), Data::Bool(b)) = (dst, ins[0], ins[1]) else {
+                return Err(cx.mismatch());
+            };
+            map2(a, cx.shape(0), b, cx.shape(1), cx.out_shape(), y, |a, b| op.apply(a, b));
+            Ok(())
+        }
+        Kernel::Not => {
+            let (DataMut::Bool(y), Data::Bool(a)) = (dst, ins[0]) else { return Err(cx.mismatch()) };
+            y.iter_mut().zip(a).for_each(|(o, &v)| *o = (v == 0) as u8);
+            Ok(())
+        }
+        Kernel::ArgReduce { axis, max, last, .. } => {
+            let DataMut::I64(y) = dst else { return Err(cx.mismatch()) };
+            by_number!(ins[0], Err(cx.mismatch()), arg(&cx, ins, axis, max, last, y))
+        }
+        _ => by_storage!(dst, movement(&cx, ins)),
+    }
+}
+
+/// Same-type kernels: Where, Gather and the data-movement ops.
+fn movement<T: Storage>(cx: &Ctx<'_>, ins: &[Data<'_>], y: &mut [T]) -> Result<()> {
+    let x = || input::<T>(cx, ins, 0);
+    match cx.step.kernel {
+        Kernel::Identity | Kernel::Reshape(_) | Kernel::Cast { .. } => y.copy_from_slice(x()?),
+        Kernel::Transpose(perm) => {
+            let s = cx.shape(0);
+            let mut p: SmallVec<[usize; 8]> = SmallVec::new();
+            if perm.len == 0 {
+                p.extend((0..s.len()).rev());
+            } else {
+                p.extend(perm.as_slice().iter().map(|&a| shapes::normalize_axis(a, s.len(), false).unwrap_or(0)));
+            }
+            nn::transpose(x()?, s, &p, y);
+        }
+        Kernel::Concat { axis } => {
+            let s = cx.shape(0);
+            let a = shapes::normalize_axis(axis, s.len(), false).unwrap_or(0);
+            let outer: usize = s[..a].iter().product();
+            let mut parts: SmallVec<[&[T]; 4]> = SmallVec::new();
+            for k in 0..ins.len() {
+                parts.push(input::<T>(cx, ins, k)?);
+            }
+            let widths: SmallVec<[usize; 4]> = (0..ins.len()).map(|k| cx.shape(k)[a..].iter().product()).collect();
+            nn::concat(&parts, &widths, outer, y);
+        }
+        Kernel::Slice { has_axes, has_steps } => {
+            let s = cx.shape(0);
+            let plan = shapes::slice_plan(s, cx.params, has_axes, has_steps).map_err(Error::invalid)?;
+            crate::exec::slice(x()?, s, &plan, y);
+        }
+        Kernel::Expand { .. } => nn::expand(x()?, cx.shape(0), cx.out_shape(), y),
+        Kernel::Trilu { k, upper } => {
+            let s = cx.shape(0);
+            let k = shapes::int_list(&k, cx.params).ok().and_then(|v| v.first().copied()).unwrap_or(0);
+            nn::trilu(x()?, s[s.len() - 2], s[s.len() - 1], k, upper, y);
+        }
+        Kernel::Where => {
+            let Data::Bool(c) = ins[0] else { return Err(cx.mismatch()) };
+            let (a, b) = (input::<T>(cx, ins, 1)?, input::<T>(cx, ins, 2)?);
+            let out = cx.out_shape();
+            map3(c, cx.shape(0), a, cx.shape(1), b, cx.shape(2), out, y, |c, a, b| if c != 0 { a } else { b });
+        }
+        Kernel::Gather { axis } => {
+            let s = cx.shape(0);
+            let a = shapes::normalize_axis(axis, s.len(), false).unwrap_or(0);
+            let (outer, inner) = (s[..a].iter().product(), s[a + 1..].iter().product());
+            let x = x()?;
+            let result = match ins[1] {
+                Data::I64(idx) => typed::gather(x, outer, s[a], inner, idx, y),
+                Data::I32(idx) => typed::gather(x, outer, s[a], inner, idx, y),
+                _ => return Err(cx.mismatch()),
+            };
+            result.map_err(|bad| {
+                Error::invalid(format_args!(
+                    "{} input 1: index {bad} is out of range for axis {a} of size {}",
+                    NodeLabel(cx.step),
+                    s[a]
+                ))
+            })?;
+        }
+        _ => return Err(Error::ep(format_args!("{}: no typed kernel", NodeLabel(cx.step)))),
+    }
+    Ok(())
+}
+
+fn arith<T: Number + Storage>(cx: &Ctx<'_>, op: typed::Arith, ins: &[Data<'_>], dst: &mut DataMut<'_>) -> Result<()> {
+    let (a, b) = (input::<T>(cx, ins, 0)?, input::<T>(cx, ins, 1)?);
+    let y = T::get_mut(dst).ok_or_else(|| cx.mismatch())?;
+    let mut by_zero = false;
+    map2(a, cx.shape(0), b, cx.shape(1), cx.out_shape(), y, |a, b| {
+        op.apply(a, b).unwrap_or_else(|| {
+            by_zero = true;
+            T::default()
+        })
+    });
+    if by_zero {
+        return Err(Error::invalid(format_args!("{}: integer division by zero", NodeLabel(cx.step))));
+    }
+    Ok(())
+}
+
+fn compare<T: Storage + PartialOrd>(cx: &Ctx<'_>, op: typed::Compare, ins: &[Data<'_>], y: &mut [u8]) -> Result<()> {
+    let (a, b) = (input::<T>(cx, ins, 0)?, input::<T>(cx, ins, 1)?);
+    map2(a, cx.shape(0), b, cx.shape(1), cx.out_shape(), y, |a, b| op.apply(a, b));
+    Ok(())
+}
+
+fn arg<T: Storage + PartialOrd>(
+    cx: &Ctx<'_>,
+    ins: &[Data<'_>],
+    axis: i64,
+    max: bool,
+    last: bool,
+    y: &mut [i64],
+) -> Result<()> {
+    let s = cx.shape(0);
+    let a = shapes::normalize_axis(axis, s.len(), false).unwrap_or(0);
+    let (outer, inner) = (s[..a].iter().product(), s[a + 1..].iter().product());
+    arg_reduce(input::<T>(cx, ins, 0)?, outer, s[a], inner, max, last, y);
+    Ok(())
+}
+
+/// A source element on its way to another type: integers exactly, floats as f64.
+#[derive(Clone, Copy)]
+enum Num {
+    I(i128),
+    F(f64),
+}
+
+macro_rules! to_int {
+    ($n:expr, $t:ty) => {
+        match $n {
+            Num::I(i) => i as $t, // two's complement truncation, as C++'s static_cast
+            Num::F(f) => f as $t, // toward zero, saturating; NaN gives 0
+        }
+    };
+}
+
+fn cast_from<S: Copy>(src: &[S], read: impl Fn(S) -> Num, dst: &mut DataMut<'_>) {
+    let f32_of = |n: Num| match n {
+        Num::I(i) => i as f32,
+        Num::F(f) => f as f32,
+    };
+    macro_rules! fill {
+        ($y:expr, |$n:ident| $e:expr) => {
+            $y.iter_mut().zip(src).for_each(|(o, &v)| {
+                let $n = read(v);
+                *o = $e;
+            })
+        };
+    }
+    match dst {
+        DataMut::F32(y) => fill!(y, |n| f32_of(n)),
+        DataMut::F64(y) => fill!(y, |n| match n {
+            Num::I(i) => i as f64,
+            Num::F(f) => f,
+        }),
+        DataMut::F16(y) => fill!(y, |n| f32_to_f16(f32_of(n))),
+        DataMut::BF16(y) => fill!(y, |n| f32_to_bf16(f32_of(n))),
+        DataMut::Bool(y) => fill!(y, |n| match n {
+            Num::I(i) => (i != 0) as u8,
+            Num::F(f) => (f != 0.0) as u8,
+        }),
+        DataMut::I8(y) => fill!(y, |n| to_int!(n, i8)),
+        DataMut::I16(y) => fill!(y, |n| to_int!(n, i16)),
+        DataMut::I32(y) => fill!(y, |n| to_int!(n, i32)),
+        DataMut::I64(y) => fill!(y, |n| to_int!(n, i64)),
+        DataMut::U8(y) => fill!(y, |n| to_int!(n, u8)),
+        DataMut::U16(y) => fill!(y, |n| to_int!(n, u16)),
+        DataMut::U32(y) => fill!(y, |n| to_int!(n, u32)),
+        DataMut::U64(y) => fill!(y, |n| to_int!(n, u64)),
+    }
+}
+
+/// Cast between any two element types Rivet holds; half floats go through f32.
+fn cast(x: Data<'_>, dst: &mut DataMut<'_>) {
+    match x {
+        Data::F32(s) => cast_from(s, |v| Num::F(v as f64), dst),
+        Data::F64(s) => cast_from(s, Num::F, dst),
+        Data::F16(s) => cast_from(s, |v| Num::F(f16_to_f32(v) as f64), dst),
+        Data::BF16(s) => cast_from(s, |v| Num::F(bf16_to_f32(v) as f64), dst),
+        Data::Bool(s) => cast_from(s, |v| Num::I((v != 0) as i128), dst),
+        Data::I8(s) => cast_from(s, |v| Num::I(v as i128), dst),
+        Data::I16(s) => cast_from(s, |v| Num::I(v as i128), dst),
+        Data::I32(s) => cast_from(s, |v| Num::I(v as i128), dst),
+        Data::I64(s) => cast_from(s, |v| Num::I(v as i128), dst),
+        Data::U8(s) => cast_from(s, |v| Num::I(v as i128), dst),
+        Data::U16(s) => cast_from(s, |v| Num::I(v as i128), dst),
+        Data::U32(s) => cast_from(s, |v| Num::I(v as i128), dst),
+        Data::U64(s) => cast_from(s, |v| Num::I(v as i128), dst),
+    }
+}

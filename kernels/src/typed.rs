@@ -1,0 +1,457 @@
+//! Kernels over element types other than f32: conversions (half floats computed in f32),
+//! integer and f64 arithmetic, comparisons and boolean logic, all with numpy broadcasting
+//! of any number of inputs. These are the transformer graphs' index and mask ops; they
+//! are simple strided loops, not the tuned f32 paths.
+
+use smallvec::SmallVec;
+
+type Dims = SmallVec<[usize; 8]>;
+
+/// IEEE binary16 bits to f32 (exact).
+pub fn f16_to_f32(h: u16) -> f32 {
+    let sign = ((h as u32) & 0x8000) << 16;
+    let exp = ((h >> 10) & 0x1f) as u32;
+    let man = (h & 0x3ff) as u32;
+    let bits = match (exp, man) {
+        (0, 0) => sign,
+        (0, m) => {
+            // Subnormal: normalise the mantissa.
+            let shift = m.leading_zeros() - 21; // bring the top set bit to bit 10
+            let m = (m << shift) & 0x3ff;
+            sign | ((113 - shift) << 23) | (m << 13)
+        }
+        (0x1f, 0) => sign | 0x7f80_0000,
+        (0x1f, m) => sign | 0x7fc0_0000 | (m << 13),
+        (e, m) => sign | ((e + 112) << 23) | (m << 13),
+    };
+    f32::from_bits(bits)
+}
+
+/// f32 to IEEE binary16 bits, rounding to nearest even; overflow gives ±Inf, NaN stays NaN.
+pub fn f32_to_f16(x: f32) -> u16 {
+    let bits = x.to_bits();
+    let sign = ((bits >> 16) & 0x8000) as u16;
+    let exp = ((bits >> 23) & 0xff) as i32;
+    let man = bits & 0x7f_ffff;
+    if exp == 0xff {
+        return sign | 0x7c00 | if man != 0 { 0x200 | (man >> 13) as u16 } else { 0 };
+    }
+    let e = exp - 127 + 15;
+    if e >= 0x1f {
+        return sign | 0x7c00;
+    }
+    if e <= 0 {
+        // Subnormal or zero in f16: shift the full mantissa (with its implicit bit) right.
+        if e < -10 {
+            return sign;
+        }
+        let m = man | 0x80_0000;
+        let shift = (14 - e) as u32;
+        let half = 1u32 << (shift - 1);
+        let rest = m & ((1u32 << shift) - 1);
+        let mut out = m >> shift;
+        if rest > half || (rest == half && out & 1 == 1) {
+            out += 1;
+        }
+        return sign | out as u16;
+    }
+    let mut out = ((e as u32) << 10) | (man >> 13);
+    let rest = man & 0x1fff;
+    if rest > 0x1000 || (rest == 0x1000 && out & 1 == 1) {
+        out += 1; // may carry into the exponent, up to Inf: still correct
+    }
+    sign | out as u16
+}
+
+/// bfloat16 bits to f32 (exact).
+pub fn bf16_to_f32(h: u16) -> f32 {
+    f32::from_bits((h as u32) << 16)
+}
+
+/// f32 to bfloat16 bits, rounding to nearest even; NaN stays NaN.
+pub fn f32_to_bf16(x: f32) -> u16 {
+    let bits = x.to_bits();
+    if x.is_nan() {
+        return ((bits >> 16) | 0x40) as u16;
+    }
+    let round = 0x7fff + ((bits >> 16) & 1);
+    (bits.wrapping_add(round) >> 16) as u16
+}
+
+/// Element types the arithmetic kernels run on: the integers and f32 / f64.
+pub trait Number: Copy + PartialOrd + Default + Send + Sync + 'static {
+    fn add(self, b: Self) -> Self;
+    fn sub(self, b: Self) -> Self;
+    fn mul(self, b: Self) -> Self;
+    /// `None` for an integer division by zero.
+    fn div(self, b: Self) -> Option<Self>;
+    /// ONNX Mod: with `fmod` the sign of the dividend (C `fmod`), else of the divisor
+    /// (Python `%`). `None` for an integer division by zero.
+    fn modulo(self, b: Self, fmod: bool) -> Option<Self>;
+    fn neg(self) -> Self;
+    fn abs(self) -> Self;
+    fn is_zero(self) -> bool;
+    fn is_nan(self) -> bool;
+    fn to_f64(self) -> f64;
+    fn from_f64(v: f64) -> Self;
+}
+
+macro_rules! int_number {
+    ($($t:ty),*) => {$(
+        impl Number for $t {
+            #[inline] fn add(self, b: Self) -> Self { self.wrapping_add(b) }
+            #[inline] fn sub(self, b: Self) -> Self { self.wrapping_sub(b) }
+            #[inline] fn mul(self, b: Self) -> Self { self.wrapping_mul(b) }
+            #[inline] fn div(self, b: Self) -> Option<Self> {
+                if b == 0 { None } else { Some(self.wrapping_div(b)) }
+            }
+            #[inline] fn modulo(self, b: Self, fmod: bool) -> Option<Self> {
+                if b == 0 {
+                    return None;
+                }
+                let r = self.wrapping_rem(b);
+                #[allow(unused_comparisons)]
+                let opposite = (r < 0) != (b < 0);
+                Some(if !fmod && r != 0 && opposite { r.wrapping_add(b) } else { r })
+            }
+            #[inline] fn neg(self) -> Self { (0 as $t).wrapping_sub(self) }
+            #[inline] fn abs(self) -> Self {
+                #[allow(unused_comparisons)]
+                let negative = self < 0;
+                if negative { self.neg() } else { self }
+            }
+            #[inline] fn is_zero(self) -> bool { self == 0 }
+            #[inline] fn is_nan(self) -> bool { false }
+            #[inline] fn to_f64(self) -> f64 { self as f64 }
+            #[inline] fn from_f64(v: f64) -> Self { v as $t }
+        }
+    )*};
+}
+int_number!(i8, i16, i32, i64, u8, u16, u32, u64);
+
+macro_rules! float_number {
+    ($($t:ty),*) => {$(
+        impl Number for $t {
+            #[inline] fn add(self, b: Self) -> Self { self + b }
+            #[inline] fn sub(self, b: Self) -> Self { self - b }
+            #[inline] fn mul(self, b: Self) -> Self { self * b }
+            #[inline] fn div(self, b: Self) -> Option<Self> { Some(self / b) }
+            #[inline] fn modulo(self, b: Self, fmod: bool) -> Option<Self> {
+                let r = self % b;
+                Some(if !fmod && r != 0.0 && (r < 0.0) != (b < 0.0) { r + b } else { r })
+            }
+            #[inline] fn neg(self) -> Self { -self }
+            #[inline] fn abs(self) -> Self { self.abs() }
+            #[inline] fn is_zero(self) -> bool { self == 0.0 }
+            #[inline] fn is_nan(self) -> bool { self.is_nan() }
+            #[inline] fn to_f64(self) -> f64 { self as f64 }
+            #[inline] fn from_f64(v: f64) -> Self { v as $t }
+        }
+    )*};
+}
+float_number!(f32, f64);
+
+/// Arithmetic on any [`Number`] type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Arith {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Max,
+    Min,
+    Mod { fmod: bool },
+}
+
+impl Arith {
+    /// `None` for an integer division by zero.
+    #[inline]
+    pub fn apply<T: Number>(self, a: T, b: T) -> Option<T> {
+        Some(match self {
+            Arith::Add => a.add(b),
+            Arith::Sub => a.sub(b),
+            Arith::Mul => a.mul(b),
+            Arith::Div => return a.div(b),
+            Arith::Mod { fmod } => return a.modulo(b, fmod),
+            // NaN propagates, as in ORT.
+            Arith::Max => {
+                if a.is_nan() || b.is_nan() {
+                    return Some(if a.is_nan() { a } else { b });
+                }
+                if a >= b {
+                    a
+                } else {
+                    b
+                }
+            }
+            Arith::Min => {
+                if a.is_nan() || b.is_nan() {
+                    return Some(if a.is_nan() { a } else { b });
+                }
+                if a <= b {
+                    a
+                } else {
+                    b
+                }
+            }
+        })
+    }
+}
+
+/// Comparisons, with a bool (0 / 1 byte) result.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Compare {
+    Equal,
+    Less,
+    LessOrEqual,
+    Greater,
+    GreaterOrEqual,
+}
+
+impl Compare {
+    #[inline]
+    pub fn apply<T: PartialOrd>(self, a: T, b: T) -> u8 {
+        (match self {
+            Compare::Equal => a == b,
+            Compare::Less => a < b,
+            Compare::LessOrEqual => a <= b,
+            Compare::Greater => a > b,
+            Compare::GreaterOrEqual => a >= b,
+        }) as u8
+    }
+}
+
+/// Boolean logic on 0 / non-0 bytes, with a 0 / 1 result.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Logic {
+    And,
+    Or,
+    Xor,
+}
+
+impl Logic {
+    #[inline]
+    pub fn apply(self, a: u8, b: u8) -> u8 {
+        let (a, b) = (a != 0, b != 0);
+        (match self {
+            Logic::And => a && b,
+            Logic::Or => a || b,
+            Logic::Xor => a ^ b,
+        }) as u8
+    }
+}
+
+/// Element strides of an input of `shape` along the axes of `out` (right-aligned numpy
+/// broadcasting): 0 on axes the input broadcasts. The caller has checked the shapes.
+pub fn broadcast_strides(shape: &[usize], out: &[usize]) -> Dims {
+    let lead = out.len() - shape.len();
+    let mut st: Dims = SmallVec::from_elem(0, out.len());
+    let mut acc = 1;
+    for i in (0..shape.len()).rev() {
+        if shape[i] != 1 {
+            st[lead + i] = acc;
+        }
+        acc *= shape[i];
+    }
+    st
+}
+
+/// Calls `f(out_index, offsets)` for every element of `out` in row-major order, with the
+/// element offset of each of the `N` inputs (broadcast by `strides`).
+fn for_each_offset<const N: usize>(out: &[usize], strides: [&[usize]; N], mut f: impl FnMut(usize, [usize; N])) {
+    let total: usize = out.iter().product();
+    if total == 0 {
+        return;
+    }
+    let rank = out.len();
+    let mut index = [0usize; 8];
+    let mut off = [0usize; N];
+    for k in 0..total {
+        f(k, off);
+        for a in (0..rank).rev() {
+            index[a] += 1;
+            for (o, s) in off.iter_mut().zip(&strides) {
+                *o += s[a];
+            }
+            if index[a] < out[a] {
+                break;
+            }
+            for (o, s) in off.iter_mut().zip(&strides) {
+                *o -= s[a] * out[a];
+            }
+            index[a] = 0;
+        }
+    }
+}
+
+/// `y = f(a, b)` with numpy broadcasting to `out_shape`. Equal shapes take a flat loop.
+pub fn map2<A: Copy, B: Copy, O>(
+    a: &[A],
+    sa: &[usize],
+    b: &[B],
+    sb: &[usize],
+    out_shape: &[usize],
+    y: &mut [O],
+    mut f: impl FnMut(A, B) -> O,
+) {
+    if a.len() == y.len() && b.len() == y.len() {
+        for ((o, &x), &z) in y.iter_mut().zip(a).zip(b) {
+            *o = f(x, z);
+        }
+        return;
+    }
+    let (ta, tb) = (broadcast_strides(sa, out_shape), broadcast_strides(sb, out_shape));
+    for_each_offset(out_shape, [&ta, &tb], |k, [i, j]| y[k] = f(a[i], b[j]));
+}
+
+/// `y = f(a, b, c)` with numpy broadcasting of all three to `out_shape` (Where).
+#[allow(clippy::too_many_arguments)]
+pub fn map3<A: Copy, B: Copy, C: Copy, O>(
+    a: &[A],
+    sa: &[usize],
+    b: &[B],
+    sb: &[usize],
+    c: &[C],
+    sc: &[usize],
+    out_shape: &[usize],
+    y: &mut [O],
+    mut f: impl FnMut(A, B, C) -> O,
+) {
+    let (ta, tb, tc) =
+        (broadcast_strides(sa, out_shape), broadcast_strides(sb, out_shape), broadcast_strides(sc, out_shape));
+    for_each_offset(out_shape, [&ta, &tb, &tc], |k, [i, j, l]| y[k] = f(a[i], b[j], c[l]));
+}
+
+/// Index of the largest (`max`) or smallest element along the middle axis of `x` viewed as
+/// `[outer, n, inner]`; ties go to the first index, or the last with `last`. Comparisons
+/// with NaN are false, so a NaN is chosen only when it comes first.
+pub fn arg_reduce<T: PartialOrd + Copy>(
+    x: &[T],
+    outer: usize,
+    n: usize,
+    inner: usize,
+    max: bool,
+    last: bool,
+    y: &mut [i64],
+) {
+    for o in 0..outer {
+        for i in 0..inner {
+            let at = |k: usize| x[(o * n + k) * inner + i];
+            let mut best = 0usize;
+            for k in 1..n {
+                let (v, b) = (at(k), at(best));
+                let better = if max { v > b } else { v < b };
+                if better || (last && v == b) {
+                    best = k;
+                }
+            }
+            y[o * inner + i] = best as i64;
+        }
+    }
+}
+
+/// Gather along `axis` of `x` viewed as `[outer, n, inner]`: for each index, copies its
+/// `inner`-element row. Negative indices count from the end; `Err` names an index out of
+/// `[-n, n)`.
+pub fn gather<T: Copy, I: Copy + Into<i64>>(
+    x: &[T],
+    outer: usize,
+    n: usize,
+    inner: usize,
+    indices: &[I],
+    y: &mut [T],
+) -> Result<(), i64> {
+    let per = indices.len() * inner;
+    for o in 0..outer {
+        for (k, &raw) in indices.iter().enumerate() {
+            let raw: i64 = raw.into();
+            let idx = if raw < 0 { raw + n as i64 } else { raw };
+            if idx < 0 || idx >= n as i64 {
+                return Err(raw);
+            }
+            let src = (o * n + idx as usize) * inner;
+            let dst = o * per + k * inner;
+            y[dst..dst + inner].copy_from_slice(&x[src..src + inner]);
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn f16_round_trips_every_value_and_rounds_to_nearest_even() {
+        for h in 0..=u16::MAX {
+            let f = f16_to_f32(h);
+            if f.is_nan() {
+                assert!(f16_to_f32(f32_to_f16(f)).is_nan());
+            } else {
+                assert_eq!(f32_to_f16(f), h, "{h:#x} -> {f}");
+            }
+        }
+        assert_eq!(f16_to_f32(0x3c00), 1.0);
+        assert_eq!(f16_to_f32(0x0001), 2f32.powi(-24)); // smallest subnormal
+        assert_eq!(f32_to_f16(65520.0), 0x7c00); // rounds up to Inf
+        assert_eq!(f32_to_f16(65519.0), 0x7bff);
+        // 1 + 2^-11 is halfway between 1 and the next f16: ties to even (1.0).
+        assert_eq!(f32_to_f16(1.0 + 2f32.powi(-11)), 0x3c00);
+        assert_eq!(f32_to_f16(1.0 + 3.0 * 2f32.powi(-11)), 0x3c02);
+        assert_eq!(f32_to_f16(2f32.powi(-25)), 0); // half the smallest subnormal: to even (0)
+        assert_eq!(f32_to_f16(1.5 * 2f32.powi(-25)), 1);
+        assert_eq!(f32_to_f16(-0.0), 0x8000);
+    }
+
+    #[test]
+    fn bf16_rounds_to_nearest_even() {
+        assert_eq!(f32_to_bf16(1.0), 0x3f80);
+        assert_eq!(f32_to_bf16(f32::from_bits(0x3f80_8000)), 0x3f80); // tie to even
+        assert_eq!(f32_to_bf16(f32::from_bits(0x3f81_8000)), 0x3f82);
+        assert_eq!(f32_to_bf16(f32::from_bits(0x3f80_8001)), 0x3f81);
+        assert!(bf16_to_f32(f32_to_bf16(f32::NAN)).is_nan());
+        assert_eq!(bf16_to_f32(0xc000), -2.0);
+    }
+
+    #[test]
+    fn integer_mod_follows_the_divisor_sign_unless_fmod() {
+        assert_eq!(Arith::Mod { fmod: false }.apply(-7i32, 3), Some(2));
+        assert_eq!(Arith::Mod { fmod: false }.apply(7i32, -3), Some(-2));
+        assert_eq!(Arith::Mod { fmod: true }.apply(-7i32, 3), Some(-1));
+        assert_eq!(Arith::Mod { fmod: false }.apply(7u8, 3), Some(1));
+        assert_eq!(Arith::Mod { fmod: false }.apply(-7.5f64, 2.0), Some(0.5));
+        assert_eq!(Arith::Div.apply(1i64, 0), None);
+        assert_eq!(Arith::Mod { fmod: false }.apply(1i64, 0), None);
+        assert_eq!(Arith::Div.apply(i32::MIN, -1), Some(i32::MIN)); // wraps, no panic
+    }
+
+    #[test]
+    fn broadcasting_three_inputs() {
+        // cond [2, 1], x [3], y scalar -> [2, 3]
+        let mut out = [0i32; 6];
+        map3(&[1u8, 0], &[2, 1], &[1, 2, 3], &[3], &[9], &[], &[2, 3], &mut out, |c, x, y| if c != 0 { x } else { y });
+        assert_eq!(out, [1, 2, 3, 9, 9, 9]);
+        let mut cmp = [0u8; 6];
+        map2(&[1i64, 5], &[2, 1], &[1, 2, 3], &[3], &[2, 3], &mut cmp, |a, b| Compare::Less.apply(a, b));
+        assert_eq!(cmp, [0, 1, 1, 0, 0, 0]);
+    }
+
+    #[test]
+    fn arg_reduce_ties_and_last_index() {
+        let mut y = [0i64; 2];
+        arg_reduce(&[1.0f32, 3.0, 3.0, 0.0, 0.0, -1.0], 2, 3, 1, true, false, &mut y);
+        assert_eq!(y, [1, 0]);
+        arg_reduce(&[1.0f32, 3.0, 3.0, 0.0, 0.0, -1.0], 2, 3, 1, true, true, &mut y);
+        assert_eq!(y, [2, 1]);
+        arg_reduce(&[1.0f32, 3.0, 3.0, 0.0, 0.0, -1.0], 2, 3, 1, false, false, &mut y);
+        assert_eq!(y, [0, 2]);
+    }
+
+    #[test]
+    fn gather_rejects_out_of_range_indices() {
+        let mut y = [0f32; 4];
+        assert_eq!(gather(&[1.0, 2.0, 3.0, 4.0], 1, 2, 2, &[1i64, -2], &mut y), Ok(()));
+        assert_eq!(y, [3.0, 4.0, 1.0, 2.0]);
+        assert_eq!(gather(&[1.0, 2.0, 3.0, 4.0], 1, 2, 2, &[2i32], &mut y[..2]), Err(2));
+    }
+}
