@@ -364,3 +364,69 @@ fn types_rivet_does_not_run_for_an_op_are_not_claimed() {
         assert!(err.contains(node) && err.contains(why), "{err}");
     }
 }
+
+#[test]
+fn is_nan_is_inf_bitwise_gather_elements_hardmax_and_eye_like_match_ort() {
+    let specials = vec![1.0, f64::NAN, f64::INFINITY, f64::NEG_INFINITY, -0.0, 3.5];
+    for t in [FLOAT, DOUBLE] {
+        let x = [HostTensor::typed("x", elem(t), &[6], specials.clone())];
+        assert_matches_ort(&unary_model("IsNaN", t, BOOL, &[], 20), &x, 0.0, 0.0, "IsNaN");
+        for (neg, pos) in [(1, 1), (0, 1), (1, 0)] {
+            let attrs = [("detect_negative", Attr::Int(neg)), ("detect_positive", Attr::Int(pos))];
+            assert_matches_ort(&unary_model("IsInf", t, BOOL, &attrs, 20), &x, 0.0, 0.0, "IsInf");
+        }
+    }
+    for t in [UINT8, UINT16, UINT32, UINT64] {
+        let inputs = [
+            HostTensor::typed("a", elem(t), &[2, 3], vec![1.0, 2.0, 255.0, 16.0, 7.0, 128.0]),
+            HostTensor::typed("b", elem(t), &[3], vec![1.0, 3.0, 7.0]),
+        ];
+        for dir in ["LEFT", "RIGHT"] {
+            let model = binary_model("BitShift", t, t, &[("direction", Attr::Str(dir.into()))]);
+            assert_matches_ort(&model, &inputs, 0.0, 0.0, &format!("BitShift {dir} {}", name(t)));
+        }
+    }
+    for t in [INT32, UINT8, INT64] {
+        let inputs = [
+            HostTensor::typed("a", elem(t), &[2, 3], vec![1.0, 2.0, 12.0, 16.0, 7.0, 100.0]),
+            HostTensor::typed("b", elem(t), &[3], vec![3.0, 6.0, 10.0]),
+        ];
+        for op in ["BitwiseAnd", "BitwiseOr", "BitwiseXor"] {
+            assert_matches_ort(&binary_model(op, t, t, &[]), &inputs, 0.0, 0.0, &format!("{op} {}", name(t)));
+        }
+        let x = [HostTensor::typed("x", elem(t), &[3], vec![0.0, 5.0, 100.0])];
+        assert_matches_ort(&unary_model("BitwiseNot", t, t, &[], 18), &x, 0.0, 0.0, "BitwiseNot");
+    }
+    for axis in [0i64, 1, -1] {
+        let model = ModelBuilder::new(13)
+            .input("x", FLOAT, &[3.into(), 3.into()])
+            .input("i", INT64, &[2.into(), 3.into()])
+            .node_with("GatherElements", "op", &["x", "i"], &["y"], &[("axis", Attr::Int(axis))])
+            .output("y", FLOAT, None)
+            .build();
+        let inputs = [
+            HostTensor::f32("x", &[3, 3], (1..=9).map(|v| v as f32).collect()),
+            HostTensor::typed("i", E::Int64, &[2, 3], vec![0.0, 2.0, -1.0, 1.0, 0.0, 2.0]),
+        ];
+        assert_matches_ort(&model, &inputs, 0.0, 0.0, &format!("GatherElements axis {axis}"));
+    }
+    for (opset, axis) in [(13, -1i64), (13, 0), (11, 1)] {
+        let model = ModelBuilder::new(opset)
+            .input("x", FLOAT, &[2.into(), 2.into(), 3.into()])
+            .node_with("Hardmax", "op", &["x"], &["y"], &[("axis", Attr::Int(axis))])
+            .output("y", FLOAT, None)
+            .build();
+        let x = vec![1.0, 3.0, 3.0, -1.0, -2.0, 0.0, 5.0, 5.0, 5.0, 0.0, 9.0, -9.0];
+        let inputs = [HostTensor::typed("x", E::Float32, &[2, 2, 3], x)];
+        assert_matches_ort(&model, &inputs, 0.0, 0.0, &format!("Hardmax opset {opset} axis {axis}"));
+    }
+    for (t, k) in [(FLOAT, 0i64), (INT32, 1), (DOUBLE, -1), (INT64, 5)] {
+        let model = ModelBuilder::new(22)
+            .input("x", t, &[3.into(), 4.into()])
+            .node_with("EyeLike", "op", &["x"], &["y"], &[("k", Attr::Int(k))])
+            .output("y", t, None)
+            .build();
+        let inputs = [HostTensor::typed("x", elem(t), &[3, 4], vec![7.0; 12])];
+        assert_matches_ort(&model, &inputs, 0.0, 0.0, &format!("EyeLike {} k {k}", name(t)));
+    }
+}

@@ -417,7 +417,25 @@ fn apply(
         | Kernel::Not
         | Kernel::Where
         | Kernel::ArgReduce { .. }
-        | Kernel::Gather { .. } => unreachable!("typed steps run in exec_typed"),
+        | Kernel::Gather { .. }
+        | Kernel::GatherElements { .. }
+        | Kernel::IsNaN
+        | Kernel::IsInf { .. }
+        | Kernel::Bits(_)
+        | Kernel::BitNot
+        | Kernel::EyeLike { .. } => unreachable!("typed steps run in exec_typed"),
+        Kernel::Hardmax { axis, legacy } => {
+            let s = shape(0);
+            let a = shapes::normalize_axis(axis, s.len(), false).unwrap_or(0);
+            let (outer, n, inner) = if s.is_empty() {
+                (1, 1, 1)
+            } else if legacy {
+                (s[..a].iter().product(), s[a..].iter().product(), 1)
+            } else {
+                (s[..a].iter().product(), s[a], s[a + 1..].iter().product())
+            };
+            nn::hardmax(x, outer, n, inner, dst);
+        }
     }
 }
 

@@ -3,7 +3,9 @@
 //! strided loops: these are the index and mask parts of a graph, not its heavy math.
 
 use rivet_kernels::nn;
-use rivet_kernels::typed::{self, arg_reduce, bf16_to_f32, f16_to_f32, f32_to_bf16, f32_to_f16, map2, map3, Number};
+use rivet_kernels::typed::{
+    self, arg_reduce, bf16_to_f32, f16_to_f32, f32_to_bf16, f32_to_f16, map2, map3, BitOp, Bits, Number,
+};
 use smallvec::SmallVec;
 
 use crate::data::{Data, DataMut};
@@ -144,8 +146,85 @@ pub(crate) fn apply_typed(
             let DataMut::I64(y) = dst else { return Err(cx.mismatch()) };
             by_number!(ins[0], Err(cx.mismatch()), arg(&cx, ins, axis, max, last, y))
         }
+        Kernel::IsNaN | Kernel::IsInf { .. } => {
+            let DataMut::Bool(y) = dst else { return Err(cx.mismatch()) };
+            let test = |v: f64| match cx.step.kernel {
+                Kernel::IsInf { negative, positive } => {
+                    (v == f64::INFINITY && positive) || (v == f64::NEG_INFINITY && negative)
+                }
+                _ => v.is_nan(),
+            };
+            match ins[0] {
+                Data::F32(x) => y.iter_mut().zip(x).for_each(|(o, &v)| *o = test(v as f64) as u8),
+                Data::F64(x) => y.iter_mut().zip(x).for_each(|(o, &v)| *o = test(v) as u8),
+                Data::F16(x) => y.iter_mut().zip(x).for_each(|(o, &v)| *o = test(f16_to_f32(v) as f64) as u8),
+                Data::BF16(x) => y.iter_mut().zip(x).for_each(|(o, &v)| *o = test(bf16_to_f32(v) as f64) as u8),
+                _ => return Err(cx.mismatch()),
+            }
+            Ok(())
+        }
+        Kernel::Bits(op) => by_int!(dst, bits(&cx, op, ins)),
+        Kernel::BitNot => by_int!(dst, bit_not(&cx, ins)),
+        Kernel::EyeLike { k } => {
+            let cols = cx.out_shape()[1];
+            macro_rules! eye {
+                ($y:expr, $one:expr) => {{
+                    $y.iter_mut().for_each(|v| *v = Default::default());
+                    for (r, row) in $y.chunks_mut(cols.max(1)).enumerate() {
+                        let c = r as i64 + k;
+                        if (0..cols as i64).contains(&c) {
+                            row[c as usize] = $one;
+                        }
+                    }
+                }};
+            }
+            match dst {
+                DataMut::F32(y) => eye!(y, 1.0),
+                DataMut::F64(y) => eye!(y, 1.0),
+                DataMut::F16(y) => eye!(y, 0x3c00),
+                DataMut::BF16(y) => eye!(y, 0x3f80),
+                DataMut::I8(y) => eye!(y, 1),
+                DataMut::I16(y) => eye!(y, 1),
+                DataMut::I32(y) => eye!(y, 1),
+                DataMut::I64(y) => eye!(y, 1),
+                DataMut::U8(y) | DataMut::Bool(y) => eye!(y, 1),
+                DataMut::U16(y) => eye!(y, 1),
+                DataMut::U32(y) => eye!(y, 1),
+                DataMut::U64(y) => eye!(y, 1),
+            }
+            Ok(())
+        }
         _ => by_storage!(dst, movement(&cx, ins)),
     }
+}
+
+/// Calls `$f::<T>(args.., y)` with the output's integer type.
+macro_rules! by_int {
+    ($dst:expr, $f:ident($($arg:expr),*)) => {
+        match $dst {
+            DataMut::I8(y) => $f::<i8>($($arg,)* y),
+            DataMut::I16(y) => $f::<i16>($($arg,)* y),
+            DataMut::I32(y) => $f::<i32>($($arg,)* y),
+            DataMut::I64(y) => $f::<i64>($($arg,)* y),
+            DataMut::U8(y) => $f::<u8>($($arg,)* y),
+            DataMut::U16(y) => $f::<u16>($($arg,)* y),
+            DataMut::U32(y) => $f::<u32>($($arg,)* y),
+            DataMut::U64(y) => $f::<u64>($($arg,)* y),
+            _ => Err(Error::ep(format_args!("integer step with another output type"))),
+        }
+    };
+}
+use by_int;
+
+fn bits<T: Storage + Bits>(cx: &Ctx<'_>, op: BitOp, ins: &[Data<'_>], y: &mut [T]) -> Result<()> {
+    let (a, b) = (input::<T>(cx, ins, 0)?, input::<T>(cx, ins, 1)?);
+    map2(a, cx.shape(0), b, cx.shape(1), cx.out_shape(), y, |a, b| a.bit(op, b));
+    Ok(())
+}
+
+fn bit_not<T: Storage + Bits>(cx: &Ctx<'_>, ins: &[Data<'_>], y: &mut [T]) -> Result<()> {
+    y.iter_mut().zip(input::<T>(cx, ins, 0)?).for_each(|(o, &v)| *o = v.not());
+    Ok(())
 }
 
 /// Same-type kernels: Where, Gather and the data-movement ops.
@@ -190,6 +269,23 @@ fn movement<T: Storage>(cx: &Ctx<'_>, ins: &[Data<'_>], y: &mut [T]) -> Result<(
             let (a, b) = (input::<T>(cx, ins, 1)?, input::<T>(cx, ins, 2)?);
             let out = cx.out_shape();
             map3(c, cx.shape(0), a, cx.shape(1), b, cx.shape(2), out, y, |c, a, b| if c != 0 { a } else { b });
+        }
+        Kernel::GatherElements { axis } => {
+            let (s, si) = (cx.shape(0), cx.shape(1));
+            let a = shapes::normalize_axis(axis, s.len(), false).unwrap_or(0);
+            let x = x()?;
+            let result = match ins[1] {
+                Data::I64(idx) => typed::gather_elements(x, s, idx, si, a, y),
+                Data::I32(idx) => typed::gather_elements(x, s, idx, si, a, y),
+                _ => return Err(cx.mismatch()),
+            };
+            result.map_err(|bad| {
+                Error::invalid(format_args!(
+                    "{} input 1: index {bad} is out of range for axis {a} of size {}",
+                    NodeLabel(cx.step),
+                    s[a]
+                ))
+            })?;
         }
         Kernel::Gather { axis } => {
             let s = cx.shape(0);

@@ -84,7 +84,10 @@ pub fn infer_into(
     | Kernel::Clip { .. }
     | Kernel::Math(_)
     | Kernel::Cast { .. }
-    | Kernel::Not = step.kernel
+    | Kernel::Not
+    | Kernel::IsNaN
+    | Kernel::IsInf { .. }
+    | Kernel::BitNot = step.kernel
     {
         // Values are numbered in plan order: an output comes after its inputs.
         let (before, from_output) = shapes.split_at_mut(step.output);
@@ -148,8 +151,32 @@ pub fn infer(
         | Kernel::Clip { .. }
         | Kernel::Math(_)
         | Kernel::Cast { .. }
-        | Kernel::Not => (Shape::from_slice(x), None),
-        Kernel::Arith(_) | Kernel::Compare(_) | Kernel::Logic(_) | Kernel::Where => {
+        | Kernel::Not
+        | Kernel::IsNaN
+        | Kernel::IsInf { .. }
+        | Kernel::BitNot => (Shape::from_slice(x), None),
+        Kernel::Hardmax { axis, .. } => {
+            normalize_axis(axis, x.len(), false).map_err(|e| fail(format_args!("{e}")))?;
+            (x.clone(), None)
+        }
+        Kernel::EyeLike { .. } => {
+            if x.len() != 2 {
+                return Err(fail(format_args!("EyeLike needs a 2-D input")));
+            }
+            (x.clone(), None)
+        }
+        Kernel::GatherElements { axis } => {
+            let i = &shapes[step.inputs[1]];
+            let a = normalize_axis(axis, x.len(), false).map_err(|e| fail(format_args!("{e}")))?;
+            if x.is_empty() || i.len() != x.len() {
+                return Err(fail(format_args!("indices of shape {} must have the data's rank", ShapeText(i))));
+            }
+            if (0..x.len()).any(|d| d != a && i[d] > x[d]) {
+                return Err(fail(format_args!("indices of shape {} exceed the data off the axis", ShapeText(i))));
+            }
+            (i.clone(), None)
+        }
+        Kernel::Arith(_) | Kernel::Compare(_) | Kernel::Logic(_) | Kernel::Where | Kernel::Bits(_) => {
             let mut out = Shape::from_slice(x);
             for &id in &step.inputs[1..] {
                 let b = Broadcast::new(&out, &shapes[id]).map_err(|e| {

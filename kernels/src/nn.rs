@@ -571,6 +571,25 @@ pub fn cumsum(x: &[f32], outer: usize, n: usize, inner: usize, exclusive: bool, 
     }
 }
 
+/// One-hot of the first maximum along the middle axis of `x` viewed as `[outer, n, inner]`.
+pub fn hardmax(x: &[f32], outer: usize, n: usize, inner: usize, y: &mut [f32]) {
+    y.iter_mut().for_each(|v| *v = 0.0);
+    for o in 0..outer {
+        for i in 0..inner {
+            let at = |k: usize| (o * n + k) * inner + i;
+            let mut best = 0;
+            for k in 1..n {
+                if x[at(k)] > x[at(best)] {
+                    best = k;
+                }
+            }
+            if n > 0 {
+                y[at(best)] = 1.0;
+            }
+        }
+    }
+}
+
 /// Keeps the upper (or lower) triangle of each trailing `rows × cols` matrix, relative to
 /// diagonal `k`; the rest becomes 0.
 pub fn trilu<T: Copy + Default>(x: &[T], rows: usize, cols: usize, k: i64, upper: bool, y: &mut [T]) {

@@ -241,6 +241,88 @@ impl Logic {
     }
 }
 
+/// Bitwise ops and shifts on integers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BitOp {
+    And,
+    Or,
+    Xor,
+    /// Shifts by the amount in `b`; shifting by the width or more gives 0.
+    ShiftLeft,
+    ShiftRight,
+}
+
+/// Integers, for [`BitOp`].
+pub trait Bits: Copy + Default + Send + Sync + 'static {
+    fn bit(self, op: BitOp, b: Self) -> Self;
+    fn not(self) -> Self;
+}
+
+macro_rules! bits {
+    ($($t:ty),*) => {$(
+        impl Bits for $t {
+            #[inline]
+            fn bit(self, op: BitOp, b: Self) -> Self {
+                // Shift amounts are unsigned in the schema; a negative or too large one gives 0.
+                let amount = u32::try_from(b).ok();
+                match op {
+                    BitOp::And => self & b,
+                    BitOp::Or => self | b,
+                    BitOp::Xor => self ^ b,
+                    BitOp::ShiftLeft => amount.and_then(|s| self.checked_shl(s)).unwrap_or(0),
+                    BitOp::ShiftRight => amount.and_then(|s| self.checked_shr(s)).unwrap_or(0),
+                }
+            }
+            #[inline]
+            fn not(self) -> Self { !self }
+        }
+    )*};
+}
+bits!(i8, i16, i32, i64, u8, u16, u32, u64);
+
+/// GatherElements along the middle axis of `x` viewed as `[outer, n, inner]`: `indices`
+/// (viewed as `[outer, m, inner_i]`, shaped like the output) picks, for each output
+/// element, the element of its own column at that index along the axis. The other axes
+/// of `indices` may be smaller than `x`'s; `shape_i` and `shape_x` give both.
+pub fn gather_elements<T: Copy, I: Copy + Into<i64>>(
+    x: &[T],
+    shape_x: &[usize],
+    indices: &[I],
+    shape_i: &[usize],
+    axis: usize,
+    y: &mut [T],
+) -> Result<(), i64> {
+    let rank = shape_x.len();
+    let mut strides = [0usize; 8];
+    let mut acc = 1;
+    for a in (0..rank).rev() {
+        strides[a] = acc;
+        acc *= shape_x[a];
+    }
+    let n = shape_x[axis] as i64;
+    let mut index = [0usize; 8];
+    for (o, &raw) in y.iter_mut().zip(indices) {
+        let raw: i64 = raw.into();
+        let idx = if raw < 0 { raw + n } else { raw };
+        if idx < 0 || idx >= n {
+            return Err(raw);
+        }
+        let mut src = 0;
+        for a in 0..rank {
+            src += strides[a] * if a == axis { idx as usize } else { index[a] };
+        }
+        *o = x[src];
+        for a in (0..rank).rev() {
+            index[a] += 1;
+            if index[a] < shape_i[a] {
+                break;
+            }
+            index[a] = 0;
+        }
+    }
+    Ok(())
+}
+
 /// Element strides of an input of `shape` along the axes of `out` (right-aligned numpy
 /// broadcasting): 0 on axes the input broadcasts. The caller has checked the shapes.
 pub fn broadcast_strides(shape: &[usize], out: &[usize]) -> Dims {

@@ -42,7 +42,35 @@ class RivetRep(BackendRep):
         else:
             names = [i.name for i in self.session.get_inputs()]
             feed = dict(zip(names, inputs))
+        if any("bfloat16" in v.type for v in self.session.get_inputs() + self.session.get_outputs()):
+            return self._run_bfloat16(feed, kwargs["expected"])
         return self.session.run(None, feed)
+
+    def _run_bfloat16(self, feed, expected):
+        """ORT's Python API has no numpy type for bfloat16: bind the tensors' bits
+        (as uint16) through OrtValues, outputs preallocated at the expected shapes."""
+        import ml_dtypes
+
+        io = self.session.io_binding()
+        for i in self.session.get_inputs():
+            a = np.asarray(feed[i.name])
+            if i.type == "tensor(bfloat16)":
+                bits = np.ascontiguousarray(a.astype(ml_dtypes.bfloat16).view(np.uint16))
+                io.bind_ortvalue_input(i.name, ort.OrtValue.ortvalue_from_numpy_with_onnx_type(bits, onnx.TensorProto.BFLOAT16))
+            else:
+                io.bind_cpu_input(i.name, a)
+        results = []
+        for o, want in zip(self.session.get_outputs(), expected):
+            if o.type == "tensor(bfloat16)":
+                buf = np.zeros(want.shape, dtype=np.uint16)
+                io.bind_ortvalue_output(o.name, ort.OrtValue.ortvalue_from_numpy_with_onnx_type(buf, onnx.TensorProto.BFLOAT16))
+                results.append(buf)
+            else:
+                io.bind_output(o.name, "cpu")
+                results.append(None)
+        self.session.run_with_iobinding(io)
+        values = io.get_outputs()
+        return [r.view(ml_dtypes.bfloat16) if r is not None else v.numpy() for r, v in zip(results, values)]
 
 
 class RivetBackend(Backend):
@@ -92,13 +120,14 @@ def run_node_case(case_dir: pathlib.Path, rtol=1e-3, atol=1e-5):
         inputs, expected = load("input"), load("output")
         names = [i.name for i in model.graph.input if i.name not in {x.name for x in model.graph.initializer}]
         try:
-            got = rep.run(dict(zip(names, inputs)))
+            got = rep.run(dict(zip(names, inputs)), expected=expected)
         except Exception as e:
             return "fail", f"run: {str(e)[:300]}"
         for g, w in zip(got, expected):
             if g.shape != w.shape:
                 return "fail", f"shape {g.shape} != {w.shape}"
-            if w.dtype.kind == "f":
+            if w.dtype.kind == "f" or w.dtype.name == "bfloat16":
+                g, w = np.asarray(g).astype(np.float64), np.asarray(w).astype(np.float64)
                 ok = np.allclose(g, w, rtol=rtol, atol=atol, equal_nan=True)
             else:
                 ok = np.array_equal(g, w)

@@ -1,6 +1,6 @@
 //! The kernels a plan step can run, with their resolved attributes (all `Copy`).
 
-use rivet_kernels::typed::{Arith, Compare, Logic};
+use rivet_kernels::typed::{Arith, BitOp, Compare, Logic};
 use rivet_kernels::{BinaryOp, UnaryOp};
 
 /// Up to 8 axes (rank ≤ 8), kept inline so `Kernel` stays `Copy`.
@@ -271,6 +271,27 @@ pub enum Kernel {
     Gather {
         axis: i64,
     },
+    GatherElements {
+        axis: i64,
+    },
+    IsNaN,
+    IsInf {
+        negative: bool,
+        positive: bool,
+    },
+    /// Bitwise ops and shifts on integers.
+    Bits(BitOp),
+    BitNot,
+    /// One-hot of the maximum along `axis` (first one on ties); `legacy`: opset < 13, the
+    /// input is coerced to 2-D at `axis`.
+    Hardmax {
+        axis: i64,
+        legacy: bool,
+    },
+    /// Ones on diagonal `k` of a 2-D output shaped like the input.
+    EyeLike {
+        k: i64,
+    },
 }
 
 impl Kernel {
@@ -286,6 +307,12 @@ impl Kernel {
                 | Kernel::Where
                 | Kernel::ArgReduce { .. }
                 | Kernel::Gather { .. }
+                | Kernel::GatherElements { .. }
+                | Kernel::IsNaN
+                | Kernel::IsInf { .. }
+                | Kernel::Bits(_)
+                | Kernel::BitNot
+                | Kernel::EyeLike { .. }
         )
     }
 

@@ -186,7 +186,16 @@ fn check_types(node: &NodeDesc, kernel: &Kernel, data: &[usize]) -> Result<(), S
         Kernel::Logic(_) | Kernel::Not => all(&types, dtype::BOOL) && out.elem_type == dtype::BOOL,
         Kernel::Where => types[0] == dtype::BOOL && data::supported(out.elem_type) && all(&types[1..], out.elem_type),
         Kernel::ArgReduce { .. } => data::is_number(types[0]) && out.elem_type == dtype::INT64,
-        Kernel::Gather { .. } => {
+        Kernel::IsNaN | Kernel::IsInf { .. } => {
+            matches!(types[0], dtype::FLOAT | dtype::DOUBLE | dtype::FLOAT16 | dtype::BFLOAT16)
+                && out.elem_type == dtype::BOOL
+        }
+        Kernel::Bits(_) | Kernel::BitNot => {
+            let int = data::is_number(out.elem_type) && !matches!(out.elem_type, dtype::FLOAT | dtype::DOUBLE);
+            int && all(&types, out.elem_type)
+        }
+        Kernel::EyeLike { .. } => data::supported(types[0]) && data::supported(out.elem_type),
+        Kernel::Gather { .. } | Kernel::GatherElements { .. } => {
             data::supported(out.elem_type)
                 && types[0] == out.elem_type
                 && matches!(types[1], dtype::INT32 | dtype::INT64)
@@ -231,7 +240,10 @@ fn types(op_type: &str) -> &'static str {
     match op_type {
         "Identity" | "Transpose" | "Flatten" | "Reshape" | "Squeeze" | "Unsqueeze" | "Concat" | "Expand" | "Slice"
         | "Trilu" => "any",
-        "Gather" => "any (int32 / int64 indices)",
+        "Gather" | "GatherElements" => "any (int32 / int64 indices)",
+        "IsNaN" | "IsInf" => "floats, to bool",
+        "BitShift" | "BitwiseAnd" | "BitwiseOr" | "BitwiseXor" | "BitwiseNot" => "integers",
+        "EyeLike" => "any",
         "Where" => "any (bool condition)",
         "Add" | "Sub" | "Mul" | "Div" | "Max" | "Min" | "Sum" => "numbers",
         "Mod" => "numbers (floats with fmod=1)",

@@ -1,7 +1,7 @@
 //! The table of supported ops.
 
 use rivet_kernels::nn::ReduceOp;
-use rivet_kernels::typed::{Arith, Compare, Logic};
+use rivet_kernels::typed::{Arith, BitOp, Compare, Logic};
 use rivet_kernels::{BinaryOp, UnaryOp};
 
 use super::attrs::*;
@@ -457,15 +457,15 @@ pub static OPS: &[OpSpec] = &[
         op_type: "Cast",
         since: (6, 25),
         arity: Arity::Unary,
-        // `saturate` only changes casts to 8-bit floats, which are not claimed.
-        attrs: &["to", "saturate"],
+        // `saturate` and `round_mode` only change casts to 8-bit floats, which are not claimed.
+        attrs: &["to", "saturate", "round_mode"],
         build: |n| Ok(Kernel::Cast { to: int_attr(n, "to", 0)? as i32 }),
     },
     OpSpec {
         op_type: "CastLike",
         since: (15, 25),
         arity: Arity::DataThenConstants { max: 2 },
-        attrs: &["saturate"],
+        attrs: &["saturate", "round_mode"],
         build: |n| match n.inputs.get(1) {
             Some(Some(like)) => Ok(Kernel::Cast { to: like.elem_type }),
             _ => Err("CastLike needs its target_type input".into()),
@@ -515,5 +515,57 @@ pub static OPS: &[OpSpec] = &[
         arity: Arity::Binary,
         attrs: &["axis"],
         build: |n| Ok(Kernel::Gather { axis: int_attr(n, "axis", 0)? }),
+    },
+    typed!("IsNaN", 9..=20, Arity::Unary, Kernel::IsNaN),
+    OpSpec {
+        op_type: "IsInf",
+        since: (10, 20),
+        arity: Arity::Unary,
+        attrs: &["detect_negative", "detect_positive"],
+        build: |n| {
+            Ok(Kernel::IsInf {
+                negative: int_attr(n, "detect_negative", 1)? != 0,
+                positive: int_attr(n, "detect_positive", 1)? != 0,
+            })
+        },
+    },
+    OpSpec {
+        op_type: "BitShift",
+        since: (11, 11),
+        arity: Arity::Binary,
+        attrs: &["direction"],
+        build: |n| match string_attr(n, "direction", "")? {
+            "LEFT" => Ok(Kernel::Bits(BitOp::ShiftLeft)),
+            "RIGHT" => Ok(Kernel::Bits(BitOp::ShiftRight)),
+            other => Err(format!("BitShift direction '{other}' is not LEFT or RIGHT")),
+        },
+    },
+    typed!("BitwiseAnd", 18..=18, Arity::Binary, Kernel::Bits(BitOp::And)),
+    typed!("BitwiseOr", 18..=18, Arity::Binary, Kernel::Bits(BitOp::Or)),
+    typed!("BitwiseXor", 18..=18, Arity::Binary, Kernel::Bits(BitOp::Xor)),
+    typed!("BitwiseNot", 18..=18, Arity::Unary, Kernel::BitNot),
+    OpSpec {
+        op_type: "GatherElements",
+        since: (11, 13),
+        arity: Arity::Binary,
+        attrs: &["axis"],
+        build: |n| Ok(Kernel::GatherElements { axis: int_attr(n, "axis", 0)? }),
+    },
+    OpSpec {
+        op_type: "Hardmax",
+        since: (1, 13),
+        arity: Arity::Unary,
+        attrs: &["axis"],
+        build: |n| {
+            let legacy = n.since_version < 13;
+            Ok(Kernel::Hardmax { axis: int_attr(n, "axis", if legacy { 1 } else { -1 })?, legacy })
+        },
+    },
+    OpSpec {
+        op_type: "EyeLike",
+        since: (9, 22),
+        arity: Arity::Unary,
+        attrs: &["dtype", "k"],
+        build: |n| Ok(Kernel::EyeLike { k: int_attr(n, "k", 0)? }),
     },
 ];
