@@ -430,3 +430,78 @@ fn is_nan_is_inf_bitwise_gather_elements_hardmax_and_eye_like_match_ort() {
         assert_matches_ort(&model, &inputs, 0.0, 0.0, &format!("EyeLike {} k {k}", name(t)));
     }
 }
+
+/// Multi-output nodes run as one step per output: Split's parts (sizes given, even, and
+/// opset 18's smaller last part), LayerNormalization's mean and inverse standard
+/// deviation, Dropout's mask.
+#[test]
+fn split_layer_norm_statistics_and_dropout_mask_match_ort() {
+    for t in [FLOAT, INT64, BOOL] {
+        for (opset, sizes, parts, axis) in
+            [(13, Some(vec![1i64, 4, 2]), 3, 1i64), (13, None, 7, -1), (18, None, 3, 1), (11, None, 2, 0)]
+        {
+            let outs: Vec<String> = (0..parts).map(|k| format!("y{k}")).collect();
+            let out_refs: Vec<&str> = outs.iter().map(String::as_str).collect();
+            let mut b = ModelBuilder::new(opset).input("x", t, &[2.into(), 7.into()]);
+            let mut attrs = vec![("axis", Attr::Int(axis))];
+            if opset >= 18 {
+                attrs.push(("num_outputs", Attr::Int(parts as i64)));
+            }
+            let inputs: Vec<&str> = match &sizes {
+                Some(s) => {
+                    b = b.initializer_i64("split", &[s.len() as i64], s.clone());
+                    vec!["x", "split"]
+                }
+                None => vec!["x"],
+            };
+            b = b.node_with("Split", "split_node", &inputs, &out_refs, &attrs);
+            for o in &outs {
+                b = b.output(o, t, None);
+            }
+            let x: Vec<f64> = (0..14).map(|v| (v % 3) as f64).collect();
+            let what = format!("Split {} opset {opset} {sizes:?} into {parts} on axis {axis}", name(t));
+            assert_matches_ort(&b.build(), &[HostTensor::typed("x", elem(t), &[2, 7], x)], 0.0, 0.0, &what);
+        }
+    }
+    let ln = ModelBuilder::new(17)
+        .input("x", FLOAT, &[2.into(), 3.into(), 4.into()])
+        .initializer("scale", &[4], vec![1.0, 0.5, 2.0, -1.0])
+        .initializer("bias", &[4], vec![0.0, 0.1, 0.2, 0.3])
+        .node_with(
+            "LayerNormalization",
+            "ln",
+            &["x", "scale", "bias"],
+            &["y", "mean", "inv_std"],
+            &[("axis", Attr::Int(-1))],
+        )
+        .output("y", FLOAT, None)
+        .output("mean", FLOAT, None)
+        .output("inv_std", FLOAT, None)
+        .build();
+    let x = harness::values(3, 24, -2.0, 2.0);
+    assert_matches_ort(&ln, &[HostTensor::typed("x", E::Float32, &[2, 3, 4], x)], 1e-5, 1e-6, "LayerNorm 3 outputs");
+    let dropout = ModelBuilder::new(13)
+        .input("x", FLOAT, &[2.into(), 3.into()])
+        .node("Dropout", "drop", &["x"], &["y", "mask"])
+        .output("y", FLOAT, None)
+        .output("mask", BOOL, None)
+        .build();
+    let x = vec![1.0, -2.0, 3.0, 0.0, 5.0, -6.0];
+    assert_matches_ort(&dropout, &[HostTensor::typed("x", E::Float32, &[2, 3], x)], 0.0, 0.0, "Dropout mask");
+}
+
+#[test]
+fn a_split_that_does_not_add_up_is_an_error_at_run_naming_the_node() {
+    let model = ModelBuilder::new(13)
+        .input("x", FLOAT, &["N".into()])
+        .initializer_i64("split", &[2], vec![2, 2])
+        .node("Split", "halves", &["x", "split"], &["a", "b"])
+        .output("a", FLOAT, None)
+        .output("b", FLOAT, None)
+        .build();
+    let mut rivet = harness::session(env(), &model, Arm::Rivet, &strict()).expect("session");
+    let err = harness::run(&mut rivet, &[HostTensor::f32("x", &[5], vec![1.0; 5])]).expect_err("5 is not 2 + 2");
+    assert!(err.contains("node 'halves' (Split)") && err.contains("add up to 4"), "{err}");
+    let ok = harness::run(&mut rivet, &[HostTensor::f32("x", &[4], vec![1.0, 2.0, 3.0, 4.0])]).expect("runs");
+    assert_eq!((ok[0].data.clone(), ok[1].data.clone()), (vec![1.0, 2.0], vec![3.0, 4.0]));
+}

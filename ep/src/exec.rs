@@ -423,7 +423,14 @@ fn apply(
         | Kernel::IsInf { .. }
         | Kernel::Bits(_)
         | Kernel::BitNot
-        | Kernel::EyeLike { .. } => unreachable!("typed steps run in exec_typed"),
+        | Kernel::EyeLike { .. }
+        | Kernel::SplitPart { .. }
+        | Kernel::Ones => unreachable!("typed steps run in exec_typed"),
+        Kernel::NormStat { axis, epsilon, inverse_std } => {
+            let s = shape(0);
+            let a = shapes::normalize_axis(axis, s.len(), false).unwrap_or(0);
+            nn::norm_stats(x, s[a..].iter().product(), epsilon, inverse_std, dst);
+        }
         Kernel::Hardmax { axis, legacy } => {
             let s = shape(0);
             let a = shapes::normalize_axis(axis, s.len(), false).unwrap_or(0);

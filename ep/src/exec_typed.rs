@@ -165,12 +165,16 @@ pub(crate) fn apply_typed(
         }
         Kernel::Bits(op) => by_int!(dst, bits(&cx, op, ins)),
         Kernel::BitNot => by_int!(dst, bit_not(&cx, ins)),
-        Kernel::EyeLike { k } => {
-            let cols = cx.out_shape()[1];
+        Kernel::Ones | Kernel::EyeLike { .. } => {
+            let (k, ones) = match cx.step.kernel {
+                Kernel::EyeLike { k } => (k, false),
+                _ => (0, true),
+            };
+            let cols = cx.out_shape().last().copied().unwrap_or(1);
             macro_rules! eye {
                 ($y:expr, $one:expr) => {{
-                    $y.iter_mut().for_each(|v| *v = Default::default());
-                    for (r, row) in $y.chunks_mut(cols.max(1)).enumerate() {
+                    $y.iter_mut().for_each(|v| *v = if ones { $one } else { Default::default() });
+                    for (r, row) in $y.chunks_mut(cols.max(1)).enumerate().filter(|_| !ones) {
                         let c = r as i64 + k;
                         if (0..cols as i64).contains(&c) {
                             row[c as usize] = $one;
@@ -269,6 +273,19 @@ fn movement<T: Storage>(cx: &Ctx<'_>, ins: &[Data<'_>], y: &mut [T]) -> Result<(
             let (a, b) = (input::<T>(cx, ins, 1)?, input::<T>(cx, ins, 2)?);
             let out = cx.out_shape();
             map3(c, cx.shape(0), a, cx.shape(1), b, cx.shape(2), out, y, |c, a, b| if c != 0 { a } else { b });
+        }
+        Kernel::SplitPart { axis, part, parts, sizes, exact } => {
+            let s = cx.shape(0);
+            let a = shapes::normalize_axis(axis, s.len(), false).unwrap_or(0);
+            let (start, size) =
+                shapes::split_part(s[a], parts as usize, part as usize, sizes, exact).map_err(Error::invalid)?;
+            let inner: usize = s[a + 1..].iter().product();
+            let (row, take) = (s[a] * inner, size * inner);
+            if take > 0 {
+                for (src, dst) in x()?.chunks(row).zip(y.chunks_mut(take)) {
+                    dst.copy_from_slice(&src[start * inner..start * inner + take]);
+                }
+            }
         }
         Kernel::GatherElements { axis } => {
             let (s, si) = (cx.shape(0), cx.shape(1));

@@ -175,7 +175,7 @@ impl Plan {
                 params.push(id);
             }
             let out_type = out.elem_type;
-            let step = |kernel: Kernel, inputs: SmallVec<[ValueId; 2]>, output| Step {
+            let step_of = |kernel: Kernel, inputs: SmallVec<[ValueId; 2]>, output, out_type| Step {
                 node_name: node.name.clone(),
                 op_type: node.op_type.clone(),
                 typed: kernel.is_typed() || out_type != dtype::FLOAT,
@@ -184,6 +184,7 @@ impl Plan {
                 params: params.clone(),
                 output,
             };
+            let step = |kernel, inputs, output| step_of(kernel, inputs, output, out_type);
             match claim.kernel {
                 // Sum/Mean/Max/Min of n inputs: n - 1 binary steps (and a scale for Mean)
                 // through intermediate values of their own.
@@ -214,8 +215,19 @@ impl Plan {
                 }
                 kernel => {
                     let output = add(&mut values, &mut by_name, &out.name, slot, out.dims.clone(), out_type);
-                    steps.push(step(kernel, step_inputs, output));
+                    steps.push(step(kernel, step_inputs.clone(), output));
                 }
+            }
+            // The node's other outputs: a step each, on the same inputs.
+            for &(k, kernel) in &claim.extra {
+                let extra = node.outputs[k].as_ref().expect("extra outputs are present");
+                let slot = match output_index.get(extra.name.as_str()) {
+                    Some(&o) => Slot::Output(o),
+                    None => Slot::Buffer(usize::MAX),
+                };
+                let t = extra.elem_type;
+                let output = add(&mut values, &mut by_name, &extra.name, slot, extra.dims.clone(), t);
+                steps.push(step_of(kernel, step_inputs.clone(), output, t));
             }
         }
         let mut outputs = Vec::with_capacity(graph.outputs.len());
@@ -255,7 +267,13 @@ impl Plan {
         }
         let mut broadcasts = Vec::with_capacity(self.steps.len());
         for step in &self.steps {
-            let (shape, b) = shapes::infer(&self.values, step, &shapes, &[])?;
+            let (shape, b) = shapes::infer_shape(&self.values, step, &shapes, &[])?;
+            if shapes::check_declared(&self.values, step, &shape).is_err() {
+                // The model's own shape inference disagrees with the op (it happens in the
+                // untaken branch of an If, say): infer at Run, where a Run that reaches
+                // this node fails naming it.
+                return Ok(None);
+            }
             shapes[step.output] = shape;
             broadcasts.push(b);
         }
@@ -347,11 +365,20 @@ mod tests {
         assert!(sym.fixed.is_none());
     }
 
+    /// A static declaration that contradicts the op is left to Run, where a Run that
+    /// reaches the node fails naming it: the model's own shape inference can disagree
+    /// with the op in a branch that never runs, and that must not fail the session.
     #[test]
-    fn contradictory_static_declarations_fail_at_compile_naming_the_node() {
+    fn contradictory_static_declarations_are_checked_at_run_naming_the_node() {
         let mut g = relu_chain(2, &[Dim::Fixed(4)]);
         g.nodes[1].outputs[0].as_mut().unwrap().dims = Some([Dim::Fixed(5)].into_iter().collect());
-        let err = Plan::build("p", &g).unwrap_err();
+        let plan = Plan::build("p", &g).unwrap();
+        assert!(plan.fixed.is_none());
+        let mut shapes = vec![Shape::new(); plan.values.len()];
+        shapes[plan.inputs[0]] = Shape::from_slice(&[4]);
+        let (s, _) = shapes::infer(&plan.values, &plan.steps[0], &shapes, &[]).unwrap();
+        shapes[plan.steps[0].output] = s;
+        let err = shapes::infer(&plan.values, &plan.steps[1], &shapes, &[]).unwrap_err();
         assert_eq!(err.message, "node 'r1' (Relu) output 'v2': computed shape [4] but the model declares [5]");
     }
 }

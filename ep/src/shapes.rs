@@ -121,6 +121,18 @@ pub fn infer(
     shapes: &[Shape],
     params: &[&[i64]],
 ) -> Result<(Shape, Option<Broadcast>)> {
+    let (shape, broadcast) = infer_shape(values, step, shapes, params)?;
+    check_declared(values, step, &shape)?;
+    Ok((shape, broadcast))
+}
+
+/// `infer` without the check against the output's declaration.
+pub fn infer_shape(
+    values: &[PlanValue],
+    step: &Step,
+    shapes: &[Shape],
+    params: &[&[i64]],
+) -> Result<(Shape, Option<Broadcast>)> {
     // Inputs were checked when they were produced (or bound, for the fused inputs).
     let x = &shapes[step.inputs[0]];
     let fail = |why: std::fmt::Arguments<'_>| {
@@ -158,6 +170,24 @@ pub fn infer(
         Kernel::Hardmax { axis, .. } => {
             normalize_axis(axis, x.len(), false).map_err(|e| fail(format_args!("{e}")))?;
             (x.clone(), None)
+        }
+        Kernel::Ones => (x.clone(), None),
+        Kernel::NormStat { axis, .. } => {
+            let a = normalize_axis(axis, x.len(), false).map_err(|e| fail(format_args!("{e}")))?;
+            let mut s = x.clone();
+            s[a..].iter_mut().for_each(|d| *d = 1);
+            (s, None)
+        }
+        Kernel::SplitPart { axis, part, parts, sizes, exact } => {
+            let a = normalize_axis(axis, x.len(), false).map_err(|e| fail(format_args!("{e}")))?;
+            if x.is_empty() {
+                return Err(fail(format_args!("Split needs rank 1 or more")));
+            }
+            let (_, size) =
+                split_part(x[a], parts as usize, part as usize, sizes, exact).map_err(|e| fail(format_args!("{e}")))?;
+            let mut s = x.clone();
+            s[a] = size;
+            (s, None)
         }
         Kernel::EyeLike { .. } => {
             if x.len() != 2 {
@@ -375,16 +405,47 @@ pub fn infer(
     };
     let out = &values[step.output];
     checked_count(&shape, format_args!("{} output '{}'", NodeLabel(step), out.name))?;
-    if !matches_declared(&shape, &out.declared) {
+    Ok((shape, broadcast))
+}
+
+/// The model's declaration of a step's output agrees with the computed shape.
+pub fn check_declared(values: &[PlanValue], step: &Step, shape: &[usize]) -> Result<()> {
+    let out = &values[step.output];
+    if !matches_declared(shape, &out.declared) {
         return Err(Error::invalid(format_args!(
             "{} output '{}': computed shape {} but the model declares {}",
             NodeLabel(step),
             out.name,
-            ShapeText(&shape),
+            ShapeText(shape),
             DeclaredText(out.declared.as_ref().expect("a mismatch needs a declaration"))
         )));
     }
-    Ok((shape, broadcast))
+    Ok(())
+}
+
+/// Where part `part` of `parts` starts along an axis of length `len`, and its length.
+pub fn split_part(
+    len: usize,
+    parts: usize,
+    part: usize,
+    sizes: Option<crate::registry::Axes>,
+    exact: bool,
+) -> std::result::Result<(usize, usize), String> {
+    if let Some(sizes) = sizes {
+        let s = sizes.as_slice();
+        let total: i64 = s.iter().sum();
+        if total != len as i64 {
+            return Err(format!("split sizes {s:?} add up to {total}, not the axis length {len}"));
+        }
+        let start: i64 = s[..part].iter().sum();
+        return Ok((start as usize, s[part] as usize));
+    }
+    if exact && !len.is_multiple_of(parts) {
+        return Err(format!("an axis of length {len} does not split into {parts} equal parts"));
+    }
+    let chunk = len.div_ceil(parts.max(1));
+    let start = (chunk * part).min(len);
+    Ok((start, chunk.min(len - start)))
 }
 
 /// An axis in `-rank..rank` (`-rank..=rank` when `inclusive`, as Flatten's) as an index.

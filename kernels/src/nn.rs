@@ -571,6 +571,20 @@ pub fn cumsum(x: &[f32], outer: usize, n: usize, inner: usize, exclusive: bool, 
     }
 }
 
+/// Per row of `n` elements: the mean, or `1 / sqrt(variance + epsilon)` (LayerNormalization's
+/// second and third outputs), computed as `layer_norm` does.
+pub fn norm_stats(x: &[f32], n: usize, epsilon: f32, inverse_std: bool, y: &mut [f32]) {
+    for (row, o) in x.chunks(n.max(1)).zip(y.iter_mut()) {
+        let mean = row.iter().sum::<f32>() / n as f32;
+        *o = if inverse_std {
+            let var = row.iter().map(|&v| (v - mean) * (v - mean)).sum::<f32>() / n as f32;
+            1.0 / (var + epsilon).sqrt()
+        } else {
+            mean
+        };
+    }
+}
+
 /// One-hot of the first maximum along the middle axis of `x` viewed as `[outer, n, inner]`.
 pub fn hardmax(x: &[f32], outer: usize, n: usize, inner: usize, y: &mut [f32]) {
     y.iter_mut().for_each(|v| *v = 0.0);

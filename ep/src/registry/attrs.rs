@@ -65,9 +65,6 @@ pub(super) fn clip(node: &NodeDesc) -> Result<Kernel, String> {
 }
 
 pub(super) fn dropout(node: &NodeDesc) -> Result<Kernel, String> {
-    if node.outputs.get(1).is_some_and(Option::is_some) {
-        return Err("Dropout's mask output is not supported".into());
-    }
     if let Some(v) = input(node, 2) {
         match &v.constant {
             Some(Constant::I64(_)) | None => return Err("Dropout training_mode must be a constant false".into()),
@@ -131,9 +128,6 @@ pub(super) fn window(node: &NodeDesc, kernel_required: bool) -> Result<Window, S
 }
 
 pub(super) fn norm(node: &NodeDesc, rms: bool) -> Result<Kernel, String> {
-    if node.outputs.iter().skip(1).any(Option::is_some) {
-        return Err(format!("{}'s mean / inverse deviation outputs are not supported", node.op_type));
-    }
     if int_attr(node, "stash_type", 1)? != 1 {
         return Err("stash_type other than float".into());
     }
@@ -214,4 +208,39 @@ pub(super) fn ints_input(node: &NodeDesc, pos: usize, what: &str) -> Result<supe
         return Ok(super::kernel::ReduceAxes::AtRun);
     }
     Ok(super::kernel::ReduceAxes::Const(Axes::new(&const_i64(node, pos, what)?.unwrap_or_default())?))
+}
+
+/// Split: part 0's kernel (the plan adds the others from `Claim::extra`), with the sizes
+/// from the `split` input or attribute, or even parts.
+pub(super) fn split(node: &NodeDesc) -> Result<Kernel, String> {
+    let parts = node.outputs.len();
+    if parts > 8 {
+        return Err(format!("Split into {parts} parts: Rivet handles 8 at most"));
+    }
+    let sizes = if node.since_version >= 13 {
+        if input(node, 1).is_some() && input(node, 1).and_then(|v| v.constant.as_ref()).is_none() {
+            return Err("Split's sizes must be a constant int64 initializer".into());
+        }
+        const_i64(node, 1, "split")?
+    } else {
+        ints_attr(node, "split")?
+    };
+    if let Some(n) = node.attr("num_outputs") {
+        if *n != crate::graph::AttrValue::Int(parts as i64) {
+            return Err("Split num_outputs differs from its output count".into());
+        }
+    }
+    if let Some(s) = &sizes {
+        if s.len() != parts || s.iter().any(|&d| d < 0) {
+            return Err(format!("Split sizes {s:?} for {parts} outputs"));
+        }
+    }
+    Ok(Kernel::SplitPart {
+        axis: int_attr(node, "axis", 0)?,
+        part: 0,
+        parts: parts as u8,
+        sizes: sizes.as_deref().map(Axes::new).transpose()?,
+        // Before opset 18 the parts must be equal; from 18 the last one may be smaller.
+        exact: node.since_version < 18,
+    })
 }

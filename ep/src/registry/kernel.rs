@@ -292,6 +292,23 @@ pub enum Kernel {
     EyeLike {
         k: i64,
     },
+    /// Part `part` of a Split along `axis`: sizes given, or even parts (`exact`: they must
+    /// divide the axis; else the last part is smaller).
+    SplitPart {
+        axis: i64,
+        part: u8,
+        parts: u8,
+        sizes: Option<Axes>,
+        exact: bool,
+    },
+    /// LayerNormalization's mean (or inverse standard deviation) per normalized row.
+    NormStat {
+        axis: i64,
+        epsilon: f32,
+        inverse_std: bool,
+    },
+    /// All ones (true), shaped like the input: Dropout's mask at inference.
+    Ones,
 }
 
 impl Kernel {
@@ -313,6 +330,8 @@ impl Kernel {
                 | Kernel::Bits(_)
                 | Kernel::BitNot
                 | Kernel::EyeLike { .. }
+                | Kernel::SplitPart { .. }
+                | Kernel::Ones
         )
     }
 

@@ -24,6 +24,10 @@ pub struct Claim {
     pub data: SmallVec<[usize; 4]>,
     /// Positions of int64 inputs read at Run (see `ReshapeRule::reads_param`).
     pub params: SmallVec<[usize; 1]>,
+    /// Kernels for the node's other outputs (by output position), each run as a step of
+    /// its own on the same inputs: Split's parts, LayerNormalization's mean and inverse
+    /// standard deviation, Dropout's mask.
+    pub extra: SmallVec<[(usize, Kernel); 2]>,
 }
 
 /// How many inputs an op takes, and which are data.
@@ -114,7 +118,7 @@ pub fn kernel_for(node: &NodeDesc) -> Result<Claim, String> {
     }
     let extra_outputs_ok = matches!(
         node.op_type.as_str(),
-        "Dropout" | "BatchNormalization" | "MaxPool" | "LayerNormalization" | "RMSNormalization"
+        "Dropout" | "BatchNormalization" | "MaxPool" | "LayerNormalization" | "RMSNormalization" | "Split"
     );
     if node.op_type == "MaxPool" && node.outputs.get(1).is_some_and(Option::is_some) {
         return Err("MaxPool's Indices output is not supported".into());
@@ -136,7 +140,39 @@ pub fn kernel_for(node: &NodeDesc) -> Result<Claim, String> {
         | Kernel::Trilu { k: ReduceAxes::AtRun, .. } => SmallVec::from_slice(&[1]),
         _ => SmallVec::new(),
     };
-    Ok(Claim { kernel, data, params })
+    let extra = extra_outputs(node, &kernel)?;
+    Ok(Claim { kernel, data, params, extra })
+}
+
+/// The steps that compute a node's outputs after the first, with their types checked.
+fn extra_outputs(node: &NodeDesc, kernel: &Kernel) -> Result<SmallVec<[(usize, Kernel); 2]>, String> {
+    let mut extra: SmallVec<[(usize, Kernel); 2]> = SmallVec::new();
+    let present = |k: usize| node.outputs.get(k).and_then(Option::as_ref);
+    let input_type = node.inputs[0].as_ref().map_or(0, |v| v.elem_type);
+    for k in 1..node.outputs.len() {
+        let Some(out) = present(k) else { continue };
+        let (kernel, want) = match (*kernel, node.op_type.as_str()) {
+            (Kernel::SplitPart { axis, parts, sizes, exact, .. }, _) => {
+                (Kernel::SplitPart { axis, part: k as u8, parts, sizes, exact }, input_type)
+            }
+            (Kernel::Norm { axis, epsilon, rms: false }, _) => {
+                (Kernel::NormStat { axis, epsilon, inverse_std: k == 2 }, dtype::FLOAT)
+            }
+            (Kernel::Identity, "Dropout") => (Kernel::Ones, dtype::BOOL),
+            _ => return Err(format!("{}'s output {k} is not supported", node.op_type)),
+        };
+        if out.elem_type != want {
+            return Err(format!(
+                "{} output {k} '{}' is {}, expected {}",
+                node.op_type,
+                out.name,
+                dtype::name(out.elem_type),
+                dtype::name(want)
+            ));
+        }
+        extra.push((k, kernel));
+    }
+    Ok(extra)
 }
 
 /// Checks the element types of a node's data inputs and first output against what its
@@ -163,7 +199,8 @@ fn check_types(node: &NodeDesc, kernel: &Kernel, data: &[usize]) -> Result<(), S
         | Kernel::Concat { .. }
         | Kernel::Slice { .. }
         | Kernel::Expand { .. }
-        | Kernel::Trilu { .. } => {
+        | Kernel::Trilu { .. }
+        | Kernel::SplitPart { .. } => {
             if !(data::supported(out.elem_type) && all(&types, out.elem_type)) {
                 return bad("one element type for data and output, any but strings and sub-byte types");
             }
@@ -239,7 +276,7 @@ pub fn markdown_table() -> String {
 fn types(op_type: &str) -> &'static str {
     match op_type {
         "Identity" | "Transpose" | "Flatten" | "Reshape" | "Squeeze" | "Unsqueeze" | "Concat" | "Expand" | "Slice"
-        | "Trilu" => "any",
+        | "Trilu" | "Split" => "any",
         "Gather" | "GatherElements" => "any (int32 / int64 indices)",
         "IsNaN" | "IsInf" => "floats, to bool",
         "BitShift" | "BitwiseAnd" | "BitwiseOr" | "BitwiseXor" | "BitwiseNot" => "integers",

@@ -568,4 +568,11 @@ pub static OPS: &[OpSpec] = &[
         attrs: &["dtype", "k"],
         build: |n| Ok(Kernel::EyeLike { k: int_attr(n, "k", 0)? }),
     },
+    OpSpec {
+        op_type: "Split",
+        since: (2, 18),
+        arity: Arity::DataThenConstants { max: 2 },
+        attrs: &["axis", "split", "num_outputs"],
+        build: split,
+    },
 ];
