@@ -505,3 +505,72 @@ fn a_split_that_does_not_add_up_is_an_error_at_run_naming_the_node() {
     let ok = harness::run(&mut rivet, &[HostTensor::f32("x", &[4], vec![1.0, 2.0, 3.0, 4.0])]).expect("runs");
     assert_eq!((ok[0].data.clone(), ok[1].data.clone()), (vec![1.0, 2.0], vec![3.0, 4.0]));
 }
+
+/// NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss (with its log_prob output) over
+/// every reduction, with and without weights and ignore_index, on [N, C] and
+/// [N, C, d1, d2]; a target out of range is an error naming the node.
+#[test]
+fn losses_match_ort() {
+    for op in ["NegativeLogLikelihoodLoss", "SoftmaxCrossEntropyLoss"] {
+        for (t, dims) in [(FLOAT, vec![3i64, 5]), (FLOAT, vec![2, 4, 3, 2]), (DOUBLE, vec![3, 5])] {
+            for reduction in ["none", "sum", "mean"] {
+                for (weighted, ignore) in [(false, None), (true, None), (true, Some(1i64)), (false, Some(0))] {
+                    let target_dims: Vec<i64> = std::iter::once(dims[0]).chain(dims[2..].iter().copied()).collect();
+                    let dim_list: Vec<Dim> = dims.iter().map(|&d| d.into()).collect();
+                    let tdim_list: Vec<Dim> = target_dims.iter().map(|&d| d.into()).collect();
+                    let mut attrs = vec![("reduction", Attr::Str(reduction.into()))];
+                    if let Some(i) = ignore {
+                        attrs.push(("ignore_index", Attr::Int(i)));
+                    }
+                    let mut b = ModelBuilder::new(13).input("x", t, &dim_list).input("target", INT64, &tdim_list);
+                    let mut ins = vec!["x", "target"];
+                    if weighted {
+                        b = b.input("w", t, &[dims[1].into()]);
+                        ins.push("w");
+                    }
+                    // log_prob is claimed for float32 only (float64 runs the loss alone).
+                    let outs: &[&str] =
+                        if op == "SoftmaxCrossEntropyLoss" && t == FLOAT { &["loss", "log_prob"] } else { &["loss"] };
+                    b = b.node_with(op, "loss_node", &ins, outs, &attrs);
+                    for o in outs {
+                        b = b.output(o, t, None);
+                    }
+                    let n: i64 = dims.iter().product();
+                    let nt: i64 = target_dims.iter().product();
+                    let mut inputs = vec![
+                        HostTensor::typed("x", elem(t), &dims, harness::values(7, n as usize, -3.0, 1.0)),
+                        HostTensor::typed(
+                            "target",
+                            E::Int64,
+                            &target_dims,
+                            (0..nt).map(|i| (i * 7 % dims[1]) as f64).collect(),
+                        ),
+                    ];
+                    if weighted {
+                        inputs.push(HostTensor::typed(
+                            "w",
+                            elem(t),
+                            &[dims[1]],
+                            harness::values(9, dims[1] as usize, 0.2, 2.0),
+                        ));
+                    }
+                    let what = format!("{op} {} {dims:?} {reduction} weighted {weighted} ignore {ignore:?}", name(t));
+                    assert_matches_ort(&b.build(), &inputs, 1e-5, 1e-6, &what);
+                }
+            }
+        }
+    }
+    let model = ModelBuilder::new(13)
+        .input("x", FLOAT, &[2.into(), 3.into()])
+        .input("target", INT64, &[2.into()])
+        .node("NegativeLogLikelihoodLoss", "nll", &["x", "target"], &["loss"])
+        .output("loss", FLOAT, None)
+        .build();
+    let mut rivet = harness::session(env(), &model, Arm::Rivet, &strict()).expect("session");
+    let x = HostTensor::f32("x", &[2, 3], vec![-1.0; 6]);
+    let err = harness::run(&mut rivet, &[x.clone(), HostTensor::typed("target", E::Int64, &[2], vec![0.0, 3.0])])
+        .expect_err("class 3 of 3");
+    assert!(err.contains("node 'nll' (NegativeLogLikelihoodLoss) input 1: target 3 is out of range"), "{err}");
+    let ok = harness::run(&mut rivet, &[x, HostTensor::typed("target", E::Int64, &[2], vec![0.0, 2.0])]).expect("runs");
+    assert_eq!(ok[0].data, vec![1.0]);
+}

@@ -425,7 +425,8 @@ fn apply(
         | Kernel::BitNot
         | Kernel::EyeLike { .. }
         | Kernel::SplitPart { .. }
-        | Kernel::Ones => unreachable!("typed steps run in exec_typed"),
+        | Kernel::Ones
+        | Kernel::Loss { .. } => unreachable!("typed steps run in exec_typed"),
         Kernel::NormStat { axis, epsilon, inverse_std } => {
             let s = shape(0);
             let a = shapes::normalize_axis(axis, s.len(), false).unwrap_or(0);

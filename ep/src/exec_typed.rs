@@ -12,7 +12,7 @@ use crate::data::{Data, DataMut};
 use crate::error::{Error, Result};
 use crate::graph::Shape;
 use crate::plan::{NodeLabel, Step};
-use crate::registry::Kernel;
+use crate::registry::{Kernel, Reduction};
 use crate::shapes;
 
 /// Element storage: a typed slice out of a [`Data`]. bool shares `u8` and the half floats
@@ -164,6 +164,11 @@ pub(crate) fn apply_typed(
             Ok(())
         }
         Kernel::Bits(op) => by_int!(dst, bits(&cx, op, ins)),
+        Kernel::Loss { reduction, ignore_index, softmax } => match dst {
+            DataMut::F32(y) => loss::<f32>(&cx, ins, reduction, ignore_index, softmax, y),
+            DataMut::F64(y) => loss::<f64>(&cx, ins, reduction, ignore_index, softmax, y),
+            _ => Err(cx.mismatch()),
+        },
         Kernel::BitNot => by_int!(dst, bit_not(&cx, ins)),
         Kernel::Ones | Kernel::EyeLike { .. } => {
             let (k, ones) = match cx.step.kernel {
@@ -433,4 +438,70 @@ fn cast(x: Data<'_>, dst: &mut DataMut<'_>) {
         Data::U32(s) => cast_from(s, |v| Num::I(v as i128), dst),
         Data::U64(s) => cast_from(s, |v| Num::I(v as i128), dst),
     }
+}
+
+/// NegativeLogLikelihoodLoss (of `x`, log-probabilities) or, with `softmax`, the
+/// cross-entropy of scores `x`: over `x` viewed as `[N, C, D]` and targets `[N, D]`,
+/// accumulated in f64.
+fn loss<T: Number + Storage>(
+    cx: &Ctx<'_>,
+    ins: &[Data<'_>],
+    reduction: Reduction,
+    ignore_index: Option<i64>,
+    softmax: bool,
+    y: &mut [T],
+) -> Result<()> {
+    let s = cx.shape(0);
+    let (n, c, d) = (s[0], s[1], s[2..].iter().product::<usize>());
+    let x = input::<T>(cx, ins, 0)?;
+    let weight = if ins.len() > 2 { Some(input::<T>(cx, ins, 2)?) } else { None };
+    let target = |i: usize| match ins[1] {
+        Data::I64(t) => t[i],
+        Data::I32(t) => i64::from(t[i]),
+        _ => 0,
+    };
+    if !matches!(ins[1], Data::I64(_) | Data::I32(_)) {
+        return Err(cx.mismatch());
+    }
+    let (mut total, mut weights) = (0.0f64, 0.0f64);
+    for b in 0..n {
+        for k in 0..d {
+            let i = b * d + k;
+            let t = target(i);
+            if Some(t) == ignore_index {
+                if reduction == Reduction::None {
+                    y[i] = T::from_f64(0.0);
+                }
+                continue;
+            }
+            if t < 0 || t >= c as i64 {
+                return Err(Error::invalid(format_args!(
+                    "{} input 1: target {t} is out of range for {c} classes",
+                    NodeLabel(cx.step)
+                )));
+            }
+            let at = |class: usize| x[(b * c + class) * d + k].to_f64();
+            let log_p = if softmax {
+                let max = (0..c).map(at).fold(f64::NEG_INFINITY, f64::max);
+                let sum: f64 = (0..c).map(|j| (at(j) - max).exp()).sum();
+                at(t as usize) - max - sum.ln()
+            } else {
+                at(t as usize)
+            };
+            let w = weight.map_or(1.0, |w| w[t as usize].to_f64());
+            let l = -log_p * w;
+            if reduction == Reduction::None {
+                y[i] = T::from_f64(l);
+            } else {
+                total += l;
+                weights += w;
+            }
+        }
+    }
+    match reduction {
+        Reduction::None => {}
+        Reduction::Sum => y[0] = T::from_f64(total),
+        Reduction::Mean => y[0] = T::from_f64(total / weights),
+    }
+    Ok(())
 }

@@ -172,6 +172,22 @@ pub fn infer_shape(
             (x.clone(), None)
         }
         Kernel::Ones => (x.clone(), None),
+        Kernel::Loss { reduction, .. } => {
+            let t = &shapes[step.inputs[1]];
+            let ok = x.len() >= 2 && t.len() == x.len() - 1 && t[0] == x[0] && t[1..] == x[2..];
+            if !ok {
+                return Err(fail(format_args!("target of shape {} does not match [N, d1, ...]", ShapeText(t))));
+            }
+            if let Some(&w) = step.inputs.get(2) {
+                if shapes[w].as_slice() != [x[1]] {
+                    return Err(fail(format_args!("weight of shape {} is not [C]", ShapeText(&shapes[w]))));
+                }
+            }
+            match reduction {
+                crate::registry::Reduction::None => (t.clone(), None),
+                _ => (Shape::new(), None),
+            }
+        }
         Kernel::NormStat { axis, .. } => {
             let a = normalize_axis(axis, x.len(), false).map_err(|e| fail(format_args!("{e}")))?;
             let mut s = x.clone();

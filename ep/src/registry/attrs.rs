@@ -244,3 +244,19 @@ pub(super) fn split(node: &NodeDesc) -> Result<Kernel, String> {
         exact: node.since_version < 18,
     })
 }
+
+/// NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss.
+pub(super) fn loss(node: &NodeDesc, softmax: bool) -> Result<Kernel, String> {
+    let reduction = match string_attr(node, "reduction", "mean")? {
+        "none" => super::kernel::Reduction::None,
+        "sum" => super::kernel::Reduction::Sum,
+        "mean" => super::kernel::Reduction::Mean,
+        other => return Err(format!("reduction '{other}' is not none, sum or mean")),
+    };
+    let ignore_index = match node.attr("ignore_index") {
+        Some(AttrValue::Int(i)) => Some(*i),
+        Some(_) => return Err("ignore_index must be an int".into()),
+        None => None,
+    };
+    Ok(Kernel::Loss { reduction, ignore_index, softmax })
+}

@@ -309,6 +309,22 @@ pub enum Kernel {
     },
     /// All ones (true), shaped like the input: Dropout's mask at inference.
     Ones,
+    /// NegativeLogLikelihoodLoss, or SoftmaxCrossEntropyLoss's loss when `softmax` (the
+    /// log-softmax over axis 1 first).
+    Loss {
+        reduction: Reduction,
+        ignore_index: Option<i64>,
+        softmax: bool,
+    },
+}
+
+/// How a loss reduces over its elements.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reduction {
+    None,
+    Sum,
+    /// The weighted mean: divided by the summed weights of the elements not ignored.
+    Mean,
 }
 
 impl Kernel {
@@ -332,6 +348,7 @@ impl Kernel {
                 | Kernel::EyeLike { .. }
                 | Kernel::SplitPart { .. }
                 | Kernel::Ones
+                | Kernel::Loss { .. }
         )
     }
 

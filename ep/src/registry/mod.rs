@@ -118,7 +118,13 @@ pub fn kernel_for(node: &NodeDesc) -> Result<Claim, String> {
     }
     let extra_outputs_ok = matches!(
         node.op_type.as_str(),
-        "Dropout" | "BatchNormalization" | "MaxPool" | "LayerNormalization" | "RMSNormalization" | "Split"
+        "Dropout"
+            | "BatchNormalization"
+            | "MaxPool"
+            | "LayerNormalization"
+            | "RMSNormalization"
+            | "Split"
+            | "SoftmaxCrossEntropyLoss"
     );
     if node.op_type == "MaxPool" && node.outputs.get(1).is_some_and(Option::is_some) {
         return Err("MaxPool's Indices output is not supported".into());
@@ -159,6 +165,9 @@ fn extra_outputs(node: &NodeDesc, kernel: &Kernel) -> Result<SmallVec<[(usize, K
                 (Kernel::NormStat { axis, epsilon, inverse_std: k == 2 }, dtype::FLOAT)
             }
             (Kernel::Identity, "Dropout") => (Kernel::Ones, dtype::BOOL),
+            (Kernel::Loss { softmax: true, .. }, _) if input_type == dtype::FLOAT => {
+                (Kernel::Softmax { axis: 1, log: true, legacy: false }, dtype::FLOAT)
+            }
             _ => return Err(format!("{}'s output {k} is not supported", node.op_type)),
         };
         if out.elem_type != want {
@@ -232,6 +241,12 @@ fn check_types(node: &NodeDesc, kernel: &Kernel, data: &[usize]) -> Result<(), S
             int && all(&types, out.elem_type)
         }
         Kernel::EyeLike { .. } => data::supported(types[0]) && data::supported(out.elem_type),
+        Kernel::Loss { .. } => {
+            matches!(types[0], dtype::FLOAT | dtype::DOUBLE)
+                && matches!(types[1], dtype::INT32 | dtype::INT64)
+                && types.get(2).is_none_or(|&w| w == types[0])
+                && out.elem_type == types[0]
+        }
         Kernel::Gather { .. } | Kernel::GatherElements { .. } => {
             data::supported(out.elem_type)
                 && types[0] == out.elem_type
@@ -281,6 +296,7 @@ fn types(op_type: &str) -> &'static str {
         "IsNaN" | "IsInf" => "floats, to bool",
         "BitShift" | "BitwiseAnd" | "BitwiseOr" | "BitwiseXor" | "BitwiseNot" => "integers",
         "EyeLike" => "any",
+        "NegativeLogLikelihoodLoss" | "SoftmaxCrossEntropyLoss" => "float32, float64 (int32 / int64 targets)",
         "Where" => "any (bool condition)",
         "Add" | "Sub" | "Mul" | "Div" | "Max" | "Min" | "Sum" => "numbers",
         "Mod" => "numbers (floats with fmod=1)",

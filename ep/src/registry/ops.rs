@@ -575,4 +575,18 @@ pub static OPS: &[OpSpec] = &[
         attrs: &["axis", "split", "num_outputs"],
         build: split,
     },
+    OpSpec {
+        op_type: "NegativeLogLikelihoodLoss",
+        since: (12, 22),
+        arity: Arity::Data { min: 2, max: 3 },
+        attrs: &["reduction", "ignore_index"],
+        build: |n| loss(n, false),
+    },
+    OpSpec {
+        op_type: "SoftmaxCrossEntropyLoss",
+        since: (12, 13),
+        arity: Arity::Data { min: 2, max: 3 },
+        attrs: &["reduction", "ignore_index"],
+        build: |n| loss(n, true),
+    },
 ];
