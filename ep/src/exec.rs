@@ -426,7 +426,8 @@ fn apply(
         | Kernel::EyeLike { .. }
         | Kernel::SplitPart { .. }
         | Kernel::Ones
-        | Kernel::Loss { .. } => unreachable!("typed steps run in exec_typed"),
+        | Kernel::Loss { .. }
+        | Kernel::Attention(_) => unreachable!("typed steps run in exec_typed"),
         Kernel::NormStat { axis, epsilon, inverse_std } => {
             let s = shape(0);
             let a = shapes::normalize_axis(axis, s.len(), false).unwrap_or(0);

@@ -12,8 +12,9 @@ use crate::data::{Data, DataMut};
 use crate::error::{Error, Result};
 use crate::graph::Shape;
 use crate::plan::{NodeLabel, Step};
-use crate::registry::{Kernel, Reduction};
+use crate::registry::{AttentionSpec, Kernel, Reduction};
 use crate::shapes;
+use rivet_kernels::attention::{AttnInputs, AttnParams};
 
 /// Element storage: a typed slice out of a [`Data`]. bool shares `u8` and the half floats
 /// share `u16`, which is all data movement needs.
@@ -164,6 +165,10 @@ pub(crate) fn apply_typed(
             Ok(())
         }
         Kernel::Bits(op) => by_int!(dst, bits(&cx, op, ins)),
+        Kernel::Attention(a) => {
+            let DataMut::F32(y) = dst else { return Err(cx.mismatch()) };
+            attention(&cx, &a, ins, y)
+        }
         Kernel::Loss { reduction, ignore_index, softmax } => match dst {
             DataMut::F32(y) => loss::<f32>(&cx, ins, reduction, ignore_index, softmax, y),
             DataMut::F64(y) => loss::<f64>(&cx, ins, reduction, ignore_index, softmax, y),
@@ -503,5 +508,81 @@ fn loss<T: Number + Storage>(
         Reduction::Sum => y[0] = T::from_f64(total),
         Reduction::Mean => y[0] = T::from_f64(total / weights),
     }
+    Ok(())
+}
+
+thread_local! {
+    /// One row of attention scores per thread; grows to the longest, then no Run allocates.
+    static SCORES: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Attention: the mask (float added, bool false excluded, padded with exclusion past its
+/// last dim), the padding of `nonpad_kv_seqlen` and the causal rule make the bias.
+fn attention(cx: &Ctx<'_>, a: &AttentionSpec, ins: &[Data<'_>], y: &mut [f32]) -> Result<()> {
+    let shapes: SmallVec<[&[usize]; 8]> = (0..ins.len()).map(|k| cx.shape(k)).collect();
+    let d = shapes::attention_dims(a, &shapes).map_err(Error::invalid)?;
+    let f = |k: usize| input::<f32>(cx, ins, k);
+    let mut at = 3;
+    let mask = if a.mask {
+        at += 1;
+        Some((ins[at - 1], shapes[at - 1]))
+    } else {
+        None
+    };
+    let (past_key, past_value) = if a.past {
+        at += 2;
+        (Some(f(at - 2)?), Some(f(at - 1)?))
+    } else {
+        (None, None)
+    };
+    let nonpad = if a.nonpad { Some(input::<i64>(cx, ins, at)?) } else { None };
+    // The mask's strides over [B, H, Sq, its own last dim], 0 on broadcast axes.
+    let mut strides = [0usize; 4];
+    let mut mask_cols = usize::MAX;
+    if let Some((_, m)) = mask {
+        let lead = 4 - m.len();
+        let mut acc = 1;
+        for i in (0..m.len()).rev() {
+            if m[i] != 1 || lead + i == 3 {
+                strides[lead + i] = acc;
+            }
+            acc *= m[i];
+        }
+        mask_cols = m.last().copied().unwrap_or(1);
+        if m.is_empty() {
+            mask_cols = 1;
+        }
+    }
+    let bias = |b: usize, h: usize, i: usize, j: usize| -> f32 {
+        if nonpad.is_some_and(|n| j as i64 >= n[b]) {
+            return f32::NEG_INFINITY;
+        }
+        let Some((data, _)) = mask else { return 0.0 };
+        if j >= mask_cols {
+            return f32::NEG_INFINITY; // past the mask's last dim: padding
+        }
+        let at = b * strides[0] + h * strides[1] + i * strides[2] + j * strides[3];
+        match data {
+            Data::F32(m) => m[at],
+            Data::Bool(m) => {
+                if m[at] != 0 {
+                    0.0
+                } else {
+                    f32::NEG_INFINITY
+                }
+            }
+            _ => 0.0,
+        }
+    };
+    let scale = a.scale.unwrap_or(1.0 / (d.head as f32).sqrt());
+    let p = AttnParams { scale, softcap: a.softcap, causal: a.causal };
+    let x = AttnInputs { q: f(0)?, k: f(1)?, v: f(2)?, past_key, past_value };
+    SCORES.with(|s| {
+        let mut s = s.borrow_mut();
+        if s.len() < d.total() {
+            s.resize(d.total(), 0.0);
+        }
+        rivet_kernels::attention::attention(&d, p, &x, &bias, a.out, &mut s, y);
+    });
     Ok(())
 }

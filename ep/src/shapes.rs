@@ -8,7 +8,8 @@ use rivet_kernels::Broadcast;
 use crate::error::{Error, Result};
 use crate::graph::{DeclaredShape, Dim, Shape};
 use crate::plan::{NodeLabel, PlanValue, Step};
-use crate::registry::{AutoPad, Kernel, ReduceAxes, ReshapeRule, Window};
+use crate::registry::{AttentionSpec, AutoPad, Kernel, ReduceAxes, ReshapeRule, Window};
+use rivet_kernels::attention::{AttnDims, AttnOut};
 use rivet_kernels::conv::Window2d;
 use smallvec::SmallVec;
 
@@ -172,6 +173,19 @@ pub fn infer_shape(
             (x.clone(), None)
         }
         Kernel::Ones => (x.clone(), None),
+        Kernel::Attention(a) => {
+            let ins: SmallVec<[&[usize]; 8]> = step.inputs.iter().map(|&id| shapes[id].as_slice()).collect();
+            let d = attention_dims(&a, &ins).map_err(|e| fail(format_args!("{e}")))?;
+            let total = d.total();
+            let shape: Shape = match a.out {
+                AttnOut::Y if d.q_3d => [d.batch, d.q_len, d.q_heads * d.v_head].into_iter().collect(),
+                AttnOut::Y => [d.batch, d.q_heads, d.q_len, d.v_head].into_iter().collect(),
+                AttnOut::PresentKey => [d.batch, d.kv_heads, total, d.head].into_iter().collect(),
+                AttnOut::PresentValue => [d.batch, d.kv_heads, total, d.v_head].into_iter().collect(),
+                AttnOut::Scores(_) => [d.batch, d.q_heads, d.q_len, total].into_iter().collect(),
+            };
+            (shape, None)
+        }
         Kernel::Loss { reduction, .. } => {
             let t = &shapes[step.inputs[1]];
             let ok = x.len() >= 2 && t.len() == x.len() - 1 && t[0] == x[0] && t[1..] == x[2..];
@@ -437,6 +451,68 @@ pub fn check_declared(values: &[PlanValue], step: &Step, shape: &[usize]) -> Res
         )));
     }
     Ok(())
+}
+
+/// The sizes of an Attention step from its present inputs' shapes (Q, K, V, then the
+/// mask, the cache and `nonpad_kv_seqlen` when the node has them), checked.
+pub fn attention_dims(a: &AttentionSpec, ins: &[&[usize]]) -> std::result::Result<AttnDims, String> {
+    let (q, k, v) = (ins[0], ins[1], ins[2]);
+    if q.len() != k.len() || q.len() != v.len() || !(q.len() == 3 || q.len() == 4) {
+        return Err(format!("Q, K and V must all be 3-D or 4-D, got ranks {}, {}, {}", q.len(), k.len(), v.len()));
+    }
+    let q_3d = q.len() == 3;
+    let split = |s: &[usize], heads: usize, what: &str| -> std::result::Result<(usize, usize, usize), String> {
+        if q_3d {
+            if heads == 0 || !s[2].is_multiple_of(heads) {
+                return Err(format!("{what}'s hidden size {} does not split into {heads} heads", s[2]));
+            }
+            Ok((heads, s[1], s[2] / heads))
+        } else {
+            Ok((s[1], s[2], s[3]))
+        }
+    };
+    let (q_heads, q_len, head) = split(q, a.q_heads, "Q")?;
+    let (kv_heads, kv_len, k_head) = split(k, a.kv_heads, "K")?;
+    let (v_heads, v_len, v_head) = split(v, a.kv_heads, "V")?;
+    if k[0] != q[0] || v[0] != q[0] || k_head != head || v_heads != kv_heads || v_len != kv_len {
+        return Err(format!("Q {q:?}, K {k:?} and V {v:?} do not agree"));
+    }
+    if kv_heads == 0 || !q_heads.is_multiple_of(kv_heads) {
+        return Err(format!("{q_heads} query heads are not a multiple of {kv_heads} key/value heads"));
+    }
+    let mut at = 3;
+    let mask = if a.mask {
+        at += 1;
+        Some(ins[at - 1])
+    } else {
+        None
+    };
+    let mut past_len = 0;
+    if a.past {
+        let (pk, pv) = (ins[at], ins[at + 1]);
+        at += 2;
+        let ok = pk.len() == 4 && pv.len() == 4 && pk[..2] == [q[0], kv_heads] && pv[..3] == pk[..3];
+        if !ok || pk[3] != head || pv[3] != v_head {
+            return Err(format!("past key {pk:?} and value {pv:?} do not match K and V"));
+        }
+        past_len = pk[2];
+    }
+    let d = AttnDims { batch: q[0], q_heads, kv_heads, q_len, kv_len, past_len, head, v_head, q_3d, kv_3d: q_3d };
+    if let Some(m) = mask {
+        let full = [d.batch, q_heads, q_len, d.total()];
+        let lead = 4usize.checked_sub(m.len()).ok_or("the mask has more than 4 dims")?;
+        for (i, &dim) in m.iter().enumerate() {
+            let want = full[lead + i];
+            let last = lead + i == 3;
+            if !(dim == 1 || dim == want || (last && dim < want)) {
+                return Err(format!("mask {m:?} does not broadcast to {full:?}"));
+            }
+        }
+    }
+    if a.nonpad && ins[at] != [d.batch] {
+        return Err(format!("nonpad_kv_seqlen {:?} is not [batch]", ins[at]));
+    }
+    Ok(d)
 }
 
 /// Where part `part` of `parts` starts along an axis of length `len`, and its length.

@@ -45,6 +45,7 @@
 #![deny(unsafe_code)]
 
 mod arch;
+pub mod attention;
 mod binary;
 mod broadcast;
 pub mod conv;

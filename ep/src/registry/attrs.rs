@@ -260,3 +260,40 @@ pub(super) fn loss(node: &NodeDesc, softmax: bool) -> Result<Kernel, String> {
     };
     Ok(Kernel::Loss { reduction, ignore_index, softmax })
 }
+
+/// Attention (opset 23-24).
+pub(super) fn attention(node: &NodeDesc) -> Result<Kernel, String> {
+    let has = |i: usize| input(node, i).is_some();
+    let (mask, past, nonpad) = (has(3), has(4) || has(5), has(6));
+    if past && !(has(4) && has(5)) {
+        return Err("Attention needs both past key and past value, or neither".into());
+    }
+    if past && nonpad {
+        return Err("Attention with both a cache and nonpad_kv_seqlen".into());
+    }
+    let qk_mode = int_attr(node, "qk_matmul_output_mode", 0)?;
+    if !(0..=3).contains(&qk_mode) {
+        return Err(format!("qk_matmul_output_mode {qk_mode}"));
+    }
+    let heads = |name| -> Result<usize, String> {
+        let h = int_attr(node, name, 0)?;
+        usize::try_from(h).map_err(|_| format!("{name} {h}"))
+    };
+    let scale = match node.attr("scale") {
+        Some(AttrValue::Float(s)) => Some(*s),
+        Some(_) => return Err("scale must be a float".into()),
+        None => None,
+    };
+    Ok(Kernel::Attention(super::kernel::AttentionSpec {
+        q_heads: heads("q_num_heads")?,
+        kv_heads: heads("kv_num_heads")?,
+        scale,
+        softcap: float_attr(node, "softcap", 0.0)?,
+        causal: int_attr(node, "is_causal", 0)? != 0,
+        qk_mode: qk_mode as u8,
+        mask,
+        past,
+        nonpad,
+        out: rivet_kernels::attention::AttnOut::Y,
+    }))
+}

@@ -316,6 +316,25 @@ pub enum Kernel {
         ignore_index: Option<i64>,
         softmax: bool,
     },
+    Attention(AttentionSpec),
+}
+
+/// An Attention node's attributes, which optional inputs it has, and which of its
+/// outputs a step computes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct AttentionSpec {
+    /// From the attributes (3-D inputs); 0 when Q, K, V are 4-D.
+    pub q_heads: usize,
+    pub kv_heads: usize,
+    /// `None`: 1 / sqrt(head size).
+    pub scale: Option<f32>,
+    pub softcap: f32,
+    pub causal: bool,
+    pub qk_mode: u8,
+    pub mask: bool,
+    pub past: bool,
+    pub nonpad: bool,
+    pub out: rivet_kernels::attention::AttnOut,
 }
 
 /// How a loss reduces over its elements.
@@ -349,6 +368,7 @@ impl Kernel {
                 | Kernel::SplitPart { .. }
                 | Kernel::Ones
                 | Kernel::Loss { .. }
+                | Kernel::Attention(_)
         )
     }
 

@@ -6,6 +6,7 @@ use smallvec::SmallVec;
 
 use crate::data;
 use crate::graph::{dtype, NodeDesc};
+use rivet_kernels::attention::AttnOut;
 
 mod attrs;
 mod kernel;
@@ -46,6 +47,12 @@ pub enum Arity {
     },
     /// Exactly the first `n` present inputs are data, up to `max` inputs.
     Data {
+        min: usize,
+        max: usize,
+    },
+    /// The first `min` inputs are data and present; the others, up to `max`, are data when
+    /// present (the kernel knows which).
+    Optional {
         min: usize,
         max: usize,
     },
@@ -112,6 +119,12 @@ pub fn kernel_for(node: &NodeDesc) -> Result<Claim, String> {
             }
             present
         }
+        Arity::Optional { min, max } => {
+            if n < min || n > max || present.iter().copied().take(min).ne(0..min) {
+                return Err(format!("{} needs its first {min} inputs and at most {max}", node.op_type));
+            }
+            present
+        }
     };
     if node.outputs.first().is_none_or(Option::is_none) {
         return Err(format!("{} needs its output", node.op_type));
@@ -125,6 +138,7 @@ pub fn kernel_for(node: &NodeDesc) -> Result<Claim, String> {
             | "RMSNormalization"
             | "Split"
             | "SoftmaxCrossEntropyLoss"
+            | "Attention"
     );
     if node.op_type == "MaxPool" && node.outputs.get(1).is_some_and(Option::is_some) {
         return Err("MaxPool's Indices output is not supported".into());
@@ -165,6 +179,17 @@ fn extra_outputs(node: &NodeDesc, kernel: &Kernel) -> Result<SmallVec<[(usize, K
                 (Kernel::NormStat { axis, epsilon, inverse_std: k == 2 }, dtype::FLOAT)
             }
             (Kernel::Identity, "Dropout") => (Kernel::Ones, dtype::BOOL),
+            (Kernel::Attention(a), _) => {
+                let out = match k {
+                    1 => AttnOut::PresentKey,
+                    2 => AttnOut::PresentValue,
+                    _ => AttnOut::Scores(a.qk_mode),
+                };
+                if k < 3 && !a.past {
+                    return Err("Attention's present key and value need past key and value".into());
+                }
+                (Kernel::Attention(AttentionSpec { out, ..a }), dtype::FLOAT)
+            }
             (Kernel::Loss { softmax: true, .. }, _) if input_type == dtype::FLOAT => {
                 (Kernel::Softmax { axis: 1, log: true, legacy: false }, dtype::FLOAT)
             }
@@ -241,6 +266,19 @@ fn check_types(node: &NodeDesc, kernel: &Kernel, data: &[usize]) -> Result<(), S
             int && all(&types, out.elem_type)
         }
         Kernel::EyeLike { .. } => data::supported(types[0]) && data::supported(out.elem_type),
+        Kernel::Attention(a) => {
+            let mut k = 3;
+            let mask_ok = !a.mask || {
+                k += 1;
+                matches!(types[k - 1], dtype::FLOAT | dtype::BOOL)
+            };
+            let past_ok = !a.past || {
+                k += 2;
+                all(&types[k - 2..k], dtype::FLOAT)
+            };
+            let nonpad_ok = !a.nonpad || types[k] == dtype::INT64;
+            all(&types[..3], dtype::FLOAT) && mask_ok && past_ok && nonpad_ok && out.elem_type == dtype::FLOAT
+        }
         Kernel::Loss { .. } => {
             matches!(types[0], dtype::FLOAT | dtype::DOUBLE)
                 && matches!(types[1], dtype::INT32 | dtype::INT64)
@@ -296,6 +334,7 @@ fn types(op_type: &str) -> &'static str {
         "IsNaN" | "IsInf" => "floats, to bool",
         "BitShift" | "BitwiseAnd" | "BitwiseOr" | "BitwiseXor" | "BitwiseNot" => "integers",
         "EyeLike" => "any",
+        "Attention" => "float32 (bool or float32 mask)",
         "NegativeLogLikelihoodLoss" | "SoftmaxCrossEntropyLoss" => "float32, float64 (int32 / int64 targets)",
         "Where" => "any (bool condition)",
         "Add" | "Sub" | "Mul" | "Div" | "Max" | "Min" | "Sum" => "numbers",

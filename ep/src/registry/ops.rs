@@ -589,4 +589,20 @@ pub static OPS: &[OpSpec] = &[
         attrs: &["reduction", "ignore_index"],
         build: |n| loss(n, true),
     },
+    OpSpec {
+        op_type: "Attention",
+        since: (23, 24),
+        arity: Arity::Optional { min: 3, max: 7 },
+        // softmax_precision: Rivet's softmax runs in float32 whatever it asks.
+        attrs: &[
+            "q_num_heads",
+            "kv_num_heads",
+            "scale",
+            "softcap",
+            "is_causal",
+            "qk_matmul_output_mode",
+            "softmax_precision",
+        ],
+        build: attention,
+    },
 ];
