@@ -59,6 +59,56 @@ fn chain(op: &str, attrs: &[(&str, Attr)], n: usize, dims: &[Dim], opset: i64) -
     b.output(&format!("v{n}"), FLOAT, Some(dims)).build()
 }
 
+/// A pre-LayerNorm transformer encoder layer on `[1, seq, d]` with `heads` heads and a
+/// feed-forward width of `ff`: LayerNorm, Q/K/V projections, Attention, the output
+/// projection and a residual Add, then LayerNorm, MatMul, Gelu, MatMul and a residual Add.
+/// Weights are initializers, as in a model.
+pub fn encoder_layer(seq: i64, d: i64, heads: i64, ff: i64) -> (Vec<u8>, Vec<HostTensor>) {
+    let w = |seed: u64, n: i64, scale: f64| -> Vec<f32> {
+        harness::values(seed, n as usize, -scale, scale).into_iter().map(|v| v as f32).collect()
+    };
+    let (sd, sf) = (1.0 / (d as f64).sqrt(), 1.0 / (ff as f64).sqrt());
+    let mut m = ModelBuilder::new(23).input("x", FLOAT, &[Dim::from(1), Dim::from(seq), Dim::from(d)]);
+    for (k, name) in ["wq", "wk", "wv", "wo"].iter().enumerate() {
+        m = m.initializer(name, &[d, d], w(10 + k as u64, d * d, sd));
+        m = m.initializer(&format!("b{}", &name[1..]), &[d], w(20 + k as u64, d, 0.1));
+    }
+    m = m
+        .initializer("g1", &[d], w(30, d, 1.0).into_iter().map(|v| 1.0 + 0.1 * v).collect())
+        .initializer("be1", &[d], w(31, d, 0.1))
+        .initializer("g2", &[d], w(32, d, 1.0).into_iter().map(|v| 1.0 + 0.1 * v).collect())
+        .initializer("be2", &[d], w(33, d, 0.1))
+        .initializer("w1", &[d, ff], w(40, d * ff, sd))
+        .initializer("c1", &[ff], w(41, ff, 0.1))
+        .initializer("w2", &[ff, d], w(42, ff * d, sf))
+        .initializer("c2", &[d], w(43, d, 0.1))
+        .node_with("LayerNormalization", "ln1", &["x", "g1", "be1"], &["h"], &[("axis", Attr::Int(-1))]);
+    for p in ["q", "k", "v"] {
+        m = m.node("MatMul", &format!("mm_{p}"), &["h", &format!("w{p}")], &[&format!("{p}0")]).node(
+            "Add",
+            &format!("add_{p}"),
+            &[&format!("{p}0"), &format!("b{p}")],
+            &[p],
+        );
+    }
+    let heads_attrs = [("q_num_heads", Attr::Int(heads)), ("kv_num_heads", Attr::Int(heads))];
+    let model = m
+        .node_with("Attention", "attention", &["q", "k", "v"], &["a"], &heads_attrs)
+        .node("MatMul", "mm_o", &["a", "wo"], &["o0"])
+        .node("Add", "add_o", &["o0", "bo"], &["o"])
+        .node("Add", "residual1", &["x", "o"], &["r1"])
+        .node_with("LayerNormalization", "ln2", &["r1", "g2", "be2"], &["h2"], &[("axis", Attr::Int(-1))])
+        .node("MatMul", "mm_1", &["h2", "w1"], &["f0"])
+        .node("Add", "add_1", &["f0", "c1"], &["f1"])
+        .node("Gelu", "gelu", &["f1"], &["f2"])
+        .node("MatMul", "mm_2", &["f2", "w2"], &["f3"])
+        .node("Add", "add_2", &["f3", "c2"], &["f4"])
+        .node("Add", "residual2", &["r1", "f4"], &["y"])
+        .output("y", FLOAT, None)
+        .build();
+    (model, vec![HostTensor::f32("x", &[1, seq, d], w(1, seq * d, 1.0))])
+}
+
 fn input(len: usize) -> Vec<HostTensor> {
     let data = harness::values(11, len, 0.1, 3.0).into_iter().map(|v| v as f32).collect();
     vec![HostTensor::f32("v0", &[len as i64], data)]
@@ -129,6 +179,13 @@ pub fn grid() -> Vec<Case> {
             inputs[0].name = "x".into();
             inputs[0].shape = vec![1, 64, 56, 56];
             cases.push(Case { name: format!("conv3x3_64_56/static/{tag}"), model, inputs, threads, nodes: 1 });
+        }
+        {
+            // A transformer encoder layer: 64 tokens, width 256, 4 heads, feed-forward 1024.
+            // 18 nodes in the model; ORT's optimizer turns each MatMul + bias Add into
+            // Reshape, Gemm, Reshape, so 24 reach Rivet.
+            let (model, inputs) = encoder_layer(64, 256, 4, 1024);
+            cases.push(Case { name: format!("encoder_layer_64x256/static/{tag}"), model, inputs, threads, nodes: 24 });
         }
         for (op, attrs) in unary_ops() {
             let label = if attrs.is_empty() { op.to_lowercase() } else { format!("{}_tanh", op.to_lowercase()) };

@@ -723,3 +723,13 @@ fn attention_matches_ort() {
         assert_matches_ort(&model, &inputs, 1e-4, 1e-5, &what);
     }
 }
+
+/// A transformer encoder layer (LayerNorm, MatMul projections, Attention, Gelu, residual
+/// Adds) runs on Rivet alone, every node claimed into one fused node, and matches ORT.
+#[test]
+fn a_transformer_encoder_layer_runs_on_rivet_alone_and_matches_ort() {
+    for (seq, d, heads, ff) in [(8, 32, 4, 64), (64, 256, 4, 1024)] {
+        let (model, inputs) = rivet::bench::encoder_layer(seq, d, heads, ff);
+        assert_matches_ort(&model, &inputs, 1e-3, 1e-4, &format!("encoder layer {seq}x{d}, {heads} heads"));
+    }
+}

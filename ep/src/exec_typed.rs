@@ -14,7 +14,7 @@ use crate::graph::Shape;
 use crate::plan::{NodeLabel, Step};
 use crate::registry::{AttentionSpec, Kernel, Reduction};
 use crate::shapes;
-use rivet_kernels::attention::{AttnInputs, AttnParams};
+use rivet_kernels::attention::{AttnInputs, AttnParams, AttnScratch};
 
 /// Element storage: a typed slice out of a [`Data`]. bool shares `u8` and the half floats
 /// share `u16`, which is all data movement needs.
@@ -512,8 +512,9 @@ fn loss<T: Number + Storage>(
 }
 
 thread_local! {
-    /// One row of attention scores per thread; grows to the longest, then no Run allocates.
-    static SCORES: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// Attention's packed heads and scores, per thread; they grow to the largest, then no
+    /// Run allocates.
+    static ATTN: std::cell::RefCell<AttnScratch> = std::cell::RefCell::new(AttnScratch::default());
 }
 
 /// Attention: the mask (float added, bool false excluded, padded with exclusion past its
@@ -577,12 +578,6 @@ fn attention(cx: &Ctx<'_>, a: &AttentionSpec, ins: &[Data<'_>], y: &mut [f32]) -
     let scale = a.scale.unwrap_or(1.0 / (d.head as f32).sqrt());
     let p = AttnParams { scale, softcap: a.softcap, causal: a.causal };
     let x = AttnInputs { q: f(0)?, k: f(1)?, v: f(2)?, past_key, past_value };
-    SCORES.with(|s| {
-        let mut s = s.borrow_mut();
-        if s.len() < d.total() {
-            s.resize(d.total(), 0.0);
-        }
-        rivet_kernels::attention::attention(&d, p, &x, &bias, a.out, &mut s, y);
-    });
+    ATTN.with(|s| rivet_kernels::attention::attention(&d, p, &x, &bias, a.out, &mut s.borrow_mut(), y));
     Ok(())
 }

@@ -80,15 +80,34 @@ pub struct AttnParams {
     pub causal: bool,
 }
 
+/// Per-thread scratch: one head's Q, K, V, scores and output, packed contiguous.
+#[derive(Debug, Default)]
+pub struct AttnScratch {
+    q: Vec<f32>,
+    k: Vec<f32>,
+    v: Vec<f32>,
+    s: Vec<f32>,
+    y: Vec<f32>,
+}
+
+fn sized(v: &mut Vec<f32>, len: usize) -> &mut [f32] {
+    if v.len() < len {
+        v.resize(len, 0.0);
+    }
+    &mut v[..len]
+}
+
 /// Computes `out` into `y`. `bias(b, h, i, j)` is the additive bias of query `i` and key
-/// `j` (mask and padding; -inf excludes); `scores` is scratch of at least `total` elements.
+/// `j` (mask and padding; -inf excludes). Each head's products are matrix products through
+/// the packed SGEMM; its rows are packed contiguous first.
+#[allow(clippy::too_many_arguments)]
 pub fn attention(
     d: &AttnDims,
     p: AttnParams,
     x: &AttnInputs<'_>,
     bias: &dyn Fn(usize, usize, usize, usize) -> f32,
     out: AttnOut,
-    scores: &mut [f32],
+    scratch: &mut AttnScratch,
     y: &mut [f32],
 ) {
     let total = d.total();
@@ -102,12 +121,7 @@ pub fn attention(
                 for h in 0..d.kv_heads {
                     for j in 0..total {
                         let dst = d.cache_row(b, h, j, width, total);
-                        let src = if j < d.past_len {
-                            &past.expect("a cache")[d.cache_row(b, h, j, width, d.past_len)..][..width]
-                        } else {
-                            &new[d.kv_row(b, h, j - d.past_len, width)..][..width]
-                        };
-                        y[dst..dst + width].copy_from_slice(src);
+                        y[dst..dst + width].copy_from_slice(row_of(d, new, past, b, h, j, width));
                     }
                 }
             }
@@ -115,83 +129,74 @@ pub fn attention(
         }
         AttnOut::Y | AttnOut::Scores(_) => {}
     }
+    let stage = match out {
+        AttnOut::Scores(m) => m,
+        _ => 3,
+    };
     let group = d.q_heads / d.kv_heads.max(1);
-    let scores = &mut scores[..total];
-    let key = |b: usize, kh: usize, j: usize| -> &[f32] {
-        if j < d.past_len {
-            &x.past_key.expect("a cache")[d.cache_row(b, kh, j, d.head, d.past_len)..][..d.head]
-        } else {
-            &x.k[d.kv_row(b, kh, j - d.past_len, d.head)..][..d.head]
-        }
-    };
-    let value = |b: usize, kh: usize, j: usize| -> &[f32] {
-        if j < d.past_len {
-            &x.past_value.expect("a cache")[d.cache_row(b, kh, j, d.v_head, d.past_len)..][..d.v_head]
-        } else {
-            &x.v[d.kv_row(b, kh, j - d.past_len, d.v_head)..][..d.v_head]
-        }
-    };
+    let AttnScratch { q, k, v, s, y: yh } = scratch;
+    let (q, k, v) = (sized(q, d.q_len * d.head), sized(k, total * d.head), sized(v, total * d.v_head));
+    let (s, yh) = (sized(s, d.q_len * total), sized(yh, d.q_len * d.v_head));
     for b in 0..d.batch {
-        for h in 0..d.q_heads {
-            let kh = h / group.max(1);
-            for i in 0..d.q_len {
-                let q = &x.q[d.q_row(b, h, i)..][..d.head];
-                for (j, s) in scores.iter_mut().enumerate() {
-                    *s = dot(q, key(b, kh, j)) * p.scale;
+        for kh in 0..d.kv_heads {
+            for j in 0..total {
+                k[j * d.head..][..d.head].copy_from_slice(row_of(d, x.k, x.past_key, b, kh, j, d.head));
+                v[j * d.v_head..][..d.v_head].copy_from_slice(row_of(d, x.v, x.past_value, b, kh, j, d.v_head));
+            }
+            for h in kh * group..(kh + 1) * group {
+                for i in 0..d.q_len {
+                    q[i * d.head..][..d.head].copy_from_slice(&x.q[d.q_row(b, h, i)..][..d.head]);
                 }
-                let stage = match out {
-                    AttnOut::Scores(m) => m,
-                    _ => 3,
-                };
-                if stage >= 1 {
-                    for (j, s) in scores.iter_mut().enumerate() {
-                        let masked = p.causal && j > i + d.past_len;
-                        *s += if masked { f32::NEG_INFINITY } else { bias(b, h, i, j) };
+                crate::gemm::gemm(d.q_len, total, d.head, p.scale, q, false, k, true, 0.0, s);
+                for (i, row) in s.chunks_mut(total.max(1)).enumerate() {
+                    if stage >= 1 {
+                        for (j, e) in row.iter_mut().enumerate() {
+                            let masked = p.causal && j > i + d.past_len;
+                            *e += if masked { f32::NEG_INFINITY } else { bias(b, h, i, j) };
+                        }
                     }
-                }
-                if stage >= 2 && p.softcap > 0.0 {
-                    scores.iter_mut().for_each(|s| *s = p.softcap * (*s / p.softcap).tanh());
-                }
-                if stage >= 3 {
-                    softmax_row(scores);
+                    if stage >= 2 && p.softcap > 0.0 {
+                        row.iter_mut().for_each(|e| *e = p.softcap * (*e / p.softcap).tanh());
+                    }
+                    if stage >= 3 {
+                        softmax_row(row);
+                    }
                 }
                 if let AttnOut::Scores(_) = out {
-                    let at = ((b * d.q_heads + h) * d.q_len + i) * total;
-                    y[at..at + total].copy_from_slice(scores);
+                    let at = (b * d.q_heads + h) * d.q_len * total;
+                    y[at..at + d.q_len * total].copy_from_slice(s);
                     continue;
                 }
-                let at = if d.q_3d {
-                    ((b * d.q_len + i) * d.q_heads + h) * d.v_head
-                } else {
-                    ((b * d.q_heads + h) * d.q_len + i) * d.v_head
-                };
-                let row = &mut y[at..at + d.v_head];
-                row.iter_mut().for_each(|v| *v = 0.0);
-                for (j, &w) in scores.iter().enumerate() {
-                    for (o, &v) in row.iter_mut().zip(value(b, kh, j)) {
-                        *o += w * v;
-                    }
+                crate::gemm::gemm(d.q_len, d.v_head, total, 1.0, s, false, v, false, 0.0, yh);
+                for i in 0..d.q_len {
+                    let at = if d.q_3d {
+                        ((b * d.q_len + i) * d.q_heads + h) * d.v_head
+                    } else {
+                        ((b * d.q_heads + h) * d.q_len + i) * d.v_head
+                    };
+                    y[at..at + d.v_head].copy_from_slice(&yh[i * d.v_head..][..d.v_head]);
                 }
             }
         }
     }
 }
 
-fn dot(a: &[f32], b: &[f32]) -> f32 {
-    // Four partial sums: lets the compiler vectorise without reassociating one chain.
-    let mut acc = [0.0f32; 4];
-    let (ca, cb) = (a.chunks_exact(4), b.chunks_exact(4));
-    let (ra, rb) = (ca.remainder(), cb.remainder());
-    for (x, y) in ca.zip(cb) {
-        for k in 0..4 {
-            acc[k] += x[k] * y[k];
-        }
+/// Row `j` of the keys (or values) after the cache: from the cache, then the new ones.
+#[allow(clippy::too_many_arguments)]
+fn row_of<'a>(
+    d: &AttnDims,
+    new: &'a [f32],
+    past: Option<&'a [f32]>,
+    b: usize,
+    h: usize,
+    j: usize,
+    width: usize,
+) -> &'a [f32] {
+    if j < d.past_len {
+        &past.expect("a cache")[d.cache_row(b, h, j, width, d.past_len)..][..width]
+    } else {
+        &new[d.kv_row(b, h, j - d.past_len, width)..][..width]
     }
-    let mut s = (acc[0] + acc[1]) + (acc[2] + acc[3]);
-    for (x, y) in ra.iter().zip(rb) {
-        s += x * y;
-    }
-    s
 }
 
 /// Softmax in place; a row of only -inf gives NaN, as the definition does (0 / 0).
@@ -229,7 +234,7 @@ mod tests {
             AttnInputs { q: &[1.0, 0.0], k: &[1.0, 0.0, 0.0, 1.0], v: &[10.0, 20.0], past_key: None, past_value: None };
         let p = AttnParams { scale: 1.0, softcap: 0.0, causal: false };
         let mut y = [0.0];
-        let mut s = [0.0; 2];
+        let mut s = AttnScratch::default();
         attention(&d, p, &x, &|_, _, _, _| 0.0, AttnOut::Y, &mut s, &mut y);
         let (w0, w1) = (1f32.exp() / (1f32.exp() + 1.0), 1.0 / (1f32.exp() + 1.0));
         assert!((y[0] - (10.0 * w0 + 20.0 * w1)).abs() < 1e-5, "{}", y[0]);
