@@ -10,7 +10,7 @@ use common::{assert_matches_ort, env, strict};
 use ort::value::TensorElementType as E;
 use rivet::harness::{self, Arm, HostTensor};
 use rivet::model::{
-    Attr, Dim, ModelBuilder, BOOL, DOUBLE, FLOAT, INT16, INT32, INT64, INT8, UINT16, UINT32, UINT64, UINT8,
+    Attr, Dim, ModelBuilder, BOOL, DOUBLE, FLOAT, FLOAT16, INT16, INT32, INT64, INT8, UINT16, UINT32, UINT64, UINT8,
 };
 
 const TYPES: [i32; 11] = [FLOAT, DOUBLE, INT8, UINT8, INT16, UINT16, INT32, UINT32, INT64, UINT64, BOOL];
@@ -731,5 +731,58 @@ fn a_transformer_encoder_layer_runs_on_rivet_alone_and_matches_ort() {
     for (seq, d, heads, ff) in [(8, 32, 4, 64), (64, 256, 4, 1024)] {
         let (model, inputs) = rivet::bench::encoder_layer(seq, d, heads, ff);
         assert_matches_ort(&model, &inputs, 1e-3, 1e-4, &format!("encoder layer {seq}x{d}, {heads} heads"));
+    }
+}
+
+/// float16 and bfloat16 nodes of float32 kernels run in float32 between casts: each op,
+/// fed and read through Casts, against ORT's float32 result within the half type's
+/// precision (ORT's CPU EP has no half kernels for most of them).
+#[test]
+fn half_precision_nodes_run_in_f32_between_casts() {
+    type Case = (&'static str, Vec<Vec<i64>>, Vec<(&'static str, Attr)>);
+    let cases: Vec<Case> = vec![
+        ("Sigmoid", vec![vec![4, 8]], vec![]),
+        ("Softmax", vec![vec![4, 8]], vec![("axis", Attr::Int(-1))]),
+        ("MatMul", vec![vec![4, 8], vec![8, 3]], vec![]),
+        ("Add", vec![vec![4, 8], vec![8]], vec![]),
+        ("Gelu", vec![vec![4, 8]], vec![]),
+        ("ReduceMean", vec![vec![4, 8]], vec![("keepdims", Attr::Int(0))]),
+        ("Max", vec![vec![4, 8], vec![4, 8], vec![8]], vec![]),
+    ];
+    for half in [FLOAT16, 16 /* bfloat16 */] {
+        for (op, shapes, attrs) in &cases {
+            let names: Vec<String> = (0..shapes.len()).map(|k| format!("x{k}")).collect();
+            let mut with_casts = ModelBuilder::new(20);
+            let mut plain = ModelBuilder::new(20);
+            let mut inputs = vec![];
+            for (k, s) in shapes.iter().enumerate() {
+                let dims: Vec<Dim> = s.iter().map(|&d| d.into()).collect();
+                with_casts = with_casts.input(&names[k], FLOAT, &dims).node_with(
+                    "Cast",
+                    &format!("to_half{k}"),
+                    &[&names[k]],
+                    &[&format!("h{k}")],
+                    &[("to", Attr::Int(half as i64))],
+                );
+                plain = plain.input(&names[k], FLOAT, &dims);
+                let n = s.iter().product::<i64>() as usize;
+                inputs.push(HostTensor::typed(&names[k], E::Float32, s, harness::values(k as u64 + 3, n, -2.0, 2.0)));
+            }
+            let h_in: Vec<String> = (0..shapes.len()).map(|k| format!("h{k}")).collect();
+            let h_refs: Vec<&str> = h_in.iter().map(String::as_str).collect();
+            let x_refs: Vec<&str> = names.iter().map(String::as_str).collect();
+            let with_casts = with_casts
+                .node_with(op, "op", &h_refs, &["hy"], attrs)
+                .node_with("Cast", "to_float", &["hy"], &["y"], &[("to", Attr::Int(FLOAT as i64))])
+                .output("y", FLOAT, None)
+                .build();
+            let plain = plain.node_with(op, "op", &x_refs, &["y"], attrs).output("y", FLOAT, None).build();
+            let mut rivet = harness::session(env(), &with_casts, Arm::Rivet, &strict()).expect("Rivet session");
+            let mut ort = common::ort_session(&plain);
+            let got = harness::run(&mut rivet, &inputs).expect("Rivet run");
+            let want = harness::run(&mut ort, &inputs).expect("ORT run");
+            let rtol = if half == FLOAT16 { 4e-3 } else { 3e-2 };
+            harness::compare(&got, &want, rtol, rtol / 4.0).unwrap_or_else(|e| panic!("{op} as type {half}: {e}"));
+        }
     }
 }

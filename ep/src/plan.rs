@@ -184,7 +184,33 @@ impl Plan {
                 params: params.clone(),
                 output,
             };
-            let step = |kernel, inputs, output| step_of(kernel, inputs, output, out_type);
+            // A float16 / bfloat16 node of a float32 kernel: its half inputs are cast to
+            // float32, the kernel runs, its outputs are cast back.
+            let cast = |kernel_to: i32, input: ValueId, output: ValueId| Step {
+                node_name: node.name.clone(),
+                op_type: node.op_type.clone(),
+                typed: true,
+                kernel: Kernel::Cast { to: kernel_to },
+                inputs: SmallVec::from_slice(&[input]),
+                params: SmallVec::new(),
+                output,
+            };
+            if let Some(h) = claim.half {
+                for (k, id) in step_inputs.iter_mut().enumerate() {
+                    if values[*id].elem_type == h {
+                        let (name, dims) = (format!("{}/input{k}/f32", node.name), values[*id].declared.clone());
+                        let tmp = add(&mut values, &mut by_name, &name, Slot::Buffer(usize::MAX), dims, dtype::FLOAT);
+                        steps.push(cast(dtype::FLOAT, *id, tmp));
+                        *id = tmp;
+                    }
+                }
+            }
+            let (main_name, main_slot, main_type) = match claim.half {
+                Some(_) => (format!("{}/f32", out.name), Slot::Buffer(usize::MAX), dtype::FLOAT),
+                None => (out.name.clone(), slot, out_type),
+            };
+            let main_dims = out.dims.clone();
+            let step = |kernel, inputs, output| step_of(kernel, inputs, output, main_type);
             match claim.kernel {
                 // Sum/Mean/Max/Min of n inputs: n - 1 binary steps (and a scale for Mean)
                 // through intermediate values of their own.
@@ -193,30 +219,35 @@ impl Plan {
                     let mut acc = step_inputs[0];
                     let last_binary = if mean { n } else { n - 1 };
                     if n == 1 && !mean {
-                        let output = add(&mut values, &mut by_name, &out.name, slot, out.dims.clone(), out_type);
+                        let dims = main_dims.clone();
+                        let output = add(&mut values, &mut by_name, &main_name, main_slot, dims, main_type);
                         steps.push(step(Kernel::Identity, SmallVec::from_slice(&[acc]), output));
-                        continue;
                     }
                     for (k, &next) in step_inputs.iter().enumerate().skip(1) {
                         let (name, s, dims) = if k == last_binary {
-                            (out.name.clone(), slot, out.dims.clone())
+                            (main_name.clone(), main_slot, main_dims.clone())
                         } else {
                             (format!("{}/partial{k}", node.name), Slot::Buffer(usize::MAX), None)
                         };
-                        let output = add(&mut values, &mut by_name, &name, s, dims, out_type);
-                        let kernel = if out_type == dtype::FLOAT { Kernel::Binary(op) } else { Kernel::arith(op) };
+                        let output = add(&mut values, &mut by_name, &name, s, dims, main_type);
+                        let kernel = if main_type == dtype::FLOAT { Kernel::Binary(op) } else { Kernel::arith(op) };
                         steps.push(step(kernel, SmallVec::from_slice(&[acc, next]), output));
                         acc = output;
                     }
                     if mean {
-                        let output = add(&mut values, &mut by_name, &out.name, slot, out.dims.clone(), out_type);
+                        let output = add(&mut values, &mut by_name, &main_name, main_slot, main_dims, main_type);
                         steps.push(step(Kernel::Scale(1.0 / n as f32), SmallVec::from_slice(&[acc]), output));
                     }
                 }
                 kernel => {
-                    let output = add(&mut values, &mut by_name, &out.name, slot, out.dims.clone(), out_type);
+                    let output = add(&mut values, &mut by_name, &main_name, main_slot, main_dims, main_type);
                     steps.push(step(kernel, step_inputs.clone(), output));
                 }
+            }
+            if claim.half.is_some() {
+                let main = by_name[&main_name];
+                let output = add(&mut values, &mut by_name, &out.name, slot, out.dims.clone(), out_type);
+                steps.push(cast(out_type, main, output));
             }
             // The node's other outputs: a step each, on the same inputs.
             for &(k, kernel) in &claim.extra {
@@ -226,8 +257,16 @@ impl Plan {
                     None => Slot::Buffer(usize::MAX),
                 };
                 let t = extra.elem_type;
-                let output = add(&mut values, &mut by_name, &extra.name, slot, extra.dims.clone(), t);
-                steps.push(step_of(kernel, step_inputs.clone(), output, t));
+                if claim.half == Some(t) {
+                    let name = format!("{}/f32", extra.name);
+                    let tmp = add(&mut values, &mut by_name, &name, Slot::Buffer(usize::MAX), None, dtype::FLOAT);
+                    steps.push(step_of(kernel, step_inputs.clone(), tmp, dtype::FLOAT));
+                    let output = add(&mut values, &mut by_name, &extra.name, slot, extra.dims.clone(), t);
+                    steps.push(cast(t, tmp, output));
+                } else {
+                    let output = add(&mut values, &mut by_name, &extra.name, slot, extra.dims.clone(), t);
+                    steps.push(step_of(kernel, step_inputs.clone(), output, t));
+                }
             }
         }
         let mut outputs = Vec::with_capacity(graph.outputs.len());

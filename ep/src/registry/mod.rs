@@ -29,6 +29,9 @@ pub struct Claim {
     /// its own on the same inputs: Split's parts, LayerNormalization's mean and inverse
     /// standard deviation, Dropout's mask.
     pub extra: SmallVec<[(usize, Kernel); 2]>,
+    /// float16 or bfloat16, for a node of a float32 kernel on that type: the plan casts
+    /// its half inputs to float32 and its outputs back.
+    pub half: Option<i32>,
 }
 
 /// How many inputs an op takes, and which are data.
@@ -150,7 +153,23 @@ pub fn kernel_for(node: &NodeDesc) -> Result<Claim, String> {
         return Err(format!("{} attribute '{name}' is not supported", node.op_type));
     }
     let kernel = (spec.build)(node)?;
-    check_types(node, &kernel, &data)?;
+    // A float32 kernel runs float16 and bfloat16 nodes in float32, between casts.
+    let as_f32;
+    let mut half = None;
+    let node = match check_types(node, &kernel, &data) {
+        Ok(()) => node,
+        Err(why) => {
+            let t = node.outputs[0].as_ref().map_or(0, |v| v.elem_type);
+            let computes_in_f32 = !kernel.is_typed() || matches!(kernel, Kernel::Attention(_) | Kernel::Loss { .. });
+            if !(computes_in_f32 && matches!(t, dtype::FLOAT16 | dtype::BFLOAT16)) {
+                return Err(why);
+            }
+            as_f32 = with_type_as_f32(node, t);
+            check_types(&as_f32, &kernel, &data).map_err(|_| why)?;
+            half = Some(t);
+            &as_f32
+        }
+    };
     let params = match kernel {
         Kernel::Slice { .. } => (1..node.inputs.len()).filter(|&i| node.inputs[i].is_some()).collect(),
         Kernel::Reshape(rule) if rule.reads_param() => SmallVec::from_slice(&[1]),
@@ -161,7 +180,18 @@ pub fn kernel_for(node: &NodeDesc) -> Result<Claim, String> {
         _ => SmallVec::new(),
     };
     let extra = extra_outputs(node, &kernel)?;
-    Ok(Claim { kernel, data, params, extra })
+    Ok(Claim { kernel, data, params, extra, half })
+}
+
+/// `node` with its values of element type `t` seen as float32.
+fn with_type_as_f32(node: &NodeDesc, t: i32) -> NodeDesc {
+    let mut n = node.clone();
+    for v in n.inputs.iter_mut().chain(n.outputs.iter_mut()).flatten() {
+        if v.elem_type == t {
+            v.elem_type = dtype::FLOAT;
+        }
+    }
+    n
 }
 
 /// The steps that compute a node's outputs after the first, with their types checked.
@@ -320,7 +350,8 @@ pub fn markdown_table() -> String {
     }
     out.push_str(
         "\n*any*: float32, float64, float16, bfloat16, int8/16/32/64, uint8/16/32/64 and bool; *numbers*: \
-         float32, float64 and the integers.\n",
+         float32, float64 and the integers; *halves*: float16 and bfloat16, computed in float32 between \
+         casts.\n",
     );
     out
 }
@@ -334,16 +365,16 @@ fn types(op_type: &str) -> &'static str {
         "IsNaN" | "IsInf" => "floats, to bool",
         "BitShift" | "BitwiseAnd" | "BitwiseOr" | "BitwiseXor" | "BitwiseNot" => "integers",
         "EyeLike" => "any",
-        "Attention" => "float32 (bool or float32 mask)",
-        "NegativeLogLikelihoodLoss" | "SoftmaxCrossEntropyLoss" => "float32, float64 (int32 / int64 targets)",
+        "Attention" => "float32, halves (bool or float mask)",
+        "NegativeLogLikelihoodLoss" | "SoftmaxCrossEntropyLoss" => "float32, float64, halves (int32 / int64 targets)",
         "Where" => "any (bool condition)",
-        "Add" | "Sub" | "Mul" | "Div" | "Max" | "Min" | "Sum" => "numbers",
+        "Add" | "Sub" | "Mul" | "Div" | "Max" | "Min" | "Sum" => "numbers, halves",
         "Mod" => "numbers (floats with fmod=1)",
         "Cast" | "CastLike" => "any to any",
         "Equal" => "numbers and bool, to bool",
         "Less" | "LessOrEqual" | "Greater" | "GreaterOrEqual" => "numbers, to bool",
         "And" | "Or" | "Xor" | "Not" => "bool",
         "ArgMax" | "ArgMin" => "numbers, to int64",
-        _ => "float32",
+        _ => "float32, halves",
     }
 }

@@ -51,10 +51,11 @@ macro_rules! variadic {
     };
 }
 
-/// float32 takes the tuned kernels; other numbers the typed ones (Pow only on float32).
+/// float32 (and the half floats, computed in float32) takes the tuned kernels; other
+/// numbers the typed ones (Pow only on floats).
 fn binary(n: &NodeDesc, op: BinaryOp) -> Kernel {
     let t = n.inputs[0].as_ref().map_or(dtype::FLOAT, |v| v.elem_type);
-    if t == dtype::FLOAT || op == BinaryOp::Pow {
+    if matches!(t, dtype::FLOAT | dtype::FLOAT16 | dtype::BFLOAT16) || op == BinaryOp::Pow {
         Kernel::Binary(op)
     } else {
         Kernel::arith(op)
