@@ -786,3 +786,108 @@ fn half_precision_nodes_run_in_f32_between_casts() {
         }
     }
 }
+
+/// Tile, GatherND, ScatterElements (every reduction), ScatterND and OneHot against ORT;
+/// an out-of-range scatter index is an error naming the node.
+#[test]
+fn tile_gather_nd_scatter_and_one_hot_match_ort() {
+    for (t, repeats) in [(FLOAT, vec![2i64, 3]), (INT64, vec![1, 2]), (BOOL, vec![3, 1])] {
+        let model = ModelBuilder::new(13)
+            .input("x", t, &[2.into(), 3.into()])
+            .initializer_i64("r", &[2], repeats.clone())
+            .node("Tile", "op", &["x", "r"], &["y"])
+            .output("y", t, None)
+            .build();
+        let x = [HostTensor::typed("x", elem(t), &[2, 3], vec![1.0, 0.0, 1.0, 1.0, 0.0, 0.0])];
+        assert_matches_ort(&model, &x, 0.0, 0.0, &format!("Tile {} {repeats:?}", name(t)));
+    }
+    for (b, ishape, idx) in [
+        (0i64, vec![2i64, 2], vec![0.0, 1.0, -1.0, 0.0]),
+        (0, vec![2, 1], vec![1.0, 0.0]),
+        (1, vec![2, 1], vec![1.0, 0.0]),
+    ] {
+        let dims: Vec<Dim> = ishape.iter().map(|&d| d.into()).collect();
+        let model = ModelBuilder::new(13)
+            .input("x", FLOAT, &[2.into(), 2.into(), 3.into()])
+            .input("i", INT64, &dims)
+            .node_with("GatherND", "op", &["x", "i"], &["y"], &[("batch_dims", Attr::Int(b))])
+            .output("y", FLOAT, None)
+            .build();
+        let inputs = [
+            HostTensor::f32("x", &[2, 2, 3], (0..12).map(|v| v as f32).collect()),
+            HostTensor::typed("i", E::Int64, &ishape, idx),
+        ];
+        assert_matches_ort(&model, &inputs, 0.0, 0.0, &format!("GatherND batch_dims {b} {ishape:?}"));
+    }
+    for reduction in ["none", "add", "mul", "max", "min"] {
+        for axis in [0i64, 1] {
+            let model = ModelBuilder::new(18)
+                .input("x", FLOAT, &[3.into(), 3.into()])
+                .input("i", INT64, &[2.into(), 2.into()])
+                .input("u", FLOAT, &[2.into(), 2.into()])
+                .node_with(
+                    "ScatterElements",
+                    "op",
+                    &["x", "i", "u"],
+                    &["y"],
+                    &[("axis", Attr::Int(axis)), ("reduction", Attr::Str(reduction.into()))],
+                )
+                .output("y", FLOAT, None)
+                .build();
+            let inputs = [
+                HostTensor::f32("x", &[3, 3], (1..=9).map(|v| v as f32).collect()),
+                HostTensor::typed("i", E::Int64, &[2, 2], vec![1.0, -1.0, 2.0, 0.0]),
+                HostTensor::f32("u", &[2, 2], vec![10.0, -2.0, 0.5, 7.0]),
+            ];
+            assert_matches_ort(&model, &inputs, 0.0, 0.0, &format!("ScatterElements {reduction} axis {axis}"));
+        }
+        let model = ModelBuilder::new(18)
+            .input("x", INT64, &[3.into(), 2.into()])
+            .input("i", INT64, &[2.into(), 1.into()])
+            .input("u", INT64, &[2.into(), 2.into()])
+            .node_with("ScatterND", "op", &["x", "i", "u"], &["y"], &[("reduction", Attr::Str(reduction.into()))])
+            .output("y", INT64, None)
+            .build();
+        let inputs = [
+            HostTensor::typed("x", E::Int64, &[3, 2], (1..=6).map(f64::from).collect()),
+            HostTensor::typed("i", E::Int64, &[2, 1], vec![2.0, 0.0]),
+            HostTensor::typed("u", E::Int64, &[2, 2], vec![10.0, -2.0, 3.0, 7.0]),
+        ];
+        assert_matches_ort(&model, &inputs, 0.0, 0.0, &format!("ScatterND {reduction}"));
+    }
+    // (indices, depth, values) type combinations ORT's CPU EP implements.
+    for (it, depth_type, vt, axis) in [(INT64, INT64, INT64, -1i64), (FLOAT, FLOAT, FLOAT, 0), (INT32, FLOAT, FLOAT, 1)]
+    {
+        let mut m = ModelBuilder::new(11).input("i", it, &[2.into(), 2.into()]);
+        m = if depth_type == INT64 {
+            m.initializer_i64("depth", &[1], vec![4])
+        } else {
+            m.initializer("depth", &[1], vec![4.0])
+        };
+        let model = m
+            .input("v", vt, &[2.into()])
+            .node_with("OneHot", "op", &["i", "depth", "v"], &["y"], &[("axis", Attr::Int(axis))])
+            .output("y", vt, None)
+            .build();
+        let inputs = [
+            HostTensor::typed("i", elem(it), &[2, 2], vec![0.0, 3.0, -1.0, 7.0]),
+            HostTensor::typed("v", elem(vt), &[2], vec![-1.0, 5.0]),
+        ];
+        assert_matches_ort(&model, &inputs, 0.0, 0.0, &format!("OneHot {} axis {axis}", name(it)));
+    }
+    let model = ModelBuilder::new(18)
+        .input("x", FLOAT, &[3.into()])
+        .input("i", INT64, &[1.into()])
+        .input("u", FLOAT, &[1.into()])
+        .node("ScatterElements", "scatter", &["x", "i", "u"], &["y"])
+        .output("y", FLOAT, None)
+        .build();
+    let mut rivet = harness::session(env(), &model, Arm::Rivet, &strict()).expect("session");
+    let bad = [
+        HostTensor::f32("x", &[3], vec![0.0; 3]),
+        HostTensor::typed("i", E::Int64, &[1], vec![3.0]),
+        HostTensor::f32("u", &[1], vec![1.0]),
+    ];
+    let err = harness::run(&mut rivet, &bad).expect_err("index 3 of 3");
+    assert!(err.contains("node 'scatter' (ScatterElements) input 1: index 3 is out of range"), "{err}");
+}

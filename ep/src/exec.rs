@@ -427,7 +427,11 @@ fn apply(
         | Kernel::SplitPart { .. }
         | Kernel::Ones
         | Kernel::Loss { .. }
-        | Kernel::Attention(_) => unreachable!("typed steps run in exec_typed"),
+        | Kernel::Attention(_)
+        | Kernel::Tile { .. }
+        | Kernel::GatherNd { .. }
+        | Kernel::Scatter { .. }
+        | Kernel::OneHot { .. } => unreachable!("typed steps run in exec_typed"),
         Kernel::NormStat { axis, epsilon, inverse_std } => {
             let s = shape(0);
             let a = shapes::normalize_axis(axis, s.len(), false).unwrap_or(0);

@@ -12,7 +12,7 @@ use crate::data::{Data, DataMut};
 use crate::error::{Error, Result};
 use crate::graph::Shape;
 use crate::plan::{NodeLabel, Step};
-use crate::registry::{AttentionSpec, Kernel, Reduction};
+use crate::registry::{AttentionSpec, Kernel, Reduction, ScatterReduction};
 use crate::shapes;
 use rivet_kernels::attention::{AttnInputs, AttnParams, AttnScratch};
 
@@ -165,6 +165,10 @@ pub(crate) fn apply_typed(
             Ok(())
         }
         Kernel::Bits(op) => by_int!(dst, bits(&cx, op, ins)),
+        Kernel::Scatter { reduction, .. } if reduction != ScatterReduction::None => {
+            by_number!(ins[0], Err(cx.mismatch()), scatter_reduce(&cx, reduction, ins, dst))
+        }
+        Kernel::OneHot { axis, depth } => by_storage!(dst, one_hot(&cx, ins, axis, depth)),
         Kernel::Attention(a) => {
             let DataMut::F32(y) = dst else { return Err(cx.mismatch()) };
             attention(&cx, &a, ins, y)
@@ -296,6 +300,57 @@ fn movement<T: Storage>(cx: &Ctx<'_>, ins: &[Data<'_>], y: &mut [T]) -> Result<(
                     dst.copy_from_slice(&src[start * inner..start * inner + take]);
                 }
             }
+        }
+        Kernel::Tile { .. } => {
+            let (s, o) = (cx.shape(0), cx.out_shape());
+            let x = x()?;
+            let rank = s.len();
+            let mut index = [0usize; 8];
+            for v in y.iter_mut() {
+                let mut src = 0;
+                for a in 0..rank {
+                    src = src * s[a] + index[a] % s[a].max(1);
+                }
+                *v = x[src];
+                for a in (0..rank).rev() {
+                    index[a] += 1;
+                    if index[a] < o[a] {
+                        break;
+                    }
+                    index[a] = 0;
+                }
+            }
+        }
+        Kernel::GatherNd { batch_dims: b } => {
+            let (s, si) = (cx.shape(0), cx.shape(1));
+            let Data::I64(idx) = ins[1] else { return Err(cx.mismatch()) };
+            let last = si[si.len() - 1];
+            let inner: usize = s[b + last..].iter().product();
+            let per_batch: usize = s[b..].iter().product();
+            let tuples_per_batch: usize = si[b..si.len() - 1].iter().product();
+            let x = x()?;
+            for (t, (tuple, dst)) in idx.chunks(last.max(1)).zip(y.chunks_mut(inner.max(1))).enumerate() {
+                let mut at = (t / tuples_per_batch.max(1)) * per_batch;
+                let mut stride = per_batch;
+                for (k, &raw) in tuple.iter().enumerate().take(last) {
+                    let n = s[b + k];
+                    stride /= n.max(1);
+                    let i = if raw < 0 { raw + n as i64 } else { raw };
+                    if i < 0 || i >= n as i64 {
+                        return Err(Error::invalid(format_args!(
+                            "{} input 1: index {raw} is out of range for axis {} of size {n}",
+                            NodeLabel(cx.step),
+                            b + k
+                        )));
+                    }
+                    at += i as usize * stride;
+                }
+                dst.copy_from_slice(&x[at..at + inner]);
+            }
+        }
+        Kernel::Scatter { .. } => {
+            y.copy_from_slice(x()?);
+            scatter_into(cx, ins, y, &|_, u| u)?;
         }
         Kernel::GatherElements { axis } => {
             let (s, si) = (cx.shape(0), cx.shape(1));
@@ -579,5 +634,132 @@ fn attention(cx: &Ctx<'_>, a: &AttentionSpec, ins: &[Data<'_>], y: &mut [f32]) -
     let p = AttnParams { scale, softcap: a.softcap, causal: a.causal };
     let x = AttnInputs { q: f(0)?, k: f(1)?, v: f(2)?, past_key, past_value };
     ATTN.with(|s| rivet_kernels::attention::attention(&d, p, &x, &bias, a.out, &mut s.borrow_mut(), y));
+    Ok(())
+}
+
+/// Element offsets in `data` of each update of a ScatterElements (along `axis`) or
+/// ScatterND, in the updates' order; `Err` names a bad index.
+fn scatter_targets(cx: &Ctx<'_>, ins: &[Data<'_>], mut each: impl FnMut(usize, usize)) -> Result<()> {
+    let (s, si) = (cx.shape(0), cx.shape(1));
+    let index = |k: usize| match ins[1] {
+        Data::I64(v) => v[k],
+        Data::I32(v) => i64::from(v[k]),
+        _ => 0,
+    };
+    let bad = |raw: i64, axis: usize| {
+        Error::invalid(format_args!(
+            "{} input 1: index {raw} is out of range for axis {axis} of size {}",
+            NodeLabel(cx.step),
+            s[axis]
+        ))
+    };
+    let mut strides = [0usize; 8];
+    let mut acc = 1;
+    for a in (0..s.len()).rev() {
+        strides[a] = acc;
+        acc *= s[a];
+    }
+    match cx.step.kernel {
+        Kernel::Scatter { axis: Some(axis), .. } => {
+            let a = shapes::normalize_axis(axis, s.len(), false).unwrap_or(0);
+            let count: usize = si.iter().product();
+            let mut pos = [0usize; 8];
+            for k in 0..count {
+                let raw = index(k);
+                let i = if raw < 0 { raw + s[a] as i64 } else { raw };
+                if i < 0 || i >= s[a] as i64 {
+                    return Err(bad(raw, a));
+                }
+                let at: usize = (0..s.len()).map(|d| strides[d] * if d == a { i as usize } else { pos[d] }).sum();
+                each(k, at);
+                for d in (0..si.len()).rev() {
+                    pos[d] += 1;
+                    if pos[d] < si[d] {
+                        break;
+                    }
+                    pos[d] = 0;
+                }
+            }
+        }
+        _ => {
+            let last = si[si.len() - 1];
+            let inner: usize = s[last..].iter().product();
+            let tuples: usize = si[..si.len() - 1].iter().product();
+            for t in 0..tuples {
+                let mut at = 0;
+                for d in 0..last {
+                    let raw = index(t * last + d);
+                    let i = if raw < 0 { raw + s[d] as i64 } else { raw };
+                    if i < 0 || i >= s[d] as i64 {
+                        return Err(bad(raw, d));
+                    }
+                    at += i as usize * strides[d];
+                }
+                for e in 0..inner {
+                    each(t * inner + e, at + e);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn scatter_into<T: Storage>(cx: &Ctx<'_>, ins: &[Data<'_>], y: &mut [T], f: &dyn Fn(T, T) -> T) -> Result<()> {
+    let u = input::<T>(cx, ins, 2)?;
+    scatter_targets(cx, ins, |k, at| y[at] = f(y[at], u[k]))
+}
+
+fn scatter_reduce<T: Storage + Number>(
+    cx: &Ctx<'_>,
+    reduction: ScatterReduction,
+    ins: &[Data<'_>],
+    dst: &mut DataMut<'_>,
+) -> Result<()> {
+    let y = T::get_mut(dst).ok_or_else(|| cx.mismatch())?;
+    y.copy_from_slice(input::<T>(cx, ins, 0)?);
+    let f: &dyn Fn(T, T) -> T = match reduction {
+        ScatterReduction::Add => &|a, b| a.add(b),
+        ScatterReduction::Mul => &|a, b| a.mul(b),
+        ScatterReduction::Max => &|a, b| if b > a { b } else { a },
+        ScatterReduction::Min => &|a, b| if b < a { b } else { a },
+        ScatterReduction::None => &|_, b| b,
+    };
+    scatter_into(cx, ins, y, f)
+}
+
+/// An element of any numeric tensor, as f64.
+fn number_at(d: Data<'_>, k: usize) -> f64 {
+    match d {
+        Data::F32(v) => v[k] as f64,
+        Data::F64(v) => v[k],
+        Data::I8(v) => v[k] as f64,
+        Data::I16(v) => v[k] as f64,
+        Data::I32(v) => v[k] as f64,
+        Data::I64(v) => v[k] as f64,
+        Data::U8(v) => v[k] as f64,
+        Data::U16(v) => v[k] as f64,
+        Data::U32(v) => v[k] as f64,
+        Data::U64(v) => v[k] as f64,
+        Data::Bool(_) | Data::F16(_) | Data::BF16(_) => f64::NAN,
+    }
+}
+
+fn one_hot<T: Storage>(cx: &Ctx<'_>, ins: &[Data<'_>], axis: i64, depth: i64, y: &mut [T]) -> Result<()> {
+    let s = cx.shape(0);
+    let a = shapes::normalize_axis(axis, s.len() + 1, false).unwrap_or(0);
+    let values = input::<T>(cx, ins, 2)?;
+    let (off, on) = (values[0], values[1]);
+    let (outer, inner): (usize, usize) = (s[..a].iter().product(), s[a..].iter().product());
+    let d = depth as usize;
+    for o in 0..outer {
+        for i in 0..inner {
+            // Truncated toward zero, as ORT reads float indices; negative ones count back.
+            let raw = number_at(ins[0], o * inner + i).trunc() as i64;
+            let hot = if raw < 0 { raw + depth } else { raw };
+            for k in 0..d {
+                y[(o * d + k) * inner + i] = if hot == k as i64 { on } else { off };
+            }
+        }
+    }
     Ok(())
 }

@@ -173,6 +173,51 @@ pub fn infer_shape(
             (x.clone(), None)
         }
         Kernel::Ones => (x.clone(), None),
+        Kernel::Tile { repeats } => {
+            let r = int_list(&repeats, params).map_err(|e| fail(format_args!("{e}")))?;
+            if r.len() != x.len() || r.iter().any(|&v| v < 0) {
+                return Err(fail(format_args!("repeats {r:?} for rank {}", x.len())));
+            }
+            (x.iter().zip(r).map(|(&d, &k)| d * k as usize).collect(), None)
+        }
+        Kernel::GatherNd { batch_dims: b } => {
+            let i = &shapes[step.inputs[1]];
+            let last = i.last().copied().unwrap_or(usize::MAX);
+            if i.is_empty() || b >= i.len() || b + last > x.len() || x[..b] != i[..b] {
+                return Err(fail(format_args!("indices of shape {} with batch_dims {b}", ShapeText(i))));
+            }
+            (i[..i.len() - 1].iter().chain(&x[b + last..]).copied().collect(), None)
+        }
+        Kernel::Scatter { axis, .. } => {
+            let (i, u) = (&shapes[step.inputs[1]], &shapes[step.inputs[2]]);
+            let ok = match axis {
+                Some(axis) => {
+                    let a = normalize_axis(axis, x.len(), false).map_err(|e| fail(format_args!("{e}")))?;
+                    i == u && i.len() == x.len() && (0..x.len()).all(|d| d == a || i[d] <= x[d])
+                }
+                None => {
+                    let last = i.last().copied().unwrap_or(usize::MAX);
+                    !i.is_empty()
+                        && last <= x.len()
+                        && u.len() == i.len() - 1 + x.len() - last
+                        && u[..i.len() - 1] == i[..i.len() - 1]
+                        && u[i.len() - 1..] == x[last..]
+                }
+            };
+            if !ok {
+                return Err(fail(format_args!("indices {} and updates {} do not fit", ShapeText(i), ShapeText(u))));
+            }
+            (x.clone(), None)
+        }
+        Kernel::OneHot { axis, depth } => {
+            let a = normalize_axis(axis, x.len() + 1, false).map_err(|e| fail(format_args!("{e}")))?;
+            if shapes[step.inputs[2]].iter().product::<usize>() != 2 {
+                return Err(fail(format_args!("values must hold [off, on]")));
+            }
+            let mut s = x.clone();
+            s.insert(a, depth as usize);
+            (s, None)
+        }
         Kernel::Attention(a) => {
             let ins: SmallVec<[&[usize]; 8]> = step.inputs.iter().map(|&id| shapes[id].as_slice()).collect();
             let d = attention_dims(&a, &ins).map_err(|e| fail(format_args!("{e}")))?;

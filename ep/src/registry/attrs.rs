@@ -297,3 +297,31 @@ pub(super) fn attention(node: &NodeDesc) -> Result<Kernel, String> {
         out: rivet_kernels::attention::AttnOut::Y,
     }))
 }
+
+/// ScatterElements (`elements`) and ScatterND.
+pub(super) fn scatter(node: &NodeDesc, elements: bool) -> Result<Kernel, String> {
+    use super::kernel::ScatterReduction as R;
+    let reduction = match string_attr(node, "reduction", "none")? {
+        "none" => R::None,
+        "add" => R::Add,
+        "mul" => R::Mul,
+        "max" => R::Max,
+        "min" => R::Min,
+        other => return Err(format!("reduction '{other}'")),
+    };
+    let axis = if elements { Some(int_attr(node, "axis", 0)?) } else { None };
+    Ok(Kernel::Scatter { axis, reduction })
+}
+
+/// OneHot: the depth must be a constant (it sets the output shape).
+pub(super) fn one_hot(node: &NodeDesc) -> Result<Kernel, String> {
+    let depth = match input(node, 1).and_then(|v| v.constant.as_ref()) {
+        Some(Constant::I64(d)) if d.len() == 1 => d[0],
+        Some(Constant::F32(d)) if d.len() == 1 && d[0].fract() == 0.0 => d[0] as i64,
+        _ => return Err("OneHot's depth must be a constant float32 or int64 scalar".into()),
+    };
+    if depth < 1 {
+        return Err(format!("OneHot depth {depth}"));
+    }
+    Ok(Kernel::OneHot { axis: int_attr(node, "axis", -1)?, depth })
+}

@@ -317,6 +317,34 @@ pub enum Kernel {
         softmax: bool,
     },
     Attention(AttentionSpec),
+    /// Tile: each axis repeated.
+    Tile {
+        repeats: ReduceAxes,
+    },
+    /// GatherND with int64 index tuples.
+    GatherNd {
+        batch_dims: usize,
+    },
+    /// ScatterElements along `axis`, or ScatterND when `axis` is None.
+    Scatter {
+        axis: Option<i64>,
+        reduction: ScatterReduction,
+    },
+    /// OneHot with a constant depth; `values` = [off, on].
+    OneHot {
+        axis: i64,
+        depth: i64,
+    },
+}
+
+/// How a scatter combines an update with what is there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ScatterReduction {
+    None,
+    Add,
+    Mul,
+    Max,
+    Min,
 }
 
 /// An Attention node's attributes, which optional inputs it has, and which of its
@@ -369,6 +397,10 @@ impl Kernel {
                 | Kernel::Ones
                 | Kernel::Loss { .. }
                 | Kernel::Attention(_)
+                | Kernel::Tile { .. }
+                | Kernel::GatherNd { .. }
+                | Kernel::Scatter { .. }
+                | Kernel::OneHot { .. }
         )
     }
 

@@ -175,6 +175,7 @@ pub fn kernel_for(node: &NodeDesc) -> Result<Claim, String> {
         Kernel::Reshape(rule) if rule.reads_param() => SmallVec::from_slice(&[1]),
         Kernel::Reduce { axes: ReduceAxes::AtRun, .. }
         | Kernel::Expand { shape: ReduceAxes::AtRun }
+        | Kernel::Tile { repeats: ReduceAxes::AtRun }
         | Kernel::CumSum { axis: ReduceAxes::AtRun, .. }
         | Kernel::Trilu { k: ReduceAxes::AtRun, .. } => SmallVec::from_slice(&[1]),
         _ => SmallVec::new(),
@@ -264,7 +265,8 @@ fn check_types(node: &NodeDesc, kernel: &Kernel, data: &[usize]) -> Result<(), S
         | Kernel::Slice { .. }
         | Kernel::Expand { .. }
         | Kernel::Trilu { .. }
-        | Kernel::SplitPart { .. } => {
+        | Kernel::SplitPart { .. }
+        | Kernel::Tile { .. } => {
             if !(data::supported(out.elem_type) && all(&types, out.elem_type)) {
                 return bad("one element type for data and output, any but strings and sub-byte types");
             }
@@ -308,6 +310,21 @@ fn check_types(node: &NodeDesc, kernel: &Kernel, data: &[usize]) -> Result<(), S
             };
             let nonpad_ok = !a.nonpad || types[k] == dtype::INT64;
             all(&types[..3], dtype::FLOAT) && mask_ok && past_ok && nonpad_ok && out.elem_type == dtype::FLOAT
+        }
+        Kernel::GatherNd { .. } => {
+            data::supported(out.elem_type) && types[0] == out.elem_type && types[1] == dtype::INT64
+        }
+        Kernel::Scatter { axis, reduction } => {
+            let index_ok = matches!((axis, types[1]), (Some(_), dtype::INT32) | (_, dtype::INT64));
+            let type_ok = if reduction == ScatterReduction::None {
+                data::supported(out.elem_type)
+            } else {
+                data::is_number(out.elem_type)
+            };
+            type_ok && index_ok && types[0] == out.elem_type && types[2] == out.elem_type
+        }
+        Kernel::OneHot { .. } => {
+            data::is_number(types[0]) && data::supported(out.elem_type) && types[2] == out.elem_type
         }
         Kernel::Loss { .. } => {
             matches!(types[0], dtype::FLOAT | dtype::DOUBLE)
@@ -360,7 +377,9 @@ pub fn markdown_table() -> String {
 fn types(op_type: &str) -> &'static str {
     match op_type {
         "Identity" | "Transpose" | "Flatten" | "Reshape" | "Squeeze" | "Unsqueeze" | "Concat" | "Expand" | "Slice"
-        | "Trilu" | "Split" => "any",
+        | "Trilu" | "Split" | "Tile" | "GatherND" => "any",
+        "ScatterElements" | "ScatterND" => "any (numbers with a reduction)",
+        "OneHot" => "numeric indices, any values",
         "Gather" | "GatherElements" => "any (int32 / int64 indices)",
         "IsNaN" | "IsInf" => "floats, to bool",
         "BitShift" | "BitwiseAnd" | "BitwiseOr" | "BitwiseXor" | "BitwiseNot" => "integers",

@@ -606,4 +606,42 @@ pub static OPS: &[OpSpec] = &[
         ],
         build: attention,
     },
+    OpSpec {
+        op_type: "Tile",
+        since: (6, 13),
+        arity: Arity::DataThenConstants { max: 2 },
+        attrs: &[],
+        build: |n| Ok(Kernel::Tile { repeats: ints_input(n, 1, "repeats")? }),
+    },
+    OpSpec {
+        op_type: "GatherND",
+        since: (11, 13),
+        arity: Arity::Binary,
+        attrs: &["batch_dims"],
+        build: |n| {
+            let b = int_attr(n, "batch_dims", 0)?;
+            Ok(Kernel::GatherNd { batch_dims: usize::try_from(b).map_err(|_| format!("batch_dims {b}"))? })
+        },
+    },
+    OpSpec {
+        op_type: "ScatterElements",
+        since: (11, 18),
+        arity: Arity::Data { min: 3, max: 3 },
+        attrs: &["axis", "reduction"],
+        build: |n| scatter(n, true),
+    },
+    OpSpec {
+        op_type: "ScatterND",
+        since: (11, 18),
+        arity: Arity::Data { min: 3, max: 3 },
+        attrs: &["reduction"],
+        build: |n| scatter(n, false),
+    },
+    OpSpec {
+        op_type: "OneHot",
+        since: (9, 11),
+        arity: Arity::Data { min: 3, max: 3 },
+        attrs: &["axis"],
+        build: one_hot,
+    },
 ];
