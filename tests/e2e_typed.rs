@@ -891,3 +891,95 @@ fn tile_gather_nd_scatter_and_one_hot_match_ort() {
     let err = harness::run(&mut rivet, &bad).expect_err("index 3 of 3");
     assert!(err.contains("node 'scatter' (ScatterElements) input 1: index 3 is out of range"), "{err}");
 }
+
+/// TopK (values and indices, largest and smallest, K fed at Run), GroupNormalization
+/// (opset 18's per-group and 21's per-channel scale) and RotaryEmbedding (3-D and 4-D,
+/// interleaved, partial rotation, with and without position ids) against ORT.
+#[test]
+fn top_k_group_norm_and_rotary_embedding_match_ort() {
+    for (t, axis, largest) in [(FLOAT, -1i64, 1i64), (FLOAT, 0, 0), (INT64, 1, 1), (DOUBLE, -1, 0)] {
+        let model = ModelBuilder::new(11)
+            .input("x", t, &[3.into(), 4.into()])
+            .input("k", INT64, &[1.into()])
+            .node_with(
+                "TopK",
+                "op",
+                &["x", "k"],
+                &["v", "i"],
+                &[("axis", Attr::Int(axis)), ("largest", Attr::Int(largest))],
+            )
+            .output("v", t, None)
+            .output("i", INT64, None)
+            .build();
+        let x = vec![3.0, 1.0, 3.0, -2.0, 8.0, 8.0, 0.0, 4.0, 5.0, 5.0, 1.0, 1.0];
+        for k in [1.0, 2.0, 3.0] {
+            let inputs =
+                [HostTensor::typed("x", elem(t), &[3, 4], x.clone()), HostTensor::typed("k", E::Int64, &[1], vec![k])];
+            assert_matches_ort(
+                &model,
+                &inputs,
+                0.0,
+                0.0,
+                &format!("TopK {} axis {axis} largest {largest} k {k}", name(t)),
+            );
+        }
+    }
+    for opset in [18i64, 21] {
+        let per = if opset == 18 { 2 } else { 4 };
+        let model = ModelBuilder::new(opset)
+            .input("x", FLOAT, &[2.into(), 4.into(), 3.into()])
+            .input("s", FLOAT, &[per.into()])
+            .input("b", FLOAT, &[per.into()])
+            .node_with(
+                "GroupNormalization",
+                "op",
+                &["x", "s", "b"],
+                &["y"],
+                &[("num_groups", Attr::Int(2)), ("epsilon", Attr::Float(1e-3))],
+            )
+            .output("y", FLOAT, None)
+            .build();
+        let inputs = [
+            HostTensor::typed("x", E::Float32, &[2, 4, 3], harness::values(11, 24, -2.0, 3.0)),
+            HostTensor::typed("s", E::Float32, &[per], harness::values(12, per as usize, 0.5, 2.0)),
+            HostTensor::typed("b", E::Float32, &[per], harness::values(13, per as usize, -1.0, 1.0)),
+        ];
+        assert_matches_ort(&model, &inputs, 1e-5, 1e-6, &format!("GroupNormalization opset {opset}"));
+    }
+    for (four_d, interleaved, rot, positions) in
+        [(true, 0, 0, true), (false, 1, 0, true), (true, 0, 4, false), (false, 0, 4, true), (true, 1, 0, false)]
+    {
+        let (b, s, h, d) = (2i64, 3i64, 2i64, 8i64);
+        let xs = if four_d { vec![b, h, s, d] } else { vec![b, s, h * d] };
+        let half = if rot == 0 { d / 2 } else { rot / 2 };
+        let cache = if positions { vec![10, half] } else { vec![b, s, half] };
+        let dims = |v: &[i64]| v.iter().map(|&x| x.into()).collect::<Vec<Dim>>();
+        let mut attrs = vec![("interleaved", Attr::Int(interleaved))];
+        if !four_d {
+            attrs.push(("num_heads", Attr::Int(h)));
+        }
+        if rot > 0 {
+            attrs.push(("rotary_embedding_dim", Attr::Int(rot)));
+        }
+        let mut m = ModelBuilder::new(23).input("x", FLOAT, &dims(&xs)).input("cos", FLOAT, &dims(&cache)).input(
+            "sin",
+            FLOAT,
+            &dims(&cache),
+        );
+        let mut names = vec!["x", "cos", "sin"];
+        let n_cache = cache.iter().product::<i64>() as usize;
+        let mut inputs = vec![
+            HostTensor::typed("x", E::Float32, &xs, harness::values(21, (b * s * h * d) as usize, -1.0, 1.0)),
+            HostTensor::typed("cos", E::Float32, &cache, harness::values(22, n_cache, -1.0, 1.0)),
+            HostTensor::typed("sin", E::Float32, &cache, harness::values(23, n_cache, -1.0, 1.0)),
+        ];
+        if positions {
+            m = m.input("pos", INT64, &dims(&[b, s]));
+            names.push("pos");
+            inputs.push(HostTensor::typed("pos", E::Int64, &[b, s], vec![0.0, 5.0, 9.0, 2.0, 2.0, 7.0]));
+        }
+        let model = m.node_with("RotaryEmbedding", "op", &names, &["y"], &attrs).output("y", FLOAT, None).build();
+        let what = format!("RotaryEmbedding 4d {four_d} interleaved {interleaved} rot {rot} positions {positions}");
+        assert_matches_ort(&model, &inputs, 1e-5, 1e-6, &what);
+    }
+}

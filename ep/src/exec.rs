@@ -431,7 +431,14 @@ fn apply(
         | Kernel::Tile { .. }
         | Kernel::GatherNd { .. }
         | Kernel::Scatter { .. }
-        | Kernel::OneHot { .. } => unreachable!("typed steps run in exec_typed"),
+        | Kernel::OneHot { .. }
+        | Kernel::TopK { .. }
+        | Kernel::Rotary { .. } => unreachable!("typed steps run in exec_typed"),
+        Kernel::GroupNorm { groups, epsilon, per_channel } => {
+            let s = shape(0);
+            let spatial = s[2..].iter().product();
+            nn::group_norm(x, ins[1], ins[2], s[0], s[1], spatial, groups, epsilon, per_channel, dst);
+        }
         Kernel::NormStat { axis, epsilon, inverse_std } => {
             let s = shape(0);
             let a = shapes::normalize_axis(axis, s.len(), false).unwrap_or(0);

@@ -169,6 +169,51 @@ pub(crate) fn apply_typed(
             by_number!(ins[0], Err(cx.mismatch()), scatter_reduce(&cx, reduction, ins, dst))
         }
         Kernel::OneHot { axis, depth } => by_storage!(dst, one_hot(&cx, ins, axis, depth)),
+        Kernel::TopK { axis, largest, indices: false, .. } => {
+            by_number!(ins[0], Err(cx.mismatch()), top_k(&cx, ins, axis, largest, dst))
+        }
+        Kernel::TopK { axis, largest, indices: true, .. } => {
+            by_number!(ins[0], Err(cx.mismatch()), top_k(&cx, ins, axis, largest, dst))
+        }
+        Kernel::Rotary { interleaved, positions, .. } => {
+            let DataMut::F32(y) = dst else { return Err(cx.mismatch()) };
+            let shapes: SmallVec<[&[usize]; 4]> = (0..ins.len()).map(|k| cx.shape(k)).collect();
+            let [b, s, h, d, rot] = shapes::rotary_dims(&cx.step.kernel, &shapes).map_err(Error::invalid)?;
+            let (x, cos, sin) = (input::<f32>(&cx, ins, 0)?, input::<f32>(&cx, ins, 1)?, input::<f32>(&cx, ins, 2)?);
+            let pos = if positions { Some(input::<i64>(&cx, ins, 3)?) } else { None };
+            let half = rot / 2;
+            let four_d = shapes[0].len() == 4;
+            y.copy_from_slice(x);
+            for bi in 0..b {
+                for si in 0..s {
+                    let row = match pos {
+                        Some(p) => {
+                            let at = p[bi * s + si];
+                            let rows = shapes[1][0];
+                            if at < 0 || at as usize >= rows {
+                                return Err(Error::invalid(format_args!(
+                                    "{} input 3: position {at} is outside the {rows}-row cache",
+                                    NodeLabel(cx.step)
+                                )));
+                            }
+                            at as usize
+                        }
+                        None => bi * s + si,
+                    };
+                    let (c, sn) = (&cos[row * half..][..half], &sin[row * half..][..half]);
+                    for hi in 0..h {
+                        let at = if four_d { ((bi * h + hi) * s + si) * d } else { ((bi * s + si) * h + hi) * d };
+                        let (xs, ys) = (&x[at..at + rot], &mut y[at..at + rot]);
+                        for i in 0..half {
+                            let (p, q) = if interleaved { (2 * i, 2 * i + 1) } else { (i, i + half) };
+                            ys[p] = xs[p] * c[i] - xs[q] * sn[i];
+                            ys[q] = xs[q] * c[i] + xs[p] * sn[i];
+                        }
+                    }
+                }
+            }
+            Ok(())
+        }
         Kernel::Attention(a) => {
             let DataMut::F32(y) = dst else { return Err(cx.mismatch()) };
             attention(&cx, &a, ins, y)
@@ -761,5 +806,64 @@ fn one_hot<T: Storage>(cx: &Ctx<'_>, ins: &[Data<'_>], axis: i64, depth: i64, y:
             }
         }
     }
+    Ok(())
+}
+
+thread_local! {
+    /// TopK's order of one column, per thread.
+    static ORDER: std::cell::RefCell<Vec<usize>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// TopK along `axis`: values, or their int64 indices when the step's kernel asks for them.
+fn top_k<T: Storage + PartialOrd>(
+    cx: &Ctx<'_>,
+    ins: &[Data<'_>],
+    axis: i64,
+    largest: bool,
+    dst: &mut DataMut<'_>,
+) -> Result<()> {
+    let s = cx.shape(0);
+    let a = shapes::normalize_axis(axis, s.len(), false).unwrap_or(0);
+    let (outer, n, inner) = (s[..a].iter().product::<usize>(), s[a], s[a + 1..].iter().product::<usize>());
+    let k = cx.out_shape()[a];
+    let x = input::<T>(cx, ins, 0)?;
+    enum Out<'a, T> {
+        Values(&'a mut [T]),
+        Indices(&'a mut [i64]),
+    }
+    let mut out = if matches!(cx.step.kernel, Kernel::TopK { indices: true, .. }) {
+        match dst {
+            DataMut::I64(ix) => Out::Indices(ix),
+            _ => return Err(cx.mismatch()),
+        }
+    } else {
+        Out::Values(T::get_mut(dst).ok_or_else(|| cx.mismatch())?)
+    };
+    ORDER.with(|order| {
+        let mut order = order.borrow_mut();
+        for o in 0..outer {
+            for i in 0..inner {
+                let at = |j: usize| x[(o * n + j) * inner + i];
+                order.clear();
+                order.extend(0..n);
+                // Stable sort: equal values keep the lower index first, as ORT does.
+                order.sort_by(|&p, &q| {
+                    let c = at(p).partial_cmp(&at(q)).unwrap_or(std::cmp::Ordering::Equal);
+                    if largest {
+                        c.reverse()
+                    } else {
+                        c
+                    }
+                });
+                for (r, &j) in order.iter().take(k).enumerate() {
+                    let to = (o * k + r) * inner + i;
+                    match &mut out {
+                        Out::Values(v) => v[to] = at(j),
+                        Out::Indices(ix) => ix[to] = j as i64,
+                    }
+                }
+            }
+        }
+    });
     Ok(())
 }

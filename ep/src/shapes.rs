@@ -173,6 +173,31 @@ pub fn infer_shape(
             (x.clone(), None)
         }
         Kernel::Ones => (x.clone(), None),
+        Kernel::TopK { axis, k, .. } => {
+            let a = normalize_axis(axis, x.len(), false).map_err(|e| fail(format_args!("{e}")))?;
+            let k = int_list(&k, params).map_err(|e| fail(format_args!("{e}")))?;
+            if x.is_empty() || k.len() != 1 || k[0] < 0 || k[0] as usize > x[a] {
+                return Err(fail(format_args!("K {k:?} for an axis of {}", x.get(a).copied().unwrap_or(0))));
+            }
+            let mut s = x.clone();
+            s[a] = k[0] as usize;
+            (s, None)
+        }
+        Kernel::GroupNorm { groups, per_channel, .. } => {
+            let want = if per_channel { x.get(1).copied().unwrap_or(0) } else { groups };
+            let ok = x.len() >= 2
+                && x[1].is_multiple_of(groups)
+                && step.inputs[1..].iter().all(|&p| shapes[p].as_slice() == [want]);
+            if !ok {
+                return Err(fail(format_args!("{groups} groups, scale and bias of [{want}]")));
+            }
+            (x.clone(), None)
+        }
+        Kernel::Rotary { .. } => {
+            let ins: SmallVec<[&[usize]; 4]> = step.inputs.iter().map(|&id| shapes[id].as_slice()).collect();
+            rotary_dims(&step.kernel, &ins).map_err(|e| fail(format_args!("{e}")))?;
+            (x.clone(), None)
+        }
         Kernel::Tile { repeats } => {
             let r = int_list(&repeats, params).map_err(|e| fail(format_args!("{e}")))?;
             if r.len() != x.len() || r.iter().any(|&v| v < 0) {
@@ -558,6 +583,32 @@ pub fn attention_dims(a: &AttentionSpec, ins: &[&[usize]]) -> std::result::Resul
         return Err(format!("nonpad_kv_seqlen {:?} is not [batch]", ins[at]));
     }
     Ok(d)
+}
+
+/// RotaryEmbedding's sizes: batch, sequence, heads, head size, rotated size; checked.
+pub fn rotary_dims(kernel: &Kernel, ins: &[&[usize]]) -> std::result::Result<[usize; 5], String> {
+    let Kernel::Rotary { heads, rotary_dim, positions, .. } = *kernel else { unreachable!("a Rotary step") };
+    let x = ins[0];
+    let (b, s, h, d) = match x.len() {
+        4 => (x[0], x[2], x[1], x[3]),
+        3 if heads > 0 && x[2].is_multiple_of(heads) => (x[0], x[1], heads, x[2] / heads),
+        _ => return Err(format!("input {x:?} must be [B, H, S, D], or [B, S, H * D] with num_heads")),
+    };
+    let rot = if rotary_dim == 0 { d } else { rotary_dim };
+    if rot > d || !rot.is_multiple_of(2) {
+        return Err(format!("rotary_embedding_dim {rot} for a head of {d}"));
+    }
+    let (cos, sin) = (ins[1], ins[2]);
+    let cache_ok = if positions {
+        let p = ins[3];
+        p == [b, s] && cos.len() == 2 && cos[1] == rot / 2
+    } else {
+        cos == [b, s, rot / 2]
+    };
+    if !cache_ok || cos != sin {
+        return Err(format!("cos {cos:?} / sin {sin:?} caches do not match the input"));
+    }
+    Ok([b, s, h, d, rot])
 }
 
 /// Where part `part` of `parts` starts along an axis of length `len`, and its length.

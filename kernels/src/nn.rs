@@ -585,6 +585,43 @@ pub fn norm_stats(x: &[f32], n: usize, epsilon: f32, inverse_std: bool, y: &mut 
     }
 }
 
+/// GroupNormalization of `x` viewed as `[batch, channels, spatial]`: each group of
+/// `channels / groups` channels is normalized over its channels and positions, then
+/// scaled and shifted per channel (`per_channel`) or per group.
+#[allow(clippy::too_many_arguments)]
+pub fn group_norm(
+    x: &[f32],
+    scale: &[f32],
+    bias: &[f32],
+    batch: usize,
+    channels: usize,
+    spatial: usize,
+    groups: usize,
+    epsilon: f32,
+    per_channel: bool,
+    y: &mut [f32],
+) {
+    let per_group = channels / groups.max(1);
+    let len = per_group * spatial;
+    for n in 0..batch {
+        for g in 0..groups {
+            let at = (n * channels + g * per_group) * spatial;
+            let xs = &x[at..at + len];
+            let mean = xs.iter().map(|&v| v as f64).sum::<f64>() / len as f64;
+            let var = xs.iter().map(|&v| (v as f64 - mean).powi(2)).sum::<f64>() / len as f64;
+            let inv = 1.0 / (var + epsilon as f64).sqrt();
+            for c in 0..per_group {
+                let k = if per_channel { g * per_group + c } else { g };
+                let (sc, b) = (scale[k], bias[k]);
+                let row = at + c * spatial;
+                for (o, &v) in y[row..row + spatial].iter_mut().zip(&x[row..row + spatial]) {
+                    *o = ((v as f64 - mean) * inv) as f32 * sc + b;
+                }
+            }
+        }
+    }
+}
+
 /// One-hot of the first maximum along the middle axis of `x` viewed as `[outer, n, inner]`.
 pub fn hardmax(x: &[f32], outer: usize, n: usize, inner: usize, y: &mut [f32]) {
     y.iter_mut().for_each(|v| *v = 0.0);

@@ -335,6 +335,28 @@ pub enum Kernel {
         axis: i64,
         depth: i64,
     },
+    /// TopK's values (or, with `indices`, their int64 positions), sorted; ties keep the
+    /// lower index first.
+    TopK {
+        axis: i64,
+        largest: bool,
+        k: ReduceAxes,
+        indices: bool,
+    },
+    /// GroupNormalization; `per_channel`: scale and bias have one value per channel
+    /// (opset 21) rather than per group (opset 18).
+    GroupNorm {
+        groups: usize,
+        epsilon: f32,
+        per_channel: bool,
+    },
+    /// RotaryEmbedding (opset 23).
+    Rotary {
+        heads: usize,
+        rotary_dim: usize,
+        interleaved: bool,
+        positions: bool,
+    },
 }
 
 /// How a scatter combines an update with what is there.
@@ -401,6 +423,8 @@ impl Kernel {
                 | Kernel::GatherNd { .. }
                 | Kernel::Scatter { .. }
                 | Kernel::OneHot { .. }
+                | Kernel::TopK { .. }
+                | Kernel::Rotary { .. }
         )
     }
 

@@ -142,6 +142,7 @@ pub fn kernel_for(node: &NodeDesc) -> Result<Claim, String> {
             | "Split"
             | "SoftmaxCrossEntropyLoss"
             | "Attention"
+            | "TopK"
     );
     if node.op_type == "MaxPool" && node.outputs.get(1).is_some_and(Option::is_some) {
         return Err("MaxPool's Indices output is not supported".into());
@@ -160,7 +161,8 @@ pub fn kernel_for(node: &NodeDesc) -> Result<Claim, String> {
         Ok(()) => node,
         Err(why) => {
             let t = node.outputs[0].as_ref().map_or(0, |v| v.elem_type);
-            let computes_in_f32 = !kernel.is_typed() || matches!(kernel, Kernel::Attention(_) | Kernel::Loss { .. });
+            let computes_in_f32 = !kernel.is_typed()
+                || matches!(kernel, Kernel::Attention(_) | Kernel::Loss { .. } | Kernel::Rotary { .. });
             if !(computes_in_f32 && matches!(t, dtype::FLOAT16 | dtype::BFLOAT16)) {
                 return Err(why);
             }
@@ -176,6 +178,7 @@ pub fn kernel_for(node: &NodeDesc) -> Result<Claim, String> {
         Kernel::Reduce { axes: ReduceAxes::AtRun, .. }
         | Kernel::Expand { shape: ReduceAxes::AtRun }
         | Kernel::Tile { repeats: ReduceAxes::AtRun }
+        | Kernel::TopK { k: ReduceAxes::AtRun, .. }
         | Kernel::CumSum { axis: ReduceAxes::AtRun, .. }
         | Kernel::Trilu { k: ReduceAxes::AtRun, .. } => SmallVec::from_slice(&[1]),
         _ => SmallVec::new(),
@@ -210,6 +213,9 @@ fn extra_outputs(node: &NodeDesc, kernel: &Kernel) -> Result<SmallVec<[(usize, K
                 (Kernel::NormStat { axis, epsilon, inverse_std: k == 2 }, dtype::FLOAT)
             }
             (Kernel::Identity, "Dropout") => (Kernel::Ones, dtype::BOOL),
+            (Kernel::TopK { axis, largest, k: count, .. }, _) => {
+                (Kernel::TopK { axis, largest, k: count, indices: true }, dtype::INT64)
+            }
             (Kernel::Attention(a), _) => {
                 let out = match k {
                     1 => AttnOut::PresentKey,
@@ -311,6 +317,10 @@ fn check_types(node: &NodeDesc, kernel: &Kernel, data: &[usize]) -> Result<(), S
             let nonpad_ok = !a.nonpad || types[k] == dtype::INT64;
             all(&types[..3], dtype::FLOAT) && mask_ok && past_ok && nonpad_ok && out.elem_type == dtype::FLOAT
         }
+        Kernel::TopK { .. } => data::is_number(types[0]) && out.elem_type == types[0],
+        Kernel::Rotary { positions, .. } => {
+            all(&types[..3], dtype::FLOAT) && (!positions || types[3] == dtype::INT64) && out.elem_type == dtype::FLOAT
+        }
         Kernel::GatherNd { .. } => {
             data::supported(out.elem_type) && types[0] == out.elem_type && types[1] == dtype::INT64
         }
@@ -380,6 +390,8 @@ fn types(op_type: &str) -> &'static str {
         | "Trilu" | "Split" | "Tile" | "GatherND" => "any",
         "ScatterElements" | "ScatterND" => "any (numbers with a reduction)",
         "OneHot" => "numeric indices, any values",
+        "TopK" => "numbers (int64 indices)",
+        "RotaryEmbedding" => "float32, halves (int64 positions)",
         "Gather" | "GatherElements" => "any (int32 / int64 indices)",
         "IsNaN" | "IsInf" => "floats, to bool",
         "BitShift" | "BitwiseAnd" | "BitwiseOr" | "BitwiseXor" | "BitwiseNot" => "integers",

@@ -644,4 +644,53 @@ pub static OPS: &[OpSpec] = &[
         attrs: &["axis"],
         build: one_hot,
     },
+    OpSpec {
+        op_type: "TopK",
+        since: (10, 24),
+        arity: Arity::DataThenConstants { max: 2 },
+        attrs: &["axis", "largest", "sorted"],
+        build: |n| {
+            Ok(Kernel::TopK {
+                axis: int_attr(n, "axis", -1)?,
+                largest: int_attr(n, "largest", 1)? != 0,
+                k: ints_input(n, 1, "K")?,
+                indices: false,
+            })
+        },
+    },
+    OpSpec {
+        op_type: "GroupNormalization",
+        since: (18, 21),
+        arity: Arity::Data { min: 3, max: 3 },
+        attrs: &["num_groups", "epsilon", "stash_type"],
+        build: |n| {
+            if int_attr(n, "stash_type", 1)? != 1 {
+                return Err("stash_type other than float".into());
+            }
+            let g = int_attr(n, "num_groups", 0)?;
+            Ok(Kernel::GroupNorm {
+                groups: usize::try_from(g).ok().filter(|&g| g > 0).ok_or(format!("num_groups {g}"))?,
+                epsilon: float_attr(n, "epsilon", 1e-5)?,
+                per_channel: n.since_version >= 21,
+            })
+        },
+    },
+    OpSpec {
+        op_type: "RotaryEmbedding",
+        since: (23, 23),
+        arity: Arity::Optional { min: 3, max: 4 },
+        attrs: &["num_heads", "rotary_embedding_dim", "interleaved"],
+        build: |n| {
+            let nonneg = |name| {
+                let v = int_attr(n, name, 0)?;
+                usize::try_from(v).map_err(|_| format!("{name} {v}"))
+            };
+            Ok(Kernel::Rotary {
+                heads: nonneg("num_heads")?,
+                rotary_dim: nonneg("rotary_embedding_dim")?,
+                interleaved: int_attr(n, "interleaved", 0)? != 0,
+                positions: n.inputs.get(3).is_some_and(Option::is_some),
+            })
+        },
+    },
 ];
