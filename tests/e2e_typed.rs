@@ -983,3 +983,58 @@ fn top_k_group_norm_and_rotary_embedding_match_ort() {
         assert_matches_ort(&model, &inputs, 1e-5, 1e-6, &what);
     }
 }
+
+/// Range and NonZero, whose output shapes come from their input data, against ORT; the
+/// rest of the fused node runs on the shapes they produce. Range with delta 0 is an error
+/// naming the node.
+#[test]
+fn range_and_nonzero_shape_their_outputs_from_data() {
+    for (t, start, limit, delta) in
+        [(FLOAT, 0.5, 3.0, 0.75), (INT64, 10.0, -3.0, -4.0), (INT32, 0.0, 5.0, 1.0), (DOUBLE, 1.0, 1.0, 1.0)]
+    {
+        let model = ModelBuilder::new(11)
+            .input("s", t, &[])
+            .input("l", t, &[])
+            .input("d", t, &[])
+            .node("Range", "range", &["s", "l", "d"], &["r"])
+            .node("Add", "twice", &["r", "r"], &["y"])
+            .output("y", t, None)
+            .build();
+        let scalar = |n: &str, v: f64| HostTensor::typed(n, elem(t), &[], vec![v]);
+        let inputs = [scalar("s", start), scalar("l", limit), scalar("d", delta)];
+        assert_matches_ort(&model, &inputs, 0.0, 0.0, &format!("Range {} ({start}, {limit}, {delta})", name(t)));
+    }
+    for (t, x) in [
+        (FLOAT, vec![0.0, 1.5, -0.0, 2.0, 0.0, 3.0]),
+        (BOOL, vec![1.0, 0.0, 0.0, 1.0, 1.0, 0.0]),
+        (INT32, vec![0.0; 6]),
+    ] {
+        let model = ModelBuilder::new(13)
+            .input("x", t, &[2.into(), 3.into()])
+            .node("NonZero", "nz", &["x"], &["y"])
+            .output("y", INT64, None)
+            .build();
+        assert_matches_ort(
+            &model,
+            &[HostTensor::typed("x", elem(t), &[2, 3], x)],
+            0.0,
+            0.0,
+            &format!("NonZero {}", name(t)),
+        );
+    }
+    let model = ModelBuilder::new(11)
+        .input("s", FLOAT, &[])
+        .input("l", FLOAT, &[])
+        .input("d", FLOAT, &[])
+        .node("Range", "range", &["s", "l", "d"], &["y"])
+        .output("y", FLOAT, None)
+        .build();
+    let mut rivet = harness::session(env(), &model, Arm::Rivet, &strict()).expect("session");
+    let inputs = [
+        HostTensor::f32("s", &[], vec![0.0]),
+        HostTensor::f32("l", &[], vec![1.0]),
+        HostTensor::f32("d", &[], vec![0.0]),
+    ];
+    let err = harness::run(&mut rivet, &inputs).expect_err("delta 0");
+    assert!(err.contains("node 'range' (Range)") && err.contains("no length"), "{err}");
+}

@@ -161,6 +161,14 @@ fn run_step<'a>(
     let inferred;
     let broadcast = match &plan.fixed {
         Some(f) => f.broadcasts[index].as_ref(),
+        None if step.kernel.shape_from_data() => {
+            let mut ins: SmallVec<[Data<'_>; 4]> = SmallVec::new();
+            for &id in &step.inputs {
+                ins.push(read(plan, id, inputs, &state.buffers, outs));
+            }
+            state.shapes[step.output] = shapes::shape_from_data(&plan.values, step, &state.shapes, &ins)?;
+            None
+        }
         None if matches!(step.kernel, Kernel::Binary(_)) => {
             let (a, b) = (&state.shapes[step.inputs[0]], &state.shapes[step.inputs[1]]);
             let cached = matches!(&state.broadcasts[index], Some(c) if c.a == *a && c.b == *b);
@@ -433,7 +441,9 @@ fn apply(
         | Kernel::Scatter { .. }
         | Kernel::OneHot { .. }
         | Kernel::TopK { .. }
-        | Kernel::Rotary { .. } => unreachable!("typed steps run in exec_typed"),
+        | Kernel::Rotary { .. }
+        | Kernel::Range
+        | Kernel::NonZero => unreachable!("typed steps run in exec_typed"),
         Kernel::GroupNorm { groups, epsilon, per_channel } => {
             let s = shape(0);
             let spatial = s[2..].iter().product();

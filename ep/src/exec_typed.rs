@@ -169,6 +169,62 @@ pub(crate) fn apply_typed(
             by_number!(ins[0], Err(cx.mismatch()), scatter_reduce(&cx, reduction, ins, dst))
         }
         Kernel::OneHot { axis, depth } => by_storage!(dst, one_hot(&cx, ins, axis, depth)),
+        Kernel::Range => {
+            // Accumulated, as ORT does: value += delta.
+            macro_rules! range {
+                ($y:expr, $t:ty) => {{
+                    let at = |k: usize| input::<$t>(&cx, ins, k).map(|v| v[0]);
+                    let (mut v, delta) = (at(0)?, at(2)?);
+                    for o in $y.iter_mut() {
+                        *o = v;
+                        v = Number::add(v, delta); // wrapping for integers
+                    }
+                }};
+            }
+            match dst {
+                DataMut::F32(y) => range!(y, f32),
+                DataMut::F64(y) => range!(y, f64),
+                DataMut::I16(y) => range!(y, i16),
+                DataMut::I32(y) => range!(y, i32),
+                DataMut::I64(y) => range!(y, i64),
+                _ => return Err(cx.mismatch()),
+            }
+            Ok(())
+        }
+        Kernel::NonZero => {
+            let DataMut::I64(y) = dst else { return Err(cx.mismatch()) };
+            let s = cx.shape(0);
+            let count = y.len() / s.len().max(1);
+            let mut strides = [1usize; 8];
+            for a in (0..s.len().saturating_sub(1)).rev() {
+                strides[a] = strides[a + 1] * s[a + 1];
+            }
+            let total: usize = s.iter().product();
+            let mut found = 0;
+            for k in 0..total {
+                let nonzero = match ins[0] {
+                    Data::F32(v) => v[k] != 0.0,
+                    Data::F64(v) => v[k] != 0.0,
+                    Data::I8(v) => v[k] != 0,
+                    Data::I16(v) => v[k] != 0,
+                    Data::I32(v) => v[k] != 0,
+                    Data::I64(v) => v[k] != 0,
+                    Data::U8(v) | Data::Bool(v) => v[k] != 0,
+                    Data::U16(v) => v[k] != 0,
+                    Data::U32(v) => v[k] != 0,
+                    Data::U64(v) => v[k] != 0,
+                    Data::F16(v) | Data::BF16(v) => v[k] & 0x7fff != 0,
+                };
+                if nonzero {
+                    // A scalar reports as one axis of index 0.
+                    for a in 0..s.len().max(1) {
+                        y[a * count + found] = if s.is_empty() { 0 } else { ((k / strides[a]) % s[a]) as i64 };
+                    }
+                    found += 1;
+                }
+            }
+            Ok(())
+        }
         Kernel::TopK { axis, largest, indices: false, .. } => {
             by_number!(ins[0], Err(cx.mismatch()), top_k(&cx, ins, axis, largest, dst))
         }

@@ -301,7 +301,7 @@ impl Plan {
         for (id, shape, _) in &self.constants {
             shapes[*id].clone_from(shape);
         }
-        if self.steps.iter().any(|s| !s.params.is_empty()) {
+        if self.steps.iter().any(|s| !s.params.is_empty() || s.kernel.shape_from_data()) {
             return Ok(None); // shapes that depend on data known only at Run
         }
         let mut broadcasts = Vec::with_capacity(self.steps.len());

@@ -55,14 +55,15 @@ pub fn value(api: &Api, v: *const OrtValueInfo) -> Result<Option<ValueDesc>> {
     Ok(Some(ValueDesc { name, elem_type, dims: Some(declared), constant, at_run_ok }))
 }
 
-/// The data of a small constant initializer of f32 or i64 elements.
+/// The data of a small constant initializer of f32, i64 or i32 (read as i64) elements.
 fn small_constant(api: &Api, v: *const OrtValueInfo, elem_type: i32, dims: &[Dim]) -> Result<Option<Constant>> {
     let len = dims.iter().try_fold(1usize, |acc, d| match d {
         Dim::Fixed(n) => acc.checked_mul(*n),
         Dim::Symbolic(_) => None,
     });
     let Some(len) = len.filter(|&n| n <= SMALL_CONSTANT) else { return Ok(None) };
-    if !(elem_type == dtype::FLOAT || elem_type == dtype::INT64) || !api.value_info_is_constant_initializer(v)? {
+    let readable = matches!(elem_type, dtype::FLOAT | dtype::INT64 | dtype::INT32);
+    if !readable || !api.value_info_is_constant_initializer(v)? {
         return Ok(None);
     }
     let value = api.value_info_initializer_value(v)?;
@@ -75,10 +76,10 @@ fn small_constant(api: &Api, v: *const OrtValueInfo, elem_type: i32, dims: &[Dim
     let p = api.tensor_data(value)?;
     // SAFETY: an initializer of `len` elements of the declared type, alive for this call.
     Ok(Some(unsafe {
-        if elem_type == dtype::FLOAT {
-            Constant::F32(std::slice::from_raw_parts(p.cast::<f32>(), len).to_vec())
-        } else {
-            Constant::I64(std::slice::from_raw_parts(p.cast::<i64>(), len).to_vec())
+        match elem_type {
+            dtype::FLOAT => Constant::F32(std::slice::from_raw_parts(p.cast::<f32>(), len).to_vec()),
+            dtype::INT64 => Constant::I64(std::slice::from_raw_parts(p.cast::<i64>(), len).to_vec()),
+            _ => Constant::I64(std::slice::from_raw_parts(p.cast::<i32>(), len).iter().map(|&v| v as i64).collect()),
         }
     }))
 }

@@ -350,6 +350,10 @@ pub enum Kernel {
         epsilon: f32,
         per_channel: bool,
     },
+    /// Range: `start`, `start + delta`, ... below `limit`; its length depends on the data.
+    Range,
+    /// NonZero: the int64 indices `[rank, count]` of the non-zero elements.
+    NonZero,
     /// RotaryEmbedding (opset 23).
     Rotary {
         heads: usize,
@@ -425,7 +429,14 @@ impl Kernel {
                 | Kernel::OneHot { .. }
                 | Kernel::TopK { .. }
                 | Kernel::Rotary { .. }
+                | Kernel::Range
+                | Kernel::NonZero
         )
+    }
+
+    /// Kernels whose output shape depends on their input data, known only at Run.
+    pub fn shape_from_data(&self) -> bool {
+        matches!(self, Kernel::Range | Kernel::NonZero)
     }
 
     /// The typed kernel of a binary float32 op (Pow has none).

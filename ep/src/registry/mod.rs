@@ -318,6 +318,11 @@ fn check_types(node: &NodeDesc, kernel: &Kernel, data: &[usize]) -> Result<(), S
             all(&types[..3], dtype::FLOAT) && mask_ok && past_ok && nonpad_ok && out.elem_type == dtype::FLOAT
         }
         Kernel::TopK { .. } => data::is_number(types[0]) && out.elem_type == types[0],
+        Kernel::Range => {
+            matches!(out.elem_type, dtype::FLOAT | dtype::DOUBLE | dtype::INT16 | dtype::INT32 | dtype::INT64)
+                && all(&types, out.elem_type)
+        }
+        Kernel::NonZero => data::supported(types[0]) && out.elem_type == dtype::INT64,
         Kernel::Rotary { positions, .. } => {
             all(&types[..3], dtype::FLOAT) && (!positions || types[3] == dtype::INT64) && out.elem_type == dtype::FLOAT
         }
@@ -391,6 +396,8 @@ fn types(op_type: &str) -> &'static str {
         "ScatterElements" | "ScatterND" => "any (numbers with a reduction)",
         "OneHot" => "numeric indices, any values",
         "TopK" => "numbers (int64 indices)",
+        "Range" => "float32, float64, int16, int32, int64",
+        "NonZero" => "any, to int64",
         "RotaryEmbedding" => "float32, halves (int64 positions)",
         "Gather" | "GatherElements" => "any (int32 / int64 indices)",
         "IsNaN" | "IsInf" => "floats, to bool",

@@ -693,4 +693,6 @@ pub static OPS: &[OpSpec] = &[
             })
         },
     },
+    typed!("Range", 11..=11, Arity::Data { min: 3, max: 3 }, Kernel::Range),
+    typed!("NonZero", 9..=13, Arity::Unary, Kernel::NonZero),
 ];
