@@ -1038,3 +1038,41 @@ fn range_and_nonzero_shape_their_outputs_from_data() {
     let err = harness::run(&mut rivet, &inputs).expect_err("delta 0");
     assert!(err.contains("node 'range' (Range)") && err.contains("no length"), "{err}");
 }
+
+/// Einsum forms against ORT: matrix and batched products (with `...`), transposes,
+/// trace, diagonal, outer product, a three-operand contraction, implicit outputs, on
+/// float32 and int64.
+#[test]
+fn einsum_matches_ort() {
+    let cases: [(&str, &[&[i64]]); 9] = [
+        ("ij,jk->ik", &[&[2, 3], &[3, 4]]),
+        ("...ij,...jk->...ik", &[&[2, 2, 3], &[2, 3, 2]]),
+        ("bij,bjk", &[&[2, 2, 3], &[2, 3, 2]]),
+        ("ij->ji", &[&[2, 3]]),
+        ("ii", &[&[3, 3]]),
+        ("ii->i", &[&[3, 3]]),
+        ("i,j->ij", &[&[3], &[4]]),
+        ("ij,jk,kl->il", &[&[2, 3], &[3, 2], &[2, 2]]),
+        ("bhqd,bhkd->bhqk", &[&[1, 2, 3, 4], &[1, 2, 5, 4]]),
+    ];
+    for t in [FLOAT, INT64] {
+        for (eq, shapes) in cases {
+            let names: Vec<String> = (0..shapes.len()).map(|k| format!("x{k}")).collect();
+            let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+            let mut m = ModelBuilder::new(12);
+            let mut inputs = vec![];
+            for (k, s) in shapes.iter().enumerate() {
+                let dims: Vec<Dim> = s.iter().map(|&d| d.into()).collect();
+                m = m.input(&names[k], t, &dims);
+                let n = s.iter().product::<i64>() as usize;
+                let v: Vec<f64> = harness::values(k as u64 + 40, n, -3.0, 3.0).into_iter().map(f64::round).collect();
+                inputs.push(HostTensor::typed(&names[k], elem(t), s, v));
+            }
+            let model = m
+                .node_with("Einsum", "op", &refs, &["y"], &[("equation", Attr::Str(eq.into()))])
+                .output("y", t, None)
+                .build();
+            assert_matches_ort(&model, &inputs, 1e-6, 1e-6, &format!("Einsum {eq} {}", name(t)));
+        }
+    }
+}

@@ -443,7 +443,8 @@ fn apply(
         | Kernel::TopK { .. }
         | Kernel::Rotary { .. }
         | Kernel::Range
-        | Kernel::NonZero => unreachable!("typed steps run in exec_typed"),
+        | Kernel::NonZero
+        | Kernel::Einsum { .. } => unreachable!("typed steps run in exec_typed"),
         Kernel::GroupNorm { groups, epsilon, per_channel } => {
             let s = shape(0);
             let spatial = s[2..].iter().product();

@@ -169,6 +169,7 @@ pub(crate) fn apply_typed(
             by_number!(ins[0], Err(cx.mismatch()), scatter_reduce(&cx, reduction, ins, dst))
         }
         Kernel::OneHot { axis, depth } => by_storage!(dst, one_hot(&cx, ins, axis, depth)),
+        Kernel::Einsum { .. } => by_number!(ins[0], Err(cx.mismatch()), einsum(&cx, ins, dst)),
         Kernel::Range => {
             // Accumulated, as ORT does: value += delta.
             macro_rules! range {
@@ -922,4 +923,17 @@ fn top_k<T: Storage + PartialOrd>(
         }
     });
     Ok(())
+}
+
+fn einsum<T: Storage + Number>(cx: &Ctx<'_>, ins: &[Data<'_>], dst: &mut DataMut<'_>) -> Result<()> {
+    let shapes: SmallVec<[&[usize]; 4]> = (0..ins.len()).map(|k| cx.shape(k)).collect();
+    let ranks: SmallVec<[usize; 4]> = shapes.iter().map(|s| s.len()).collect();
+    let eq = rivet_kernels::einsum::parse(cx.step.kernel.einsum_equation(), &ranks).map_err(Error::invalid)?;
+    let mut xs: SmallVec<[&[T]; 4]> = SmallVec::new();
+    for k in 0..ins.len() {
+        xs.push(input::<T>(cx, ins, k)?);
+    }
+    let y = T::get_mut(dst).ok_or_else(|| cx.mismatch())?;
+    rivet_kernels::einsum::einsum(&eq, &xs, &shapes, y, T::default(), |a, b| a.add(b), |a, b| a.mul(b))
+        .map_err(Error::invalid)
 }

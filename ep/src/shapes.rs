@@ -174,6 +174,13 @@ pub fn infer_shape(
             (x.clone(), None)
         }
         Kernel::Ones => (x.clone(), None),
+        Kernel::Einsum { .. } => {
+            let ins: SmallVec<[&[usize]; 4]> = step.inputs.iter().map(|&id| shapes[id].as_slice()).collect();
+            let ranks: SmallVec<[usize; 4]> = ins.iter().map(|s| s.len()).collect();
+            let eq = rivet_kernels::einsum::parse(step.kernel.einsum_equation(), &ranks)
+                .map_err(|e| fail(format_args!("{e}")))?;
+            (rivet_kernels::einsum::output_shape(&eq, &ins).map_err(|e| fail(format_args!("{e}")))?, None)
+        }
         Kernel::Range | Kernel::NonZero => {
             return Err(Error::ep(format_args!("{}: its shape comes from its data", NodeLabel(step))))
         }

@@ -49,6 +49,7 @@ pub mod attention;
 mod binary;
 mod broadcast;
 pub mod conv;
+pub mod einsum;
 mod gemm;
 mod math;
 pub mod nn;

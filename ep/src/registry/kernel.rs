@@ -354,6 +354,11 @@ pub enum Kernel {
     Range,
     /// NonZero: the int64 indices `[rank, count]` of the non-zero elements.
     NonZero,
+    /// Einsum; the equation's bytes (at most 64).
+    Einsum {
+        equation: [u8; 64],
+        len: u8,
+    },
     /// RotaryEmbedding (opset 23).
     Rotary {
         heads: usize,
@@ -431,7 +436,16 @@ impl Kernel {
                 | Kernel::Rotary { .. }
                 | Kernel::Range
                 | Kernel::NonZero
+                | Kernel::Einsum { .. }
         )
+    }
+
+    /// Einsum's equation.
+    pub fn einsum_equation(&self) -> &str {
+        match self {
+            Kernel::Einsum { equation, len } => std::str::from_utf8(&equation[..*len as usize]).unwrap_or(""),
+            _ => "",
+        }
     }
 
     /// Kernels whose output shape depends on their input data, known only at Run.

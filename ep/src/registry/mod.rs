@@ -162,7 +162,10 @@ pub fn kernel_for(node: &NodeDesc) -> Result<Claim, String> {
         Err(why) => {
             let t = node.outputs[0].as_ref().map_or(0, |v| v.elem_type);
             let computes_in_f32 = !kernel.is_typed()
-                || matches!(kernel, Kernel::Attention(_) | Kernel::Loss { .. } | Kernel::Rotary { .. });
+                || matches!(
+                    kernel,
+                    Kernel::Attention(_) | Kernel::Loss { .. } | Kernel::Rotary { .. } | Kernel::Einsum { .. }
+                );
             if !(computes_in_f32 && matches!(t, dtype::FLOAT16 | dtype::BFLOAT16)) {
                 return Err(why);
             }
@@ -318,6 +321,7 @@ fn check_types(node: &NodeDesc, kernel: &Kernel, data: &[usize]) -> Result<(), S
             all(&types[..3], dtype::FLOAT) && mask_ok && past_ok && nonpad_ok && out.elem_type == dtype::FLOAT
         }
         Kernel::TopK { .. } => data::is_number(types[0]) && out.elem_type == types[0],
+        Kernel::Einsum { .. } => data::is_number(out.elem_type) && all(&types, out.elem_type),
         Kernel::Range => {
             matches!(out.elem_type, dtype::FLOAT | dtype::DOUBLE | dtype::INT16 | dtype::INT32 | dtype::INT64)
                 && all(&types, out.elem_type)
@@ -397,6 +401,7 @@ fn types(op_type: &str) -> &'static str {
         "OneHot" => "numeric indices, any values",
         "TopK" => "numbers (int64 indices)",
         "Range" => "float32, float64, int16, int32, int64",
+        "Einsum" => "numbers, halves",
         "NonZero" => "any, to int64",
         "RotaryEmbedding" => "float32, halves (int64 positions)",
         "Gather" | "GatherElements" => "any (int32 / int64 indices)",

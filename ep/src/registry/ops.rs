@@ -695,4 +695,24 @@ pub static OPS: &[OpSpec] = &[
     },
     typed!("Range", 11..=11, Arity::Data { min: 3, max: 3 }, Kernel::Range),
     typed!("NonZero", 9..=13, Arity::Unary, Kernel::NonZero),
+    OpSpec {
+        op_type: "Einsum",
+        since: (12, 12),
+        arity: Arity::Variadic { min: 1, max: usize::MAX },
+        attrs: &["equation"],
+        build: |n| {
+            let eq = string_attr(n, "equation", "")?;
+            if eq.is_empty() || eq.len() > 64 || !eq.is_ascii() {
+                return Err(format!("Einsum equation '{eq}' (Rivet takes up to 64 ASCII characters)"));
+            }
+            let ranks: Vec<usize> =
+                n.inputs.iter().flatten().map(|v| v.dims.as_ref().map_or(usize::MAX, |d| d.len())).collect();
+            if ranks.iter().all(|&r| r != usize::MAX) {
+                rivet_kernels::einsum::parse(eq, &ranks)?;
+            }
+            let mut equation = [0u8; 64];
+            equation[..eq.len()].copy_from_slice(eq.as_bytes());
+            Ok(Kernel::Einsum { equation, len: eq.len() as u8 })
+        },
+    },
 ];
