@@ -1076,3 +1076,73 @@ fn einsum_matches_ort() {
         }
     }
 }
+
+/// Bounds, pads and split sizes fed at Run: Clip's min/max inputs (either or both),
+/// Pad's pads (with constant axes) and Split's sizes, against ORT.
+#[test]
+fn clip_bounds_pad_amounts_and_split_sizes_fed_at_run_match_ort() {
+    for (with_min, with_max) in [(true, true), (true, false), (false, true)] {
+        let mut m = ModelBuilder::new(13).input("x", FLOAT, &[6.into()]);
+        let mut names = vec!["x"];
+        let mut inputs = vec![HostTensor::f32("x", &[6], vec![-3.0, -1.0, 0.0, 0.5, 2.0, f32::NAN])];
+        if with_min {
+            m = m.input("lo", FLOAT, &[]);
+            names.push("lo");
+            inputs.push(HostTensor::f32("lo", &[], vec![-1.5]));
+        } else {
+            names.push("");
+        }
+        if with_max {
+            m = m.input("hi", FLOAT, &[]);
+            names.push("hi");
+            inputs.push(HostTensor::f32("hi", &[], vec![1.0]));
+        }
+        let model = m.node("Clip", "clip", &names, &["y"]).output("y", FLOAT, None).build();
+        assert_matches_ort(&model, &inputs, 0.0, 0.0, &format!("Clip min {with_min} max {with_max}"));
+    }
+    for (mode, axes) in [
+        ("constant", None),
+        ("reflect", None),
+        ("edge", Some(vec![1i64])),
+        ("constant", Some(vec![-1, 0])),
+        ("reflect", Some(vec![1])),
+    ] {
+        let n_pads = 2 * axes.as_ref().map_or(2, Vec::len) as i64;
+        let mut m =
+            ModelBuilder::new(18).input("x", FLOAT, &[2.into(), 3.into()]).input("pads", INT64, &[n_pads.into()]);
+        let mut names = vec!["x", "pads"];
+        if let Some(a) = &axes {
+            m = m.initializer("value", &[], vec![7.5]).initializer_i64("axes", &[a.len() as i64], a.clone());
+            names.extend(["value", "axes"]);
+        }
+        let model = m
+            .node_with("Pad", "pad", &names, &["y"], &[("mode", Attr::Str(mode.into()))])
+            .output("y", FLOAT, None)
+            .build();
+        // Begins differ from ends, and stay below the axis sizes (reflect needs that).
+        let pads: Vec<f64> = match n_pads {
+            4 => vec![1.0, 2.0, 0.0, 1.0],
+            _ => vec![2.0, 1.0],
+        };
+        let inputs = [
+            HostTensor::f32("x", &[2, 3], vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0]),
+            HostTensor::typed("pads", E::Int64, &[n_pads], pads),
+        ];
+        assert_matches_ort(&model, &inputs, 0.0, 0.0, &format!("Pad {mode} axes {axes:?} pads at Run"));
+    }
+    let model = ModelBuilder::new(13)
+        .input("x", INT64, &[7.into()])
+        .input("sizes", INT64, &[3.into()])
+        .node("Split", "split", &["x", "sizes"], &["a", "b", "c"])
+        .output("a", INT64, None)
+        .output("b", INT64, None)
+        .output("c", INT64, None)
+        .build();
+    for sizes in [vec![1.0, 4.0, 2.0], vec![0.0, 7.0, 0.0]] {
+        let inputs = [
+            HostTensor::typed("x", E::Int64, &[7], (0..7).map(f64::from).collect()),
+            HostTensor::typed("sizes", E::Int64, &[3], sizes.clone()),
+        ];
+        assert_matches_ort(&model, &inputs, 0.0, 0.0, &format!("Split sizes {sizes:?} at Run"));
+    }
+}

@@ -302,6 +302,14 @@ fn apply(
             let v = if v < min { min } else { v };
             *o = if v > max { max } else { v };
         }),
+        Kernel::ClipInputs { min, max } => {
+            let lo = if min { ins[1][0] } else { f32::NEG_INFINITY };
+            let hi = if max { ins[if min { 2 } else { 1 }][0] } else { f32::INFINITY };
+            dst.iter_mut().zip(x).for_each(|(o, &v)| {
+                let v = if v < lo { lo } else { v };
+                *o = if v > hi { hi } else { v };
+            });
+        }
         Kernel::Softmax { axis, log, legacy } => {
             let s = shape(0);
             let a = shapes::normalize_axis(axis, s.len(), false).unwrap_or(0);
@@ -414,8 +422,8 @@ fn apply(
         }
         Kernel::Pad(spec) => {
             let s = shape(0);
-            let pads = &spec.pads[..spec.len as usize];
-            nn::pad(x, s, &pads[..s.len()], &pads[s.len()..], spec.mode, dst);
+            let pads = spec.resolve(s.len(), params).expect("checked by shape inference");
+            nn::pad(x, s, &pads[..s.len()], &pads[s.len()..2 * s.len()], spec.mode, dst);
         }
         Kernel::Variadic { .. } => unreachable!("lowered by the plan"),
         Kernel::Cast { .. }

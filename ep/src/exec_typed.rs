@@ -390,7 +390,12 @@ fn movement<T: Storage>(cx: &Ctx<'_>, ins: &[Data<'_>], y: &mut [T]) -> Result<(
             let out = cx.out_shape();
             map3(c, cx.shape(0), a, cx.shape(1), b, cx.shape(2), out, y, |c, a, b| if c != 0 { a } else { b });
         }
-        Kernel::SplitPart { axis, part, parts, sizes, exact } => {
+        Kernel::SplitPart { axis, part, parts, sizes, exact, sizes_at_run } => {
+            let sizes = if sizes_at_run {
+                Some(crate::registry::Axes::new(cx.params.first().copied().unwrap_or(&[])).map_err(Error::invalid)?)
+            } else {
+                sizes
+            };
             let s = cx.shape(0);
             let a = shapes::normalize_axis(axis, s.len(), false).unwrap_or(0);
             let (start, size) =

@@ -9,7 +9,7 @@ use crate::data::Data;
 use crate::error::{Error, Result};
 use crate::graph::{DeclaredShape, Dim, Shape};
 use crate::plan::{NodeLabel, PlanValue, Step};
-use crate::registry::{AttentionSpec, AutoPad, Kernel, ReduceAxes, ReshapeRule, Window};
+use crate::registry::{AttentionSpec, AutoPad, Axes, Kernel, ReduceAxes, ReshapeRule, Window};
 use rivet_kernels::attention::{AttnDims, AttnOut};
 use rivet_kernels::conv::Window2d;
 use smallvec::SmallVec;
@@ -174,6 +174,12 @@ pub fn infer_shape(
             (x.clone(), None)
         }
         Kernel::Ones => (x.clone(), None),
+        Kernel::ClipInputs { .. } => {
+            if let Some(&b) = step.inputs[1..].iter().find(|&&b| shapes[b].iter().product::<usize>() != 1) {
+                return Err(fail(format_args!("bound '{}' is not a scalar", values[b].name)));
+            }
+            (x.clone(), None)
+        }
         Kernel::Einsum { .. } => {
             let ins: SmallVec<[&[usize]; 4]> = step.inputs.iter().map(|&id| shapes[id].as_slice()).collect();
             let ranks: SmallVec<[usize; 4]> = ins.iter().map(|s| s.len()).collect();
@@ -289,7 +295,12 @@ pub fn infer_shape(
             s[a..].iter_mut().for_each(|d| *d = 1);
             (s, None)
         }
-        Kernel::SplitPart { axis, part, parts, sizes, exact } => {
+        Kernel::SplitPart { axis, part, parts, sizes, exact, sizes_at_run } => {
+            let sizes = if sizes_at_run {
+                Some(Axes::new(params.first().copied().unwrap_or(&[])).map_err(|e| fail(format_args!("{e}")))?)
+            } else {
+                sizes
+            };
             let a = normalize_axis(axis, x.len(), false).map_err(|e| fail(format_args!("{e}")))?;
             if x.is_empty() {
                 return Err(fail(format_args!("Split needs rank 1 or more")));
@@ -488,11 +499,9 @@ pub fn infer_shape(
             (x.clone(), None)
         }
         Kernel::Pad(spec) => {
-            let pads = &spec.pads[..spec.len as usize];
-            if pads.len() != 2 * x.len() {
-                return Err(fail(format_args!("{} pads for rank {}", pads.len(), x.len())));
-            }
             let rank = x.len();
+            let resolved = spec.resolve(rank, params).map_err(|e| fail(format_args!("{e}")))?;
+            let pads = &resolved[..2 * rank];
             if spec.mode == rivet_kernels::nn::PadMode::Reflect
                 && (0..rank).any(|a| (pads[a] > 0 || pads[a + rank] > 0) && (pads[a] >= x[a] || pads[a + rank] >= x[a]))
             {

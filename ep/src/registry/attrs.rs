@@ -58,10 +58,14 @@ pub(super) fn clip(node: &NodeDesc) -> Result<Kernel, String> {
             max: float_attr(node, "max", f32::INFINITY)?,
         });
     }
-    Ok(Kernel::Clip {
-        min: const_f32_scalar(node, 1, "Clip min")?.unwrap_or(f32::NEG_INFINITY),
-        max: const_f32_scalar(node, 2, "Clip max")?.unwrap_or(f32::INFINITY),
-    })
+    let (min, max) = (const_f32_scalar(node, 1, "Clip min"), const_f32_scalar(node, 2, "Clip max"));
+    match (min, max) {
+        (Ok(min), Ok(max)) => {
+            Ok(Kernel::Clip { min: min.unwrap_or(f32::NEG_INFINITY), max: max.unwrap_or(f32::INFINITY) })
+        }
+        // Bounds that are not constants are read at Run.
+        _ => Ok(Kernel::ClipInputs { min: input(node, 1).is_some(), max: input(node, 2).is_some() }),
+    }
 }
 
 pub(super) fn dropout(node: &NodeDesc) -> Result<Kernel, String> {
@@ -135,14 +139,22 @@ pub(super) fn norm(node: &NodeDesc, rms: bool) -> Result<Kernel, String> {
 }
 
 pub(super) fn pad(node: &NodeDesc) -> Result<Kernel, String> {
+    let mut at_run = false;
     let (pads, value) = if node.since_version < 11 {
         (ints_attr(node, "pads")?.ok_or("Pad needs pads")?, float_attr(node, "value", 0.0)?)
     } else {
-        if input(node, 3).is_some() {
-            return Err("Pad's axes input is not supported".into());
-        }
-        let pads = const_i64(node, 1, "pads")?.ok_or("Pad needs pads")?;
+        let pads = if runtime_i64(node, 1) {
+            at_run = true;
+            Vec::new()
+        } else {
+            const_i64(node, 1, "pads")?.ok_or("Pad needs pads")?
+        };
         (pads, const_f32_scalar(node, 2, "constant_value")?.unwrap_or(0.0))
+    };
+    let axes = if input(node, 3).is_some() {
+        const_i64(node, 3, "axes")?.ok_or("Pad's axes must be a constant")?
+    } else {
+        Vec::new()
     };
     if pads.len() > 16 || pads.iter().any(|&p| p < 0) {
         return Err(format!("pads {pads:?}: Rivet pads rank <= 8 by non-negative amounts"));
@@ -155,7 +167,7 @@ pub(super) fn pad(node: &NodeDesc) -> Result<Kernel, String> {
     };
     let mut arr = [0usize; 16];
     pads.iter().enumerate().for_each(|(i, &p)| arr[i] = p as usize);
-    Ok(Kernel::Pad(PadSpec { len: pads.len() as u8, pads: arr, mode }))
+    Ok(Kernel::Pad(PadSpec { len: pads.len() as u8, pads: arr, mode, at_run, axes: Axes::new(&axes)? }))
 }
 
 /// True when input `pos` is an int64 tensor that reaches the fused node at Run (a graph
@@ -217,9 +229,12 @@ pub(super) fn split(node: &NodeDesc) -> Result<Kernel, String> {
     if parts > 8 {
         return Err(format!("Split into {parts} parts: Rivet handles 8 at most"));
     }
-    let sizes = if node.since_version >= 13 {
+    let sizes_at_run = node.since_version >= 13 && runtime_i64(node, 1);
+    let sizes = if sizes_at_run {
+        None
+    } else if node.since_version >= 13 {
         if input(node, 1).is_some() && input(node, 1).and_then(|v| v.constant.as_ref()).is_none() {
-            return Err("Split's sizes must be a constant int64 initializer".into());
+            return Err("Split's sizes must be an int64 constant or fed at Run".into());
         }
         const_i64(node, 1, "split")?
     } else {
@@ -242,6 +257,7 @@ pub(super) fn split(node: &NodeDesc) -> Result<Kernel, String> {
         sizes: sizes.as_deref().map(Axes::new).transpose()?,
         // Before opset 18 the parts must be equal; from 18 the last one may be smaller.
         exact: node.since_version < 18,
+        sizes_at_run,
     })
 }
 

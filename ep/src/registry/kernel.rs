@@ -2,6 +2,7 @@
 
 use rivet_kernels::typed::{Arith, BitOp, Compare, Logic};
 use rivet_kernels::{BinaryOp, UnaryOp};
+use smallvec::SmallVec;
 
 /// Up to 8 axes (rank ≤ 8), kept inline so `Kernel` stays `Copy`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -95,6 +96,43 @@ pub struct PadSpec {
     pub len: u8,
     pub pads: [usize; 16],
     pub mode: rivet_kernels::nn::PadMode,
+    /// The amounts come from the step's int64 param at Run (then `pads` is unused).
+    pub at_run: bool,
+    /// The axes the amounts are for (opset 18's `axes`); empty: every axis.
+    pub axes: Axes,
+}
+
+impl PadSpec {
+    /// Begin and end amounts for every axis of a rank-`rank` input.
+    pub fn resolve(&self, rank: usize, params: &[&[i64]]) -> Result<[usize; 16], String> {
+        let raw: SmallVec<[i64; 16]> = if self.at_run {
+            params.first().map(|p| p.iter().copied().collect()).unwrap_or_default()
+        } else {
+            self.pads[..self.len as usize].iter().map(|&p| p as i64).collect()
+        };
+        let axes: SmallVec<[usize; 8]> = if self.axes.len == 0 {
+            (0..rank).collect()
+        } else {
+            let mut v = SmallVec::new();
+            for &a in self.axes.as_slice() {
+                v.push(crate::shapes::normalize_axis(a, rank, false)?);
+            }
+            v
+        };
+        let n = axes.len();
+        if raw.len() != 2 * n || rank > 8 {
+            return Err(format!("{} pads for {n} axes", raw.len()));
+        }
+        if let Some(p) = raw.iter().find(|&&p| p < 0) {
+            return Err(format!("negative pad {p}: Rivet pads, it does not crop"));
+        }
+        let mut out = [0usize; 16];
+        for (k, &a) in axes.iter().enumerate() {
+            out[a] = raw[k] as usize;
+            out[a + rank] = raw[k + n] as usize;
+        }
+        Ok(out)
+    }
 }
 
 /// Elementwise math ops computed with Rust's `f32` functions.
@@ -172,6 +210,11 @@ pub enum Kernel {
     Clip {
         min: f32,
         max: f32,
+    },
+    /// Clip with its bounds read at Run from its data inputs (which of min / max it has).
+    ClipInputs {
+        min: bool,
+        max: bool,
     },
     /// `legacy`: opset < 13, the input is coerced to 2-D at `axis`.
     Softmax {
@@ -300,6 +343,8 @@ pub enum Kernel {
         parts: u8,
         sizes: Option<Axes>,
         exact: bool,
+        /// The sizes come from the step's int64 param at Run.
+        sizes_at_run: bool,
     },
     /// LayerNormalization's mean (or inverse standard deviation) per normalized row.
     NormStat {

@@ -182,6 +182,8 @@ pub fn kernel_for(node: &NodeDesc) -> Result<Claim, String> {
         | Kernel::Expand { shape: ReduceAxes::AtRun }
         | Kernel::Tile { repeats: ReduceAxes::AtRun }
         | Kernel::TopK { k: ReduceAxes::AtRun, .. }
+        | Kernel::Pad(PadSpec { at_run: true, .. })
+        | Kernel::SplitPart { sizes_at_run: true, .. }
         | Kernel::CumSum { axis: ReduceAxes::AtRun, .. }
         | Kernel::Trilu { k: ReduceAxes::AtRun, .. } => SmallVec::from_slice(&[1]),
         _ => SmallVec::new(),
@@ -209,8 +211,8 @@ fn extra_outputs(node: &NodeDesc, kernel: &Kernel) -> Result<SmallVec<[(usize, K
     for k in 1..node.outputs.len() {
         let Some(out) = present(k) else { continue };
         let (kernel, want) = match (*kernel, node.op_type.as_str()) {
-            (Kernel::SplitPart { axis, parts, sizes, exact, .. }, _) => {
-                (Kernel::SplitPart { axis, part: k as u8, parts, sizes, exact }, input_type)
+            (Kernel::SplitPart { axis, parts, sizes, exact, sizes_at_run, .. }, _) => {
+                (Kernel::SplitPart { axis, part: k as u8, parts, sizes, exact, sizes_at_run }, input_type)
             }
             (Kernel::Norm { axis, epsilon, rms: false }, _) => {
                 (Kernel::NormStat { axis, epsilon, inverse_std: k == 2 }, dtype::FLOAT)

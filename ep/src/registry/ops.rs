@@ -185,7 +185,7 @@ pub static OPS: &[OpSpec] = &[
     OpSpec {
         op_type: "Clip",
         since: (6, 13),
-        arity: Arity::DataThenConstants { max: 3 },
+        arity: Arity::Optional { min: 1, max: 3 },
         attrs: &["min", "max"],
         build: clip,
     },
