@@ -4,8 +4,8 @@
 
 mod common;
 
-use common::{check_matches_ort, sweep};
-use rivet::harness::HostTensor;
+use common::{assert_matches_ort, check_matches_ort, sweep};
+use rivet::harness::{self, HostTensor};
 use rivet::model::{Attr, Dim, ModelBuilder, FLOAT};
 
 const TOL: (f64, f64) = (2e-5, 2e-6);
@@ -560,4 +560,105 @@ fn slice_matches_ort_with_constant_and_runtime_parameters() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// ConvTranspose (1-D and 2-D: strides, dilations, pads, groups, output_padding,
+/// output_shape, auto_pad, bias) and Shape/Size against ORT's CPU EP.
+#[test]
+fn conv_transpose_and_shape_ops_match_ort() {
+    use rivet::model::INT64;
+    struct Case {
+        x: Vec<i64>,
+        w: Vec<i64>,
+        attrs: Vec<(&'static str, Attr)>,
+        bias: bool,
+    }
+    let cases = [
+        Case { x: vec![1, 2, 3, 3], w: vec![2, 3, 3, 3], attrs: vec![], bias: true },
+        Case {
+            x: vec![2, 2, 3, 4],
+            w: vec![2, 2, 2, 3],
+            attrs: vec![("strides", Attr::Ints(vec![2, 3]))],
+            bias: false,
+        },
+        Case {
+            x: vec![1, 4, 3, 3],
+            w: vec![4, 1, 3, 3],
+            attrs: vec![
+                ("group", Attr::Int(2)),
+                ("dilations", Attr::Ints(vec![2, 1])),
+                ("pads", Attr::Ints(vec![1, 0, 2, 1])),
+            ],
+            bias: true,
+        },
+        Case {
+            x: vec![1, 1, 3, 3],
+            w: vec![1, 2, 3, 3],
+            attrs: vec![("strides", Attr::Ints(vec![3, 2])), ("output_padding", Attr::Ints(vec![1, 1]))],
+            bias: false,
+        },
+        Case {
+            x: vec![1, 1, 3, 3],
+            w: vec![1, 2, 3, 3],
+            attrs: vec![("strides", Attr::Ints(vec![3, 2])), ("output_shape", Attr::Ints(vec![10, 8]))],
+            bias: false,
+        },
+        Case {
+            x: vec![1, 1, 3, 3],
+            w: vec![1, 2, 3, 3],
+            attrs: vec![("strides", Attr::Ints(vec![2, 2])), ("auto_pad", Attr::Str("SAME_UPPER".into()))],
+            bias: true,
+        },
+        Case { x: vec![1, 2, 5], w: vec![2, 3, 3], attrs: vec![("strides", Attr::Ints(vec![2]))], bias: true },
+    ];
+    for (k, c) in cases.iter().enumerate() {
+        let dims = |v: &[i64]| v.iter().map(|&d| d.into()).collect::<Vec<Dim>>();
+        let out_c = c.w[1]
+            * c.attrs.iter().find(|(n, _)| *n == "group").map_or(1, |(_, a)| match a {
+                Attr::Int(g) => *g,
+                _ => 1,
+            });
+        let mut m = ModelBuilder::new(11).input("x", FLOAT, &dims(&c.x)).input("w", FLOAT, &dims(&c.w));
+        let mut names = vec!["x", "w"];
+        let mut inputs = vec![
+            HostTensor::f32(
+                "x",
+                &c.x,
+                harness::values(k as u64, c.x.iter().product::<i64>() as usize, -1.0, 1.0)
+                    .into_iter()
+                    .map(|v| v as f32)
+                    .collect(),
+            ),
+            HostTensor::f32(
+                "w",
+                &c.w,
+                harness::values(k as u64 + 9, c.w.iter().product::<i64>() as usize, -1.0, 1.0)
+                    .into_iter()
+                    .map(|v| v as f32)
+                    .collect(),
+            ),
+        ];
+        if c.bias {
+            m = m.input("b", FLOAT, &[out_c.into()]);
+            names.push("b");
+            inputs.push(HostTensor::f32("b", &[out_c], (0..out_c).map(|v| v as f32 * 0.5).collect()));
+        }
+        let model = m.node_with("ConvTranspose", "ct", &names, &["y"], &c.attrs).output("y", FLOAT, None).build();
+        assert_matches_ort(&model, &inputs, 1e-5, 1e-5, &format!("ConvTranspose case {k}"));
+    }
+    for (start, end) in [(0i64, None), (1, None), (-2, Some(-1)), (5, Some(9))] {
+        let mut attrs = vec![("start", Attr::Int(start))];
+        if let Some(e) = end {
+            attrs.push(("end", Attr::Int(e)));
+        }
+        let model = ModelBuilder::new(15)
+            .input("x", FLOAT, &["N".into(), 3.into(), "W".into()])
+            .node_with("Shape", "shape", &["x"], &["s"], &attrs)
+            .node("Size", "size", &["x"], &["n"])
+            .output("s", INT64, None)
+            .output("n", INT64, None)
+            .build();
+        let inputs = [HostTensor::f32("x", &[2, 3, 4], vec![0.0; 24])];
+        assert_matches_ort(&model, &inputs, 0.0, 0.0, &format!("Shape {start}..{end:?} and Size"));
+    }
 }

@@ -302,6 +302,28 @@ fn apply(
             let v = if v < min { min } else { v };
             *o = if v > max { max } else { v };
         }),
+        Kernel::ConvTranspose(spec) => {
+            let (xs, ws) = (shape(0), shape(1));
+            let g = shapes::conv_transpose_geometry(&spec, xs, ws).expect("checked by shape inference");
+            conv::conv_transpose2d(
+                x,
+                ins[1],
+                ins.get(2).copied(),
+                xs[0],
+                xs[1],
+                spec.group,
+                conv::ConvTransposeDims {
+                    in_hw: g.in_hw,
+                    kernel: g.kernel,
+                    out_hw: g.out,
+                    pad_begin: g.pad_begin,
+                    strides: spec.strides,
+                    dilations: spec.dilations,
+                    out_channels: g.out_channels,
+                },
+                dst,
+            );
+        }
         Kernel::ClipInputs { min, max } => {
             let lo = if min { ins[1][0] } else { f32::NEG_INFINITY };
             let hi = if max { ins[if min { 2 } else { 1 }][0] } else { f32::INFINITY };
@@ -452,7 +474,9 @@ fn apply(
         | Kernel::Rotary { .. }
         | Kernel::Range
         | Kernel::NonZero
-        | Kernel::Einsum { .. } => unreachable!("typed steps run in exec_typed"),
+        | Kernel::Einsum { .. }
+        | Kernel::ShapeOf { .. }
+        | Kernel::SizeOf => unreachable!("typed steps run in exec_typed"),
         Kernel::GroupNorm { groups, epsilon, per_channel } => {
             let s = shape(0);
             let spatial = s[2..].iter().product();

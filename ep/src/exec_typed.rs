@@ -169,6 +169,18 @@ pub(crate) fn apply_typed(
             by_number!(ins[0], Err(cx.mismatch()), scatter_reduce(&cx, reduction, ins, dst))
         }
         Kernel::OneHot { axis, depth } => by_storage!(dst, one_hot(&cx, ins, axis, depth)),
+        Kernel::ShapeOf { start, end } => {
+            let DataMut::I64(y) = dst else { return Err(cx.mismatch()) };
+            let s = cx.shape(0);
+            let (a, b) = shapes::shape_range(s.len(), start, end);
+            y.iter_mut().zip(&s[a..b]).for_each(|(o, &d)| *o = d as i64);
+            Ok(())
+        }
+        Kernel::SizeOf => {
+            let DataMut::I64(y) = dst else { return Err(cx.mismatch()) };
+            y[0] = cx.shape(0).iter().product::<usize>() as i64;
+            Ok(())
+        }
         Kernel::Einsum { .. } => by_number!(ins[0], Err(cx.mismatch()), einsum(&cx, ins, dst)),
         Kernel::Range => {
             // Accumulated, as ORT does: value += delta.

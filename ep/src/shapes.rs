@@ -9,7 +9,7 @@ use crate::data::Data;
 use crate::error::{Error, Result};
 use crate::graph::{DeclaredShape, Dim, Shape};
 use crate::plan::{NodeLabel, PlanValue, Step};
-use crate::registry::{AttentionSpec, AutoPad, Axes, Kernel, ReduceAxes, ReshapeRule, Window};
+use crate::registry::{AttentionSpec, AutoPad, Axes, ConvTransposeSpec, Kernel, ReduceAxes, ReshapeRule, Window};
 use rivet_kernels::attention::{AttnDims, AttnOut};
 use rivet_kernels::conv::Window2d;
 use smallvec::SmallVec;
@@ -174,6 +174,30 @@ pub fn infer_shape(
             (x.clone(), None)
         }
         Kernel::Ones => (x.clone(), None),
+        Kernel::ConvTranspose(spec) => {
+            let w = &shapes[step.inputs[1]];
+            let g = conv_transpose_geometry(&spec, x, w).map_err(|e| fail(format_args!("{e}")))?;
+            if let Some(&b) = step.inputs.get(2) {
+                if shapes[b].as_slice() != [g.out_channels] {
+                    return Err(fail(format_args!(
+                        "bias of shape {} is not [{}]",
+                        ShapeText(&shapes[b]),
+                        g.out_channels
+                    )));
+                }
+            }
+            let mut s: Shape = [x[0], g.out_channels].into_iter().collect();
+            if x.len() == 4 {
+                s.push(g.out[0]);
+            }
+            s.push(g.out[1]);
+            (s, None)
+        }
+        Kernel::ShapeOf { start, end } => {
+            let (a, b) = shape_range(x.len(), start, end);
+            ([b - a].into_iter().collect(), None)
+        }
+        Kernel::SizeOf => (Shape::new(), None),
         Kernel::ClipInputs { .. } => {
             if let Some(&b) = step.inputs[1..].iter().find(|&&b| shapes[b].iter().product::<usize>() != 1) {
                 return Err(fail(format_args!("bound '{}' is not a scalar", values[b].name)));
@@ -686,6 +710,71 @@ pub fn count_nonzero(d: Data<'_>) -> usize {
         Data::U64(v) => v.iter().filter(|&&x| x != 0).count(),
         Data::F16(v) | Data::BF16(v) => v.iter().filter(|&&x| x & 0x7fff != 0).count(),
     }
+}
+
+/// ConvTranspose's sizes, as (height, width).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConvTransposeGeometry {
+    pub in_hw: [usize; 2],
+    pub kernel: [usize; 2],
+    pub out: [usize; 2],
+    /// top, left (negative: the output starts before the first input's footprint)
+    pub pad_begin: [i64; 2],
+    pub out_channels: usize,
+}
+
+/// Output size and padding of a ConvTranspose of `x` ([N, C, W] or [N, C, H, W]) by
+/// weights `w` ([C, M / group, kH?, kW]), per the ONNX rules for output_shape and auto_pad.
+pub fn conv_transpose_geometry(
+    spec: &ConvTransposeSpec,
+    x: &[usize],
+    w: &[usize],
+) -> std::result::Result<ConvTransposeGeometry, String> {
+    if w.len() != x.len() || x.len() < 3 || w[0] != x[1] || !x[1].is_multiple_of(spec.group) {
+        return Err(format!("weights {w:?} do not match the input and group {}", spec.group));
+    }
+    let hw = |s: &[usize]| if s.len() == 4 { [s[2], s[3]] } else { [1, s[2]] };
+    let (in_hw, kernel) = (hw(x), hw(w));
+    let mut out = [0usize; 2];
+    let mut pad_begin = [0i64; 2];
+    for a in 0..2 {
+        let span = (kernel[a] - 1) * spec.dilations[a] + 1;
+        let full = spec.strides[a] * (in_hw[a].max(1) - 1) + spec.output_padding[a] + span;
+        let want = if spec.output_shape[a] > 0 {
+            Some(spec.output_shape[a])
+        } else if matches!(spec.auto_pad, AutoPad::SameUpper | AutoPad::SameLower) {
+            Some(in_hw[a] * spec.strides[a])
+        } else {
+            None
+        };
+        match want {
+            Some(o) => {
+                // May be negative (an output_shape larger than the full result): floor
+                // division, as the ONNX definition's.
+                let total = full as i64 - o as i64;
+                let half = total.div_euclid(2);
+                // SAME_UPPER puts the larger half at the end; otherwise at the begin.
+                pad_begin[a] = if spec.auto_pad == AutoPad::SameUpper { half } else { total - half };
+                out[a] = o;
+            }
+            None => {
+                let (b, e) = if spec.auto_pad == AutoPad::Valid { (0, 0) } else { (spec.pads[a], spec.pads[a + 2]) };
+                out[a] = full.checked_sub(b + e).ok_or("pads larger than the output")?;
+                pad_begin[a] = b as i64;
+            }
+        }
+    }
+    Ok(ConvTransposeGeometry { in_hw, kernel, out, pad_begin, out_channels: w[1] * spec.group })
+}
+
+/// Shape's `start..end` over a rank: negative values count back, both clamped.
+pub fn shape_range(rank: usize, start: i64, end: Option<i64>) -> (usize, usize) {
+    let clamp = |v: i64| {
+        let v = if v < 0 { v + rank as i64 } else { v };
+        v.clamp(0, rank as i64) as usize
+    };
+    let (a, b) = (clamp(start), clamp(end.unwrap_or(rank as i64)));
+    (a, b.max(a))
 }
 
 /// Where part `part` of `parts` starts along an axis of length `len`, and its length.

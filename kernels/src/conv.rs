@@ -268,3 +268,72 @@ mod tests {
         assert_eq!(y, [0.25, 1.25, 2.75, 7.0]);
     }
 }
+
+/// Sizes of a 2-D transposed convolution, as (height, width).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConvTransposeDims {
+    pub in_hw: [usize; 2],
+    pub kernel: [usize; 2],
+    pub out_hw: [usize; 2],
+    /// top, left; negative shifts the output the other way
+    pub pad_begin: [i64; 2],
+    pub strides: [usize; 2],
+    pub dilations: [usize; 2],
+    pub out_channels: usize,
+}
+
+/// Transposed convolution: every input pixel scatters `w`'s kernel (scaled by it) into
+/// the output at `stride` spacing, then the bias is added. `w` is
+/// `[in_channels, out_channels / group, kH, kW]`.
+#[allow(clippy::too_many_arguments)]
+pub fn conv_transpose2d(
+    x: &[f32],
+    w: &[f32],
+    bias: Option<&[f32]>,
+    batch: usize,
+    in_channels: usize,
+    group: usize,
+    d: ConvTransposeDims,
+    y: &mut [f32],
+) {
+    let [ih, iw] = d.in_hw;
+    let [kh, kw] = d.kernel;
+    let [oh, ow] = d.out_hw;
+    let (cin_g, cout_g) = (in_channels / group, d.out_channels / group);
+    let plane = oh * ow;
+    for n in 0..batch {
+        for co in 0..d.out_channels {
+            let b = bias.map_or(0.0, |b| b[co]);
+            y[(n * d.out_channels + co) * plane..][..plane].iter_mut().for_each(|v| *v = b);
+        }
+        for g in 0..group {
+            for cl in 0..cin_g {
+                let ci = g * cin_g + cl;
+                let xp = &x[(n * in_channels + ci) * ih * iw..][..ih * iw];
+                for ol in 0..cout_g {
+                    let co = g * cout_g + ol;
+                    let kern = &w[(ci * cout_g + ol) * kh * kw..][..kh * kw];
+                    let yp = &mut y[(n * d.out_channels + co) * plane..][..plane];
+                    for r in 0..ih {
+                        for c in 0..iw {
+                            let v = xp[r * iw + c];
+                            for a in 0..kh {
+                                let oy = (r * d.strides[0] + a * d.dilations[0]) as isize - d.pad_begin[0] as isize;
+                                if oy < 0 || oy as usize >= oh {
+                                    continue;
+                                }
+                                for bcol in 0..kw {
+                                    let ox =
+                                        (c * d.strides[1] + bcol * d.dilations[1]) as isize - d.pad_begin[1] as isize;
+                                    if ox >= 0 && (ox as usize) < ow {
+                                        yp[oy as usize * ow + ox as usize] += v * kern[a * kw + bcol];
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

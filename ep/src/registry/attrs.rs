@@ -3,6 +3,7 @@
 
 use super::kernel::{AutoPad, Axes, Kernel, PadSpec, Window};
 use crate::graph::{AttrValue, Constant, NodeDesc};
+use smallvec::SmallVec;
 
 pub(super) fn int_attr(node: &NodeDesc, name: &str, default: i64) -> Result<i64, String> {
     match node.attr(name) {
@@ -340,4 +341,66 @@ pub(super) fn one_hot(node: &NodeDesc) -> Result<Kernel, String> {
         return Err(format!("OneHot depth {depth}"));
     }
     Ok(Kernel::OneHot { axis: int_attr(node, "axis", -1)?, depth })
+}
+
+/// ConvTranspose on [N, C, W] or [N, C, H, W]: the attributes, widened to two axes.
+pub(super) fn conv_transpose(node: &NodeDesc) -> Result<Kernel, String> {
+    let rank =
+        input(node, 0).and_then(|v| v.dims.as_ref()).map(|d| d.len()).ok_or("ConvTranspose input of unknown rank")?;
+    if !(rank == 3 || rank == 4) {
+        return Err(format!("ConvTranspose on rank {rank} (Rivet runs 1-D and 2-D)"));
+    }
+    let n = rank - 2;
+    let widen = |name: &str, default: i64, count: usize| -> Result<SmallVec<[usize; 4]>, String> {
+        let v = ints_attr(node, name)?.unwrap_or_else(|| vec![default; count]);
+        if v.len() != count || v.iter().any(|&d| d < 0) {
+            return Err(format!("{name} {v:?} for {n} spatial axes"));
+        }
+        let mut out: SmallVec<[usize; 4]> = v.iter().map(|&d| d as usize).collect();
+        if n == 1 {
+            // Height 1: neutral values first (pads: top before left, bottom before right).
+            if count == 2 {
+                out.insert(0, 0);
+                out.insert(2, 0);
+            } else {
+                out.insert(0, if default == 0 { 0 } else { 1 });
+            }
+        }
+        Ok(out)
+    };
+    let strides = widen("strides", 1, n)?;
+    let dilations = widen("dilations", 1, n)?;
+    let pads = widen("pads", 0, 2 * n)?;
+    let output_padding = widen("output_padding", 0, n)?;
+    let output_shape = match ints_attr(node, "output_shape")? {
+        None => [0, 0],
+        Some(v) if v.len() == n && v.iter().all(|&d| d > 0) => {
+            if n == 1 {
+                [1, v[0] as usize]
+            } else {
+                [v[0] as usize, v[1] as usize]
+            }
+        }
+        Some(v) => return Err(format!("output_shape {v:?}")),
+    };
+    if strides.iter().chain(&dilations).any(|&d| d == 0) {
+        return Err("strides and dilations must be positive".into());
+    }
+    let auto_pad = match string_attr(node, "auto_pad", "NOTSET")? {
+        "NOTSET" => AutoPad::NotSet,
+        "VALID" => AutoPad::Valid,
+        "SAME_UPPER" => AutoPad::SameUpper,
+        "SAME_LOWER" => AutoPad::SameLower,
+        other => return Err(format!("auto_pad '{other}'")),
+    };
+    let group = int_attr(node, "group", 1)?;
+    Ok(Kernel::ConvTranspose(super::kernel::ConvTransposeSpec {
+        group: usize::try_from(group).ok().filter(|&g| g > 0).ok_or(format!("group {group}"))?,
+        strides: [strides[0], strides[1]],
+        dilations: [dilations[0], dilations[1]],
+        pads: [pads[0], pads[1], pads[2], pads[3]],
+        output_padding: [output_padding[0], output_padding[1]],
+        output_shape,
+        auto_pad,
+    }))
 }

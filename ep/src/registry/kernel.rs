@@ -404,6 +404,15 @@ pub enum Kernel {
         equation: [u8; 64],
         len: u8,
     },
+    /// ConvTranspose on 1-D or 2-D images (1-D runs as height 1).
+    ConvTranspose(ConvTransposeSpec),
+    /// Shape: the input's dims `start..end` (clamped, negative counting back) as int64.
+    ShapeOf {
+        start: i64,
+        end: Option<i64>,
+    },
+    /// Size: the input's element count as an int64 scalar.
+    SizeOf,
     /// RotaryEmbedding (opset 23).
     Rotary {
         heads: usize,
@@ -411,6 +420,20 @@ pub enum Kernel {
         interleaved: bool,
         positions: bool,
     },
+}
+
+/// ConvTranspose's attributes, as (height, width); 1-D nodes have height 1.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConvTransposeSpec {
+    pub group: usize,
+    pub strides: [usize; 2],
+    pub dilations: [usize; 2],
+    /// top, left, bottom, right
+    pub pads: [usize; 4],
+    pub output_padding: [usize; 2],
+    /// `output_shape`'s spatial dims (0: not given).
+    pub output_shape: [usize; 2],
+    pub auto_pad: AutoPad,
 }
 
 /// How a scatter combines an update with what is there.
@@ -482,6 +505,8 @@ impl Kernel {
                 | Kernel::Range
                 | Kernel::NonZero
                 | Kernel::Einsum { .. }
+                | Kernel::ShapeOf { .. }
+                | Kernel::SizeOf
         )
     }
 

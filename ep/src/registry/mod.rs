@@ -324,6 +324,7 @@ fn check_types(node: &NodeDesc, kernel: &Kernel, data: &[usize]) -> Result<(), S
         }
         Kernel::TopK { .. } => data::is_number(types[0]) && out.elem_type == types[0],
         Kernel::Einsum { .. } => data::is_number(out.elem_type) && all(&types, out.elem_type),
+        Kernel::ShapeOf { .. } | Kernel::SizeOf => data::supported(types[0]) && out.elem_type == dtype::INT64,
         Kernel::Range => {
             matches!(out.elem_type, dtype::FLOAT | dtype::DOUBLE | dtype::INT16 | dtype::INT32 | dtype::INT64)
                 && all(&types, out.elem_type)
@@ -404,6 +405,7 @@ fn types(op_type: &str) -> &'static str {
         "TopK" => "numbers (int64 indices)",
         "Range" => "float32, float64, int16, int32, int64",
         "Einsum" => "numbers, halves",
+        "Shape" | "Size" => "any, to int64",
         "NonZero" => "any, to int64",
         "RotaryEmbedding" => "float32, halves (int64 positions)",
         "Gather" | "GatherElements" => "any (int32 / int64 indices)",

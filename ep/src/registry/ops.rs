@@ -715,4 +715,26 @@ pub static OPS: &[OpSpec] = &[
             Ok(Kernel::Einsum { equation, len: eq.len() as u8 })
         },
     },
+    OpSpec {
+        op_type: "Shape",
+        since: (1, 25),
+        arity: Arity::Unary,
+        attrs: &["start", "end"],
+        build: |n| {
+            let end = match n.attr("end") {
+                Some(AttrValue::Int(e)) => Some(*e),
+                Some(_) => return Err("Shape end must be an int".into()),
+                None => None,
+            };
+            Ok(Kernel::ShapeOf { start: int_attr(n, "start", 0)?, end })
+        },
+    },
+    typed!("Size", 1..=25, Arity::Unary, Kernel::SizeOf),
+    OpSpec {
+        op_type: "ConvTranspose",
+        since: (1, 22),
+        arity: Arity::Data { min: 2, max: 3 },
+        attrs: &["auto_pad", "dilations", "group", "kernel_shape", "output_padding", "output_shape", "pads", "strides"],
+        build: conv_transpose,
+    },
 ];
