@@ -1146,3 +1146,66 @@ fn clip_bounds_pad_amounts_and_split_sizes_fed_at_run_match_ort() {
         assert_matches_ort(&model, &inputs, 0.0, 0.0, &format!("Split sizes {sizes:?} at Run"));
     }
 }
+
+/// float64 computed in float64: elementwise math, CumSum and the reductions against ORT's
+/// float64 kernels (rtol 1e-12; ORT has no float64 kernel for some of the ops Rivet runs,
+/// which are then not compared).
+#[test]
+fn float64_math_cumsum_and_reductions_match_ort() {
+    let x: Vec<f64> = vec![-2.5, -1.0, -0.25, 0.0, 0.3, 1.0, 2.0, 7.5, 0.125, -3.0, 4.0, 0.6];
+    let pos: Vec<f64> = x.iter().map(|v| v.abs() + 0.1).collect();
+    for op in
+        ["Exp", "Abs", "Neg", "Relu", "Sigmoid", "Tanh", "Floor", "Ceil", "Reciprocal", "Sin", "Cos", "Round", "Sign"]
+    {
+        let model = unary_model(op, DOUBLE, DOUBLE, &[], 13);
+        let inputs = [HostTensor::typed("x", E::Float64, &[12], x.clone())];
+        assert_matches_ort(&model, &inputs, 1e-12, 1e-300, &format!("{op} f64"));
+    }
+    for op in ["Log", "Sqrt"] {
+        let inputs = [HostTensor::typed("x", E::Float64, &[12], pos.clone())];
+        assert_matches_ort(&unary_model(op, DOUBLE, DOUBLE, &[], 13), &inputs, 1e-12, 1e-300, &format!("{op} f64"));
+    }
+    for (exclusive, reverse) in [(0, 0), (1, 0), (0, 1), (1, 1)] {
+        let model = ModelBuilder::new(14)
+            .input("x", DOUBLE, &[3.into(), 4.into()])
+            .initializer_i64("axis", &[], vec![1])
+            .node_with(
+                "CumSum",
+                "op",
+                &["x", "axis"],
+                &["y"],
+                &[("exclusive", Attr::Int(exclusive)), ("reverse", Attr::Int(reverse))],
+            )
+            .output("y", DOUBLE, None)
+            .build();
+        let inputs = [HostTensor::typed("x", E::Float64, &[3, 4], x.clone())];
+        assert_matches_ort(
+            &model,
+            &inputs,
+            1e-12,
+            1e-300,
+            &format!("CumSum f64 exclusive {exclusive} reverse {reverse}"),
+        );
+    }
+    for op in [
+        "ReduceSum",
+        "ReduceMean",
+        "ReduceMax",
+        "ReduceMin",
+        "ReduceProd",
+        "ReduceLogSumExp",
+        "ReduceL2",
+        "ReduceSumSquare",
+    ] {
+        for (axes, keepdims) in [(vec![1i64], 1), (vec![0, 2], 0)] {
+            let model = ModelBuilder::new(18)
+                .input("x", DOUBLE, &[2.into(), 3.into(), 2.into()])
+                .initializer_i64("axes", &[axes.len() as i64], axes.clone())
+                .node_with(op, "op", &["x", "axes"], &["y"], &[("keepdims", Attr::Int(keepdims))])
+                .output("y", DOUBLE, None)
+                .build();
+            let inputs = [HostTensor::typed("x", E::Float64, &[2, 3, 2], x.clone())];
+            assert_matches_ort(&model, &inputs, 1e-12, 1e-300, &format!("{op} f64 axes {axes:?}"));
+        }
+    }
+}

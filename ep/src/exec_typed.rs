@@ -169,6 +169,10 @@ pub(crate) fn apply_typed(
             by_number!(ins[0], Err(cx.mismatch()), scatter_reduce(&cx, reduction, ins, dst))
         }
         Kernel::OneHot { axis, depth } => by_storage!(dst, one_hot(&cx, ins, axis, depth)),
+        Kernel::Unary(_) | Kernel::Math(_) | Kernel::CumSum { .. } | Kernel::Reduce { .. } => {
+            let (DataMut::F64(y), Data::F64(x)) = (dst, ins[0]) else { return Err(cx.mismatch()) };
+            float64(&cx, x, y)
+        }
         Kernel::ShapeOf { start, end } => {
             let DataMut::I64(y) = dst else { return Err(cx.mismatch()) };
             let s = cx.shape(0);
@@ -953,4 +957,114 @@ fn einsum<T: Storage + Number>(cx: &Ctx<'_>, ins: &[Data<'_>], dst: &mut DataMut
     let y = T::get_mut(dst).ok_or_else(|| cx.mismatch())?;
     rivet_kernels::einsum::einsum(&eq, &xs, &shapes, y, T::default(), |a, b| a.add(b), |a, b| a.mul(b))
         .map_err(Error::invalid)
+}
+
+/// The float64 kernels: elementwise math, CumSum and the reductions, computed in f64.
+fn float64(cx: &Ctx<'_>, x: &[f64], y: &mut [f64]) -> Result<()> {
+    let s = cx.shape(0);
+    match cx.step.kernel {
+        Kernel::Unary(op) => y.iter_mut().zip(x).for_each(|(o, &v)| *o = op.apply_f64(v)),
+        Kernel::Math(op) => y.iter_mut().zip(x).for_each(|(o, &v)| *o = op.apply_f64(v)),
+        Kernel::CumSum { axis, exclusive, reverse } => {
+            let a = shapes::int_list(&axis, cx.params).ok().and_then(|v| v.first().copied()).unwrap_or(0);
+            let a = shapes::normalize_axis(a, s.len(), false).unwrap_or(0);
+            let (outer, n, inner) = (s[..a].iter().product::<usize>(), s[a], s[a + 1..].iter().product::<usize>());
+            for o in 0..outer {
+                for i in 0..inner {
+                    let mut acc = 0.0;
+                    for step in 0..n {
+                        let k = if reverse { n - 1 - step } else { step };
+                        let at = (o * n + k) * inner + i;
+                        if exclusive {
+                            y[at] = acc;
+                            acc += x[at];
+                        } else {
+                            acc += x[at];
+                            y[at] = acc;
+                        }
+                    }
+                }
+            }
+        }
+        Kernel::Reduce { op, axes, noop_empty, .. } => {
+            let mask = shapes::reduced_axes(s.len(), axes, noop_empty, cx.params).map_err(Error::invalid)?;
+            if !mask[..s.len()].iter().any(|&m| m) {
+                y.copy_from_slice(x);
+                return Ok(());
+            }
+            reduce_f64(x, s, &mask[..s.len()], op, y);
+        }
+        _ => return Err(cx.mismatch()),
+    }
+    Ok(())
+}
+
+/// A reduction in f64 over the axes `reduced` marks. LogSumExp subtracts each group's
+/// maximum first.
+fn reduce_f64(x: &[f64], shape: &[usize], reduced: &[bool], op: nn::ReduceOp, y: &mut [f64]) {
+    use nn::ReduceOp as R;
+    let rank = shape.len();
+    // Output strides per input axis (0 on reduced axes).
+    let mut ost = [0usize; 8];
+    let mut acc = 1;
+    for a in (0..rank).rev() {
+        if !reduced[a] {
+            ost[a] = acc;
+            acc *= shape[a];
+        }
+    }
+    let count = shape.iter().zip(reduced).filter(|(_, &r)| r).map(|(&d, _)| d).product::<usize>();
+    let each = |f: &mut dyn FnMut(usize, f64)| {
+        let mut index = [0usize; 8];
+        let mut out = 0;
+        for &v in x {
+            f(out, v);
+            for a in (0..rank).rev() {
+                index[a] += 1;
+                out += ost[a];
+                if index[a] < shape[a] {
+                    break;
+                }
+                out -= ost[a] * shape[a];
+                index[a] = 0;
+            }
+        }
+    };
+    let init = match op {
+        R::Max | R::Min => f64::NAN, // set from the first element below
+        R::Prod => 1.0,
+        _ => 0.0,
+    };
+    y.iter_mut().for_each(|v| *v = init);
+    let mut max = vec![f64::NEG_INFINITY; if op == R::LogSumExp { y.len() } else { 0 }];
+    let mut first = vec![true; if matches!(op, R::Max | R::Min) { y.len() } else { 0 }];
+    if op == R::LogSumExp {
+        each(&mut |o, v| max[o] = max[o].max(v));
+    }
+    each(&mut |o, v| match op {
+        R::Sum | R::Mean | R::LogSum => y[o] += v,
+        R::SumSquare | R::L2 => y[o] += v * v,
+        R::L1 => y[o] += v.abs(),
+        R::Prod => y[o] *= v,
+        R::LogSumExp => y[o] += (v - max[o]).exp(),
+        R::Max | R::Min => {
+            // The group's first element, then strictly larger (smaller) ones: a NaN is
+            // kept only when it comes first, as the float32 kernel and ORT do.
+            if first[o] {
+                y[o] = v;
+                first[o] = false;
+            } else if (op == R::Max && v > y[o]) || (op == R::Min && v < y[o]) {
+                y[o] = v;
+            }
+        }
+    });
+    for (o, v) in y.iter_mut().enumerate() {
+        *v = match op {
+            R::Mean => *v / count as f64,
+            R::L2 => v.sqrt(),
+            R::LogSum => v.ln(),
+            R::LogSumExp => v.ln() + max[o],
+            _ => *v,
+        };
+    }
 }

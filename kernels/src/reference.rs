@@ -17,6 +17,11 @@ impl UnaryOp {
         f64::from(self.reference_exact(x) as f32)
     }
 
+    /// The op on an f64 value, computed in f64 (the float64 kernel).
+    pub fn apply_f64(&self, x: f64) -> f64 {
+        self.reference_exact(x)
+    }
+
     fn reference_exact(&self, x: f64) -> f64 {
         let softplus = |v: f64| v.max(0.0) + (-v.abs()).exp().ln_1p();
         if x.is_nan() {

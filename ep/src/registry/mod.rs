@@ -359,6 +359,12 @@ fn check_types(node: &NodeDesc, kernel: &Kernel, data: &[usize]) -> Result<(), S
                 && types[0] == out.elem_type
                 && matches!(types[1], dtype::INT32 | dtype::INT64)
         }
+        // float64 computed in float64: the elementwise math, CumSum and the reductions.
+        Kernel::Unary(_) | Kernel::Math(_) | Kernel::CumSum { .. } | Kernel::Reduce { .. }
+            if out.elem_type == dtype::DOUBLE =>
+        {
+            all(&types, dtype::DOUBLE)
+        }
         _ => {
             if !(all(&types, dtype::FLOAT) && out.elem_type == dtype::FLOAT) {
                 return bad("float32 only");
@@ -395,6 +401,23 @@ pub fn markdown_table() -> String {
     out
 }
 
+/// Whether an op's kernel also runs float64 (the elementwise math, CumSum, reductions).
+fn f64_op(spec: &OpSpec) -> bool {
+    let v =
+        |name: &str| Some(crate::graph::ValueDesc { name: name.into(), elem_type: dtype::FLOAT, ..Default::default() });
+    let node = NodeDesc {
+        name: String::new(),
+        op_type: spec.op_type.into(),
+        domain: String::new(),
+        since_version: spec.since.1,
+        inputs: vec![v("x")],
+        outputs: vec![v("y")],
+        attrs: vec![],
+    };
+    let elementwise = matches!((spec.build)(&node), Ok(Kernel::Unary(_) | Kernel::Math(_)));
+    elementwise || spec.op_type == "CumSum" || spec.op_type.starts_with("Reduce")
+}
+
 /// The element types an op is claimed for, for the README's table (`check_types` decides).
 fn types(op_type: &str) -> &'static str {
     match op_type {
@@ -422,6 +445,7 @@ fn types(op_type: &str) -> &'static str {
         "Less" | "LessOrEqual" | "Greater" | "GreaterOrEqual" => "numbers, to bool",
         "And" | "Or" | "Xor" | "Not" => "bool",
         "ArgMax" | "ArgMin" => "numbers, to int64",
+        _ if crate::registry::OPS.iter().any(|s| s.op_type == op_type && f64_op(s)) => "float32, float64, halves",
         _ => "float32, halves",
     }
 }
