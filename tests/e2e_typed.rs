@@ -1209,3 +1209,51 @@ fn float64_math_cumsum_and_reductions_match_ort() {
         }
     }
 }
+
+/// Integer Abs, Neg, Relu, Sign, CumSum and exact reductions, and bool ReduceMax/Min,
+/// against ORT (only the type combinations ORT's CPU EP implements).
+#[test]
+fn integer_math_cumsum_and_reductions_match_ort() {
+    let x: Vec<f64> = vec![-7.0, 3.0, 0.0, 12.0, -1.0, 5.0, 2.0, -4.0, 9.0, 1.0, -2.0, 6.0];
+    for (op, types) in [
+        ("Abs", vec![INT32, INT64, INT8]),
+        ("Neg", vec![INT32, INT64, INT8]),
+        ("Relu", vec![INT32, INT8]),
+        ("Sign", vec![INT32, INT64]),
+    ] {
+        for t in types {
+            let inputs = [HostTensor::typed("x", elem(t), &[12], x.clone())];
+            assert_matches_ort(&unary_model(op, t, t, &[], 14), &inputs, 0.0, 0.0, &format!("{op} {}", name(t)));
+        }
+    }
+    for t in [INT32, INT64] {
+        let model = ModelBuilder::new(14)
+            .input("x", t, &[3.into(), 4.into()])
+            .initializer_i64("axis", &[], vec![0])
+            .node_with("CumSum", "op", &["x", "axis"], &["y"], &[("reverse", Attr::Int(1))])
+            .output("y", t, None)
+            .build();
+        let inputs = [HostTensor::typed("x", elem(t), &[3, 4], x.clone())];
+        assert_matches_ort(&model, &inputs, 0.0, 0.0, &format!("CumSum {}", name(t)));
+        for op in ["ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceSumSquare"] {
+            let model = ModelBuilder::new(18)
+                .input("x", t, &[2.into(), 3.into(), 2.into()])
+                .initializer_i64("axes", &[1], vec![1])
+                .node_with(op, "op", &["x", "axes"], &["y"], &[("keepdims", Attr::Int(0))])
+                .output("y", t, None)
+                .build();
+            let inputs = [HostTensor::typed("x", elem(t), &[2, 3, 2], x.clone())];
+            assert_matches_ort(&model, &inputs, 0.0, 0.0, &format!("{op} {}", name(t)));
+        }
+    }
+    for op in ["ReduceMax", "ReduceMin"] {
+        let model = ModelBuilder::new(20)
+            .input("x", BOOL, &[2.into(), 3.into()])
+            .initializer_i64("axes", &[1], vec![1])
+            .node(op, "op", &["x", "axes"], &["y"])
+            .output("y", BOOL, None)
+            .build();
+        let inputs = [HostTensor::typed("x", E::Bool, &[2, 3], vec![1.0, 0.0, 1.0, 1.0, 1.0, 1.0])];
+        assert_matches_ort(&model, &inputs, 0.0, 0.0, &format!("{op} bool"));
+    }
+}

@@ -169,10 +169,11 @@ pub(crate) fn apply_typed(
             by_number!(ins[0], Err(cx.mismatch()), scatter_reduce(&cx, reduction, ins, dst))
         }
         Kernel::OneHot { axis, depth } => by_storage!(dst, one_hot(&cx, ins, axis, depth)),
-        Kernel::Unary(_) | Kernel::Math(_) | Kernel::CumSum { .. } | Kernel::Reduce { .. } => {
-            let (DataMut::F64(y), Data::F64(x)) = (dst, ins[0]) else { return Err(cx.mismatch()) };
-            float64(&cx, x, y)
-        }
+        Kernel::Unary(_) | Kernel::Math(_) | Kernel::CumSum { .. } | Kernel::Reduce { .. } => match (dst, ins[0]) {
+            (DataMut::F64(y), Data::F64(x)) => float64(&cx, x, y),
+            (DataMut::Bool(y), Data::Bool(x)) => reduce_ints::<u8>(&cx, x, y, true),
+            (dst, x) => by_number!(x, Err(cx.mismatch()), integers(&cx, ins, dst)),
+        },
         Kernel::ShapeOf { start, end } => {
             let DataMut::I64(y) = dst else { return Err(cx.mismatch()) };
             let s = cx.shape(0);
@@ -1067,4 +1068,123 @@ fn reduce_f64(x: &[f64], shape: &[usize], reduced: &[bool], op: nn::ReduceOp, y:
             _ => *v,
         };
     }
+}
+
+/// The integer kernels: Abs, Neg, Relu, Sign, CumSum (wrapping) and the exact reductions.
+fn integers<T: Storage + Number>(cx: &Ctx<'_>, ins: &[Data<'_>], dst: &mut DataMut<'_>) -> Result<()> {
+    let x = input::<T>(cx, ins, 0)?;
+    let y = T::get_mut(dst).ok_or_else(|| cx.mismatch())?;
+    let zero = T::default();
+    match cx.step.kernel {
+        Kernel::Unary(rivet_kernels::UnaryOp::Abs) => y.iter_mut().zip(x).for_each(|(o, &v)| *o = v.abs()),
+        Kernel::Unary(rivet_kernels::UnaryOp::Neg) => y.iter_mut().zip(x).for_each(|(o, &v)| *o = v.neg()),
+        Kernel::Unary(rivet_kernels::UnaryOp::Relu) => {
+            y.iter_mut().zip(x).for_each(|(o, &v)| *o = if v > zero { v } else { zero })
+        }
+        Kernel::Math(_) => y.iter_mut().zip(x).for_each(|(o, &v)| {
+            *o = if v > zero {
+                T::from_f64(1.0)
+            } else if v < zero {
+                T::from_f64(-1.0)
+            } else {
+                zero
+            }
+        }),
+        Kernel::CumSum { axis, exclusive, reverse } => {
+            let s = cx.shape(0);
+            let a = shapes::int_list(&axis, cx.params).ok().and_then(|v| v.first().copied()).unwrap_or(0);
+            let a = shapes::normalize_axis(a, s.len(), false).unwrap_or(0);
+            let (outer, n, inner) = (s[..a].iter().product::<usize>(), s[a], s[a + 1..].iter().product::<usize>());
+            for o in 0..outer {
+                for i in 0..inner {
+                    let mut acc = zero;
+                    for step in 0..n {
+                        let k = if reverse { n - 1 - step } else { step };
+                        let at = (o * n + k) * inner + i;
+                        if exclusive {
+                            y[at] = acc;
+                            acc = acc.add(x[at]);
+                        } else {
+                            acc = acc.add(x[at]);
+                            y[at] = acc;
+                        }
+                    }
+                }
+            }
+        }
+        Kernel::Reduce { .. } => return reduce_ints(cx, x, y, false),
+        _ => return Err(cx.mismatch()),
+    }
+    Ok(())
+}
+
+/// An integer (or, with `boolean`, bool: Max = any, Min = all) reduction, exact in the
+/// element type (wrapping); Mean divides the sum, truncating as integer division does.
+fn reduce_ints<T: Storage + Number>(cx: &Ctx<'_>, x: &[T], y: &mut [T], boolean: bool) -> Result<()> {
+    use nn::ReduceOp as R;
+    let Kernel::Reduce { op, axes, noop_empty, .. } = cx.step.kernel else { return Err(cx.mismatch()) };
+    let s = cx.shape(0);
+    let mask = shapes::reduced_axes(s.len(), axes, noop_empty, cx.params).map_err(Error::invalid)?;
+    let reduced = &mask[..s.len()];
+    if !reduced.iter().any(|&m| m) {
+        y.copy_from_slice(x);
+        return Ok(());
+    }
+    let rank = s.len();
+    let mut ost = [0usize; 8];
+    let mut acc = 1;
+    for a in (0..rank).rev() {
+        if !reduced[a] {
+            ost[a] = acc;
+            acc *= s[a];
+        }
+    }
+    let count = s.iter().zip(reduced).filter(|(_, &r)| r).map(|(&d, _)| d).product::<usize>();
+    let (zero, one) = (T::default(), T::from_f64(1.0));
+    let init = match op {
+        R::Prod => one,
+        R::Min if boolean => one, // all(): true for an empty group
+        _ => zero,
+    };
+    y.iter_mut().for_each(|v| *v = init);
+    let mut seen = vec![false; if matches!(op, R::Max | R::Min) && !boolean { y.len() } else { 0 }];
+    let mut index = [0usize; 8];
+    let mut out = 0;
+    for &v in x {
+        let o = &mut y[out];
+        *o = match op {
+            R::Sum | R::Mean => o.add(v),
+            R::SumSquare => o.add(v.mul(v)),
+            R::L1 => o.add(v.abs()),
+            R::Prod => o.mul(v),
+            R::Max if boolean => T::from_f64((!o.is_zero() || !v.is_zero()) as u8 as f64),
+            R::Min if boolean => T::from_f64((!o.is_zero() && !v.is_zero()) as u8 as f64),
+            R::Max | R::Min => {
+                let better = if op == R::Max { v > *o } else { v < *o };
+                if !seen[out] || better {
+                    seen[out] = true;
+                    v
+                } else {
+                    *o
+                }
+            }
+            _ => return Err(cx.mismatch()),
+        };
+        for a in (0..rank).rev() {
+            index[a] += 1;
+            out += ost[a];
+            if index[a] < s[a] {
+                break;
+            }
+            out -= ost[a] * s[a];
+            index[a] = 0;
+        }
+    }
+    if op == R::Mean {
+        let n = T::from_f64(count as f64);
+        for v in y.iter_mut() {
+            *v = v.div(n).unwrap_or(zero);
+        }
+    }
+    Ok(())
 }

@@ -7,6 +7,7 @@ use smallvec::SmallVec;
 use crate::data;
 use crate::graph::{dtype, NodeDesc};
 use rivet_kernels::attention::AttnOut;
+use rivet_kernels::UnaryOp;
 
 mod attrs;
 mod kernel;
@@ -365,6 +366,23 @@ fn check_types(node: &NodeDesc, kernel: &Kernel, data: &[usize]) -> Result<(), S
         {
             all(&types, dtype::DOUBLE)
         }
+        // Integers: Abs, Neg, Relu, Sign, CumSum and the exact reductions; bool Max / Min.
+        Kernel::Unary(UnaryOp::Abs | UnaryOp::Neg | UnaryOp::Relu)
+        | Kernel::Math(MathOp::Sign)
+        | Kernel::CumSum { .. }
+            if is_int(out.elem_type) =>
+        {
+            all(&types, out.elem_type)
+        }
+        Kernel::Reduce { op, .. } if is_int(out.elem_type) || out.elem_type == dtype::BOOL => {
+            use rivet_kernels::nn::ReduceOp as R;
+            let ok_op = if out.elem_type == dtype::BOOL {
+                matches!(op, R::Max | R::Min)
+            } else {
+                matches!(op, R::Sum | R::Mean | R::Max | R::Min | R::Prod | R::L1 | R::SumSquare)
+            };
+            ok_op && all(&types, out.elem_type)
+        }
         _ => {
             if !(all(&types, dtype::FLOAT) && out.elem_type == dtype::FLOAT) {
                 return bad("float32 only");
@@ -399,6 +417,10 @@ pub fn markdown_table() -> String {
          casts.\n",
     );
     out
+}
+
+fn is_int(t: i32) -> bool {
+    data::is_number(t) && !matches!(t, dtype::FLOAT | dtype::DOUBLE)
 }
 
 /// Whether an op's kernel also runs float64 (the elementwise math, CumSum, reductions).
@@ -445,6 +467,9 @@ fn types(op_type: &str) -> &'static str {
         "Less" | "LessOrEqual" | "Greater" | "GreaterOrEqual" => "numbers, to bool",
         "And" | "Or" | "Xor" | "Not" => "bool",
         "ArgMax" | "ArgMin" => "numbers, to int64",
+        "Abs" | "Neg" | "Relu" | "Sign" | "CumSum" => "numbers, halves",
+        "ReduceSum" | "ReduceMean" | "ReduceProd" | "ReduceL1" | "ReduceSumSquare" => "numbers, halves",
+        "ReduceMax" | "ReduceMin" => "numbers, halves, bool",
         _ if crate::registry::OPS.iter().any(|s| s.op_type == op_type && f64_op(s)) => "float32, float64, halves",
         _ => "float32, halves",
     }
