@@ -333,15 +333,7 @@ fn apply(
             });
         }
         Kernel::Softmax { axis, log, legacy } => {
-            let s = shape(0);
-            let a = shapes::normalize_axis(axis, s.len(), false).unwrap_or(0);
-            let (outer, n, inner) = if s.is_empty() {
-                (1, 1, 1)
-            } else if legacy {
-                (s[..a].iter().product(), s[a..].iter().product(), 1)
-            } else {
-                (s[..a].iter().product(), s[a], s[a + 1..].iter().product())
-            };
+            let (outer, n, inner) = axis_split(shape(0), axis, legacy);
             nn::softmax(x, dst, outer, n, inner, log);
         }
         Kernel::Transpose(perm) => {
@@ -412,7 +404,7 @@ fn apply(
             let a = shapes::int_list(&axis, params).ok().and_then(|v| v.first().copied()).unwrap_or(0);
             let a = shapes::normalize_axis(a, s.len(), false).unwrap_or(0);
             let (outer, inner) = (s[..a].iter().product(), s[a + 1..].iter().product());
-            nn::cumsum(x, outer, s[a], inner, exclusive, reverse, dst);
+            nn::cumsum(x, outer, s[a], inner, exclusive, reverse, 0.0, |p, q| p + q, dst);
         }
         Kernel::Trilu { k, upper } => {
             let s = shape(0);
@@ -448,35 +440,7 @@ fn apply(
             nn::pad(x, s, &pads[..s.len()], &pads[s.len()..2 * s.len()], spec.mode, dst);
         }
         Kernel::Variadic { .. } => unreachable!("lowered by the plan"),
-        Kernel::Cast { .. }
-        | Kernel::Arith(_)
-        | Kernel::Compare(_)
-        | Kernel::Logic(_)
-        | Kernel::Not
-        | Kernel::Where
-        | Kernel::ArgReduce { .. }
-        | Kernel::Gather { .. }
-        | Kernel::GatherElements { .. }
-        | Kernel::IsNaN
-        | Kernel::IsInf { .. }
-        | Kernel::Bits(_)
-        | Kernel::BitNot
-        | Kernel::EyeLike { .. }
-        | Kernel::SplitPart { .. }
-        | Kernel::Ones
-        | Kernel::Loss { .. }
-        | Kernel::Attention(_)
-        | Kernel::Tile { .. }
-        | Kernel::GatherNd { .. }
-        | Kernel::Scatter { .. }
-        | Kernel::OneHot { .. }
-        | Kernel::TopK { .. }
-        | Kernel::Rotary { .. }
-        | Kernel::Range
-        | Kernel::NonZero
-        | Kernel::Einsum { .. }
-        | Kernel::ShapeOf { .. }
-        | Kernel::SizeOf => unreachable!("typed steps run in exec_typed"),
+
         Kernel::GroupNorm { groups, epsilon, per_channel } => {
             let s = shape(0);
             let spatial = s[2..].iter().product();
@@ -488,17 +452,24 @@ fn apply(
             nn::norm_stats(x, s[a..].iter().product(), epsilon, inverse_std, dst);
         }
         Kernel::Hardmax { axis, legacy } => {
-            let s = shape(0);
-            let a = shapes::normalize_axis(axis, s.len(), false).unwrap_or(0);
-            let (outer, n, inner) = if s.is_empty() {
-                (1, 1, 1)
-            } else if legacy {
-                (s[..a].iter().product(), s[a..].iter().product(), 1)
-            } else {
-                (s[..a].iter().product(), s[a], s[a + 1..].iter().product())
-            };
+            let (outer, n, inner) = axis_split(shape(0), axis, legacy);
             nn::hardmax(x, outer, n, inner, dst);
         }
+        // Every other kernel runs on the typed path (`Kernel::is_typed`).
+        _ => unreachable!("typed steps run in exec_typed"),
+    }
+}
+
+/// `shape` viewed as `[outer, n, inner]` around `axis` (Softmax, Hardmax); `legacy`
+/// (opset < 13) folds every axis from `axis` on into `n`.
+fn axis_split(s: &[usize], axis: i64, legacy: bool) -> (usize, usize, usize) {
+    let a = shapes::normalize_axis(axis, s.len(), false).unwrap_or(0);
+    if s.is_empty() {
+        (1, 1, 1)
+    } else if legacy {
+        (s[..a].iter().product(), s[a..].iter().product(), 1)
+    } else {
+        (s[..a].iter().product(), s[a], s[a + 1..].iter().product())
     }
 }
 

@@ -966,27 +966,7 @@ fn float64(cx: &Ctx<'_>, x: &[f64], y: &mut [f64]) -> Result<()> {
     match cx.step.kernel {
         Kernel::Unary(op) => y.iter_mut().zip(x).for_each(|(o, &v)| *o = op.apply_f64(v)),
         Kernel::Math(op) => y.iter_mut().zip(x).for_each(|(o, &v)| *o = op.apply_f64(v)),
-        Kernel::CumSum { axis, exclusive, reverse } => {
-            let a = shapes::int_list(&axis, cx.params).ok().and_then(|v| v.first().copied()).unwrap_or(0);
-            let a = shapes::normalize_axis(a, s.len(), false).unwrap_or(0);
-            let (outer, n, inner) = (s[..a].iter().product::<usize>(), s[a], s[a + 1..].iter().product::<usize>());
-            for o in 0..outer {
-                for i in 0..inner {
-                    let mut acc = 0.0;
-                    for step in 0..n {
-                        let k = if reverse { n - 1 - step } else { step };
-                        let at = (o * n + k) * inner + i;
-                        if exclusive {
-                            y[at] = acc;
-                            acc += x[at];
-                        } else {
-                            acc += x[at];
-                            y[at] = acc;
-                        }
-                    }
-                }
-            }
-        }
+        Kernel::CumSum { .. } => cumsum(cx, x, y, 0.0, |p, q| p + q),
         Kernel::Reduce { op, axes, noop_empty, .. } => {
             let mask = shapes::reduced_axes(s.len(), axes, noop_empty, cx.params).map_err(Error::invalid)?;
             if !mask[..s.len()].iter().any(|&m| m) {
@@ -1004,33 +984,8 @@ fn float64(cx: &Ctx<'_>, x: &[f64], y: &mut [f64]) -> Result<()> {
 /// maximum first.
 fn reduce_f64(x: &[f64], shape: &[usize], reduced: &[bool], op: nn::ReduceOp, y: &mut [f64]) {
     use nn::ReduceOp as R;
-    let rank = shape.len();
-    // Output strides per input axis (0 on reduced axes).
-    let mut ost = [0usize; 8];
-    let mut acc = 1;
-    for a in (0..rank).rev() {
-        if !reduced[a] {
-            ost[a] = acc;
-            acc *= shape[a];
-        }
-    }
-    let count = shape.iter().zip(reduced).filter(|(_, &r)| r).map(|(&d, _)| d).product::<usize>();
-    let each = |f: &mut dyn FnMut(usize, f64)| {
-        let mut index = [0usize; 8];
-        let mut out = 0;
-        for &v in x {
-            f(out, v);
-            for a in (0..rank).rev() {
-                index[a] += 1;
-                out += ost[a];
-                if index[a] < shape[a] {
-                    break;
-                }
-                out -= ost[a] * shape[a];
-                index[a] = 0;
-            }
-        }
-    };
+    let count = group_size(shape, reduced);
+    let each = |f: &mut dyn FnMut(usize, f64)| for_each_grouped(x, shape, reduced, f);
     let init = match op {
         R::Max | R::Min => f64::NAN, // set from the first element below
         R::Prod => 1.0,
@@ -1090,28 +1045,7 @@ fn integers<T: Storage + Number>(cx: &Ctx<'_>, ins: &[Data<'_>], dst: &mut DataM
                 zero
             }
         }),
-        Kernel::CumSum { axis, exclusive, reverse } => {
-            let s = cx.shape(0);
-            let a = shapes::int_list(&axis, cx.params).ok().and_then(|v| v.first().copied()).unwrap_or(0);
-            let a = shapes::normalize_axis(a, s.len(), false).unwrap_or(0);
-            let (outer, n, inner) = (s[..a].iter().product::<usize>(), s[a], s[a + 1..].iter().product::<usize>());
-            for o in 0..outer {
-                for i in 0..inner {
-                    let mut acc = zero;
-                    for step in 0..n {
-                        let k = if reverse { n - 1 - step } else { step };
-                        let at = (o * n + k) * inner + i;
-                        if exclusive {
-                            y[at] = acc;
-                            acc = acc.add(x[at]);
-                        } else {
-                            acc = acc.add(x[at]);
-                            y[at] = acc;
-                        }
-                    }
-                }
-            }
-        }
+        Kernel::CumSum { .. } => cumsum(cx, x, y, zero, |p, q| p.add(q)),
         Kernel::Reduce { .. } => return reduce_ints(cx, x, y, false),
         _ => return Err(cx.mismatch()),
     }
@@ -1130,16 +1064,7 @@ fn reduce_ints<T: Storage + Number>(cx: &Ctx<'_>, x: &[T], y: &mut [T], boolean:
         y.copy_from_slice(x);
         return Ok(());
     }
-    let rank = s.len();
-    let mut ost = [0usize; 8];
-    let mut acc = 1;
-    for a in (0..rank).rev() {
-        if !reduced[a] {
-            ost[a] = acc;
-            acc *= s[a];
-        }
-    }
-    let count = s.iter().zip(reduced).filter(|(_, &r)| r).map(|(&d, _)| d).product::<usize>();
+    let count = group_size(s, reduced);
     let (zero, one) = (T::default(), T::from_f64(1.0));
     let init = match op {
         R::Prod => one,
@@ -1148,9 +1073,8 @@ fn reduce_ints<T: Storage + Number>(cx: &Ctx<'_>, x: &[T], y: &mut [T], boolean:
     };
     y.iter_mut().for_each(|v| *v = init);
     let mut seen = vec![false; if matches!(op, R::Max | R::Min) && !boolean { y.len() } else { 0 }];
-    let mut index = [0usize; 8];
-    let mut out = 0;
-    for &v in x {
+    let mut result = Ok(());
+    for_each_grouped(x, s, reduced, &mut |out, v| {
         let o = &mut y[out];
         *o = match op {
             R::Sum | R::Mean => o.add(v),
@@ -1168,18 +1092,13 @@ fn reduce_ints<T: Storage + Number>(cx: &Ctx<'_>, x: &[T], y: &mut [T], boolean:
                     *o
                 }
             }
-            _ => return Err(cx.mismatch()),
-        };
-        for a in (0..rank).rev() {
-            index[a] += 1;
-            out += ost[a];
-            if index[a] < s[a] {
-                break;
+            _ => {
+                result = Err(cx.mismatch());
+                *o
             }
-            out -= ost[a] * s[a];
-            index[a] = 0;
-        }
-    }
+        };
+    });
+    result?;
     if op == R::Mean {
         let n = T::from_f64(count as f64);
         for v in y.iter_mut() {
@@ -1187,4 +1106,48 @@ fn reduce_ints<T: Storage + Number>(cx: &Ctx<'_>, x: &[T], y: &mut [T], boolean:
         }
     }
     Ok(())
+}
+
+/// CumSum on the typed path, along the axis from the constant or the step's param.
+fn cumsum<T: Copy>(cx: &Ctx<'_>, x: &[T], y: &mut [T], zero: T, add: impl Fn(T, T) -> T) {
+    let Kernel::CumSum { axis, exclusive, reverse } = cx.step.kernel else { return };
+    let s = cx.shape(0);
+    let a = shapes::int_list(&axis, cx.params).ok().and_then(|v| v.first().copied()).unwrap_or(0);
+    let a = shapes::normalize_axis(a, s.len(), false).unwrap_or(0);
+    let (outer, inner) = (s[..a].iter().product(), s[a + 1..].iter().product());
+    nn::cumsum(x, outer, s[a], inner, exclusive, reverse, zero, add, y);
+}
+
+/// Elements in each group of a reduction over the axes `reduced` marks.
+fn group_size(shape: &[usize], reduced: &[bool]) -> usize {
+    shape.iter().zip(reduced).filter(|(_, &r)| r).map(|(&d, _)| d).product()
+}
+
+/// Calls `f(group, value)` for every element of `x` (of `shape`, row-major), with the
+/// index of its group in the reduction's output.
+fn for_each_grouped<T: Copy>(x: &[T], shape: &[usize], reduced: &[bool], f: &mut dyn FnMut(usize, T)) {
+    let rank = shape.len();
+    // Output strides per input axis (0 on reduced axes).
+    let mut ost = [0usize; 8];
+    let mut acc = 1;
+    for a in (0..rank).rev() {
+        if !reduced[a] {
+            ost[a] = acc;
+            acc *= shape[a];
+        }
+    }
+    let mut index = [0usize; 8];
+    let mut out = 0;
+    for &v in x {
+        f(out, v);
+        for a in (0..rank).rev() {
+            index[a] += 1;
+            out += ost[a];
+            if index[a] < shape[a] {
+                break;
+            }
+            out -= ost[a] * shape[a];
+            index[a] = 0;
+        }
+    }
 }

@@ -71,6 +71,22 @@ pub fn checked_count(shape: &[usize], what: impl fmt::Display) -> Result<usize> 
         .ok_or_else(|| Error::invalid(format_args!("{what}: shape {} has more than 2^48 elements", ShapeText(shape))))
 }
 
+/// The elementwise kernels of one input, whose output has the input's shape (a pattern).
+macro_rules! same_shape {
+    () => {
+        Kernel::Unary(_)
+            | Kernel::Identity
+            | Kernel::Scale(_)
+            | Kernel::Clip { .. }
+            | Kernel::Math(_)
+            | Kernel::Cast { .. }
+            | Kernel::Not
+            | Kernel::IsNaN
+            | Kernel::IsInf { .. }
+            | Kernel::BitNot
+    };
+}
+
 /// Writes a step's output shape into `shapes` (in place: no shape is moved around) and
 /// returns the broadcast plan of a binary step. Same-shape kernels copy the input's shape
 /// and check the declaration; everything else goes through `infer`.
@@ -80,17 +96,7 @@ pub fn infer_into(
     shapes: &mut [Shape],
     params: &[&[i64]],
 ) -> Result<Option<Broadcast>> {
-    if let Kernel::Unary(_)
-    | Kernel::Identity
-    | Kernel::Scale(_)
-    | Kernel::Clip { .. }
-    | Kernel::Math(_)
-    | Kernel::Cast { .. }
-    | Kernel::Not
-    | Kernel::IsNaN
-    | Kernel::IsInf { .. }
-    | Kernel::BitNot = step.kernel
-    {
+    if matches!(step.kernel, same_shape!()) {
         // Values are numbered in plan order: an output comes after its inputs.
         let (before, from_output) = shapes.split_at_mut(step.output);
         let out = &mut from_output[0];
@@ -159,16 +165,7 @@ pub fn infer_shape(
             (Shape::from_slice(b.out_shape()), Some(b))
         }
         // `from_slice` copies the inline storage in one go (a clone extends element-wise).
-        Kernel::Unary(_)
-        | Kernel::Identity
-        | Kernel::Scale(_)
-        | Kernel::Clip { .. }
-        | Kernel::Math(_)
-        | Kernel::Cast { .. }
-        | Kernel::Not
-        | Kernel::IsNaN
-        | Kernel::IsInf { .. }
-        | Kernel::BitNot => (Shape::from_slice(x), None),
+        same_shape!() => (Shape::from_slice(x), None),
         Kernel::Hardmax { axis, .. } => {
             normalize_axis(axis, x.len(), false).map_err(|e| fail(format_args!("{e}")))?;
             (x.clone(), None)

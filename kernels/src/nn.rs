@@ -551,19 +551,31 @@ pub fn expand<T: Copy>(x: &[T], shape: &[usize], out_shape: &[usize], y: &mut [T
     }
 }
 
-/// Cumulative sum along the middle axis of `x` viewed as `[outer, n, inner]`.
-pub fn cumsum(x: &[f32], outer: usize, n: usize, inner: usize, exclusive: bool, reverse: bool, y: &mut [f32]) {
+/// Cumulative sum along the middle axis of `x` viewed as `[outer, n, inner]`, with the
+/// element type's `zero` and `add` (wrapping for integers).
+#[allow(clippy::too_many_arguments)]
+pub fn cumsum<T: Copy>(
+    x: &[T],
+    outer: usize,
+    n: usize,
+    inner: usize,
+    exclusive: bool,
+    reverse: bool,
+    zero: T,
+    add: impl Fn(T, T) -> T,
+    y: &mut [T],
+) {
     for o in 0..outer {
         for i in 0..inner {
-            let mut acc = 0.0f32;
+            let mut acc = zero;
             for step in 0..n {
                 let k = if reverse { n - 1 - step } else { step };
                 let at = (o * n + k) * inner + i;
                 if exclusive {
                     y[at] = acc;
-                    acc += x[at];
+                    acc = add(acc, x[at]);
                 } else {
-                    acc += x[at];
+                    acc = add(acc, x[at]);
                     y[at] = acc;
                 }
             }
