@@ -1257,3 +1257,24 @@ fn integer_math_cumsum_and_reductions_match_ort() {
         assert_matches_ort(&model, &inputs, 0.0, 0.0, &format!("{op} bool"));
     }
 }
+
+/// Pad on other element types (edge, reflect, zero constant) and in wrap mode.
+#[test]
+fn pad_on_any_type_and_wrap_mode_match_ort() {
+    for (t, mode, opset) in [
+        (INT32, "edge", 18i64),
+        (INT32, "reflect", 18),
+        (INT64, "constant", 18),
+        (FLOAT, "wrap", 19),
+        (INT32, "wrap", 19),
+    ] {
+        let model = ModelBuilder::new(opset)
+            .input("x", t, &[2.into(), 3.into()])
+            .initializer_i64("pads", &[4], vec![1, 2, 0, 1])
+            .node_with("Pad", "pad", &["x", "pads"], &["y"], &[("mode", Attr::Str(mode.into()))])
+            .output("y", t, None)
+            .build();
+        let inputs = [HostTensor::typed("x", elem(t), &[2, 3], vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0])];
+        assert_matches_ort(&model, &inputs, 0.0, 0.0, &format!("Pad {mode} {}", name(t)));
+    }
+}

@@ -437,7 +437,11 @@ fn apply(
         Kernel::Pad(spec) => {
             let s = shape(0);
             let pads = spec.resolve(s.len(), params).expect("checked by shape inference");
-            nn::pad(x, s, &pads[..s.len()], &pads[s.len()..2 * s.len()], spec.mode, dst);
+            let fill = match spec.mode {
+                nn::PadMode::Constant(v) => v,
+                _ => 0.0,
+            };
+            nn::pad(x, s, &pads[..s.len()], &pads[s.len()..2 * s.len()], spec.mode, fill, dst);
         }
         Kernel::Variadic { .. } => unreachable!("lowered by the plan"),
 

@@ -332,11 +332,15 @@ pub enum PadMode {
     Constant(f32),
     Reflect,
     Edge,
+    /// The input repeats (opset 19's `wrap`).
+    Wrap,
 }
 
 /// Pads `x` of `shape` by `begin`/`end` (non-negative) per axis into `y`. Reflect needs
 /// pads smaller than the axis (checked by the caller).
-pub fn pad(x: &[f32], shape: &[usize], begin: &[usize], end: &[usize], mode: PadMode, y: &mut [f32]) {
+/// Pads `x` of `shape` by `begin`/`end` per axis; `fill` is the constant mode's value in the
+/// element type.
+pub fn pad<T: Copy>(x: &[T], shape: &[usize], begin: &[usize], end: &[usize], mode: PadMode, fill: T, y: &mut [T]) {
     let rank = shape.len();
     let out: smallvec::SmallVec<[usize; 8]> = (0..rank).map(|a| shape[a] + begin[a] + end[a]).collect();
     let mut index: smallvec::SmallVec<[usize; 8]> = smallvec::SmallVec::from_elem(0, rank);
@@ -352,6 +356,7 @@ pub fn pad(x: &[f32], shape: &[usize], begin: &[usize], end: &[usize], mode: Pad
                 match mode {
                     PadMode::Constant(_) => None,
                     PadMode::Edge => Some(i.clamp(0, n - 1)),
+                    PadMode::Wrap => Some(i.rem_euclid(n.max(1))),
                     PadMode::Reflect => {
                         let period = 2 * (n - 1).max(1);
                         let r = i.rem_euclid(period);
@@ -364,10 +369,9 @@ pub fn pad(x: &[f32], shape: &[usize], begin: &[usize], end: &[usize], mode: Pad
                 _ => None,
             };
         }
-        *o = match (src, mode) {
-            (Some(s), _) => x[s],
-            (None, PadMode::Constant(v)) => v,
-            (None, _) => 0.0,
+        *o = match src {
+            Some(s) => x[s],
+            None => fill,
         };
         for a in (0..rank).rev() {
             index[a] += 1;

@@ -164,6 +164,7 @@ pub(super) fn pad(node: &NodeDesc) -> Result<Kernel, String> {
         "constant" => rivet_kernels::nn::PadMode::Constant(value),
         "reflect" => rivet_kernels::nn::PadMode::Reflect,
         "edge" => rivet_kernels::nn::PadMode::Edge,
+        "wrap" if node.since_version >= 19 => rivet_kernels::nn::PadMode::Wrap,
         other => return Err(format!("Pad mode '{other}'")),
     };
     let mut arr = [0usize; 16];

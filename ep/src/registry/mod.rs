@@ -278,7 +278,13 @@ fn check_types(node: &NodeDesc, kernel: &Kernel, data: &[usize]) -> Result<(), S
         | Kernel::Expand { .. }
         | Kernel::Trilu { .. }
         | Kernel::SplitPart { .. }
-        | Kernel::Tile { .. } => {
+        | Kernel::Tile { .. }
+        | Kernel::Pad(_) => {
+            if let Kernel::Pad(PadSpec { mode: rivet_kernels::nn::PadMode::Constant(v), .. }) = *kernel {
+                if v != 0.0 && out.elem_type != dtype::FLOAT {
+                    return bad("a non-zero constant on float32 only");
+                }
+            }
             if !(data::supported(out.elem_type) && all(&types, out.elem_type)) {
                 return bad("one element type for data and output, any but strings and sub-byte types");
             }
@@ -444,7 +450,7 @@ fn f64_op(spec: &OpSpec) -> bool {
 fn types(op_type: &str) -> &'static str {
     match op_type {
         "Identity" | "Transpose" | "Flatten" | "Reshape" | "Squeeze" | "Unsqueeze" | "Concat" | "Expand" | "Slice"
-        | "Trilu" | "Split" | "Tile" | "GatherND" => "any",
+        | "Trilu" | "Split" | "Tile" | "GatherND" | "Pad" => "any",
         "ScatterElements" | "ScatterND" => "any (numbers with a reduction)",
         "OneHot" => "numeric indices, any values",
         "TopK" => "numbers (int64 indices)",
