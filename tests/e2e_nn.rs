@@ -662,3 +662,49 @@ fn conv_transpose_and_shape_ops_match_ort() {
         assert_matches_ort(&model, &inputs, 0.0, 0.0, &format!("Shape {start}..{end:?} and Size"));
     }
 }
+
+/// 1-D Conv, MaxPool and AveragePool ([N, C, W], run as height 1) against ORT.
+#[test]
+fn one_dimensional_conv_and_pools_match_ort() {
+    let x: Vec<f32> = harness::values(31, 2 * 3 * 9, -1.0, 1.0).into_iter().map(|v| v as f32).collect();
+    let w: Vec<f32> = harness::values(32, 4 * 3 * 3, -1.0, 1.0).into_iter().map(|v| v as f32).collect();
+    let convs: [Vec<(&str, Attr)>; 4] = [
+        vec![],
+        vec![("strides", Attr::Ints(vec![2])), ("pads", Attr::Ints(vec![1, 2]))],
+        vec![("dilations", Attr::Ints(vec![2]))],
+        vec![("auto_pad", Attr::Str("SAME_UPPER".into())), ("strides", Attr::Ints(vec![2]))],
+    ];
+    for (k, attrs) in convs.iter().enumerate() {
+        let model = ModelBuilder::new(13)
+            .input("x", FLOAT, &[2.into(), 3.into(), 9.into()])
+            .input("w", FLOAT, &[4.into(), 3.into(), 3.into()])
+            .node_with("Conv", "conv", &["x", "w"], &["y"], attrs)
+            .output("y", FLOAT, None)
+            .build();
+        let inputs = [HostTensor::f32("x", &[2, 3, 9], x.clone()), HostTensor::f32("w", &[4, 3, 3], w.clone())];
+        assert_matches_ort(&model, &inputs, 1e-5, 1e-5, &format!("Conv 1-D case {k}"));
+    }
+    for op in ["MaxPool", "AveragePool"] {
+        for attrs in [
+            vec![("kernel_shape", Attr::Ints(vec![3]))],
+            vec![
+                ("kernel_shape", Attr::Ints(vec![2])),
+                ("strides", Attr::Ints(vec![2])),
+                ("pads", Attr::Ints(vec![1, 0])),
+            ],
+        ] {
+            let model = ModelBuilder::new(13)
+                .input("x", FLOAT, &[2.into(), 3.into(), 9.into()])
+                .node_with(op, "pool", &["x"], &["y"], &attrs)
+                .output("y", FLOAT, None)
+                .build();
+            assert_matches_ort(
+                &model,
+                &[HostTensor::f32("x", &[2, 3, 9], x.clone())],
+                1e-6,
+                1e-6,
+                &format!("{op} 1-D {attrs:?}"),
+            );
+        }
+    }
+}

@@ -379,15 +379,16 @@ fn apply(
         }
         Kernel::Conv { window, group } => {
             let (xs, ws) = (shape(0), shape(1));
-            let (g, _) = shapes::window_2d(&window, xs[2], xs[3], [ws[2], ws[3]]).expect("checked by shape inference");
+            let [h, w] = shapes::spatial(xs);
+            let (g, _) = shapes::window_2d(&window, h, w, shapes::spatial(ws)).expect("checked by shape inference");
             with_conv_scratch(|col, scratch| {
                 conv::conv2d(x, ins[1], ins.get(2).copied(), xs[0], xs[1], ws[0], group, &g, dst, col, scratch)
             });
         }
         Kernel::Pool { window, max, count_pad } => {
             let s = shape(0);
-            let (g, pad_end) =
-                shapes::window_2d(&window, s[2], s[3], window.kernel).expect("checked by shape inference");
+            let [h, w] = shapes::spatial(s);
+            let (g, pad_end) = shapes::window_2d(&window, h, w, window.kernel).expect("checked by shape inference");
             let pool = if max { conv::Pool::Max } else { conv::Pool::Average { count_pad } };
             conv::pool2d(x, s[0] * s[1], &g, pool, pad_end, dst);
         }

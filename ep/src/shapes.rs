@@ -487,8 +487,8 @@ pub fn infer_shape(
         }
         Kernel::Conv { window, group } => {
             let w = &shapes[step.inputs[1]];
-            if x.len() != 4 || w.len() != 4 {
-                return Err(fail(format_args!("Conv needs 4-D X and W, W is {}", ShapeText(w))));
+            if !(x.len() == 3 || x.len() == 4) || w.len() != x.len() {
+                return Err(fail(format_args!("Conv needs 3-D or 4-D X and W alike, W is {}", ShapeText(w))));
             }
             if x[1] != w[1] * group || !w[0].is_multiple_of(group) {
                 return Err(fail(format_args!("{} input channels, W {} with group {group}", x[1], ShapeText(w))));
@@ -498,19 +498,21 @@ pub fn infer_shape(
                     return Err(fail(format_args!("bias {} is not [{}]", ShapeText(&shapes[b]), w[0])));
                 }
             }
-            let k = if window.kernel == [0, 0] { [w[2], w[3]] } else { window.kernel };
-            if k != [w[2], w[3]] {
+            let ([h, wd], wk) = (spatial(x), spatial(w));
+            let k = if window.kernel == [0, 0] { wk } else { window.kernel };
+            if k != wk {
                 return Err(fail(format_args!("kernel_shape {k:?} differs from W {}", ShapeText(w))));
             }
-            let (g, _) = window_2d(&window, x[2], x[3], k).map_err(|e| fail(format_args!("{e}")))?;
-            (Shape::from_slice(&[x[0], w[0], g.out_h, g.out_w]), None)
+            let (g, _) = window_2d(&window, h, wd, k).map_err(|e| fail(format_args!("{e}")))?;
+            (windowed(x, w[0], g.out_h, g.out_w), None)
         }
         Kernel::Pool { window, .. } => {
-            if x.len() != 4 {
-                return Err(fail(format_args!("needs [N, C, H, W]")));
+            if !(x.len() == 3 || x.len() == 4) {
+                return Err(fail(format_args!("needs [N, C, W] or [N, C, H, W]")));
             }
-            let (g, _) = window_2d(&window, x[2], x[3], window.kernel).map_err(|e| fail(format_args!("{e}")))?;
-            (Shape::from_slice(&[x[0], x[1], g.out_h, g.out_w]), None)
+            let [h, wd] = spatial(x);
+            let (g, _) = window_2d(&window, h, wd, window.kernel).map_err(|e| fail(format_args!("{e}")))?;
+            (windowed(x, x[1], g.out_h, g.out_w), None)
         }
 
         Kernel::Lrn { .. } => {
@@ -762,6 +764,24 @@ pub fn conv_transpose_geometry(
         }
     }
     Ok(ConvTransposeGeometry { in_hw, kernel, out, pad_begin, out_channels: w[1] * spec.group })
+}
+
+/// A window op's (height, width): 1-D inputs `[N, C, W]` have height 1.
+pub fn spatial(s: &[usize]) -> [usize; 2] {
+    if s.len() == 4 {
+        [s[2], s[3]]
+    } else {
+        [1, s.get(2).copied().unwrap_or(1)]
+    }
+}
+
+/// A window op's output shape, of the input's rank.
+fn windowed(x: &[usize], channels: usize, h: usize, w: usize) -> Shape {
+    if x.len() == 4 {
+        Shape::from_slice(&[x[0], channels, h, w])
+    } else {
+        Shape::from_slice(&[x[0], channels, w])
+    }
 }
 
 /// Shape's `start..end` over a rank: negative values count back, both clamped.

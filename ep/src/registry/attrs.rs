@@ -81,32 +81,37 @@ pub(super) fn dropout(node: &NodeDesc) -> Result<Kernel, String> {
 
 /// Reads a 2-D window op's attributes; other ranks are not claimed.
 pub(super) fn window(node: &NodeDesc, kernel_required: bool) -> Result<Window, String> {
-    if let Some(dims) = input(node, 0).and_then(|v| v.dims.as_ref()) {
-        if dims.len() != 4 {
-            return Err(format!("{} on rank {} (Rivet runs 2-D, NCHW)", node.op_type, dims.len()));
-        }
-    } else {
-        return Err(format!("{} input of unknown rank", node.op_type));
-    }
+    let rank = match input(node, 0).and_then(|v| v.dims.as_ref()) {
+        Some(dims) if dims.len() == 3 || dims.len() == 4 => dims.len(),
+        Some(dims) => return Err(format!("{} on rank {} (Rivet runs 1-D and 2-D, NCHW)", node.op_type, dims.len())),
+        None => return Err(format!("{} input of unknown rank", node.op_type)),
+    };
+    // 1-D windows run as 2-D ones of height 1.
+    let n = rank - 2;
     let pair = |name: &str, default: usize| -> Result<[usize; 2], String> {
         match ints_attr(node, name)? {
             None => Ok([default; 2]),
-            Some(v) if v.len() == 2 && v.iter().all(|&d| d >= 1) => Ok([v[0] as usize, v[1] as usize]),
-            Some(v) => Err(format!("{name} {v:?} is not two positive values")),
+            Some(v) if v.len() == n && v.iter().all(|&d| d >= 1) => {
+                Ok(if n == 1 { [1, v[0] as usize] } else { [v[0] as usize, v[1] as usize] })
+            }
+            Some(v) => Err(format!("{name} {v:?} is not {n} positive values")),
         }
     };
     let kernel = match ints_attr(node, "kernel_shape")? {
         None if !kernel_required => [0, 0],
         None => return Err("kernel_shape is required".into()),
-        Some(v) if v.len() == 2 && v.iter().all(|&d| d >= 1) => [v[0] as usize, v[1] as usize],
-        Some(v) => Err(format!("kernel_shape {v:?} is not two positive values"))?,
+        Some(_) => pair("kernel_shape", 1)?,
     };
     let pads = match ints_attr(node, "pads")? {
         None => [0; 4],
-        Some(v) if v.len() == 4 && v.iter().all(|&d| d >= 0) => {
-            [v[0] as usize, v[1] as usize, v[2] as usize, v[3] as usize]
+        Some(v) if v.len() == 2 * n && v.iter().all(|&d| d >= 0) => {
+            if n == 1 {
+                [0, v[0] as usize, 0, v[1] as usize]
+            } else {
+                [v[0] as usize, v[1] as usize, v[2] as usize, v[3] as usize]
+            }
         }
-        Some(v) => return Err(format!("pads {v:?} is not four non-negative values")),
+        Some(v) => return Err(format!("pads {v:?} is not {} non-negative values", 2 * n)),
     };
     let auto_pad = match node.attr("auto_pad") {
         None => AutoPad::NotSet,
