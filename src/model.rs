@@ -41,6 +41,8 @@ pub enum Attr {
     Str(String),
     Floats(Vec<f32>),
     Ints(Vec<i64>),
+    /// A tensor attribute: element type, dims and little-endian data.
+    Tensor(i32, Vec<i64>, Vec<u8>),
 }
 
 #[derive(Default)]
@@ -279,6 +281,16 @@ fn encode_node(n: &Node) -> Buf {
                     m.int(8, *v);
                 }
                 m.int(20, 7);
+            }
+            Attr::Tensor(elem, dims, raw) => {
+                let mut t = Buf::default();
+                for &d in dims {
+                    t.int(1, d);
+                }
+                t.int(2, *elem as i64);
+                t.bytes(9, raw);
+                m.message(5, t);
+                m.int(20, 4);
             }
         }
         b.message(5, m);

@@ -1278,3 +1278,30 @@ fn pad_on_any_type_and_wrap_mode_match_ort() {
         assert_matches_ort(&model, &inputs, 0.0, 0.0, &format!("Pad {mode} {}", name(t)));
     }
 }
+
+/// ConstantOfShape (value from a tensor attribute, or the default 0.0) with the shape a
+/// constant or fed at Run, against ORT.
+#[test]
+fn constant_of_shape_matches_ort() {
+    let values: [(i32, Option<Vec<u8>>); 4] = [
+        (FLOAT, None),
+        (FLOAT, Some(1.5f32.to_le_bytes().to_vec())),
+        (INT64, Some(7i64.to_le_bytes().to_vec())),
+        (INT32, Some((-3i32).to_le_bytes().to_vec())),
+    ];
+    for (t, value) in values {
+        let attrs: Vec<(&str, Attr)> = match &value {
+            Some(raw) => vec![("value", Attr::Tensor(t, vec![1], raw.clone()))],
+            None => vec![],
+        };
+        let model = ModelBuilder::new(20)
+            .input("shape", INT64, &[2.into()])
+            .node_with("ConstantOfShape", "op", &["shape"], &["y"], &attrs)
+            .output("y", t, None)
+            .build();
+        for dims in [vec![2.0, 3.0], vec![0.0, 4.0]] {
+            let inputs = [HostTensor::typed("shape", E::Int64, &[2], dims.clone())];
+            assert_matches_ort(&model, &inputs, 0.0, 0.0, &format!("ConstantOfShape {} {value:?} {dims:?}", name(t)));
+        }
+    }
+}

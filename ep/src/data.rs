@@ -77,6 +77,10 @@ macro_rules! define {
             pub fn view(&self) -> Data<'_> {
                 match self { $(Buf::$v(b) => Data::$v(b)),* }
             }
+            /// The elements' native-endian bytes.
+            pub fn to_ne_bytes(&self) -> Vec<u8> {
+                match self { $(Buf::$v(b) => b.iter().flat_map(|v| v.to_ne_bytes()).collect()),* }
+            }
             pub fn view_mut(&mut self) -> DataMut<'_> {
                 match self { $(Buf::$v(b) => DataMut::$v(b)),* }
             }

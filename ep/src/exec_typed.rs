@@ -181,6 +181,28 @@ pub(crate) fn apply_typed(
             y.iter_mut().zip(&s[a..b]).for_each(|(o, &d)| *o = d as i64);
             Ok(())
         }
+        Kernel::ConstantOfShape { value, .. } => {
+            macro_rules! fill {
+                ($y:expr, $t:ty) => {{
+                    const N: usize = std::mem::size_of::<$t>();
+                    let v = <$t>::from_ne_bytes(value[..N].try_into().expect("N bytes"));
+                    $y.iter_mut().for_each(|o| *o = v);
+                }};
+            }
+            match dst {
+                DataMut::F32(y) => fill!(y, f32),
+                DataMut::F64(y) => fill!(y, f64),
+                DataMut::I8(y) => fill!(y, i8),
+                DataMut::I16(y) => fill!(y, i16),
+                DataMut::I32(y) => fill!(y, i32),
+                DataMut::I64(y) => fill!(y, i64),
+                DataMut::U8(y) | DataMut::Bool(y) => fill!(y, u8),
+                DataMut::U16(y) | DataMut::F16(y) | DataMut::BF16(y) => fill!(y, u16),
+                DataMut::U32(y) => fill!(y, u32),
+                DataMut::U64(y) => fill!(y, u64),
+            }
+            Ok(())
+        }
         Kernel::SizeOf => {
             let DataMut::I64(y) = dst else { return Err(cx.mismatch()) };
             y[0] = cx.shape(0).iter().product::<usize>() as i64;

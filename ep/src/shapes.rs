@@ -195,6 +195,13 @@ pub fn infer_shape(
             ([b - a].into_iter().collect(), None)
         }
         Kernel::SizeOf => (Shape::new(), None),
+        Kernel::ConstantOfShape { shape, .. } => {
+            let dims = int_list(&shape, params).map_err(|e| fail(format_args!("{e}")))?;
+            if dims.iter().any(|&d| d < 0) || x.len() != 1 {
+                return Err(fail(format_args!("shape {dims:?} must be 1-D and non-negative")));
+            }
+            (dims.iter().map(|&d| d as usize).collect(), None)
+        }
         Kernel::ClipInputs { .. } => {
             if let Some(&b) = step.inputs[1..].iter().find(|&&b| shapes[b].iter().product::<usize>() != 1) {
                 return Err(fail(format_args!("bound '{}' is not a scalar", values[b].name)));

@@ -332,6 +332,21 @@ impl Api {
         self.check(unsafe { (self.ort.OpAttr_GetType)(a, &mut t) })?;
         Ok(t)
     }
+    /// A tensor attribute as an OrtValue the caller releases with `release_value`.
+    #[ort_ffi]
+    pub(crate) fn op_attr_tensor(&self, a: *const OrtOpAttr) -> Result<*mut OrtValue> {
+        let mut v = ptr::null_mut();
+        // SAFETY: a is valid for the callback; ORT creates a value we own.
+        self.check(unsafe { (self.ort.OpAttr_GetTensorAttributeAsOrtValue)(a, &mut v) })?;
+        Ok(v)
+    }
+    #[ort_ffi]
+    pub(crate) fn release_value(&self, v: *mut OrtValue) {
+        if !v.is_null() {
+            // SAFETY: a value ORT created for us (op_attr_tensor), released once.
+            unsafe { (self.ort.ReleaseValue)(v) }
+        }
+    }
     /// Reads an attribute's bytes. Returns the size ORT reports; when it exceeds
     /// `buf.len()` nothing was written and the caller retries with a larger buffer.
     #[ort_ffi]

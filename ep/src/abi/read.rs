@@ -9,7 +9,7 @@ use smallvec::SmallVec;
 
 use super::api::Api;
 use crate::error::{Error, Result};
-use crate::graph::{dtype, AttrValue, ConstDesc, Constant, Dim, GraphDesc, NodeDesc, ValueDesc, SMALL_CONSTANT};
+use crate::graph::{dtype, AttrValue, ConstDesc, Constant, Dim, GraphDesc, NodeDesc, Shape, ValueDesc, SMALL_CONSTANT};
 
 /// Reads a value's name and declared tensor type; a null value info is an omitted input.
 pub fn value(api: &Api, v: *const OrtValueInfo) -> Result<Option<ValueDesc>> {
@@ -128,6 +128,28 @@ fn attribute(api: &Api, a: *const ort_sys::OrtOpAttr) -> Result<(String, AttrVal
             let b = read_bytes(api, a, t)?;
             AttrValue::Floats(b.chunks_exact(4).map(|c| f32::from_ne_bytes(c.try_into().expect("4 bytes"))).collect())
         }
+        OrtOpAttrType::ORT_OP_ATTR_TENSOR => {
+            let v = api.op_attr_tensor(a)?;
+            let read = || -> Result<AttrValue> {
+                let (elem, dims) = api.tensor_type_and_shape_ref(v)?;
+                let shape: Shape = dims.iter().map(|&d| d.max(0) as usize).collect();
+                let len: usize = shape.iter().product();
+                let Some(size) = crate::data::elem_size(elem) else { return Ok(AttrValue::Other) };
+                let bytes: &[u8] = if len == 0 {
+                    &[]
+                } else {
+                    let p = api.tensor_data(v)?.cast::<u8>();
+                    // SAFETY: the attribute's tensor of `len` elements of `size` bytes, alive
+                    // until it is released below.
+                    unsafe { std::slice::from_raw_parts(p, len * size) }
+                };
+                let buf = crate::data::Buf::from_bytes(elem, bytes).expect("a held type");
+                Ok(AttrValue::Tensor(shape, buf))
+            };
+            let value = read();
+            api.release_value(v);
+            value?
+        }
         _ => AttrValue::Other,
     };
     Ok((name, value))
@@ -192,6 +214,24 @@ pub fn fused_graph(api: &Api, g: *const OrtGraph, fused: *const OrtNode) -> Resu
                     constants.push(c);
                 }
             }
+        }
+    }
+    // A small constant of an enclosing graph (an If branch reading the outer graph's
+    // initializer) is not among this graph's initializers: take the data the node's value
+    // info carried.
+    for v in nodes.iter().flat_map(|n| n.inputs.iter().flatten()) {
+        if !missing.contains(&v.name) || constants.iter().any(|c: &ConstDesc| c.name == v.name) {
+            continue;
+        }
+        let (Some(c), Some(dims)) = (&v.constant, &v.dims) else { continue };
+        let shape: Option<Shape> = dims.iter().map(|d| if let Dim::Fixed(n) = d { Some(*n) } else { None }).collect();
+        let Some(shape) = shape else { continue };
+        let data = match c {
+            Constant::F32(x) => crate::data::Buf::F32(x.clone()),
+            Constant::I64(x) => crate::data::Buf::I64(x.clone()),
+        };
+        if v.elem_type == data.elem_type() {
+            constants.push(ConstDesc { name: v.name.clone(), shape, data });
         }
     }
     Ok((name, GraphDesc { nodes, inputs, outputs, constants }))

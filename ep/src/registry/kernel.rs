@@ -420,6 +420,12 @@ pub enum Kernel {
     },
     /// Size: the input's element count as an int64 scalar.
     SizeOf,
+    /// ConstantOfShape: the output (of the value's type) filled with the value, whose
+    /// native bytes are kept here.
+    ConstantOfShape {
+        shape: ReduceAxes,
+        value: [u8; 8],
+    },
     /// RotaryEmbedding (opset 23).
     Rotary {
         heads: usize,
@@ -514,6 +520,7 @@ impl Kernel {
                 | Kernel::Einsum { .. }
                 | Kernel::ShapeOf { .. }
                 | Kernel::SizeOf
+                | Kernel::ConstantOfShape { .. }
         )
     }
 

@@ -187,6 +187,7 @@ pub fn kernel_for(node: &NodeDesc) -> Result<Claim, String> {
         | Kernel::SplitPart { sizes_at_run: true, .. }
         | Kernel::CumSum { axis: ReduceAxes::AtRun, .. }
         | Kernel::Trilu { k: ReduceAxes::AtRun, .. } => SmallVec::from_slice(&[1]),
+        Kernel::ConstantOfShape { shape: ReduceAxes::AtRun, .. } => SmallVec::from_slice(&[0]),
         _ => SmallVec::new(),
     };
     let extra = extra_outputs(node, &kernel)?;
@@ -332,6 +333,7 @@ fn check_types(node: &NodeDesc, kernel: &Kernel, data: &[usize]) -> Result<(), S
         Kernel::TopK { .. } => data::is_number(types[0]) && out.elem_type == types[0],
         Kernel::Einsum { .. } => data::is_number(out.elem_type) && all(&types, out.elem_type),
         Kernel::ShapeOf { .. } | Kernel::SizeOf => data::supported(types[0]) && out.elem_type == dtype::INT64,
+        Kernel::ConstantOfShape { .. } => types[0] == dtype::INT64 && data::supported(out.elem_type),
         Kernel::Range => {
             matches!(out.elem_type, dtype::FLOAT | dtype::DOUBLE | dtype::INT16 | dtype::INT32 | dtype::INT64)
                 && all(&types, out.elem_type)
@@ -457,6 +459,7 @@ fn types(op_type: &str) -> &'static str {
         "Range" => "float32, float64, int16, int32, int64",
         "Einsum" => "numbers, halves",
         "Shape" | "Size" => "any, to int64",
+        "ConstantOfShape" => "int64 shape, any value",
         "NonZero" => "any, to int64",
         "RotaryEmbedding" => "float32, halves (int64 positions)",
         "Gather" | "GatherElements" => "any (int32 / int64 indices)",

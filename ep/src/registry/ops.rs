@@ -737,4 +737,26 @@ pub static OPS: &[OpSpec] = &[
         attrs: &["auto_pad", "dilations", "group", "kernel_shape", "output_padding", "output_shape", "pads", "strides"],
         build: conv_transpose,
     },
+    OpSpec {
+        op_type: "ConstantOfShape",
+        since: (9, 25),
+        arity: Arity::Unary,
+        attrs: &["value"],
+        build: |n| {
+            let mut value = [0u8; 8];
+            match n.attr("value") {
+                None => {}
+                Some(AttrValue::Tensor(shape, buf)) if shape.iter().product::<usize>() == 1 => {
+                    let out = n.outputs[0].as_ref().map_or(0, |v| v.elem_type);
+                    if buf.elem_type() != out {
+                        return Err("ConstantOfShape's value and output types differ".into());
+                    }
+                    let bytes = buf.to_ne_bytes();
+                    value[..bytes.len()].copy_from_slice(&bytes);
+                }
+                Some(_) => return Err("ConstantOfShape's value must be a one-element tensor Rivet holds".into()),
+            }
+            Ok(Kernel::ConstantOfShape { shape: ints_input(n, 0, "the shape")?, value })
+        },
+    },
 ];
