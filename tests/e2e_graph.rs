@@ -53,7 +53,7 @@ fn with_fallback_off_an_unsupported_node_fails_session_creation_naming_it() {
 
 #[test]
 fn unsupported_attribute_values_and_types_are_not_claimed() {
-    // Gelu with an unknown approximation and Softmax on float64: both left to ORT, which
+    // Gelu with an unknown approximation and Hardmax on float64: both left to ORT, which
     // rejects or runs them; with fallback off the session fails naming the node.
     let gelu = ModelBuilder::new(21)
         .input("x", FLOAT, &[4.into()])
@@ -62,13 +62,13 @@ fn unsupported_attribute_values_and_types_are_not_claimed() {
         .build();
     let err = harness::session(env(), &gelu, Arm::Rivet, &strict()).expect_err("not claimed");
     assert!(err.contains("node 'odd_gelu' (Gelu)") && err.contains("approximate='erf'"), "{err}");
-    let softmax64 = ModelBuilder::new(21)
+    let hardmax64 = ModelBuilder::new(21)
         .input("x", rivet::model::DOUBLE, &[4.into()])
-        .node("Softmax", "f64_softmax", &["x"], &["y"])
+        .node("Hardmax", "f64_hardmax", &["x"], &["y"])
         .output("y", rivet::model::DOUBLE, None)
         .build();
-    let err = harness::session(env(), &softmax64, Arm::Rivet, &strict()).expect_err("not claimed");
-    assert!(err.contains("node 'f64_softmax' (Softmax)") && err.contains("float64"), "{err}");
+    let err = harness::session(env(), &hardmax64, Arm::Rivet, &strict()).expect_err("not claimed");
+    assert!(err.contains("node 'f64_hardmax' (Hardmax)") && err.contains("float64"), "{err}");
 }
 
 #[test]

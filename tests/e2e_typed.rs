@@ -352,12 +352,12 @@ fn integer_division_by_zero_and_bad_gather_indices_are_errors_naming_the_node() 
 
 #[test]
 fn types_rivet_does_not_run_for_an_op_are_not_claimed() {
-    // Pow on int64, Mod on floats without fmod, Softmax on f64: each left to ORT; with
+    // Pow on int64, Mod on floats without fmod, Hardmax on f64: each left to ORT; with
     // fallback off the session fails naming the node and the types.
     let cases = [
         (binary_model("Pow", INT64, INT64, &[]), "node 'op' (Pow)", "float32 only"),
         (binary_model("Mod", FLOAT, FLOAT, &[]), "node 'op' (Mod)", "fmod=1"),
-        (unary_model("Softmax", DOUBLE, DOUBLE, &[], 13), "node 'op' (Softmax)", "float64"),
+        (unary_model("Hardmax", DOUBLE, DOUBLE, &[], 13), "node 'op' (Hardmax)", "float64"),
     ];
     for (model, node, why) in cases {
         let err = harness::session(env(), &model, Arm::Rivet, &strict()).expect_err("not claimed");
@@ -1303,5 +1303,80 @@ fn constant_of_shape_matches_ort() {
             let inputs = [HostTensor::typed("shape", E::Int64, &[2], dims.clone())];
             assert_matches_ort(&model, &inputs, 0.0, 0.0, &format!("ConstantOfShape {} {value:?} {dims:?}", name(t)));
         }
+    }
+}
+
+/// float64 Softmax/LogSoftmax (opset 11's 2-D coercion and 13's axis), LayerNormalization,
+/// MatMul (batched, broadcast, 1-D) and Gemm computed in float64, against ORT at rtol 1e-12.
+#[test]
+fn float64_softmax_norm_and_products_match_ort() {
+    let v = |seed: u64, n: usize| harness::values(seed, n, -2.0, 2.0);
+    for (op, opset, axis) in [("Softmax", 13i64, -1i64), ("LogSoftmax", 13, 1), ("Softmax", 11, 1)] {
+        let model = ModelBuilder::new(opset)
+            .input("x", DOUBLE, &[2.into(), 3.into(), 4.into()])
+            .node_with(op, "op", &["x"], &["y"], &[("axis", Attr::Int(axis))])
+            .output("y", DOUBLE, None)
+            .build();
+        let inputs = [HostTensor::typed("x", E::Float64, &[2, 3, 4], v(1, 24))];
+        assert_matches_ort(&model, &inputs, 1e-12, 1e-300, &format!("{op} f64 opset {opset} axis {axis}"));
+    }
+    let ln = ModelBuilder::new(17)
+        .input("x", DOUBLE, &[2.into(), 3.into(), 4.into()])
+        .input("s", DOUBLE, &[4.into()])
+        .input("b", DOUBLE, &[4.into()])
+        .node_with("LayerNormalization", "ln", &["x", "s", "b"], &["y"], &[("axis", Attr::Int(-1))])
+        .output("y", DOUBLE, None)
+        .build();
+    let inputs = [
+        HostTensor::typed("x", E::Float64, &[2, 3, 4], v(2, 24)),
+        HostTensor::typed("s", E::Float64, &[4], v(3, 4)),
+        HostTensor::typed("b", E::Float64, &[4], v(4, 4)),
+    ];
+    assert_matches_ort(&ln, &inputs, 1e-12, 1e-12, "LayerNormalization f64");
+    for (sa, sb) in [
+        (vec![2i64, 3, 4], vec![4i64, 5]),
+        (vec![1, 3, 4], vec![2, 4, 2]),
+        (vec![4], vec![2, 4, 3]),
+        (vec![3, 4], vec![4]),
+    ] {
+        let dims = |s: &[i64]| s.iter().map(|&d| d.into()).collect::<Vec<Dim>>();
+        let model = ModelBuilder::new(13)
+            .input("a", DOUBLE, &dims(&sa))
+            .input("b", DOUBLE, &dims(&sb))
+            .node("MatMul", "mm", &["a", "b"], &["y"])
+            .output("y", DOUBLE, None)
+            .build();
+        let inputs = [
+            HostTensor::typed("a", E::Float64, &sa, v(5, sa.iter().product::<i64>() as usize)),
+            HostTensor::typed("b", E::Float64, &sb, v(6, sb.iter().product::<i64>() as usize)),
+        ];
+        assert_matches_ort(&model, &inputs, 1e-12, 1e-12, &format!("MatMul f64 {sa:?} x {sb:?}"));
+    }
+    for (ta, tb) in [(0i64, 0i64), (1, 0), (0, 1), (1, 1)] {
+        let (sa, sb) = (if ta == 1 { [4i64, 3] } else { [3, 4] }, if tb == 1 { [5i64, 4] } else { [4, 5] });
+        let model = ModelBuilder::new(13)
+            .input("a", DOUBLE, &[sa[0].into(), sa[1].into()])
+            .input("b", DOUBLE, &[sb[0].into(), sb[1].into()])
+            .input("c", DOUBLE, &[5.into()])
+            .node_with(
+                "Gemm",
+                "gemm",
+                &["a", "b", "c"],
+                &["y"],
+                &[
+                    ("transA", Attr::Int(ta)),
+                    ("transB", Attr::Int(tb)),
+                    ("alpha", Attr::Float(0.5)),
+                    ("beta", Attr::Float(2.0)),
+                ],
+            )
+            .output("y", DOUBLE, None)
+            .build();
+        let inputs = [
+            HostTensor::typed("a", E::Float64, &sa, v(7, 12)),
+            HostTensor::typed("b", E::Float64, &sb, v(8, 20)),
+            HostTensor::typed("c", E::Float64, &[5], v(9, 5)),
+        ];
+        assert_matches_ort(&model, &inputs, 1e-12, 1e-12, &format!("Gemm f64 transA {ta} transB {tb}"));
     }
 }

@@ -169,6 +169,10 @@ pub(crate) fn apply_typed(
             by_number!(ins[0], Err(cx.mismatch()), scatter_reduce(&cx, reduction, ins, dst))
         }
         Kernel::OneHot { axis, depth } => by_storage!(dst, one_hot(&cx, ins, axis, depth)),
+        Kernel::Softmax { .. } | Kernel::Norm { .. } | Kernel::MatMul | Kernel::Gemm { .. } => {
+            let DataMut::F64(y) = dst else { return Err(cx.mismatch()) };
+            float64_nn(&cx, ins, y)
+        }
         Kernel::Unary(_) | Kernel::Math(_) | Kernel::CumSum { .. } | Kernel::Reduce { .. } => match (dst, ins[0]) {
             (DataMut::F64(y), Data::F64(x)) => float64(&cx, x, y),
             (DataMut::Bool(y), Data::Bool(x)) => reduce_ints::<u8>(&cx, x, y, true),
@@ -1178,4 +1182,109 @@ fn for_each_grouped<T: Copy>(x: &[T], shape: &[usize], reduced: &[bool], f: &mut
             index[a] = 0;
         }
     }
+}
+
+/// float64 Softmax/LogSoftmax, LayerNormalization/RMSNormalization, MatMul and Gemm,
+/// computed in f64 (plain loops: float64 models are for accuracy, not speed).
+fn float64_nn(cx: &Ctx<'_>, ins: &[Data<'_>], y: &mut [f64]) -> Result<()> {
+    let f = |k: usize| input::<f64>(cx, ins, k);
+    let s = cx.shape(0);
+    match cx.step.kernel {
+        Kernel::Softmax { axis, log, legacy } => {
+            let a = shapes::normalize_axis(axis, s.len(), false).unwrap_or(0);
+            let (outer, n, inner): (usize, usize, usize) = if s.is_empty() {
+                (1, 1, 1)
+            } else if legacy {
+                (s[..a].iter().product(), s[a..].iter().product(), 1)
+            } else {
+                (s[..a].iter().product(), s[a], s[a + 1..].iter().product())
+            };
+            let x = f(0)?;
+            for o in 0..outer {
+                for i in 0..inner {
+                    let at = |k: usize| (o * n + k) * inner + i;
+                    let max = (0..n).map(|k| x[at(k)]).fold(f64::NEG_INFINITY, f64::max);
+                    let sum: f64 = (0..n).map(|k| (x[at(k)] - max).exp()).sum();
+                    for k in 0..n {
+                        let d = x[at(k)] - max;
+                        y[at(k)] = if log { d - sum.ln() } else { d.exp() / sum };
+                    }
+                }
+            }
+        }
+        Kernel::Norm { axis, epsilon, rms } => {
+            let a = shapes::normalize_axis(axis, s.len(), false).unwrap_or(0);
+            let inner: usize = s[a..].iter().product();
+            let (x, scale) = (f(0)?, f(1)?);
+            let bias = if ins.len() > 2 { Some(f(2)?) } else { None };
+            for (xs, ys) in x.chunks(inner.max(1)).zip(y.chunks_mut(inner.max(1))) {
+                let mean = if rms { 0.0 } else { xs.iter().sum::<f64>() / inner as f64 };
+                let var = xs.iter().map(|&v| (v - mean).powi(2)).sum::<f64>() / inner as f64;
+                let inv = 1.0 / (var + f64::from(epsilon)).sqrt();
+                for (j, (o, &v)) in ys.iter_mut().zip(xs).enumerate() {
+                    *o = (v - mean) * inv * scale[j] + bias.map_or(0.0, |b| b[j]);
+                }
+            }
+        }
+        Kernel::Gemm { alpha, beta, trans_a, trans_b } => {
+            let (a, b, sa, sb) = (f(0)?, f(1)?, s, cx.shape(1));
+            let (m, k) = if trans_a { (sa[1], sa[0]) } else { (sa[0], sa[1]) };
+            let n = if trans_b { sb[0] } else { sb[1] };
+            let c = if ins.len() > 2 { Some((f(2)?, cx.shape(2))) } else { None };
+            for i in 0..m {
+                for j in 0..n {
+                    let mut acc = 0.0;
+                    for p in 0..k {
+                        let av = if trans_a { a[p * m + i] } else { a[i * k + p] };
+                        let bv = if trans_b { b[j * k + p] } else { b[p * n + j] };
+                        acc += av * bv;
+                    }
+                    let cv = c.map_or(0.0, |(c, cs)| {
+                        let (cm, cn) = match cs.len() {
+                            0 => (1, 1),
+                            1 => (1, cs[0]),
+                            _ => (cs[cs.len() - 2], cs[cs.len() - 1]),
+                        };
+                        c[if cm == 1 { 0 } else { i } * cn + if cn == 1 { 0 } else { j }]
+                    });
+                    y[i * n + j] = f64::from(alpha) * acc + f64::from(beta) * cv;
+                }
+            }
+        }
+        Kernel::MatMul => {
+            let (a, b, sa, sb) = (f(0)?, f(1)?, s, cx.shape(1));
+            let (m, k) = if sa.len() == 1 { (1, sa[0]) } else { (sa[sa.len() - 2], sa[sa.len() - 1]) };
+            let n = if sb.len() == 1 { 1 } else { sb[sb.len() - 1] };
+            // Batch axes broadcast as numpy's: each output matrix's A and B matrices.
+            let out = cx.out_shape();
+            let batch_rank = out.len().saturating_sub(if sa.len() == 1 || sb.len() == 1 { 1 } else { 2 });
+            let batch = &out[..batch_rank.min(out.len())];
+            let strides = |sh: &[usize], mat: usize| -> SmallVec<[usize; 8]> {
+                let bs = &sh[..sh.len().saturating_sub(2)];
+                typed::broadcast_strides(bs, batch).iter().map(|st| st * mat).collect()
+            };
+            let (sta, stb) = (strides(sa, m * k), strides(sb, k * n));
+            let count: usize = batch.iter().product();
+            let mut index: SmallVec<[usize; 8]> = SmallVec::from_elem(0, batch.len());
+            for t in 0..count {
+                let oa: usize = index.iter().zip(&sta).map(|(i, s)| i * s).sum();
+                let ob: usize = index.iter().zip(&stb).map(|(i, s)| i * s).sum();
+                for i in 0..m {
+                    for j in 0..n {
+                        let acc: f64 = (0..k).map(|p| a[oa + i * k + p] * b[ob + p * n + j]).sum();
+                        y[t * m * n + i * n + j] = acc;
+                    }
+                }
+                for d in (0..batch.len()).rev() {
+                    index[d] += 1;
+                    if index[d] < batch[d] {
+                        break;
+                    }
+                    index[d] = 0;
+                }
+            }
+        }
+        _ => return Err(cx.mismatch()),
+    }
+    Ok(())
 }

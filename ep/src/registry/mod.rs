@@ -216,7 +216,7 @@ fn extra_outputs(node: &NodeDesc, kernel: &Kernel) -> Result<SmallVec<[(usize, K
             (Kernel::SplitPart { axis, parts, sizes, exact, sizes_at_run, .. }, _) => {
                 (Kernel::SplitPart { axis, part: k as u8, parts, sizes, exact, sizes_at_run }, input_type)
             }
-            (Kernel::Norm { axis, epsilon, rms: false }, _) => {
+            (Kernel::Norm { axis, epsilon, rms: false }, _) if input_type == dtype::FLOAT => {
                 (Kernel::NormStat { axis, epsilon, inverse_std: k == 2 }, dtype::FLOAT)
             }
             (Kernel::Identity, "Dropout") => (Kernel::Ones, dtype::BOOL),
@@ -369,7 +369,14 @@ fn check_types(node: &NodeDesc, kernel: &Kernel, data: &[usize]) -> Result<(), S
                 && matches!(types[1], dtype::INT32 | dtype::INT64)
         }
         // float64 computed in float64: the elementwise math, CumSum and the reductions.
-        Kernel::Unary(_) | Kernel::Math(_) | Kernel::CumSum { .. } | Kernel::Reduce { .. }
+        Kernel::Unary(_)
+        | Kernel::Math(_)
+        | Kernel::CumSum { .. }
+        | Kernel::Reduce { .. }
+        | Kernel::Softmax { .. }
+        | Kernel::Norm { .. }
+        | Kernel::MatMul
+        | Kernel::Gemm { .. }
             if out.elem_type == dtype::DOUBLE =>
         {
             all(&types, dtype::DOUBLE)
@@ -479,6 +486,9 @@ fn types(op_type: &str) -> &'static str {
         "Abs" | "Neg" | "Relu" | "Sign" | "CumSum" => "numbers, halves",
         "ReduceSum" | "ReduceMean" | "ReduceProd" | "ReduceL1" | "ReduceSumSquare" => "numbers, halves",
         "ReduceMax" | "ReduceMin" => "numbers, halves, bool",
+        "Softmax" | "LogSoftmax" | "LayerNormalization" | "RMSNormalization" | "MatMul" | "Gemm" => {
+            "float32, float64, halves"
+        }
         _ if crate::registry::OPS.iter().any(|s| s.op_type == op_type && f64_op(s)) => "float32, float64, halves",
         _ => "float32, halves",
     }
