@@ -1380,3 +1380,23 @@ fn float64_softmax_norm_and_products_match_ort() {
         assert_matches_ort(&model, &inputs, 1e-12, 1e-12, &format!("Gemm f64 transA {ta} transB {tb}"));
     }
 }
+
+/// Clip on integers and float64, bounds read at Run in the element type.
+#[test]
+fn clip_on_integers_and_float64_matches_ort() {
+    for t in [INT32, INT64, INT8, UINT8, DOUBLE] {
+        let model = ModelBuilder::new(13)
+            .input("x", t, &[6.into()])
+            .input("lo", t, &[])
+            .input("hi", t, &[])
+            .node("Clip", "clip", &["x", "lo", "hi"], &["y"])
+            .output("y", t, None)
+            .build();
+        let inputs = [
+            HostTensor::typed("x", elem(t), &[6], vec![0.0, 3.0, 9.0, 12.0, 100.0, 5.0]),
+            HostTensor::typed("lo", elem(t), &[], vec![3.0]),
+            HostTensor::typed("hi", elem(t), &[], vec![10.0]),
+        ];
+        assert_matches_ort(&model, &inputs, 0.0, 0.0, &format!("Clip {}", name(t)));
+    }
+}

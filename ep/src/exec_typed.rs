@@ -169,6 +169,7 @@ pub(crate) fn apply_typed(
             by_number!(ins[0], Err(cx.mismatch()), scatter_reduce(&cx, reduction, ins, dst))
         }
         Kernel::OneHot { axis, depth } => by_storage!(dst, one_hot(&cx, ins, axis, depth)),
+        Kernel::ClipInputs { .. } => by_number!(ins[0], Err(cx.mismatch()), clip(&cx, ins, dst)),
         Kernel::Softmax { .. } | Kernel::Norm { .. } | Kernel::MatMul | Kernel::Gemm { .. } => {
             let DataMut::F64(y) = dst else { return Err(cx.mismatch()) };
             float64_nn(&cx, ins, y)
@@ -1285,6 +1286,27 @@ fn float64_nn(cx: &Ctx<'_>, ins: &[Data<'_>], y: &mut [f64]) -> Result<()> {
             }
         }
         _ => return Err(cx.mismatch()),
+    }
+    Ok(())
+}
+
+/// Clip with bounds read at Run in the element type (NaN passes through for floats).
+fn clip<T: Storage + Number>(cx: &Ctx<'_>, ins: &[Data<'_>], dst: &mut DataMut<'_>) -> Result<()> {
+    let Kernel::ClipInputs { min, max } = cx.step.kernel else { return Err(cx.mismatch()) };
+    let x = input::<T>(cx, ins, 0)?;
+    let bound = |k: usize| input::<T>(cx, ins, k).map(|v| v.first().copied());
+    let lo = if min { bound(1)? } else { None };
+    let hi = if max { bound(if min { 2 } else { 1 })? } else { None };
+    let y = T::get_mut(dst).ok_or_else(|| cx.mismatch())?;
+    for (o, &v) in y.iter_mut().zip(x) {
+        let v = match lo {
+            Some(l) if v < l => l,
+            _ => v,
+        };
+        *o = match hi {
+            Some(h) if v > h => h,
+            _ => v,
+        };
     }
     Ok(())
 }

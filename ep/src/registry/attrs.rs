@@ -59,8 +59,11 @@ pub(super) fn clip(node: &NodeDesc) -> Result<Kernel, String> {
             max: float_attr(node, "max", f32::INFINITY)?,
         });
     }
+    let float = input(node, 0).is_some_and(|v| v.elem_type == crate::graph::dtype::FLOAT);
     let (min, max) = (const_f32_scalar(node, 1, "Clip min"), const_f32_scalar(node, 2, "Clip max"));
     match (min, max) {
+        // Other types than float32 read their bounds at Run, in their own type.
+        _ if !float => Ok(Kernel::ClipInputs { min: input(node, 1).is_some(), max: input(node, 2).is_some() }),
         (Ok(min), Ok(max)) => {
             Ok(Kernel::Clip { min: min.unwrap_or(f32::NEG_INFINITY), max: max.unwrap_or(f32::INFINITY) })
         }

@@ -381,6 +381,9 @@ fn check_types(node: &NodeDesc, kernel: &Kernel, data: &[usize]) -> Result<(), S
         {
             all(&types, dtype::DOUBLE)
         }
+        Kernel::ClipInputs { .. } if out.elem_type != dtype::FLOAT => {
+            data::is_number(out.elem_type) && all(&types, out.elem_type)
+        }
         // Integers: Abs, Neg, Relu, Sign, CumSum and the exact reductions; bool Max / Min.
         Kernel::Unary(UnaryOp::Abs | UnaryOp::Neg | UnaryOp::Relu)
         | Kernel::Math(MathOp::Sign)
@@ -483,7 +486,7 @@ fn types(op_type: &str) -> &'static str {
         "Less" | "LessOrEqual" | "Greater" | "GreaterOrEqual" => "numbers, to bool",
         "And" | "Or" | "Xor" | "Not" => "bool",
         "ArgMax" | "ArgMin" => "numbers, to int64",
-        "Abs" | "Neg" | "Relu" | "Sign" | "CumSum" => "numbers, halves",
+        "Abs" | "Neg" | "Relu" | "Sign" | "CumSum" | "Clip" => "numbers, halves",
         "ReduceSum" | "ReduceMean" | "ReduceProd" | "ReduceL1" | "ReduceSumSquare" => "numbers, halves",
         "ReduceMax" | "ReduceMin" => "numbers, halves, bool",
         "Softmax" | "LogSoftmax" | "LayerNormalization" | "RMSNormalization" | "MatMul" | "Gemm" => {
