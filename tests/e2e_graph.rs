@@ -53,7 +53,7 @@ fn with_fallback_off_an_unsupported_node_fails_session_creation_naming_it() {
 
 #[test]
 fn unsupported_attribute_values_and_types_are_not_claimed() {
-    // Gelu with an unknown approximation and Hardmax on float64: both left to ORT, which
+    // Gelu with an unknown approximation and LRN on float64: both left to ORT, which
     // rejects or runs them; with fallback off the session fails naming the node.
     let gelu = ModelBuilder::new(21)
         .input("x", FLOAT, &[4.into()])
@@ -62,13 +62,13 @@ fn unsupported_attribute_values_and_types_are_not_claimed() {
         .build();
     let err = harness::session(env(), &gelu, Arm::Rivet, &strict()).expect_err("not claimed");
     assert!(err.contains("node 'odd_gelu' (Gelu)") && err.contains("approximate='erf'"), "{err}");
-    let hardmax64 = ModelBuilder::new(21)
-        .input("x", rivet::model::DOUBLE, &[4.into()])
-        .node("Hardmax", "f64_hardmax", &["x"], &["y"])
+    let lrn64 = ModelBuilder::new(21)
+        .input("x", rivet::model::DOUBLE, &[1.into(), 2.into(), 3.into(), 3.into()])
+        .node_with("LRN", "f64_lrn", &["x"], &["y"], &[("size", rivet::model::Attr::Int(3))])
         .output("y", rivet::model::DOUBLE, None)
         .build();
-    let err = harness::session(env(), &hardmax64, Arm::Rivet, &strict()).expect_err("not claimed");
-    assert!(err.contains("node 'f64_hardmax' (Hardmax)") && err.contains("float64"), "{err}");
+    let err = harness::session(env(), &lrn64, Arm::Rivet, &strict()).expect_err("not claimed");
+    assert!(err.contains("node 'f64_lrn' (LRN)") && err.contains("float64"), "{err}");
 }
 
 #[test]

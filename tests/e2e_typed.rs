@@ -352,12 +352,20 @@ fn integer_division_by_zero_and_bad_gather_indices_are_errors_naming_the_node() 
 
 #[test]
 fn types_rivet_does_not_run_for_an_op_are_not_claimed() {
-    // Pow on int64, Mod on floats without fmod, Hardmax on f64: each left to ORT; with
+    // Pow on int64, Mod on floats without fmod, LRN on f64: each left to ORT; with
     // fallback off the session fails naming the node and the types.
     let cases = [
         (binary_model("Pow", INT64, INT64, &[]), "node 'op' (Pow)", "float32 only"),
         (binary_model("Mod", FLOAT, FLOAT, &[]), "node 'op' (Mod)", "fmod=1"),
-        (unary_model("Hardmax", DOUBLE, DOUBLE, &[], 13), "node 'op' (Hardmax)", "float64"),
+        (
+            ModelBuilder::new(13)
+                .input("x", DOUBLE, &[1.into(), 2.into(), 3.into(), 3.into()])
+                .node_with("LRN", "op", &["x"], &["y"], &[("size", Attr::Int(3))])
+                .output("y", DOUBLE, None)
+                .build(),
+            "node 'op' (LRN)",
+            "float64",
+        ),
     ];
     for (model, node, why) in cases {
         let err = harness::session(env(), &model, Arm::Rivet, &strict()).expect_err("not claimed");
@@ -1399,4 +1407,37 @@ fn clip_on_integers_and_float64_matches_ort() {
         ];
         assert_matches_ort(&model, &inputs, 0.0, 0.0, &format!("Clip {}", name(t)));
     }
+}
+
+/// float64 BatchNormalization against ORT and Hardmax against its one-hot, computed in
+/// float64. (Group and
+/// instance normalization are not claimed on float64: GroupNormalization's stash_type
+/// computes in float32 by definition, and ORT has no float64 InstanceNormalization.)
+#[test]
+fn float64_batch_norm_and_hardmax_match_ort() {
+    let v = |seed: u64, n: usize, lo: f64| harness::values(seed, n, lo, 2.0);
+    let x = HostTensor::typed("x", E::Float64, &[2, 4, 3], v(1, 24, -2.0));
+    let c = |name: &str, seed: u64, lo: f64| HostTensor::typed(name, E::Float64, &[4], v(seed, 4, lo));
+    let bn = ModelBuilder::new(15)
+        .input("x", DOUBLE, &[2.into(), 4.into(), 3.into()])
+        .input("s", DOUBLE, &[4.into()])
+        .input("b", DOUBLE, &[4.into()])
+        .input("m", DOUBLE, &[4.into()])
+        .input("var", DOUBLE, &[4.into()])
+        .node("BatchNormalization", "bn", &["x", "s", "b", "m", "var"], &["y"])
+        .output("y", DOUBLE, None)
+        .build();
+    let inputs = [x.clone(), c("s", 2, -1.0), c("b", 3, -1.0), c("m", 4, -1.0), c("var", 5, 0.1)];
+    assert_matches_ort(&bn, &inputs, 1e-12, 1e-12, "BatchNormalization f64");
+    // ORT has no float64 Hardmax: the expected one-hot is written out (axis 1 of [1, 3, 2],
+    // ties to the first maximum).
+    let hm = ModelBuilder::new(13)
+        .input("x", DOUBLE, &[1.into(), 3.into(), 2.into()])
+        .node_with("Hardmax", "hm", &["x"], &["y"], &[("axis", Attr::Int(1))])
+        .output("y", DOUBLE, None)
+        .build();
+    let mut rivet = harness::session(env(), &hm, Arm::Rivet, &strict()).expect("session");
+    let x = HostTensor::typed("x", E::Float64, &[1, 3, 2], vec![1.0, 5.0, 3.0, 5.0, 2.0, -1.0]);
+    let y = harness::run(&mut rivet, &[x]).expect("runs");
+    assert_eq!(y[0].data, vec![0.0, 1.0, 1.0, 0.0, 0.0, 0.0]);
 }

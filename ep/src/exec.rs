@@ -467,7 +467,7 @@ fn apply(
 
 /// `shape` viewed as `[outer, n, inner]` around `axis` (Softmax, Hardmax); `legacy`
 /// (opset < 13) folds every axis from `axis` on into `n`.
-fn axis_split(s: &[usize], axis: i64, legacy: bool) -> (usize, usize, usize) {
+pub(crate) fn axis_split(s: &[usize], axis: i64, legacy: bool) -> (usize, usize, usize) {
     let a = shapes::normalize_axis(axis, s.len(), false).unwrap_or(0);
     if s.is_empty() {
         (1, 1, 1)

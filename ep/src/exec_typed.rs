@@ -170,7 +170,12 @@ pub(crate) fn apply_typed(
         }
         Kernel::OneHot { axis, depth } => by_storage!(dst, one_hot(&cx, ins, axis, depth)),
         Kernel::ClipInputs { .. } => by_number!(ins[0], Err(cx.mismatch()), clip(&cx, ins, dst)),
-        Kernel::Softmax { .. } | Kernel::Norm { .. } | Kernel::MatMul | Kernel::Gemm { .. } => {
+        Kernel::Softmax { .. }
+        | Kernel::Norm { .. }
+        | Kernel::MatMul
+        | Kernel::Gemm { .. }
+        | Kernel::BatchNorm { .. }
+        | Kernel::Hardmax { .. } => {
             let DataMut::F64(y) = dst else { return Err(cx.mismatch()) };
             float64_nn(&cx, ins, y)
         }
@@ -1191,15 +1196,32 @@ fn float64_nn(cx: &Ctx<'_>, ins: &[Data<'_>], y: &mut [f64]) -> Result<()> {
     let f = |k: usize| input::<f64>(cx, ins, k);
     let s = cx.shape(0);
     match cx.step.kernel {
+        Kernel::Hardmax { axis, legacy } => {
+            let (outer, n, inner) = crate::exec::axis_split(s, axis, legacy);
+            let x = f(0)?;
+            y.iter_mut().for_each(|v| *v = 0.0);
+            for o in 0..outer {
+                for i in 0..inner {
+                    let at = |k: usize| (o * n + k) * inner + i;
+                    let best = (1..n).fold(0, |b, k| if x[at(k)] > x[at(b)] { k } else { b });
+                    if n > 0 {
+                        y[at(best)] = 1.0;
+                    }
+                }
+            }
+        }
+        Kernel::BatchNorm { epsilon } => {
+            let (x, scale, bias, mean, var) = (f(0)?, f(1)?, f(2)?, f(3)?, f(4)?);
+            let spatial: usize = s[2..].iter().product();
+            for (block, (xs, ys)) in x.chunks(spatial.max(1)).zip(y.chunks_mut(spatial.max(1))).enumerate() {
+                let c = block % s[1].max(1);
+                let g = scale[c] / (var[c] + f64::from(epsilon)).sqrt();
+                let shift = bias[c] - mean[c] * g;
+                ys.iter_mut().zip(xs).for_each(|(o, &v)| *o = v * g + shift);
+            }
+        }
         Kernel::Softmax { axis, log, legacy } => {
-            let a = shapes::normalize_axis(axis, s.len(), false).unwrap_or(0);
-            let (outer, n, inner): (usize, usize, usize) = if s.is_empty() {
-                (1, 1, 1)
-            } else if legacy {
-                (s[..a].iter().product(), s[a..].iter().product(), 1)
-            } else {
-                (s[..a].iter().product(), s[a], s[a + 1..].iter().product())
-            };
+            let (outer, n, inner) = crate::exec::axis_split(s, axis, legacy);
             let x = f(0)?;
             for o in 0..outer {
                 for i in 0..inner {

@@ -377,6 +377,8 @@ fn check_types(node: &NodeDesc, kernel: &Kernel, data: &[usize]) -> Result<(), S
         | Kernel::Norm { .. }
         | Kernel::MatMul
         | Kernel::Gemm { .. }
+        | Kernel::BatchNorm { .. }
+        | Kernel::Hardmax { .. }
             if out.elem_type == dtype::DOUBLE =>
         {
             all(&types, dtype::DOUBLE)
@@ -489,9 +491,16 @@ fn types(op_type: &str) -> &'static str {
         "Abs" | "Neg" | "Relu" | "Sign" | "CumSum" | "Clip" => "numbers, halves",
         "ReduceSum" | "ReduceMean" | "ReduceProd" | "ReduceL1" | "ReduceSumSquare" => "numbers, halves",
         "ReduceMax" | "ReduceMin" => "numbers, halves, bool",
-        "Softmax" | "LogSoftmax" | "LayerNormalization" | "RMSNormalization" | "MatMul" | "Gemm" => {
-            "float32, float64, halves"
-        }
+        "Softmax"
+        | "LogSoftmax"
+        | "LayerNormalization"
+        | "RMSNormalization"
+        | "MatMul"
+        | "Gemm"
+        | "BatchNormalization"
+        | "InstanceNormalization"
+        | "GroupNormalization"
+        | "Hardmax" => "float32, float64, halves",
         _ if crate::registry::OPS.iter().any(|s| s.op_type == op_type && f64_op(s)) => "float32, float64, halves",
         _ => "float32, halves",
     }
