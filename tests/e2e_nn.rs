@@ -708,3 +708,34 @@ fn one_dimensional_conv_and_pools_match_ort() {
         }
     }
 }
+
+/// MaxPool's Indices output (flattened over the whole input) against ORT.
+#[test]
+fn max_pool_indices_match_ort() {
+    use rivet::model::INT64;
+    let x: Vec<f32> = harness::values(41, 2 * 2 * 5 * 5, -1.0, 1.0).into_iter().map(|v| v as f32).collect();
+    for attrs in [
+        vec![("kernel_shape", Attr::Ints(vec![2, 2]))],
+        vec![
+            ("kernel_shape", Attr::Ints(vec![3, 3])),
+            ("strides", Attr::Ints(vec![2, 2])),
+            ("pads", Attr::Ints(vec![1, 1, 1, 1])),
+        ],
+        vec![("kernel_shape", Attr::Ints(vec![2, 2])), ("dilations", Attr::Ints(vec![2, 2]))],
+        vec![("kernel_shape", Attr::Ints(vec![2, 3])), ("storage_order", Attr::Int(1))],
+    ] {
+        let model = ModelBuilder::new(12)
+            .input("x", FLOAT, &[2.into(), 2.into(), 5.into(), 5.into()])
+            .node_with("MaxPool", "pool", &["x"], &["y", "i"], &attrs)
+            .output("y", FLOAT, None)
+            .output("i", INT64, None)
+            .build();
+        assert_matches_ort(
+            &model,
+            &[HostTensor::f32("x", &[2, 2, 5, 5], x.clone())],
+            0.0,
+            0.0,
+            &format!("MaxPool indices {attrs:?}"),
+        );
+    }
+}

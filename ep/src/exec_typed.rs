@@ -169,6 +169,14 @@ pub(crate) fn apply_typed(
             by_number!(ins[0], Err(cx.mismatch()), scatter_reduce(&cx, reduction, ins, dst))
         }
         Kernel::OneHot { axis, depth } => by_storage!(dst, one_hot(&cx, ins, axis, depth)),
+        Kernel::PoolIndices { window, column_major } => {
+            let (DataMut::I64(y), Data::F32(x)) = (dst, ins[0]) else { return Err(cx.mismatch()) };
+            let s = cx.shape(0);
+            let [h, w] = shapes::spatial(s);
+            let (g, _) = shapes::window_2d(&window, h, w, window.kernel).map_err(Error::invalid)?;
+            rivet_kernels::conv::max_pool_indices(x, s[0] * s[1], &g, column_major, y);
+            Ok(())
+        }
         Kernel::ClipInputs { .. } => by_number!(ins[0], Err(cx.mismatch()), clip(&cx, ins, dst)),
         Kernel::Softmax { .. }
         | Kernel::Norm { .. }

@@ -513,7 +513,7 @@ pub fn infer_shape(
             let (g, _) = window_2d(&window, h, wd, k).map_err(|e| fail(format_args!("{e}")))?;
             (windowed(x, w[0], g.out_h, g.out_w), None)
         }
-        Kernel::Pool { window, .. } => {
+        Kernel::Pool { window, .. } | Kernel::PoolIndices { window, .. } => {
             if !(x.len() == 3 || x.len() == 4) {
                 return Err(fail(format_args!("needs [N, C, W] or [N, C, H, W]")));
             }

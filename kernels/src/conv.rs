@@ -134,6 +134,34 @@ pub enum Pool {
 /// Pools `planes` planes of `x` (each in_h × in_w) into `y` (each out_h × out_w). Padding
 /// is ignored by Max and by Average without `count_pad`; windows that run past the
 /// padded input (ceil mode) count only their in-range taps.
+/// MaxPool's Indices: for each window, the index in the whole `[N, C, H, W]` input of its
+/// maximum (the first one on ties, as `pool2d` picks it); within a plane row-major, or
+/// column-major with `column_major` (storage_order 1).
+pub fn max_pool_indices(x: &[f32], planes: usize, g: &Window2d, column_major: bool, y: &mut [i64]) {
+    let plane = g.in_h * g.in_w;
+    let positions = g.out_h * g.out_w;
+    for p in 0..planes {
+        let src = &x[p * plane..(p + 1) * plane];
+        for oy in 0..g.out_h {
+            for ox in 0..g.out_w {
+                let (mut best, mut at) = (f32::NEG_INFINITY, None);
+                for ky in 0..g.k_h {
+                    for kx in 0..g.k_w {
+                        if let Some((yy, xx)) = g.source(oy, ox, ky, kx) {
+                            let v = src[yy * g.in_w + xx];
+                            if at.is_none() || v > best || (v.is_nan() && !best.is_nan()) {
+                                best = v;
+                                at = Some(if column_major { xx * g.in_h + yy } else { yy * g.in_w + xx });
+                            }
+                        }
+                    }
+                }
+                y[p * positions + oy * g.out_w + ox] = (p * plane + at.unwrap_or(0)) as i64;
+            }
+        }
+    }
+}
+
 pub fn pool2d(x: &[f32], planes: usize, g: &Window2d, pool: Pool, pad_end: [usize; 2], y: &mut [f32]) {
     let plane = g.in_h * g.in_w;
     let positions = g.out_h * g.out_w;

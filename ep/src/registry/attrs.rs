@@ -127,8 +127,9 @@ pub(super) fn window(node: &NodeDesc, kernel_required: bool) -> Result<Window, S
         },
         Some(other) => return Err(format!("auto_pad {other:?}")),
     };
-    if int_attr(node, "storage_order", 0)? != 0 {
-        return Err("storage_order 1 is not supported".into());
+    // storage_order only changes MaxPool's Indices output (read with it).
+    if !matches!(int_attr(node, "storage_order", 0)?, 0 | 1) {
+        return Err("storage_order must be 0 or 1".into());
     }
     Ok(Window {
         kernel,

@@ -361,6 +361,12 @@ pub enum Kernel {
     },
     /// All ones (true), shaped like the input: Dropout's mask at inference.
     Ones,
+    /// MaxPool's Indices output (int64, flattened over the whole input).
+    PoolIndices {
+        window: Window,
+        /// `storage_order` 1: indices within a plane count down columns first.
+        column_major: bool,
+    },
     /// NegativeLogLikelihoodLoss, or SoftmaxCrossEntropyLoss's loss when `softmax` (the
     /// log-softmax over axis 1 first).
     Loss {
@@ -507,6 +513,7 @@ impl Kernel {
                 | Kernel::EyeLike { .. }
                 | Kernel::SplitPart { .. }
                 | Kernel::Ones
+                | Kernel::PoolIndices { .. }
                 | Kernel::Loss { .. }
                 | Kernel::Attention(_)
                 | Kernel::Tile { .. }

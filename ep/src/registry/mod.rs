@@ -145,9 +145,6 @@ pub fn kernel_for(node: &NodeDesc) -> Result<Claim, String> {
             | "Attention"
             | "TopK"
     );
-    if node.op_type == "MaxPool" && node.outputs.get(1).is_some_and(Option::is_some) {
-        return Err("MaxPool's Indices output is not supported".into());
-    }
     if !extra_outputs_ok && node.outputs.len() != 1 {
         return Err(format!("{} needs exactly one output", node.op_type));
     }
@@ -220,6 +217,10 @@ fn extra_outputs(node: &NodeDesc, kernel: &Kernel) -> Result<SmallVec<[(usize, K
                 (Kernel::NormStat { axis, epsilon, inverse_std: k == 2 }, dtype::FLOAT)
             }
             (Kernel::Identity, "Dropout") => (Kernel::Ones, dtype::BOOL),
+            (Kernel::Pool { window, max: true, .. }, _) if input_type == dtype::FLOAT => {
+                let column_major = attrs::int_attr(node, "storage_order", 0)? == 1;
+                (Kernel::PoolIndices { window, column_major }, dtype::INT64)
+            }
             (Kernel::TopK { axis, largest, k: count, .. }, _) => {
                 (Kernel::TopK { axis, largest, k: count, indices: true }, dtype::INT64)
             }
