@@ -739,3 +739,30 @@ fn max_pool_indices_match_ort() {
         );
     }
 }
+
+/// MaxPool on uint8 and int8 (opset 12+) against ORT.
+#[test]
+fn max_pool_on_8_bit_integers_matches_ort() {
+    use ort::value::TensorElementType as E;
+    use rivet::model::{INT8, UINT8};
+    for (t, e, lo) in [(UINT8, E::Uint8, 0.0), (INT8, E::Int8, -100.0)] {
+        let x: Vec<f64> = harness::values(51, 2 * 5 * 5, lo, 120.0).into_iter().map(f64::round).collect();
+        let model = ModelBuilder::new(12)
+            .input("x", t, &[1.into(), 2.into(), 5.into(), 5.into()])
+            .node_with(
+                "MaxPool",
+                "pool",
+                &["x"],
+                &["y"],
+                &[
+                    ("kernel_shape", Attr::Ints(vec![3, 3])),
+                    ("strides", Attr::Ints(vec![2, 2])),
+                    ("pads", Attr::Ints(vec![1, 1, 1, 1])),
+                ],
+            )
+            .output("y", t, None)
+            .build();
+        let inputs = [HostTensor::typed("x", e, &[1, 2, 5, 5], x)];
+        assert_matches_ort(&model, &inputs, 0.0, 0.0, &format!("MaxPool {e:?}"));
+    }
+}

@@ -169,6 +169,12 @@ pub(crate) fn apply_typed(
             by_number!(ins[0], Err(cx.mismatch()), scatter_reduce(&cx, reduction, ins, dst))
         }
         Kernel::OneHot { axis, depth } => by_storage!(dst, one_hot(&cx, ins, axis, depth)),
+        Kernel::Pool { window, max: true, .. } => {
+            let s = cx.shape(0);
+            let [h, w] = shapes::spatial(s);
+            let (g, _) = shapes::window_2d(&window, h, w, window.kernel).map_err(Error::invalid)?;
+            by_int!(dst, max_pool(&cx, ins, &g))
+        }
         Kernel::PoolIndices { window, column_major } => {
             let (DataMut::I64(y), Data::F32(x)) = (dst, ins[0]) else { return Err(cx.mismatch()) };
             let s = cx.shape(0);
@@ -1338,5 +1344,16 @@ fn clip<T: Storage + Number>(cx: &Ctx<'_>, ins: &[Data<'_>], dst: &mut DataMut<'
             _ => v,
         };
     }
+    Ok(())
+}
+
+fn max_pool<T: Storage + PartialOrd>(
+    cx: &Ctx<'_>,
+    ins: &[Data<'_>],
+    g: &rivet_kernels::conv::Window2d,
+    y: &mut [T],
+) -> Result<()> {
+    let s = cx.shape(0);
+    rivet_kernels::conv::max_pool2d(input::<T>(cx, ins, 0)?, s[0] * s[1], g, y);
     Ok(())
 }

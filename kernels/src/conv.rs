@@ -134,6 +134,34 @@ pub enum Pool {
 /// Pools `planes` planes of `x` (each in_h × in_w) into `y` (each out_h × out_w). Padding
 /// is ignored by Max and by Average without `count_pad`; windows that run past the
 /// padded input (ceil mode) count only their in-range taps.
+/// Max pooling on any ordered element type (MaxPool on integers): the largest tap of each
+/// window; padding taps do not count.
+pub fn max_pool2d<T: Copy + PartialOrd>(x: &[T], planes: usize, g: &Window2d, y: &mut [T]) {
+    let plane = g.in_h * g.in_w;
+    let positions = g.out_h * g.out_w;
+    for p in 0..planes {
+        let src = &x[p * plane..(p + 1) * plane];
+        for oy in 0..g.out_h {
+            for ox in 0..g.out_w {
+                let mut best: Option<T> = None;
+                for ky in 0..g.k_h {
+                    for kx in 0..g.k_w {
+                        if let Some((yy, xx)) = g.source(oy, ox, ky, kx) {
+                            let v = src[yy * g.in_w + xx];
+                            if best.is_none_or(|b| v > b) {
+                                best = Some(v);
+                            }
+                        }
+                    }
+                }
+                if let Some(b) = best {
+                    y[p * positions + oy * g.out_w + ox] = b;
+                }
+            }
+        }
+    }
+}
+
 /// MaxPool's Indices: for each window, the index in the whole `[N, C, H, W]` input of its
 /// maximum (the first one on ties, as `pool2d` picks it); within a plane row-major, or
 /// column-major with `column_major` (storage_order 1).

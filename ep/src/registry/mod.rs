@@ -384,6 +384,7 @@ fn check_types(node: &NodeDesc, kernel: &Kernel, data: &[usize]) -> Result<(), S
         {
             all(&types, dtype::DOUBLE)
         }
+        Kernel::Pool { max: true, .. } if is_int(out.elem_type) => all(&types, out.elem_type),
         Kernel::ClipInputs { .. } if out.elem_type != dtype::FLOAT => {
             data::is_number(out.elem_type) && all(&types, out.elem_type)
         }
@@ -489,7 +490,7 @@ fn types(op_type: &str) -> &'static str {
         "Less" | "LessOrEqual" | "Greater" | "GreaterOrEqual" => "numbers, to bool",
         "And" | "Or" | "Xor" | "Not" => "bool",
         "ArgMax" | "ArgMin" => "numbers, to int64",
-        "Abs" | "Neg" | "Relu" | "Sign" | "CumSum" | "Clip" => "numbers, halves",
+        "Abs" | "Neg" | "Relu" | "Sign" | "CumSum" | "Clip" | "MaxPool" => "numbers, halves",
         "ReduceSum" | "ReduceMean" | "ReduceProd" | "ReduceL1" | "ReduceSumSquare" => "numbers, halves",
         "ReduceMax" | "ReduceMin" => "numbers, halves, bool",
         "Softmax"
