@@ -352,10 +352,19 @@ fn integer_division_by_zero_and_bad_gather_indices_are_errors_naming_the_node() 
 
 #[test]
 fn types_rivet_does_not_run_for_an_op_are_not_claimed() {
-    // Pow on int64, Mod on floats without fmod, LRN on f64: each left to ORT; with
+    // MatMul on int64, Mod on floats without fmod, LRN on f64: each left to ORT; with
     // fallback off the session fails naming the node and the types.
     let cases = [
-        (binary_model("Pow", INT64, INT64, &[]), "node 'op' (Pow)", "float32 only"),
+        (
+            ModelBuilder::new(13)
+                .input("a", INT64, &[2.into(), 3.into()])
+                .input("b", INT64, &[3.into(), 2.into()])
+                .node("MatMul", "op", &["a", "b"], &["y"])
+                .output("y", INT64, None)
+                .build(),
+            "node 'op' (MatMul)",
+            "float32",
+        ),
         (binary_model("Mod", FLOAT, FLOAT, &[]), "node 'op' (Mod)", "fmod=1"),
         (
             ModelBuilder::new(13)
@@ -1440,4 +1449,22 @@ fn float64_batch_norm_and_hardmax_match_ort() {
     let x = HostTensor::typed("x", E::Float64, &[1, 3, 2], vec![1.0, 5.0, 3.0, 5.0, 2.0, -1.0]);
     let y = harness::run(&mut rivet, &[x]).expect("runs");
     assert_eq!(y[0].data, vec![0.0, 1.0, 1.0, 0.0, 0.0, 0.0]);
+}
+
+/// Pow with base and exponent of different numeric types, computed in f64.
+#[test]
+fn pow_with_mixed_types_matches_ort() {
+    for (tb, te) in [(FLOAT, INT64), (INT32, FLOAT), (INT64, INT64), (DOUBLE, INT32), (INT32, INT32)] {
+        let model = ModelBuilder::new(15)
+            .input("x", tb, &[2.into(), 3.into()])
+            .input("e", te, &[3.into()])
+            .node("Pow", "pow", &["x", "e"], &["y"])
+            .output("y", tb, None)
+            .build();
+        let inputs = [
+            HostTensor::typed("x", elem(tb), &[2, 3], vec![1.0, 2.0, 3.0, -2.0, 5.0, 0.0]),
+            HostTensor::typed("e", elem(te), &[3], vec![2.0, 3.0, 0.0]),
+        ];
+        assert_matches_ort(&model, &inputs, 1e-12, 0.0, &format!("Pow {} ^ {}", name(tb), name(te)));
+    }
 }

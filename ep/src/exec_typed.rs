@@ -183,6 +183,7 @@ pub(crate) fn apply_typed(
             rivet_kernels::conv::max_pool_indices(x, s[0] * s[1], &g, column_major, y);
             Ok(())
         }
+        Kernel::PowTyped => by_number!(ins[0], Err(cx.mismatch()), pow(&cx, ins, dst)),
         Kernel::ClipInputs { .. } => by_number!(ins[0], Err(cx.mismatch()), clip(&cx, ins, dst)),
         Kernel::Softmax { .. }
         | Kernel::Norm { .. }
@@ -1355,5 +1356,15 @@ fn max_pool<T: Storage + PartialOrd>(
 ) -> Result<()> {
     let s = cx.shape(0);
     rivet_kernels::conv::max_pool2d(input::<T>(cx, ins, 0)?, s[0] * s[1], g, y);
+    Ok(())
+}
+
+/// Pow with a base of type T and an exponent of any numeric type, in f64.
+fn pow<T: Storage + Number>(cx: &Ctx<'_>, ins: &[Data<'_>], dst: &mut DataMut<'_>) -> Result<()> {
+    let a = input::<T>(cx, ins, 0)?;
+    let y = T::get_mut(dst).ok_or_else(|| cx.mismatch())?;
+    typed::broadcast2(cx.shape(0), cx.shape(1), cx.out_shape(), |k, i, j| {
+        y[k] = T::from_f64(a[i].to_f64().powf(number_at(ins[1], j)));
+    });
     Ok(())
 }

@@ -356,7 +356,12 @@ pub fn infer_shape(
             }
             (i.clone(), None)
         }
-        Kernel::Arith(_) | Kernel::Compare(_) | Kernel::Logic(_) | Kernel::Where | Kernel::Bits(_) => {
+        Kernel::Arith(_)
+        | Kernel::Compare(_)
+        | Kernel::Logic(_)
+        | Kernel::Where
+        | Kernel::Bits(_)
+        | Kernel::PowTyped => {
             let mut out = Shape::from_slice(x);
             for &id in &step.inputs[1..] {
                 let b = Broadcast::new(&out, &shapes[id]).map_err(|e| {

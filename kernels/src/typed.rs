@@ -366,6 +366,13 @@ fn for_each_offset<const N: usize>(out: &[usize], strides: [&[usize]; N], mut f:
     }
 }
 
+/// Calls `f(out, a, b)` for every output element with the offsets of the two inputs
+/// broadcast to `out_shape` (for inputs of different element types).
+pub fn broadcast2(sa: &[usize], sb: &[usize], out_shape: &[usize], mut f: impl FnMut(usize, usize, usize)) {
+    let (ta, tb) = (broadcast_strides(sa, out_shape), broadcast_strides(sb, out_shape));
+    for_each_offset(out_shape, [&ta, &tb], |k, [i, j]| f(k, i, j));
+}
+
 /// `y = f(a, b)` with numpy broadcasting to `out_shape`. Equal shapes take a flat loop.
 pub fn map2<A: Copy, B: Copy, O>(
     a: &[A],

@@ -361,6 +361,9 @@ pub enum Kernel {
     },
     /// All ones (true), shaped like the input: Dropout's mask at inference.
     Ones,
+    /// Pow on numbers whose base or exponent is not float32 (the types may differ):
+    /// computed in f64, converted to the base's type.
+    PowTyped,
     /// MaxPool's Indices output (int64, flattened over the whole input).
     PoolIndices {
         window: Window,
@@ -514,6 +517,7 @@ impl Kernel {
                 | Kernel::SplitPart { .. }
                 | Kernel::Ones
                 | Kernel::PoolIndices { .. }
+                | Kernel::PowTyped
                 | Kernel::Loss { .. }
                 | Kernel::Attention(_)
                 | Kernel::Tile { .. }

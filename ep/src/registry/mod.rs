@@ -385,6 +385,7 @@ fn check_types(node: &NodeDesc, kernel: &Kernel, data: &[usize]) -> Result<(), S
             all(&types, dtype::DOUBLE)
         }
         Kernel::Pool { max: true, .. } if is_int(out.elem_type) => all(&types, out.elem_type),
+        Kernel::PowTyped => data::is_number(types[0]) && data::is_number(types[1]) && out.elem_type == types[0],
         Kernel::ClipInputs { .. } if out.elem_type != dtype::FLOAT => {
             data::is_number(out.elem_type) && all(&types, out.elem_type)
         }
@@ -485,6 +486,7 @@ fn types(op_type: &str) -> &'static str {
         "Where" => "any (bool condition)",
         "Add" | "Sub" | "Mul" | "Div" | "Max" | "Min" | "Sum" => "numbers, halves",
         "Mod" => "numbers (floats with fmod=1)",
+        "Pow" => "numbers (base and exponent types may differ), halves",
         "Cast" | "CastLike" => "any to any",
         "Equal" => "numbers and bool, to bool",
         "Less" | "LessOrEqual" | "Greater" | "GreaterOrEqual" => "numbers, to bool",

@@ -55,6 +55,11 @@ macro_rules! variadic {
 /// numbers the typed ones (Pow only on floats).
 fn binary(n: &NodeDesc, op: BinaryOp) -> Kernel {
     let t = n.inputs[0].as_ref().map_or(dtype::FLOAT, |v| v.elem_type);
+    let t1 = n.inputs.get(1).and_then(Option::as_ref).map_or(dtype::FLOAT, |v| v.elem_type);
+    let half = |t: i32| matches!(t, dtype::FLOAT16 | dtype::BFLOAT16);
+    if op == BinaryOp::Pow && (t != dtype::FLOAT || t1 != dtype::FLOAT) && !(half(t) && t1 == t) {
+        return Kernel::PowTyped;
+    }
     if matches!(t, dtype::FLOAT | dtype::FLOAT16 | dtype::BFLOAT16) || op == BinaryOp::Pow {
         Kernel::Binary(op)
     } else {
