@@ -352,7 +352,7 @@ fn integer_division_by_zero_and_bad_gather_indices_are_errors_naming_the_node() 
 
 #[test]
 fn types_rivet_does_not_run_for_an_op_are_not_claimed() {
-    // MatMul on int64, Mod on floats without fmod, LRN on f64: each left to ORT; with
+    // MatMul on int64, Mod on floats (float16 too) without fmod, LRN on f64: each left to ORT; with
     // fallback off the session fails naming the node and the types.
     let cases = [
         (
@@ -366,6 +366,7 @@ fn types_rivet_does_not_run_for_an_op_are_not_claimed() {
             "float32",
         ),
         (binary_model("Mod", FLOAT, FLOAT, &[]), "node 'op' (Mod)", "fmod=1"),
+        (binary_model("Mod", FLOAT16, FLOAT16, &[]), "node 'op' (Mod)", "fmod=1"),
         (
             ModelBuilder::new(13)
                 .input("x", DOUBLE, &[1.into(), 2.into(), 3.into(), 3.into()])
@@ -1419,9 +1420,7 @@ fn clip_on_integers_and_float64_matches_ort() {
 }
 
 /// float64 BatchNormalization against ORT and Hardmax against its one-hot, computed in
-/// float64. (Group and
-/// instance normalization are not claimed on float64: GroupNormalization's stash_type
-/// computes in float32 by definition, and ORT has no float64 InstanceNormalization.)
+/// float64.
 #[test]
 fn float64_batch_norm_and_hardmax_match_ort() {
     let v = |seed: u64, n: usize, lo: f64| harness::values(seed, n, lo, 2.0);
@@ -1466,5 +1465,213 @@ fn pow_with_mixed_types_matches_ort() {
             HostTensor::typed("e", elem(te), &[3], vec![2.0, 3.0, 0.0]),
         ];
         assert_matches_ort(&model, &inputs, 1e-12, 0.0, &format!("Pow {} ^ {}", name(tb), name(te)));
+    }
+}
+
+/// Comparisons, ArgMax/ArgMin, TopK and Mod (fmod) on float16 and bfloat16 run in float32
+/// between casts, which is exact for them: inputs that are exact in the half type give
+/// ORT's float32 answer bit for bit (bool and int64 outputs are written directly).
+#[test]
+fn half_comparisons_arg_max_top_k_and_mod_are_exact() {
+    // (op, attrs, inputs, output types: FLOAT16 marks "the half type")
+    type Case = (&'static str, Vec<(&'static str, Attr)>, usize, Vec<i32>);
+    let cases: Vec<Case> = vec![
+        ("Equal", vec![], 2, vec![BOOL]),
+        ("Less", vec![], 2, vec![BOOL]),
+        ("GreaterOrEqual", vec![], 2, vec![BOOL]),
+        ("ArgMax", vec![("axis", Attr::Int(1))], 1, vec![INT64]),
+        ("ArgMin", vec![("axis", Attr::Int(0)), ("select_last_index", Attr::Int(1))], 1, vec![INT64]),
+        ("Mod", vec![("fmod", Attr::Int(1))], 2, vec![FLOAT16]),
+        ("TopK", vec![("axis", Attr::Int(-1))], 1, vec![FLOAT16, INT64]),
+    ];
+    // Quarter steps in [-4, 4): exact in float16 and bfloat16, with ties.
+    let data =
+        |seed: u64| -> Vec<f64> { harness::values(seed, 12, -16.0, 16.0).iter().map(|v| v.floor() / 4.0).collect() };
+    for half in [FLOAT16, 16 /* bfloat16 */] {
+        for (op, attrs, arity, outs) in &cases {
+            // Opset 24: TopK takes bfloat16 from there.
+            let mut with_casts = ModelBuilder::new(24);
+            let mut plain = ModelBuilder::new(24);
+            let mut inputs = vec![];
+            let (mut h_in, mut x_in) = (vec![], vec![]);
+            for k in 0..*arity {
+                let x = format!("x{k}");
+                with_casts = with_casts.input(&x, FLOAT, &[3.into(), 4.into()]).node_with(
+                    "Cast",
+                    &format!("to_half{k}"),
+                    &[&x],
+                    &[&format!("h{k}")],
+                    &[("to", Attr::Int(half as i64))],
+                );
+                plain = plain.input(&x, FLOAT, &[3.into(), 4.into()]);
+                let mut v = data(k as u64 + 40);
+                if *op == "Mod" && k == 1 {
+                    v.iter_mut().for_each(|d| *d = if *d == 0.0 { 1.5 } else { *d });
+                }
+                inputs.push(HostTensor::typed(&x, E::Float32, &[3, 4], v));
+                h_in.push(format!("h{k}"));
+                x_in.push(x);
+            }
+            let mut h_refs: Vec<&str> = h_in.iter().map(String::as_str).collect();
+            let mut x_refs: Vec<&str> = x_in.iter().map(String::as_str).collect();
+            if *op == "TopK" {
+                with_casts = with_casts.initializer_i64("k", &[1], vec![3]);
+                plain = plain.initializer_i64("k", &[1], vec![3]);
+                h_refs.push("k");
+                x_refs.push("k");
+            }
+            let y_names: Vec<String> = (0..outs.len()).map(|k| format!("y{k}")).collect();
+            let hy_names: Vec<String> = (0..outs.len()).map(|k| format!("hy{k}")).collect();
+            let node_outs: Vec<&str> = outs
+                .iter()
+                .enumerate()
+                .map(|(k, &t)| if t == FLOAT16 { hy_names[k].as_str() } else { y_names[k].as_str() })
+                .collect();
+            with_casts = with_casts.node_with(op, "op", &h_refs, &node_outs, attrs);
+            let y_refs: Vec<&str> = y_names.iter().map(String::as_str).collect();
+            plain = plain.node_with(op, "op", &x_refs, &y_refs, attrs);
+            for (k, &t) in outs.iter().enumerate() {
+                let real = if t == FLOAT16 { FLOAT } else { t };
+                if t == FLOAT16 {
+                    with_casts = with_casts.node_with(
+                        "Cast",
+                        &format!("to_float{k}"),
+                        &[&hy_names[k]],
+                        &[&y_names[k]],
+                        &[("to", Attr::Int(FLOAT as i64))],
+                    );
+                }
+                with_casts = with_casts.output(&y_names[k], real, None);
+                plain = plain.output(&y_names[k], real, None);
+            }
+            let mut rivet = harness::session(env(), &with_casts.build(), Arm::Rivet, &strict()).expect("Rivet session");
+            let mut ort = common::ort_session(&plain.build());
+            let got = harness::run(&mut rivet, &inputs).expect("Rivet run");
+            let want = harness::run(&mut ort, &inputs).expect("ORT run");
+            harness::compare(&got, &want, 0.0, 0.0).unwrap_or_else(|e| panic!("{op} as type {half}: {e}"));
+        }
+    }
+}
+
+/// float64 GroupNormalization, InstanceNormalization and Attention are claimed and computed
+/// in float64: against ORT's float32 result on the same values, and (for the norms) on
+/// values a float32 cannot hold, against the normalization written out.
+#[test]
+fn float64_group_and_instance_norm_and_attention() {
+    let norm = |op: &str, t: i32, opset: i64, attrs: &[(&str, Attr)]| {
+        ModelBuilder::new(opset)
+            .input("x", t, &[2.into(), 4.into(), 3.into()])
+            .input("s", t, &[4.into()])
+            .input("b", t, &[4.into()])
+            .node_with(op, "op", &["x", "s", "b"], &["y"], attrs)
+            .output("y", t, None)
+            .build()
+    };
+    let x = harness::values(31, 24, -2.0, 3.0);
+    let (s, b) = (harness::values(32, 4, 0.5, 2.0), harness::values(33, 4, -1.0, 1.0));
+    type Case = (&'static str, i64, Vec<(&'static str, Attr)>);
+    let cases: [Case; 2] = [
+        ("GroupNormalization", 21, vec![("num_groups", Attr::Int(2)), ("epsilon", Attr::Float(1e-3))]),
+        ("InstanceNormalization", 6, vec![("epsilon", Attr::Float(1e-3))]),
+    ];
+    for (op, opset, attrs) in &cases {
+        let feed = |e: E, x: &[f64], s: &[f64], b: &[f64]| {
+            vec![
+                HostTensor::typed("x", e, &[2, 4, 3], x.to_vec()),
+                HostTensor::typed("s", e, &[4], s.to_vec()),
+                HostTensor::typed("b", e, &[4], b.to_vec()),
+            ]
+        };
+        let mut rivet = harness::session(env(), &norm(op, DOUBLE, *opset, attrs), Arm::Rivet, &strict())
+            .unwrap_or_else(|e| panic!("{op} f64 is claimed: {e}"));
+        let mut ort = common::ort_session(&norm(op, FLOAT, *opset, attrs));
+        let got = harness::run(&mut rivet, &feed(E::Float64, &x, &s, &b)).expect("Rivet run");
+        let want = harness::run(&mut ort, &feed(E::Float32, &x, &s, &b)).expect("ORT run");
+        harness::compare(&got, &want, 1e-5, 1e-5).unwrap_or_else(|e| panic!("{op} f64 vs ORT f32: {e}"));
+        // 1e8 + k: no float32 holds these; each group (and channel) has variance 1.25 or 2/3.
+        let big: Vec<f64> = (0..24).map(|k| 1e8 + (k % 4) as f64).collect();
+        let got = harness::run(&mut rivet, &feed(E::Float64, &big, &[1.0; 4], &[0.0; 4])).expect("runs");
+        let per = if *op == "GroupNormalization" { 6 } else { 3 };
+        for (k, chunk) in big.chunks(per).enumerate() {
+            let mean = chunk.iter().sum::<f64>() / per as f64;
+            let var = chunk.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / per as f64;
+            for (j, v) in chunk.iter().enumerate() {
+                let want = (v - mean) / (var + f64::from(1e-3f32)).sqrt();
+                let at = k * per + j;
+                assert!((got[0].data[at] - want).abs() < 1e-9, "{op} at {at}: {} vs {want}", got[0].data[at]);
+            }
+        }
+    }
+    // Attention: float64 Q, K, V with a float64 mask and with an int32 one (added).
+    for mask in [DOUBLE, INT32] {
+        let model = |t: i32, mt: i32| {
+            ModelBuilder::new(23)
+                .input("Q", t, &[1.into(), 2.into(), 3.into(), 4.into()])
+                .input("K", t, &[1.into(), 2.into(), 5.into(), 4.into()])
+                .input("V", t, &[1.into(), 2.into(), 5.into(), 4.into()])
+                .input("M", mt, &[3.into(), 5.into()])
+                .node_with("Attention", "attn", &["Q", "K", "V", "M"], &["Y"], &[("is_causal", Attr::Int(1))])
+                .output("Y", t, None)
+                .build()
+        };
+        let m: Vec<f64> = (0..15).map(|k| -((k % 3) as f64)).collect();
+        let feed = |e: E, me: E| {
+            vec![
+                HostTensor::typed("Q", e, &[1, 2, 3, 4], harness::values(41, 24, -1.0, 1.0)),
+                HostTensor::typed("K", e, &[1, 2, 5, 4], harness::values(42, 40, -1.0, 1.0)),
+                HostTensor::typed("V", e, &[1, 2, 5, 4], harness::values(43, 40, -1.0, 1.0)),
+                HostTensor::typed("M", me, &[3, 5], m.clone()),
+            ]
+        };
+        let mut rivet = harness::session(env(), &model(DOUBLE, mask), Arm::Rivet, &strict())
+            .unwrap_or_else(|e| panic!("Attention f64 is claimed: {e}"));
+        let mut ort = common::ort_session(&model(FLOAT, FLOAT));
+        let got = harness::run(&mut rivet, &feed(E::Float64, elem(mask))).expect("Rivet run");
+        let want = harness::run(&mut ort, &feed(E::Float32, E::Float32)).expect("ORT run");
+        harness::compare(&got, &want, 1e-5, 1e-6).unwrap_or_else(|e| panic!("Attention f64, {} mask: {e}", name(mask)));
+    }
+}
+
+/// CumSum's axis fed at Run (int32 or int64) and OneHot's depth fed at Run (its output
+/// shape then comes from that value) match ORT; a depth of 0 is an error naming the node.
+#[test]
+fn cumsum_axis_and_one_hot_depth_fed_at_run_match_ort() {
+    for (axis_type, axis) in [(INT32, 1.0), (INT64, -2.0), (INT32, 0.0)] {
+        let model = ModelBuilder::new(14)
+            .input("x", FLOAT, &[3.into(), 4.into()])
+            .input("axis", axis_type, &[])
+            .node_with("CumSum", "op", &["x", "axis"], &["y"], &[("exclusive", Attr::Int(1))])
+            .output("y", FLOAT, None)
+            .build();
+        let inputs = [
+            HostTensor::typed("x", E::Float32, &[3, 4], harness::values(51, 12, -2.0, 2.0)),
+            HostTensor::typed("axis", elem(axis_type), &[], vec![axis]),
+        ];
+        assert_matches_ort(&model, &inputs, 1e-6, 1e-6, &format!("CumSum axis {axis} as {}", name(axis_type)));
+    }
+    for (it, dt, vt, axis) in [(INT64, INT64, INT64, -1i64), (FLOAT, FLOAT, FLOAT, 0), (INT32, FLOAT, FLOAT, 1)] {
+        let model = ModelBuilder::new(11)
+            .input("i", it, &[2.into(), 2.into()])
+            .input("depth", dt, &[1.into()])
+            .input("v", vt, &[2.into()])
+            .node_with("OneHot", "onehot", &["i", "depth", "v"], &["y"], &[("axis", Attr::Int(axis))])
+            .output("y", vt, None)
+            .build();
+        for depth in [4.0, 9.0] {
+            let inputs = [
+                HostTensor::typed("i", elem(it), &[2, 2], vec![0.0, 3.0, -1.0, 7.0]),
+                HostTensor::typed("depth", elem(dt), &[1], vec![depth]),
+                HostTensor::typed("v", elem(vt), &[2], vec![-1.0, 5.0]),
+            ];
+            assert_matches_ort(&model, &inputs, 0.0, 0.0, &format!("OneHot depth {depth} fed at Run, axis {axis}"));
+        }
+        let mut rivet = harness::session(env(), &model, Arm::Rivet, &strict()).expect("session");
+        let bad = [
+            HostTensor::typed("i", elem(it), &[2, 2], vec![0.0; 4]),
+            HostTensor::typed("depth", elem(dt), &[1], vec![0.0]),
+            HostTensor::typed("v", elem(vt), &[2], vec![0.0, 1.0]),
+        ];
+        let err = harness::run(&mut rivet, &bad).expect_err("depth 0");
+        assert!(err.contains("node 'onehot' (OneHot): depth 0 is not a positive count"), "{err}");
     }
 }

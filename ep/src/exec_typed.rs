@@ -14,7 +14,7 @@ use crate::graph::Shape;
 use crate::plan::{NodeLabel, Step};
 use crate::registry::{AttentionSpec, Kernel, Reduction, ScatterReduction};
 use crate::shapes;
-use rivet_kernels::attention::{AttnInputs, AttnParams, AttnScratch};
+use rivet_kernels::attention::{AttnFloat, AttnInputs, AttnParams, AttnScratch};
 
 /// Element storage: a typed slice out of a [`Data`]. bool shares `u8` and the half floats
 /// share `u16`, which is all data movement needs.
@@ -168,7 +168,7 @@ pub(crate) fn apply_typed(
         Kernel::Scatter { reduction, .. } if reduction != ScatterReduction::None => {
             by_number!(ins[0], Err(cx.mismatch()), scatter_reduce(&cx, reduction, ins, dst))
         }
-        Kernel::OneHot { axis, depth } => by_storage!(dst, one_hot(&cx, ins, axis, depth)),
+        Kernel::OneHot { axis, .. } => by_storage!(dst, one_hot(&cx, ins, axis)),
         Kernel::Pool { window, max: true, .. } => {
             let s = cx.shape(0);
             let [h, w] = shapes::spatial(s);
@@ -190,6 +190,8 @@ pub(crate) fn apply_typed(
         | Kernel::MatMul
         | Kernel::Gemm { .. }
         | Kernel::BatchNorm { .. }
+        | Kernel::GroupNorm { .. }
+        | Kernel::InstanceNorm { .. }
         | Kernel::Hardmax { .. } => {
             let DataMut::F64(y) = dst else { return Err(cx.mismatch()) };
             float64_nn(&cx, ins, y)
@@ -335,10 +337,11 @@ pub(crate) fn apply_typed(
             }
             Ok(())
         }
-        Kernel::Attention(a) => {
-            let DataMut::F32(y) = dst else { return Err(cx.mismatch()) };
-            attention(&cx, &a, ins, y)
-        }
+        Kernel::Attention(a) => match dst {
+            DataMut::F32(y) => ATTN.with(|s| attention(&cx, &a, ins, &mut s.borrow_mut(), y)),
+            DataMut::F64(y) => ATTN64.with(|s| attention(&cx, &a, ins, &mut s.borrow_mut(), y)),
+            _ => Err(cx.mismatch()),
+        },
         Kernel::Loss { reduction, ignore_index, softmax } => match dst {
             DataMut::F32(y) => loss::<f32>(&cx, ins, reduction, ignore_index, softmax, y),
             DataMut::F64(y) => loss::<f64>(&cx, ins, reduction, ignore_index, softmax, y),
@@ -746,15 +749,23 @@ fn loss<T: Number + Storage>(
 thread_local! {
     /// Attention's packed heads and scores, per thread; they grow to the largest, then no
     /// Run allocates.
-    static ATTN: std::cell::RefCell<AttnScratch> = std::cell::RefCell::new(AttnScratch::default());
+    static ATTN: std::cell::RefCell<AttnScratch<f32>> = std::cell::RefCell::new(AttnScratch::default());
+    static ATTN64: std::cell::RefCell<AttnScratch<f64>> = std::cell::RefCell::new(AttnScratch::default());
 }
 
-/// Attention: the mask (float added, bool false excluded, padded with exclusion past its
-/// last dim), the padding of `nonpad_kv_seqlen` and the causal rule make the bias.
-fn attention(cx: &Ctx<'_>, a: &AttentionSpec, ins: &[Data<'_>], y: &mut [f32]) -> Result<()> {
+/// Attention in f32 or f64: the mask (a number added, bool false excluded, padded with
+/// exclusion past its last dim), the padding of `nonpad_kv_seqlen` and the causal rule
+/// make the bias.
+fn attention<T: Storage + AttnFloat + Number>(
+    cx: &Ctx<'_>,
+    a: &AttentionSpec,
+    ins: &[Data<'_>],
+    scratch: &mut AttnScratch<T>,
+    y: &mut [T],
+) -> Result<()> {
     let shapes: SmallVec<[&[usize]; 8]> = (0..ins.len()).map(|k| cx.shape(k)).collect();
     let d = shapes::attention_dims(a, &shapes).map_err(Error::invalid)?;
-    let f = |k: usize| input::<f32>(cx, ins, k);
+    let f = |k: usize| input::<T>(cx, ins, k);
     let mut at = 3;
     let mask = if a.mask {
         at += 1;
@@ -786,31 +797,31 @@ fn attention(cx: &Ctx<'_>, a: &AttentionSpec, ins: &[Data<'_>], y: &mut [f32]) -
             mask_cols = 1;
         }
     }
-    let bias = |b: usize, h: usize, i: usize, j: usize| -> f32 {
+    let bias = |b: usize, h: usize, i: usize, j: usize| -> T {
         if nonpad.is_some_and(|n| j as i64 >= n[b]) {
-            return f32::NEG_INFINITY;
+            return <T as AttnFloat>::NEG_INFINITY;
         }
-        let Some((data, _)) = mask else { return 0.0 };
+        let Some((data, _)) = mask else { return T::default() };
         if j >= mask_cols {
-            return f32::NEG_INFINITY; // past the mask's last dim: padding
+            return <T as AttnFloat>::NEG_INFINITY; // past the mask's last dim: padding
         }
         let at = b * strides[0] + h * strides[1] + i * strides[2] + j * strides[3];
         match data {
-            Data::F32(m) => m[at],
+            Data::F32(m) => T::from_f32(m[at]),
             Data::Bool(m) => {
                 if m[at] != 0 {
-                    0.0
+                    T::default()
                 } else {
-                    f32::NEG_INFINITY
+                    <T as AttnFloat>::NEG_INFINITY
                 }
             }
-            _ => 0.0,
+            other => T::from_f64(number_at(other, at)),
         }
     };
     let scale = a.scale.unwrap_or(1.0 / (d.head as f32).sqrt());
     let p = AttnParams { scale, softcap: a.softcap, causal: a.causal };
     let x = AttnInputs { q: f(0)?, k: f(1)?, v: f(2)?, past_key, past_value };
-    ATTN.with(|s| rivet_kernels::attention::attention(&d, p, &x, &bias, a.out, &mut s.borrow_mut(), y));
+    rivet_kernels::attention::attention(&d, p, &x, &bias, a.out, scratch, y);
     Ok(())
 }
 
@@ -905,7 +916,7 @@ fn scatter_reduce<T: Storage + Number>(
 }
 
 /// An element of any numeric tensor, as f64.
-fn number_at(d: Data<'_>, k: usize) -> f64 {
+pub(crate) fn number_at(d: Data<'_>, k: usize) -> f64 {
     match d {
         Data::F32(v) => v[k] as f64,
         Data::F64(v) => v[k],
@@ -917,17 +928,20 @@ fn number_at(d: Data<'_>, k: usize) -> f64 {
         Data::U16(v) => v[k] as f64,
         Data::U32(v) => v[k] as f64,
         Data::U64(v) => v[k] as f64,
-        Data::Bool(_) | Data::F16(_) | Data::BF16(_) => f64::NAN,
+        Data::F16(v) => f16_to_f32(v[k]) as f64,
+        Data::BF16(v) => bf16_to_f32(v[k]) as f64,
+        Data::Bool(_) => f64::NAN,
     }
 }
 
-fn one_hot<T: Storage>(cx: &Ctx<'_>, ins: &[Data<'_>], axis: i64, depth: i64, y: &mut [T]) -> Result<()> {
+fn one_hot<T: Storage>(cx: &Ctx<'_>, ins: &[Data<'_>], axis: i64, y: &mut [T]) -> Result<()> {
     let s = cx.shape(0);
     let a = shapes::normalize_axis(axis, s.len() + 1, false).unwrap_or(0);
     let values = input::<T>(cx, ins, 2)?;
     let (off, on) = (values[0], values[1]);
     let (outer, inner): (usize, usize) = (s[..a].iter().product(), s[a..].iter().product());
-    let d = depth as usize;
+    let d = cx.out_shape()[a];
+    let depth = d as i64;
     for o in 0..outer {
         for i in 0..inner {
             // Truncated toward zero, as ORT reads float indices; negative ones count back.
@@ -1224,6 +1238,15 @@ fn float64_nn(cx: &Ctx<'_>, ins: &[Data<'_>], y: &mut [f64]) -> Result<()> {
                     }
                 }
             }
+        }
+        Kernel::GroupNorm { groups, epsilon, per_channel } => {
+            let spatial = s[2..].iter().product();
+            nn::group_norm(f(0)?, f(1)?, f(2)?, s[0], s[1], spatial, groups, epsilon, per_channel, y);
+        }
+        // InstanceNormalization is GroupNormalization with a group per channel.
+        Kernel::InstanceNorm { epsilon } => {
+            let spatial = s[2..].iter().product();
+            nn::group_norm(f(0)?, f(1)?, f(2)?, s[0], s[1], spatial, s[1], epsilon, true, y);
         }
         Kernel::BatchNorm { epsilon } => {
             let (x, scale, bias, mean, var) = (f(0)?, f(1)?, f(2)?, f(3)?, f(4)?);

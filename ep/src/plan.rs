@@ -166,12 +166,30 @@ impl Plan {
                         node.name, node.op_type, input.name
                     ))
                 })?;
-                if values[id].elem_type != dtype::INT64 {
-                    return Err(Error::ep(format_args!(
-                        "node '{}': '{}' is not an int64 tensor",
-                        node.name, input.name
-                    )));
-                }
+                let id = match values[id].elem_type {
+                    dtype::INT64 => id,
+                    // An int32 axis or count (CumSum's axis may be either) is widened first.
+                    dtype::INT32 => {
+                        let (name, dims) = (format!("{}/param{pos}/i64", node.name), values[id].declared.clone());
+                        let wide = add(&mut values, &mut by_name, &name, Slot::Buffer(usize::MAX), dims, dtype::INT64);
+                        steps.push(Step {
+                            node_name: node.name.clone(),
+                            op_type: node.op_type.clone(),
+                            typed: true,
+                            kernel: Kernel::Cast { to: dtype::INT64 },
+                            inputs: SmallVec::from_slice(&[id]),
+                            params: SmallVec::new(),
+                            output: wide,
+                        });
+                        wide
+                    }
+                    _ => {
+                        return Err(Error::ep(format_args!(
+                            "node '{}': '{}' is not an int64 or int32 tensor",
+                            node.name, input.name
+                        )))
+                    }
+                };
                 params.push(id);
             }
             let out_type = out.elem_type;
@@ -205,9 +223,13 @@ impl Plan {
                     }
                 }
             }
-            let (main_name, main_slot, main_type) = match claim.half {
-                Some(_) => (format!("{}/f32", out.name), Slot::Buffer(usize::MAX), dtype::FLOAT),
-                None => (out.name.clone(), slot, out_type),
+            // The first output goes through float32 when it is of the half type (a
+            // comparison's bool or ArgMax's int64 output is written directly).
+            let out_is_half = claim.half == Some(out_type);
+            let (main_name, main_slot, main_type) = if out_is_half {
+                (format!("{}/f32", out.name), Slot::Buffer(usize::MAX), dtype::FLOAT)
+            } else {
+                (out.name.clone(), slot, out_type)
             };
             let main_dims = out.dims.clone();
             let step = |kernel, inputs, output| step_of(kernel, inputs, output, main_type);
@@ -244,7 +266,7 @@ impl Plan {
                     steps.push(step(kernel, step_inputs.clone(), output));
                 }
             }
-            if claim.half.is_some() {
+            if out_is_half {
                 let main = by_name[&main_name];
                 let output = add(&mut values, &mut by_name, &out.name, slot, out.dims.clone(), out_type);
                 steps.push(cast(out_type, main, output));

@@ -215,7 +215,7 @@ pub fn infer_shape(
                 .map_err(|e| fail(format_args!("{e}")))?;
             (rivet_kernels::einsum::output_shape(&eq, &ins).map_err(|e| fail(format_args!("{e}")))?, None)
         }
-        Kernel::Range | Kernel::NonZero => {
+        Kernel::Range | Kernel::NonZero | Kernel::OneHot { depth: None, .. } => {
             return Err(Error::ep(format_args!("{}: its shape comes from its data", NodeLabel(step))))
         }
         Kernel::TopK { axis, k, .. } => {
@@ -279,15 +279,7 @@ pub fn infer_shape(
             }
             (x.clone(), None)
         }
-        Kernel::OneHot { axis, depth } => {
-            let a = normalize_axis(axis, x.len() + 1, false).map_err(|e| fail(format_args!("{e}")))?;
-            if shapes[step.inputs[2]].iter().product::<usize>() != 2 {
-                return Err(fail(format_args!("values must hold [off, on]")));
-            }
-            let mut s = x.clone();
-            s.insert(a, depth as usize);
-            (s, None)
-        }
+        Kernel::OneHot { axis, depth: Some(depth) } => (one_hot_shape(step, axis, depth, x, shapes)?, None),
         Kernel::Attention(a) => {
             let ins: SmallVec<[&[usize]; 8]> = step.inputs.iter().map(|&id| shapes[id].as_slice()).collect();
             let d = attention_dims(&a, &ins).map_err(|e| fail(format_args!("{e}")))?;
@@ -700,10 +692,33 @@ pub fn shape_from_data(values: &[PlanValue], step: &Step, shapes: &[Shape], ins:
             let x = &shapes[step.inputs[0]];
             [x.len().max(1), count_nonzero(ins[0])].into_iter().collect()
         }
+        Kernel::OneHot { axis, depth: None } => {
+            if shapes[step.inputs[1]].iter().product::<usize>() != 1 {
+                return Err(fail(format_args!("depth must hold one value")));
+            }
+            // A float depth is truncated toward zero, as ORT reads it.
+            let depth = crate::exec_typed::number_at(ins[1], 0).trunc();
+            if !(depth >= 1.0 && depth <= (1u64 << 40) as f64) {
+                return Err(fail(format_args!("depth {depth} is not a positive count")));
+            }
+            one_hot_shape(step, axis, depth as i64, &shapes[step.inputs[0]], shapes)?
+        }
         _ => unreachable!("only data-shaped kernels"),
     };
     check_declared(values, step, &shape)?;
     Ok(shape)
+}
+
+/// OneHot's output: the indices' shape with `depth` inserted at `axis`.
+fn one_hot_shape(step: &Step, axis: i64, depth: i64, x: &[usize], shapes: &[Shape]) -> Result<Shape> {
+    let fail = |why: std::fmt::Arguments<'_>| Error::invalid(format_args!("{}: {why}", NodeLabel(step)));
+    let a = normalize_axis(axis, x.len() + 1, false).map_err(|e| fail(format_args!("{e}")))?;
+    if shapes[step.inputs[2]].iter().product::<usize>() != 2 {
+        return Err(fail(format_args!("values must hold [off, on]")));
+    }
+    let mut s: Shape = x.iter().copied().collect();
+    s.insert(a, depth as usize);
+    Ok(s)
 }
 
 /// How many elements of a tensor are not zero (for float16 / bfloat16, -0 is zero).

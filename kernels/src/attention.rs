@@ -61,13 +61,84 @@ pub enum AttnOut {
     Scores(u8),
 }
 
+/// The element types attention runs in: f32 (products through the packed SGEMM) and f64
+/// (plain loops; float64 models are for accuracy, not speed).
+pub trait AttnFloat:
+    Copy
+    + Default
+    + PartialOrd
+    + std::ops::Add<Output = Self>
+    + std::ops::Sub<Output = Self>
+    + std::ops::Mul<Output = Self>
+    + std::ops::Div<Output = Self>
+    + std::ops::AddAssign
+    + std::ops::MulAssign
+    + 'static
+{
+    const NEG_INFINITY: Self;
+    const ONE: Self;
+    fn from_f32(v: f32) -> Self;
+    fn exp(self) -> Self;
+    fn tanh(self) -> Self;
+    fn max(self, b: Self) -> Self;
+    /// `c = alpha * a * op(b)` for row-major `a` m×k and `b` k×n (n×k with `trans_b`).
+    #[allow(clippy::too_many_arguments)]
+    fn matmul(m: usize, n: usize, k: usize, alpha: Self, a: &[Self], b: &[Self], trans_b: bool, c: &mut [Self]);
+}
+
+impl AttnFloat for f32 {
+    const NEG_INFINITY: f32 = f32::NEG_INFINITY;
+    const ONE: f32 = 1.0;
+    fn from_f32(v: f32) -> f32 {
+        v
+    }
+    fn exp(self) -> f32 {
+        f32::exp(self)
+    }
+    fn tanh(self) -> f32 {
+        f32::tanh(self)
+    }
+    fn max(self, b: f32) -> f32 {
+        f32::max(self, b)
+    }
+    fn matmul(m: usize, n: usize, k: usize, alpha: f32, a: &[f32], b: &[f32], trans_b: bool, c: &mut [f32]) {
+        crate::gemm::gemm(m, n, k, alpha, a, false, b, trans_b, 0.0, c);
+    }
+}
+
+impl AttnFloat for f64 {
+    const NEG_INFINITY: f64 = f64::NEG_INFINITY;
+    const ONE: f64 = 1.0;
+    fn from_f32(v: f32) -> f64 {
+        f64::from(v)
+    }
+    fn exp(self) -> f64 {
+        f64::exp(self)
+    }
+    fn tanh(self) -> f64 {
+        f64::tanh(self)
+    }
+    fn max(self, b: f64) -> f64 {
+        f64::max(self, b)
+    }
+    fn matmul(m: usize, n: usize, k: usize, alpha: f64, a: &[f64], b: &[f64], trans_b: bool, c: &mut [f64]) {
+        for i in 0..m {
+            for j in 0..n {
+                let at = |p: usize| if trans_b { b[j * k + p] } else { b[p * n + j] };
+                let acc: f64 = (0..k).map(|p| a[i * k + p] * at(p)).sum();
+                c[i * n + j] = alpha * acc;
+            }
+        }
+    }
+}
+
 /// The inputs of one attention call.
-pub struct AttnInputs<'a> {
-    pub q: &'a [f32],
-    pub k: &'a [f32],
-    pub v: &'a [f32],
-    pub past_key: Option<&'a [f32]>,
-    pub past_value: Option<&'a [f32]>,
+pub struct AttnInputs<'a, T> {
+    pub q: &'a [T],
+    pub k: &'a [T],
+    pub v: &'a [T],
+    pub past_key: Option<&'a [T]>,
+    pub past_value: Option<&'a [T]>,
 }
 
 /// Attention parameters.
@@ -82,17 +153,17 @@ pub struct AttnParams {
 
 /// Per-thread scratch: one head's Q, K, V, scores and output, packed contiguous.
 #[derive(Debug, Default)]
-pub struct AttnScratch {
-    q: Vec<f32>,
-    k: Vec<f32>,
-    v: Vec<f32>,
-    s: Vec<f32>,
-    y: Vec<f32>,
+pub struct AttnScratch<T> {
+    q: Vec<T>,
+    k: Vec<T>,
+    v: Vec<T>,
+    s: Vec<T>,
+    y: Vec<T>,
 }
 
-fn sized(v: &mut Vec<f32>, len: usize) -> &mut [f32] {
+fn sized<T: AttnFloat>(v: &mut Vec<T>, len: usize) -> &mut [T] {
     if v.len() < len {
-        v.resize(len, 0.0);
+        v.resize(len, T::default());
     }
     &mut v[..len]
 }
@@ -101,14 +172,14 @@ fn sized(v: &mut Vec<f32>, len: usize) -> &mut [f32] {
 /// `j` (mask and padding; -inf excludes). Each head's products are matrix products through
 /// the packed SGEMM; its rows are packed contiguous first.
 #[allow(clippy::too_many_arguments)]
-pub fn attention(
+pub fn attention<T: AttnFloat>(
     d: &AttnDims,
     p: AttnParams,
-    x: &AttnInputs<'_>,
-    bias: &dyn Fn(usize, usize, usize, usize) -> f32,
+    x: &AttnInputs<'_, T>,
+    bias: &dyn Fn(usize, usize, usize, usize) -> T,
     out: AttnOut,
-    scratch: &mut AttnScratch,
-    y: &mut [f32],
+    scratch: &mut AttnScratch<T>,
+    y: &mut [T],
 ) {
     let total = d.total();
     match out {
@@ -147,16 +218,17 @@ pub fn attention(
                 for i in 0..d.q_len {
                     q[i * d.head..][..d.head].copy_from_slice(&x.q[d.q_row(b, h, i)..][..d.head]);
                 }
-                crate::gemm::gemm(d.q_len, total, d.head, p.scale, q, false, k, true, 0.0, s);
+                T::matmul(d.q_len, total, d.head, T::from_f32(p.scale), q, k, true, s);
                 for (i, row) in s.chunks_mut(total.max(1)).enumerate() {
                     if stage >= 1 {
                         for (j, e) in row.iter_mut().enumerate() {
                             let masked = p.causal && j > i + d.past_len;
-                            *e += if masked { f32::NEG_INFINITY } else { bias(b, h, i, j) };
+                            *e += if masked { T::NEG_INFINITY } else { bias(b, h, i, j) };
                         }
                     }
                     if stage >= 2 && p.softcap > 0.0 {
-                        row.iter_mut().for_each(|e| *e = p.softcap * (*e / p.softcap).tanh());
+                        let cap = T::from_f32(p.softcap);
+                        row.iter_mut().for_each(|e| *e = cap * (*e / cap).tanh());
                     }
                     if stage >= 3 {
                         softmax_row(row);
@@ -167,7 +239,7 @@ pub fn attention(
                     y[at..at + d.q_len * total].copy_from_slice(s);
                     continue;
                 }
-                crate::gemm::gemm(d.q_len, d.v_head, total, 1.0, s, false, v, false, 0.0, yh);
+                T::matmul(d.q_len, d.v_head, total, T::ONE, s, v, false, yh);
                 for i in 0..d.q_len {
                     let at = if d.q_3d {
                         ((b * d.q_len + i) * d.q_heads + h) * d.v_head
@@ -183,15 +255,15 @@ pub fn attention(
 
 /// Row `j` of the keys (or values) after the cache: from the cache, then the new ones.
 #[allow(clippy::too_many_arguments)]
-fn row_of<'a>(
+fn row_of<'a, T>(
     d: &AttnDims,
-    new: &'a [f32],
-    past: Option<&'a [f32]>,
+    new: &'a [T],
+    past: Option<&'a [T]>,
     b: usize,
     h: usize,
     j: usize,
     width: usize,
-) -> &'a [f32] {
+) -> &'a [T] {
     if j < d.past_len {
         &past.expect("a cache")[d.cache_row(b, h, j, width, d.past_len)..][..width]
     } else {
@@ -200,14 +272,14 @@ fn row_of<'a>(
 }
 
 /// Softmax in place; a row of only -inf gives NaN, as the definition does (0 / 0).
-fn softmax_row(s: &mut [f32]) {
-    let max = s.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-    let mut sum = 0.0f32;
+fn softmax_row<T: AttnFloat>(s: &mut [T]) {
+    let max = s.iter().copied().fold(T::NEG_INFINITY, T::max);
+    let mut sum = T::default();
     for v in s.iter_mut() {
         *v = (*v - max).exp();
         sum += *v;
     }
-    let inv = 1.0 / sum;
+    let inv = T::ONE / sum;
     s.iter_mut().for_each(|v| *v *= inv);
 }
 

@@ -605,17 +605,17 @@ pub fn norm_stats(x: &[f32], n: usize, epsilon: f32, inverse_std: bool, y: &mut 
 /// `channels / groups` channels is normalized over its channels and positions, then
 /// scaled and shifted per channel (`per_channel`) or per group.
 #[allow(clippy::too_many_arguments)]
-pub fn group_norm(
-    x: &[f32],
-    scale: &[f32],
-    bias: &[f32],
+pub fn group_norm<T: crate::typed::Number>(
+    x: &[T],
+    scale: &[T],
+    bias: &[T],
     batch: usize,
     channels: usize,
     spatial: usize,
     groups: usize,
     epsilon: f32,
     per_channel: bool,
-    y: &mut [f32],
+    y: &mut [T],
 ) {
     let per_group = channels / groups.max(1);
     let len = per_group * spatial;
@@ -623,15 +623,15 @@ pub fn group_norm(
         for g in 0..groups {
             let at = (n * channels + g * per_group) * spatial;
             let xs = &x[at..at + len];
-            let mean = xs.iter().map(|&v| v as f64).sum::<f64>() / len as f64;
-            let var = xs.iter().map(|&v| (v as f64 - mean).powi(2)).sum::<f64>() / len as f64;
+            let mean = xs.iter().map(|&v| v.to_f64()).sum::<f64>() / len as f64;
+            let var = xs.iter().map(|&v| (v.to_f64() - mean).powi(2)).sum::<f64>() / len as f64;
             let inv = 1.0 / (var + epsilon as f64).sqrt();
             for c in 0..per_group {
                 let k = if per_channel { g * per_group + c } else { g };
                 let (sc, b) = (scale[k], bias[k]);
                 let row = at + c * spatial;
                 for (o, &v) in y[row..row + spatial].iter_mut().zip(&x[row..row + spatial]) {
-                    *o = ((v as f64 - mean) * inv) as f32 * sc + b;
+                    *o = T::from_f64((v.to_f64() - mean) * inv).mul(sc).add(b);
                 }
             }
         }

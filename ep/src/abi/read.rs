@@ -50,8 +50,8 @@ pub fn value(api: &Api, v: *const OrtValueInfo) -> Result<Option<ValueDesc>> {
         })
         .collect();
     let constant = small_constant(api, v, elem_type, &declared)?;
-    // Only int64 values are asked: they may be a shape or axes tensor fed at Run.
-    let at_run_ok = elem_type == dtype::INT64 && !api.value_info_is_from_outer_scope(v)?;
+    // Only int64 and int32 values are asked: they may be a shape, axis or count fed at Run.
+    let at_run_ok = matches!(elem_type, dtype::INT64 | dtype::INT32) && !api.value_info_is_from_outer_scope(v)?;
     Ok(Some(ValueDesc { name, elem_type, dims: Some(declared), constant, at_run_ok }))
 }
 

@@ -184,7 +184,8 @@ pub(super) fn pad(node: &NodeDesc) -> Result<Kernel, String> {
 /// True when input `pos` is an int64 tensor that reaches the fused node at Run (a graph
 /// input or a value ORT computes; not one of an enclosing graph).
 pub(super) fn runtime_i64(node: &NodeDesc, pos: usize) -> bool {
-    input(node, pos).is_some_and(|v| v.constant.is_none() && v.at_run_ok && v.elem_type == crate::graph::dtype::INT64)
+    use crate::graph::dtype::{INT32, INT64};
+    input(node, pos).is_some_and(|v| v.constant.is_none() && v.at_run_ok && matches!(v.elem_type, INT32 | INT64))
 }
 
 pub(super) fn squeeze_axes(node: &NodeDesc) -> Result<Axes, String> {
@@ -343,11 +344,13 @@ pub(super) fn scatter(node: &NodeDesc, elements: bool) -> Result<Kernel, String>
 /// OneHot: the depth must be a constant (it sets the output shape).
 pub(super) fn one_hot(node: &NodeDesc) -> Result<Kernel, String> {
     let depth = match input(node, 1).and_then(|v| v.constant.as_ref()) {
-        Some(Constant::I64(d)) if d.len() == 1 => d[0],
-        Some(Constant::F32(d)) if d.len() == 1 && d[0].fract() == 0.0 => d[0] as i64,
-        _ => return Err("OneHot's depth must be a constant float32 or int64 scalar".into()),
+        Some(Constant::I64(d)) if d.len() == 1 => Some(d[0]),
+        Some(Constant::F32(d)) if d.len() == 1 && d[0].fract() == 0.0 => Some(d[0] as i64),
+        Some(_) => return Err("OneHot's constant depth must be a float32 or int64 scalar".into()),
+        // Fed at Run: read when the output's shape is inferred.
+        None => None,
     };
-    if depth < 1 {
+    if let Some(depth) = depth.filter(|&d| d < 1) {
         return Err(format!("OneHot depth {depth}"));
     }
     Ok(Kernel::OneHot { axis: int_attr(node, "axis", -1)?, depth })

@@ -391,10 +391,11 @@ pub enum Kernel {
         axis: Option<i64>,
         reduction: ScatterReduction,
     },
-    /// OneHot with a constant depth; `values` = [off, on].
+    /// OneHot; `values` = [off, on]. `depth`: a constant, or `None` when it is fed at Run
+    /// (then the output's shape comes from that data).
     OneHot {
         axis: i64,
-        depth: i64,
+        depth: Option<i64>,
     },
     /// TopK's values (or, with `indices`, their int64 positions), sorted; ties keep the
     /// lower index first.
@@ -545,7 +546,7 @@ impl Kernel {
 
     /// Kernels whose output shape depends on their input data, known only at Run.
     pub fn shape_from_data(&self) -> bool {
-        matches!(self, Kernel::Range | Kernel::NonZero)
+        matches!(self, Kernel::Range | Kernel::NonZero | Kernel::OneHot { depth: None, .. })
     }
 
     /// The typed kernel of a binary float32 op (Pow has none).

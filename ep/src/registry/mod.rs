@@ -158,13 +158,29 @@ pub fn kernel_for(node: &NodeDesc) -> Result<Claim, String> {
     let node = match check_types(node, &kernel, &data) {
         Ok(()) => node,
         Err(why) => {
-            let t = node.outputs[0].as_ref().map_or(0, |v| v.elem_type);
+            // The half type: the output's, or the data inputs' for a node whose output is
+            // bool or an index (comparisons, ArgMax, ...).
+            let is_half = |t: &i32| matches!(*t, dtype::FLOAT16 | dtype::BFLOAT16);
+            let out_type = node.outputs[0].as_ref().map_or(0, |v| v.elem_type);
+            let t = std::iter::once(out_type)
+                .chain(data.iter().filter_map(|&i| node.inputs[i].as_ref().map(|v| v.elem_type)))
+                .find(is_half)
+                .unwrap_or(out_type);
+            // Exact in float32 (comparisons, ArgMax, TopK, Mod), or rounded once at the end.
             let computes_in_f32 = !kernel.is_typed()
                 || matches!(
                     kernel,
-                    Kernel::Attention(_) | Kernel::Loss { .. } | Kernel::Rotary { .. } | Kernel::Einsum { .. }
+                    Kernel::Attention(_)
+                        | Kernel::Loss { .. }
+                        | Kernel::Rotary { .. }
+                        | Kernel::Einsum { .. }
+                        | Kernel::Compare(_)
+                        | Kernel::ArgReduce { .. }
+                        | Kernel::TopK { .. }
+                        | Kernel::Arith(rivet_kernels::typed::Arith::Mod { fmod: true })
+                        | Kernel::Scatter { .. }
                 );
-            if !(computes_in_f32 && matches!(t, dtype::FLOAT16 | dtype::BFLOAT16)) {
+            if !(computes_in_f32 && is_half(&t)) {
                 return Err(why);
             }
             as_f32 = with_type_as_f32(node, t);
@@ -233,7 +249,7 @@ fn extra_outputs(node: &NodeDesc, kernel: &Kernel) -> Result<SmallVec<[(usize, K
                 if k < 3 && !a.past {
                     return Err("Attention's present key and value need past key and value".into());
                 }
-                (Kernel::Attention(AttentionSpec { out, ..a }), dtype::FLOAT)
+                (Kernel::Attention(AttentionSpec { out, ..a }), input_type)
             }
             (Kernel::Loss { softmax: true, .. }, _) if input_type == dtype::FLOAT => {
                 (Kernel::Softmax { axis: 1, log: true, legacy: false }, dtype::FLOAT)
@@ -319,17 +335,19 @@ fn check_types(node: &NodeDesc, kernel: &Kernel, data: &[usize]) -> Result<(), S
         }
         Kernel::EyeLike { .. } => data::supported(types[0]) && data::supported(out.elem_type),
         Kernel::Attention(a) => {
+            // float32 or float64 throughout; the mask bool or any number (added).
+            let t = out.elem_type;
             let mut k = 3;
             let mask_ok = !a.mask || {
                 k += 1;
-                matches!(types[k - 1], dtype::FLOAT | dtype::BOOL)
+                types[k - 1] == dtype::BOOL || data::is_number(types[k - 1])
             };
             let past_ok = !a.past || {
                 k += 2;
-                all(&types[k - 2..k], dtype::FLOAT)
+                all(&types[k - 2..k], t)
             };
             let nonpad_ok = !a.nonpad || types[k] == dtype::INT64;
-            all(&types[..3], dtype::FLOAT) && mask_ok && past_ok && nonpad_ok && out.elem_type == dtype::FLOAT
+            matches!(t, dtype::FLOAT | dtype::DOUBLE) && all(&types[..3], t) && mask_ok && past_ok && nonpad_ok
         }
         Kernel::TopK { .. } => data::is_number(types[0]) && out.elem_type == types[0],
         Kernel::Einsum { .. } => data::is_number(out.elem_type) && all(&types, out.elem_type),
@@ -356,7 +374,8 @@ fn check_types(node: &NodeDesc, kernel: &Kernel, data: &[usize]) -> Result<(), S
             type_ok && index_ok && types[0] == out.elem_type && types[2] == out.elem_type
         }
         Kernel::OneHot { .. } => {
-            data::is_number(types[0]) && data::supported(out.elem_type) && types[2] == out.elem_type
+            let number = |t: i32| data::is_number(t) || matches!(t, dtype::FLOAT16 | dtype::BFLOAT16);
+            number(types[0]) && number(types[1]) && data::supported(out.elem_type) && types[2] == out.elem_type
         }
         Kernel::Loss { .. } => {
             matches!(types[0], dtype::FLOAT | dtype::DOUBLE)
@@ -379,6 +398,8 @@ fn check_types(node: &NodeDesc, kernel: &Kernel, data: &[usize]) -> Result<(), S
         | Kernel::MatMul
         | Kernel::Gemm { .. }
         | Kernel::BatchNorm { .. }
+        | Kernel::GroupNorm { .. }
+        | Kernel::InstanceNorm { .. }
         | Kernel::Hardmax { .. }
             if out.elem_type == dtype::DOUBLE =>
         {
@@ -468,9 +489,9 @@ fn types(op_type: &str) -> &'static str {
     match op_type {
         "Identity" | "Transpose" | "Flatten" | "Reshape" | "Squeeze" | "Unsqueeze" | "Concat" | "Expand" | "Slice"
         | "Trilu" | "Split" | "Tile" | "GatherND" | "Pad" => "any",
-        "ScatterElements" | "ScatterND" => "any (numbers with a reduction)",
-        "OneHot" => "numeric indices, any values",
-        "TopK" => "numbers (int64 indices)",
+        "ScatterElements" | "ScatterND" => "any (numbers and halves with a reduction)",
+        "OneHot" => "numeric indices and depth, any values",
+        "TopK" => "numbers, halves (int64 indices)",
         "Range" => "float32, float64, int16, int32, int64",
         "Einsum" => "numbers, halves",
         "Shape" | "Size" => "any, to int64",
@@ -481,17 +502,17 @@ fn types(op_type: &str) -> &'static str {
         "IsNaN" | "IsInf" => "floats, to bool",
         "BitShift" | "BitwiseAnd" | "BitwiseOr" | "BitwiseXor" | "BitwiseNot" => "integers",
         "EyeLike" => "any",
-        "Attention" => "float32, halves (bool or float mask)",
+        "Attention" => "float32, float64, halves (bool or numeric mask)",
         "NegativeLogLikelihoodLoss" | "SoftmaxCrossEntropyLoss" => "float32, float64, halves (int32 / int64 targets)",
         "Where" => "any (bool condition)",
         "Add" | "Sub" | "Mul" | "Div" | "Max" | "Min" | "Sum" => "numbers, halves",
-        "Mod" => "numbers (floats with fmod=1)",
+        "Mod" => "numbers, halves (floats with fmod=1)",
         "Pow" => "numbers (base and exponent types may differ), halves",
         "Cast" | "CastLike" => "any to any",
-        "Equal" => "numbers and bool, to bool",
-        "Less" | "LessOrEqual" | "Greater" | "GreaterOrEqual" => "numbers, to bool",
+        "Equal" => "numbers, halves and bool, to bool",
+        "Less" | "LessOrEqual" | "Greater" | "GreaterOrEqual" => "numbers, halves, to bool",
         "And" | "Or" | "Xor" | "Not" => "bool",
-        "ArgMax" | "ArgMin" => "numbers, to int64",
+        "ArgMax" | "ArgMin" => "numbers, halves, to int64",
         "Abs" | "Neg" | "Relu" | "Sign" | "CumSum" | "Clip" | "MaxPool" => "numbers, halves",
         "ReduceSum" | "ReduceMean" | "ReduceProd" | "ReduceL1" | "ReduceSumSquare" => "numbers, halves",
         "ReduceMax" | "ReduceMin" => "numbers, halves, bool",

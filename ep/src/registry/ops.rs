@@ -495,7 +495,7 @@ pub static OPS: &[OpSpec] = &[
         build: |n| {
             let fmod = int_attr(n, "fmod", 0)? != 0;
             let t = n.inputs[0].as_ref().map_or(dtype::FLOAT, |v| v.elem_type);
-            if !fmod && matches!(t, dtype::FLOAT | dtype::DOUBLE) {
+            if !fmod && matches!(t, dtype::FLOAT | dtype::DOUBLE | dtype::FLOAT16 | dtype::BFLOAT16) {
                 return Err("Mod on floats needs fmod=1".into());
             }
             Ok(Kernel::Arith(Arith::Mod { fmod }))
