@@ -1132,6 +1132,15 @@ fn reduce_ints<T: Storage + Number>(cx: &Ctx<'_>, x: &[T], y: &mut [T], boolean:
         return Ok(());
     }
     let count = group_size(s, reduced);
+    if matches!(op, R::L2 | R::LogSum | R::LogSumExp) && !boolean {
+        // Not exact in the element type: computed in f64, truncated toward zero as ORT's
+        // cast of its double result is.
+        let xf: Vec<f64> = x.iter().map(|v| v.to_f64()).collect();
+        let mut yf = vec![0.0; y.len()];
+        reduce_f64(&xf, s, reduced, op, &mut yf);
+        y.iter_mut().zip(&yf).for_each(|(o, &v)| *o = T::from_f64(v));
+        return Ok(());
+    }
     let (zero, one) = (T::default(), T::from_f64(1.0));
     let init = match op {
         R::Prod => one,

@@ -420,11 +420,8 @@ fn check_types(node: &NodeDesc, kernel: &Kernel, data: &[usize]) -> Result<(), S
         }
         Kernel::Reduce { op, .. } if is_int(out.elem_type) || out.elem_type == dtype::BOOL => {
             use rivet_kernels::nn::ReduceOp as R;
-            let ok_op = if out.elem_type == dtype::BOOL {
-                matches!(op, R::Max | R::Min)
-            } else {
-                matches!(op, R::Sum | R::Mean | R::Max | R::Min | R::Prod | R::L1 | R::SumSquare)
-            };
+            // Every reduction on integers (L2 and the logs through f64); Max / Min on bool.
+            let ok_op = out.elem_type != dtype::BOOL || matches!(op, R::Max | R::Min);
             ok_op && all(&types, out.elem_type)
         }
         _ => {
@@ -514,7 +511,8 @@ fn types(op_type: &str) -> &'static str {
         "And" | "Or" | "Xor" | "Not" => "bool",
         "ArgMax" | "ArgMin" => "numbers, halves, to int64",
         "Abs" | "Neg" | "Relu" | "Sign" | "CumSum" | "Clip" | "MaxPool" => "numbers, halves",
-        "ReduceSum" | "ReduceMean" | "ReduceProd" | "ReduceL1" | "ReduceSumSquare" => "numbers, halves",
+        "ReduceSum" | "ReduceMean" | "ReduceProd" | "ReduceL1" | "ReduceSumSquare" | "ReduceL2" | "ReduceLogSum"
+        | "ReduceLogSumExp" => "numbers, halves",
         "ReduceMax" | "ReduceMin" => "numbers, halves, bool",
         "Softmax"
         | "LogSoftmax"
