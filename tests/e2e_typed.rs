@@ -1688,3 +1688,96 @@ fn cumsum_axis_and_one_hot_depth_fed_at_run_match_ort() {
         assert!(err.contains("node 'onehot' (OneHot): depth 0 is not a positive count"), "{err}");
     }
 }
+
+/// Pad's constant value fed at Run (float32, int64, float16) or a constant of another type
+/// than float32, and its axes fed at Run, against ORT; a value of two elements or an axis
+/// given twice is an error naming the node.
+#[test]
+fn pad_value_and_axes_fed_at_run_match_ort() {
+    for (t, value) in [(FLOAT, -2.5), (INT64, 9.0), (INT32, -4.0), (DOUBLE, 0.125)] {
+        for axes_at_run in [false, true] {
+            let mut m = ModelBuilder::new(18)
+                .input("x", t, &[2.into(), 3.into()])
+                .input("pads", INT64, &[2.into()])
+                .input("value", t, &[]);
+            m = if axes_at_run {
+                m.input("axes", INT64, &[1.into()])
+            } else {
+                m.initializer_i64("axes", &[1], vec![-1])
+            };
+            let model = m.node("Pad", "pad", &["x", "pads", "value", "axes"], &["y"]).output("y", t, None).build();
+            let mut inputs = vec![
+                HostTensor::typed("x", elem(t), &[2, 3], vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0]),
+                HostTensor::typed("pads", E::Int64, &[2], vec![1.0, 2.0]),
+                HostTensor::typed("value", elem(t), &[], vec![value]),
+            ];
+            if axes_at_run {
+                for axis in [0.0, -1.0] {
+                    inputs.truncate(3);
+                    inputs.push(HostTensor::typed("axes", E::Int64, &[1], vec![axis]));
+                    assert_matches_ort(
+                        &model,
+                        &inputs,
+                        0.0,
+                        0.0,
+                        &format!("Pad {} value and axis {axis} at Run", name(t)),
+                    );
+                }
+            } else {
+                assert_matches_ort(&model, &inputs, 0.0, 0.0, &format!("Pad {} value at Run", name(t)));
+            }
+        }
+    }
+    // A constant int64 value (not a float32 one) is read as a data input too.
+    let model = ModelBuilder::new(18)
+        .input("x", INT64, &[2.into(), 2.into()])
+        .initializer_i64("pads", &[4], vec![0, 1, 1, 0])
+        .initializer_i64("value", &[], vec![-7])
+        .node("Pad", "pad", &["x", "pads", "value"], &["y"])
+        .output("y", INT64, None)
+        .build();
+    let x = [HostTensor::typed("x", E::Int64, &[2, 2], vec![1.0, 2.0, 3.0, 4.0])];
+    assert_matches_ort(&model, &x, 0.0, 0.0, "Pad int64 with a constant int64 value");
+    // float16, fed through Casts: against the padded values written out.
+    let half = ModelBuilder::new(18)
+        .input("x", FLOAT, &[2.into(), 2.into()])
+        .input("pads", INT64, &[4.into()])
+        .input("value", FLOAT, &[])
+        .node_with("Cast", "cx", &["x"], &["hx"], &[("to", Attr::Int(FLOAT16 as i64))])
+        .node_with("Cast", "cv", &["value"], &["hv"], &[("to", Attr::Int(FLOAT16 as i64))])
+        .node("Pad", "pad", &["hx", "pads", "hv"], &["hy"])
+        .node_with("Cast", "cy", &["hy"], &["y"], &[("to", Attr::Int(FLOAT as i64))])
+        .output("y", FLOAT, None)
+        .build();
+    let mut rivet = harness::session(env(), &half, Arm::Rivet, &strict()).expect("session");
+    let inputs = [
+        HostTensor::f32("x", &[2, 2], vec![1.0, 2.0, 3.0, 4.0]),
+        HostTensor::typed("pads", E::Int64, &[4], vec![1.0, 0.0, 0.0, 1.0]),
+        HostTensor::f32("value", &[], vec![-0.5]),
+    ];
+    let y = harness::run(&mut rivet, &inputs).expect("runs");
+    assert_eq!(y[0].data, vec![-0.5, -0.5, -0.5, 1.0, 2.0, -0.5, 3.0, 4.0, -0.5]);
+    // Bad input at Run.
+    let model = ModelBuilder::new(18)
+        .input("x", FLOAT, &[2.into(), 2.into()])
+        .input("pads", INT64, &[4.into()])
+        .input("value", FLOAT, &[Dim::Sym("n".into())])
+        .input("axes", INT64, &[2.into()])
+        .node("Pad", "pad", &["x", "pads", "value", "axes"], &["y"])
+        .output("y", FLOAT, None)
+        .build();
+    let mut rivet = harness::session(env(), &model, Arm::Rivet, &strict()).expect("session");
+    let feed = |value: Vec<f32>, axes: Vec<f64>| {
+        vec![
+            HostTensor::f32("x", &[2, 2], vec![1.0; 4]),
+            HostTensor::typed("pads", E::Int64, &[4], vec![1.0; 4]),
+            HostTensor::f32("value", &[value.len() as i64], value),
+            HostTensor::typed("axes", E::Int64, &[2], axes),
+        ]
+    };
+    let err = harness::run(&mut rivet, &feed(vec![1.0, 2.0], vec![0.0, 1.0])).expect_err("two values");
+    assert!(err.contains("node 'pad' (Pad)") && err.contains("constant_value must hold one value"), "{err}");
+    let err = harness::run(&mut rivet, &feed(vec![1.0], vec![1.0, -1.0])).expect_err("axis twice");
+    assert!(err.contains("node 'pad' (Pad)") && err.contains("axis 1 is given twice"), "{err}");
+    assert!(harness::run(&mut rivet, &feed(vec![1.0], vec![1.0, 0.0])).is_ok());
+}

@@ -439,6 +439,7 @@ fn apply(
             let s = shape(0);
             let pads = spec.resolve(s.len(), params).expect("checked by shape inference");
             let fill = match spec.mode {
+                nn::PadMode::Constant(_) if spec.value_at_run => ins[1][0],
                 nn::PadMode::Constant(v) => v,
                 _ => 0.0,
             };

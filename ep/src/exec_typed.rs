@@ -478,8 +478,10 @@ fn movement<T: Storage>(cx: &Ctx<'_>, ins: &[Data<'_>], y: &mut [T]) -> Result<(
         Kernel::Pad(spec) => {
             let s = cx.shape(0);
             let pads = spec.resolve(s.len(), cx.params).map_err(Error::invalid)?;
-            // A constant other than 0 is only claimed on float32 (the registry reads it as one).
-            nn::pad(x()?, s, &pads[..s.len()], &pads[s.len()..2 * s.len()], spec.mode, T::default(), y);
+            // A constant fill is read at Run (a float32 constant other than 0 is only claimed
+            // on float32, which runs in exec.rs).
+            let fill = if spec.value_at_run { input::<T>(cx, ins, 1)?[0] } else { T::default() };
+            nn::pad(x()?, s, &pads[..s.len()], &pads[s.len()..2 * s.len()], spec.mode, fill, y);
         }
         Kernel::Tile { .. } => {
             let (s, o) = (cx.shape(0), cx.out_shape());

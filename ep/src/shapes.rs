@@ -527,6 +527,9 @@ pub fn infer_shape(
         }
         Kernel::Pad(spec) => {
             let rank = x.len();
+            if spec.value_at_run && shapes[step.inputs[1]].iter().product::<usize>() != 1 {
+                return Err(fail(format_args!("constant_value must hold one value")));
+            }
             let resolved = spec.resolve(rank, params).map_err(|e| fail(format_args!("{e}")))?;
             let pads = &resolved[..2 * rank];
             if spec.mode == rivet_kernels::nn::PadMode::Reflect

@@ -149,7 +149,7 @@ pub(super) fn norm(node: &NodeDesc, rms: bool) -> Result<Kernel, String> {
 }
 
 pub(super) fn pad(node: &NodeDesc) -> Result<Kernel, String> {
-    let mut at_run = false;
+    let (mut at_run, mut value_at_run) = (false, false);
     let (pads, value) = if node.since_version < 11 {
         (ints_attr(node, "pads")?.ok_or("Pad needs pads")?, float_attr(node, "value", 0.0)?)
     } else {
@@ -159,9 +159,22 @@ pub(super) fn pad(node: &NodeDesc) -> Result<Kernel, String> {
         } else {
             const_i64(node, 1, "pads")?.ok_or("Pad needs pads")?
         };
-        (pads, const_f32_scalar(node, 2, "constant_value")?.unwrap_or(0.0))
+        // A float32 constant fill is kept in the kernel; any other (another type, or fed
+        // at Run) is read at Run as a data input of the data's type.
+        let value = match input(node, 2) {
+            None => 0.0,
+            Some(v) => match &v.constant {
+                Some(Constant::F32(d)) if d.len() == 1 => d[0],
+                _ => {
+                    value_at_run = true;
+                    0.0
+                }
+            },
+        };
+        (pads, value)
     };
-    let axes = if input(node, 3).is_some() {
+    let axes_at_run = runtime_i64(node, 3);
+    let axes = if input(node, 3).is_some() && !axes_at_run {
         const_i64(node, 3, "axes")?.ok_or("Pad's axes must be a constant")?
     } else {
         Vec::new()
@@ -178,7 +191,15 @@ pub(super) fn pad(node: &NodeDesc) -> Result<Kernel, String> {
     };
     let mut arr = [0usize; 16];
     pads.iter().enumerate().for_each(|(i, &p)| arr[i] = p as usize);
-    Ok(Kernel::Pad(PadSpec { len: pads.len() as u8, pads: arr, mode, at_run, axes: Axes::new(&axes)? }))
+    Ok(Kernel::Pad(PadSpec {
+        len: pads.len() as u8,
+        pads: arr,
+        mode,
+        at_run,
+        axes: Axes::new(&axes)?,
+        axes_at_run,
+        value_at_run,
+    }))
 }
 
 /// True when input `pos` is an int64 tensor that reaches the fused node at Run (a graph

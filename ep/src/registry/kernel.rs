@@ -100,6 +100,10 @@ pub struct PadSpec {
     pub at_run: bool,
     /// The axes the amounts are for (opset 18's `axes`); empty: every axis.
     pub axes: Axes,
+    /// The axes come from the step's next int64 param at Run (then `axes` is unused).
+    pub axes_at_run: bool,
+    /// The constant fill is the step's data input 1, of the data's type, read at Run.
+    pub value_at_run: bool,
 }
 
 impl PadSpec {
@@ -110,12 +114,21 @@ impl PadSpec {
         } else {
             self.pads[..self.len as usize].iter().map(|&p| p as i64).collect()
         };
-        let axes: SmallVec<[usize; 8]> = if self.axes.len == 0 {
+        let given: &[i64] = if self.axes_at_run {
+            params.get(usize::from(self.at_run)).copied().unwrap_or_default()
+        } else {
+            self.axes.as_slice()
+        };
+        let axes: SmallVec<[usize; 8]> = if given.is_empty() && !self.axes_at_run {
             (0..rank).collect()
         } else {
-            let mut v = SmallVec::new();
-            for &a in self.axes.as_slice() {
-                v.push(crate::shapes::normalize_axis(a, rank, false)?);
+            let mut v: SmallVec<[usize; 8]> = SmallVec::new();
+            for &a in given {
+                let a = crate::shapes::normalize_axis(a, rank, false)?;
+                if v.contains(&a) {
+                    return Err(format!("axis {a} is given twice"));
+                }
+                v.push(a);
             }
             v
         };

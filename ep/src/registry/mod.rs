@@ -152,6 +152,10 @@ pub fn kernel_for(node: &NodeDesc) -> Result<Claim, String> {
         return Err(format!("{} attribute '{name}' is not supported", node.op_type));
     }
     let kernel = (spec.build)(node)?;
+    let mut data = data;
+    if let Kernel::Pad(PadSpec { value_at_run: true, .. }) = kernel {
+        data.push(2); // the fill, of the data's type
+    }
     // A float32 kernel runs float16 and bfloat16 nodes in float32, between casts.
     let as_f32;
     let mut half = None;
@@ -196,11 +200,12 @@ pub fn kernel_for(node: &NodeDesc) -> Result<Claim, String> {
         | Kernel::Expand { shape: ReduceAxes::AtRun }
         | Kernel::Tile { repeats: ReduceAxes::AtRun }
         | Kernel::TopK { k: ReduceAxes::AtRun, .. }
-        | Kernel::Pad(PadSpec { at_run: true, .. })
         | Kernel::SplitPart { sizes_at_run: true, .. }
         | Kernel::CumSum { axis: ReduceAxes::AtRun, .. }
         | Kernel::Trilu { k: ReduceAxes::AtRun, .. } => SmallVec::from_slice(&[1]),
         Kernel::ConstantOfShape { shape: ReduceAxes::AtRun, .. } => SmallVec::from_slice(&[0]),
+        // Pad's amounts, then its axes, when fed at Run.
+        Kernel::Pad(p) => [(p.at_run, 1), (p.axes_at_run, 3)].into_iter().filter(|t| t.0).map(|t| t.1).collect(),
         _ => SmallVec::new(),
     };
     let extra = extra_outputs(node, &kernel)?;
