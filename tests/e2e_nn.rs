@@ -766,3 +766,97 @@ fn max_pool_on_8_bit_integers_matches_ort() {
         assert_matches_ort(&model, &inputs, 0.0, 0.0, &format!("MaxPool {e:?}"));
     }
 }
+
+/// 3-D Conv, ConvTranspose, MaxPool (with Indices, both storage orders) and AveragePool
+/// ([N, C, D, H, W]) against ORT.
+#[test]
+fn three_dimensional_conv_and_pools_match_ort() {
+    use rivet::model::INT64;
+    let xs = [2i64, 4, 5, 6, 5];
+    let xv = |seed| -> Vec<f32> { harness::values(seed, 1200, -1.0, 1.0).into_iter().map(|v| v as f32).collect() };
+    let dims = |s: &[i64]| s.iter().map(|&d| d.into()).collect::<Vec<Dim>>();
+    let convs: [Vec<(&str, Attr)>; 4] = [
+        vec![],
+        vec![("strides", Attr::Ints(vec![2, 1, 2])), ("pads", Attr::Ints(vec![1, 0, 1, 0, 2, 1]))],
+        vec![("dilations", Attr::Ints(vec![1, 2, 1])), ("group", Attr::Int(2))],
+        vec![("auto_pad", Attr::Str("SAME_LOWER".into())), ("strides", Attr::Ints(vec![2, 2, 2]))],
+    ];
+    for (k, attrs) in convs.iter().enumerate() {
+        let group = if k == 2 { 2 } else { 1 };
+        let ws = [6i64, 4 / group, 3, 2, 3];
+        let n = ws.iter().product::<i64>() as usize;
+        let w: Vec<f32> = harness::values(52, n, -1.0, 1.0).into_iter().map(|v| v as f32).collect();
+        let model = ModelBuilder::new(13)
+            .input("x", FLOAT, &dims(&xs))
+            .input("w", FLOAT, &dims(&ws))
+            .input("b", FLOAT, &[6.into()])
+            .node_with("Conv", "conv", &["x", "w", "b"], &["y"], attrs)
+            .output("y", FLOAT, None)
+            .build();
+        let inputs = [
+            HostTensor::f32("x", &xs, xv(51)),
+            HostTensor::f32("w", &ws, w),
+            HostTensor::f32("b", &[6], vec![0.5, -1.0, 0.0, 2.0, 0.25, -0.5]),
+        ];
+        assert_matches_ort(&model, &inputs, 1e-5, 1e-5, &format!("Conv 3-D case {k}"));
+    }
+    let transposes: [Vec<(&str, Attr)>; 3] = [
+        vec![],
+        vec![("strides", Attr::Ints(vec![2, 1, 2])), ("pads", Attr::Ints(vec![1, 0, 0, 0, 1, 1]))],
+        vec![("output_shape", Attr::Ints(vec![10, 7, 11])), ("strides", Attr::Ints(vec![2, 1, 2]))],
+    ];
+    for (k, attrs) in transposes.iter().enumerate() {
+        let ws = [4i64, 3, 2, 2, 3];
+        let n = ws.iter().product::<i64>() as usize;
+        let w: Vec<f32> = harness::values(53, n, -1.0, 1.0).into_iter().map(|v| v as f32).collect();
+        let model = ModelBuilder::new(13)
+            .input("x", FLOAT, &dims(&xs))
+            .input("w", FLOAT, &dims(&ws))
+            .node_with("ConvTranspose", "convt", &["x", "w"], &["y"], attrs)
+            .output("y", FLOAT, None)
+            .build();
+        let inputs = [HostTensor::f32("x", &xs, xv(54)), HostTensor::f32("w", &ws, w)];
+        assert_matches_ort(&model, &inputs, 1e-5, 1e-5, &format!("ConvTranspose 3-D case {k}"));
+    }
+    let pools: [Vec<(&str, Attr)>; 4] = [
+        vec![("kernel_shape", Attr::Ints(vec![2, 2, 2]))],
+        vec![
+            ("kernel_shape", Attr::Ints(vec![3, 2, 3])),
+            ("strides", Attr::Ints(vec![2, 2, 1])),
+            ("pads", Attr::Ints(vec![1, 0, 1, 1, 1, 0])),
+            ("ceil_mode", Attr::Int(1)),
+        ],
+        vec![("kernel_shape", Attr::Ints(vec![2, 2, 2])), ("dilations", Attr::Ints(vec![2, 1, 2]))],
+        // Ceil mode without padding: the last windows along D and W run past the input.
+        vec![
+            ("kernel_shape", Attr::Ints(vec![2, 2, 2])),
+            ("strides", Attr::Ints(vec![2, 2, 2])),
+            ("ceil_mode", Attr::Int(1)),
+        ],
+    ];
+    for attrs in &pools {
+        for count_pad in [0, 1] {
+            let mut a = attrs.clone();
+            a.push(("count_include_pad", Attr::Int(count_pad)));
+            let model = ModelBuilder::new(19)
+                .input("x", FLOAT, &dims(&xs))
+                .node_with("AveragePool", "pool", &["x"], &["y"], &a)
+                .output("y", FLOAT, None)
+                .build();
+            let what = format!("AveragePool 3-D {a:?}");
+            assert_matches_ort(&model, &[HostTensor::f32("x", &xs, xv(55))], 1e-6, 1e-6, &what);
+        }
+        for order in [0, 1] {
+            let mut a = attrs.clone();
+            a.push(("storage_order", Attr::Int(order)));
+            let model = ModelBuilder::new(12)
+                .input("x", FLOAT, &dims(&xs))
+                .node_with("MaxPool", "pool", &["x"], &["y", "i"], &a)
+                .output("y", FLOAT, None)
+                .output("i", INT64, None)
+                .build();
+            let what = format!("MaxPool 3-D with indices {a:?}");
+            assert_matches_ort(&model, &[HostTensor::f32("x", &xs, xv(56))], 0.0, 0.0, &what);
+        }
+    }
+}

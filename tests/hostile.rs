@@ -29,23 +29,30 @@ fn an_intermediate_declared_with_the_wrong_static_shape_is_an_error_or_is_correc
     }
 }
 
+/// A declared intermediate size that the data contradicts is not an error: ONNX shape
+/// inference and ORT's kernels part in places (a ceil-mode pool window in the end
+/// padding), and ORT runs with the computed shape, as Rivet does.
 #[test]
-fn a_symbolic_model_whose_declared_intermediate_shape_lies_fails_at_run_naming_the_node() {
-    let model = ModelBuilder::new(21)
-        .input("x", FLOAT, &[Dim::from("N")])
-        .value_info("h", FLOAT, &[Dim::from(3)])
-        .node("Relu", "relu", &["x"], &["h"])
-        .node("Neg", "neg", &["h"], &["y"])
-        .output("y", FLOAT, None)
-        .build();
-    let created = harness::session(env(), &model, Arm::Rivet, &strict());
-    let Ok(mut s) = created else {
-        return; // ORT rejected it at load: also a clear error.
+fn a_symbolic_model_whose_declared_intermediate_size_lies_runs_with_the_computed_shape() {
+    let lying = |h: &[Dim]| {
+        ModelBuilder::new(21)
+            .input("x", FLOAT, &[Dim::from("N")])
+            .value_info("h", FLOAT, h)
+            .node("Relu", "relu", &["x"], &["h"])
+            .node("Neg", "neg", &["h"], &["y"])
+            .output("y", FLOAT, None)
+            .build()
     };
-    let err = harness::run(&mut s, &[HostTensor::f32("x", &[4], vec![1.0; 4])]).expect_err("h is [4], declared [3]");
-    assert!(err.contains("'h'"), "{err}");
-    let ok = harness::run(&mut s, &[HostTensor::f32("x", &[3], vec![-1.0; 3])]).expect("the honest shape runs");
-    assert_eq!(ok[0].data, vec![0.0; 3]);
+    let x = [HostTensor::f32("x", &[4], vec![-1.0, 2.0, -3.0, 4.0])];
+    if let Ok(mut s) = harness::session(env(), &lying(&[Dim::from(3)]), Arm::Rivet, &strict()) {
+        let y = harness::run(&mut s, &x).expect("h is [4], declared [3]: runs as ORT does");
+        assert_eq!(
+            (y[0].shape.as_slice(), y[0].data.as_slice()),
+            ([4i64].as_slice(), [0.0, -2.0, 0.0, -4.0].as_slice())
+        );
+    }
+    // (A declared rank that differs never reaches Rivet: ORT re-infers it at load. The
+    // plan's unit tests check that one fails at Run naming the value.)
 }
 
 #[test]

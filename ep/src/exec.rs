@@ -305,7 +305,7 @@ fn apply(
         Kernel::ConvTranspose(spec) => {
             let (xs, ws) = (shape(0), shape(1));
             let g = shapes::conv_transpose_geometry(&spec, xs, ws).expect("checked by shape inference");
-            conv::conv_transpose2d(
+            conv::conv_transpose(
                 x,
                 ins[1],
                 ins.get(2).copied(),
@@ -313,9 +313,9 @@ fn apply(
                 xs[1],
                 spec.group,
                 conv::ConvTransposeDims {
-                    in_hw: g.in_hw,
+                    input: g.input,
                     kernel: g.kernel,
-                    out_hw: g.out,
+                    out: g.out,
                     pad_begin: g.pad_begin,
                     strides: spec.strides,
                     dilations: spec.dilations,
@@ -379,18 +379,18 @@ fn apply(
         }
         Kernel::Conv { window, group } => {
             let (xs, ws) = (shape(0), shape(1));
-            let [h, w] = shapes::spatial(xs);
-            let (g, _) = shapes::window_2d(&window, h, w, shapes::spatial(ws)).expect("checked by shape inference");
+            let (g, _) = shapes::window_3d(&window, shapes::spatial(xs), shapes::spatial(ws))
+                .expect("checked by shape inference");
             with_conv_scratch(|col, scratch| {
-                conv::conv2d(x, ins[1], ins.get(2).copied(), xs[0], xs[1], ws[0], group, &g, dst, col, scratch)
+                conv::conv(x, ins[1], ins.get(2).copied(), xs[0], xs[1], ws[0], group, &g, dst, col, scratch)
             });
         }
         Kernel::Pool { window, max, count_pad } => {
             let s = shape(0);
-            let [h, w] = shapes::spatial(s);
-            let (g, pad_end) = shapes::window_2d(&window, h, w, window.kernel).expect("checked by shape inference");
+            let (g, pad_end) =
+                shapes::window_3d(&window, shapes::spatial(s), window.kernel).expect("checked by shape inference");
             let pool = if max { conv::Pool::Max } else { conv::Pool::Average { count_pad } };
-            conv::pool2d(x, s[0] * s[1], &g, pool, pad_end, dst);
+            conv::pool(x, s[0] * s[1], &g, pool, pad_end, dst);
         }
         Kernel::Slice { has_axes, has_steps } => {
             let s = shape(0);

@@ -171,15 +171,13 @@ pub(crate) fn apply_typed(
         Kernel::OneHot { axis, .. } => by_storage!(dst, one_hot(&cx, ins, axis)),
         Kernel::Pool { window, max: true, .. } => {
             let s = cx.shape(0);
-            let [h, w] = shapes::spatial(s);
-            let (g, _) = shapes::window_2d(&window, h, w, window.kernel).map_err(Error::invalid)?;
+            let (g, _) = shapes::window_3d(&window, shapes::spatial(s), window.kernel).map_err(Error::invalid)?;
             by_int!(dst, max_pool(&cx, ins, &g))
         }
         Kernel::PoolIndices { window, column_major } => {
             let (DataMut::I64(y), Data::F32(x)) = (dst, ins[0]) else { return Err(cx.mismatch()) };
             let s = cx.shape(0);
-            let [h, w] = shapes::spatial(s);
-            let (g, _) = shapes::window_2d(&window, h, w, window.kernel).map_err(Error::invalid)?;
+            let (g, _) = shapes::window_3d(&window, shapes::spatial(s), window.kernel).map_err(Error::invalid)?;
             rivet_kernels::conv::max_pool_indices(x, s[0] * s[1], &g, column_major, y);
             Ok(())
         }
@@ -1385,11 +1383,11 @@ fn clip<T: Storage + Number>(cx: &Ctx<'_>, ins: &[Data<'_>], dst: &mut DataMut<'
 fn max_pool<T: Storage + PartialOrd>(
     cx: &Ctx<'_>,
     ins: &[Data<'_>],
-    g: &rivet_kernels::conv::Window2d,
+    g: &rivet_kernels::conv::Window3d,
     y: &mut [T],
 ) -> Result<()> {
     let s = cx.shape(0);
-    rivet_kernels::conv::max_pool2d(input::<T>(cx, ins, 0)?, s[0] * s[1], g, y);
+    rivet_kernels::conv::max_pool(input::<T>(cx, ins, 0)?, s[0] * s[1], g, y);
     Ok(())
 }
 

@@ -330,7 +330,7 @@ impl Plan {
         for step in &self.steps {
             let (shape, b) = shapes::infer_shape(&self.values, step, &shapes, &[])?;
             if shapes::check_declared(&self.values, step, &shape).is_err() {
-                // The model's own shape inference disagrees with the op (it happens in the
+                // The model's own shape inference gives another rank (it happens in the
                 // untaken branch of an If, say): infer at Run, where a Run that reaches
                 // this node fails naming it.
                 return Ok(None);
@@ -426,13 +426,17 @@ mod tests {
         assert!(sym.fixed.is_none());
     }
 
-    /// A static declaration that contradicts the op is left to Run, where a Run that
-    /// reaches the node fails naming it: the model's own shape inference can disagree
-    /// with the op in a branch that never runs, and that must not fail the session.
+    /// A static declaration of another size than the op computes is not an error (ORT runs
+    /// with the kernel's shape too); one of another rank is left to Run, where a Run that
+    /// reaches the node fails naming it: the model's own shape inference can disagree with
+    /// the op in a branch that never runs, and that must not fail the session.
     #[test]
     fn contradictory_static_declarations_are_checked_at_run_naming_the_node() {
         let mut g = relu_chain(2, &[Dim::Fixed(4)]);
         g.nodes[1].outputs[0].as_mut().unwrap().dims = Some([Dim::Fixed(5)].into_iter().collect());
+        let plan = Plan::build("p", &g).unwrap();
+        assert!(plan.fixed.expect("sizes may differ").shapes.iter().all(|s| s.as_slice() == [4]));
+        g.nodes[1].outputs[0].as_mut().unwrap().dims = Some([Dim::Fixed(4), Dim::Fixed(1)].into_iter().collect());
         let plan = Plan::build("p", &g).unwrap();
         assert!(plan.fixed.is_none());
         let mut shapes = vec![Shape::new(); plan.values.len()];
@@ -440,6 +444,6 @@ mod tests {
         let (s, _) = shapes::infer(&plan.values, &plan.steps[0], &shapes, &[]).unwrap();
         shapes[plan.steps[0].output] = s;
         let err = shapes::infer(&plan.values, &plan.steps[1], &shapes, &[]).unwrap_err();
-        assert_eq!(err.message, "node 'r1' (Relu) output 'v2': computed shape [4] but the model declares [5]");
+        assert_eq!(err.message, "node 'r1' (Relu) output 'v2': computed shape [4] but the model declares [4, 1]");
     }
 }

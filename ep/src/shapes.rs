@@ -11,7 +11,7 @@ use crate::graph::{DeclaredShape, Dim, Shape};
 use crate::plan::{NodeLabel, PlanValue, Step};
 use crate::registry::{AttentionSpec, AutoPad, Axes, ConvTransposeSpec, Kernel, ReduceAxes, ReshapeRule, Window};
 use rivet_kernels::attention::{AttnDims, AttnOut};
-use rivet_kernels::conv::Window2d;
+use rivet_kernels::conv::Window3d;
 use smallvec::SmallVec;
 
 pub struct ShapeText<'a>(pub &'a [usize]);
@@ -102,16 +102,7 @@ pub fn infer_into(
         let out = &mut from_output[0];
         out.clear();
         out.extend_from_slice(&before[step.inputs[0]]);
-        let value = &values[step.output];
-        if !matches_declared(out, &value.declared) {
-            return Err(Error::invalid(format_args!(
-                "{} output '{}': computed shape {} but the model declares {}",
-                NodeLabel(step),
-                value.name,
-                ShapeText(out),
-                DeclaredText(value.declared.as_ref().expect("a mismatch needs a declaration"))
-            )));
-        }
+        check_declared(values, step, out)?;
         return Ok(None);
     }
     let (shape, b) = infer(values, step, shapes, params)?;
@@ -183,12 +174,7 @@ pub fn infer_shape(
                     )));
                 }
             }
-            let mut s: Shape = [x[0], g.out_channels].into_iter().collect();
-            if x.len() == 4 {
-                s.push(g.out[0]);
-            }
-            s.push(g.out[1]);
-            (s, None)
+            (windowed(x, g.out_channels, g.out), None)
         }
         Kernel::ShapeOf { start, end } => {
             let (a, b) = shape_range(x.len(), start, end);
@@ -491,8 +477,8 @@ pub fn infer_shape(
         }
         Kernel::Conv { window, group } => {
             let w = &shapes[step.inputs[1]];
-            if !(x.len() == 3 || x.len() == 4) || w.len() != x.len() {
-                return Err(fail(format_args!("Conv needs 3-D or 4-D X and W alike, W is {}", ShapeText(w))));
+            if !(3..=5).contains(&x.len()) || w.len() != x.len() {
+                return Err(fail(format_args!("Conv needs 3-D to 5-D X and W alike, W is {}", ShapeText(w))));
             }
             if x[1] != w[1] * group || !w[0].is_multiple_of(group) {
                 return Err(fail(format_args!("{} input channels, W {} with group {group}", x[1], ShapeText(w))));
@@ -502,21 +488,20 @@ pub fn infer_shape(
                     return Err(fail(format_args!("bias {} is not [{}]", ShapeText(&shapes[b]), w[0])));
                 }
             }
-            let ([h, wd], wk) = (spatial(x), spatial(w));
-            let k = if window.kernel == [0, 0] { wk } else { window.kernel };
+            let wk = spatial(w);
+            let k = if window.kernel == [0; 3] { wk } else { window.kernel };
             if k != wk {
                 return Err(fail(format_args!("kernel_shape {k:?} differs from W {}", ShapeText(w))));
             }
-            let (g, _) = window_2d(&window, h, wd, k).map_err(|e| fail(format_args!("{e}")))?;
-            (windowed(x, w[0], g.out_h, g.out_w), None)
+            let (g, _) = window_3d(&window, spatial(x), k).map_err(|e| fail(format_args!("{e}")))?;
+            (windowed(x, w[0], g.out), None)
         }
         Kernel::Pool { window, .. } | Kernel::PoolIndices { window, .. } => {
-            if !(x.len() == 3 || x.len() == 4) {
-                return Err(fail(format_args!("needs [N, C, W] or [N, C, H, W]")));
+            if !(3..=5).contains(&x.len()) {
+                return Err(fail(format_args!("needs [N, C] and 1 to 3 spatial axes")));
             }
-            let [h, wd] = spatial(x);
-            let (g, _) = window_2d(&window, h, wd, window.kernel).map_err(|e| fail(format_args!("{e}")))?;
-            (windowed(x, x[1], g.out_h, g.out_w), None)
+            let (g, _) = window_3d(&window, spatial(x), window.kernel).map_err(|e| fail(format_args!("{e}")))?;
+            (windowed(x, x[1], g.out), None)
         }
 
         Kernel::Lrn { .. } => {
@@ -559,9 +544,13 @@ pub fn infer_shape(
 }
 
 /// The model's declaration of a step's output agrees with the computed shape.
+/// A computed shape must have the declared rank. Its sizes may differ from the declared
+/// ones: ONNX shape inference and ORT's kernels part in places (a ceil-mode pool window
+/// that starts in the end padding is kept by the former, dropped by ORT's kernel and
+/// Rivet), and ORT then runs with the kernel's shape, warning; so does Rivet.
 pub fn check_declared(values: &[PlanValue], step: &Step, shape: &[usize]) -> Result<()> {
     let out = &values[step.output];
-    if !matches_declared(shape, &out.declared) {
+    if out.declared.as_ref().is_some_and(|d| d.len() != shape.len()) {
         return Err(Error::invalid(format_args!(
             "{} output '{}': computed shape {} but the model declares {}",
             NodeLabel(step),
@@ -741,38 +730,38 @@ pub fn count_nonzero(d: Data<'_>) -> usize {
     }
 }
 
-/// ConvTranspose's sizes, as (height, width).
+/// ConvTranspose's sizes, per (depth, height, width).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ConvTransposeGeometry {
-    pub in_hw: [usize; 2],
-    pub kernel: [usize; 2],
-    pub out: [usize; 2],
-    /// top, left (negative: the output starts before the first input's footprint)
-    pub pad_begin: [i64; 2],
+    pub input: [usize; 3],
+    pub kernel: [usize; 3],
+    pub out: [usize; 3],
+    /// Negative: the output starts before the first input's footprint.
+    pub pad_begin: [i64; 3],
     pub out_channels: usize,
 }
 
-/// Output size and padding of a ConvTranspose of `x` ([N, C, W] or [N, C, H, W]) by
-/// weights `w` ([C, M / group, kH?, kW]), per the ONNX rules for output_shape and auto_pad.
+/// Output size and padding of a ConvTranspose of `x` ([N, C, ...] with 1 to 3 spatial
+/// axes) by weights `w` ([C, M / group, ...]), per the ONNX rules for output_shape and
+/// auto_pad.
 pub fn conv_transpose_geometry(
     spec: &ConvTransposeSpec,
     x: &[usize],
     w: &[usize],
 ) -> std::result::Result<ConvTransposeGeometry, String> {
-    if w.len() != x.len() || x.len() < 3 || w[0] != x[1] || !x[1].is_multiple_of(spec.group) {
+    if w.len() != x.len() || !(3..=5).contains(&x.len()) || w[0] != x[1] || !x[1].is_multiple_of(spec.group) {
         return Err(format!("weights {w:?} do not match the input and group {}", spec.group));
     }
-    let hw = |s: &[usize]| if s.len() == 4 { [s[2], s[3]] } else { [1, s[2]] };
-    let (in_hw, kernel) = (hw(x), hw(w));
-    let mut out = [0usize; 2];
-    let mut pad_begin = [0i64; 2];
-    for a in 0..2 {
+    let (input, kernel) = (spatial(x), spatial(w));
+    let mut out = [0usize; 3];
+    let mut pad_begin = [0i64; 3];
+    for a in 0..3 {
         let span = (kernel[a] - 1) * spec.dilations[a] + 1;
-        let full = spec.strides[a] * (in_hw[a].max(1) - 1) + spec.output_padding[a] + span;
+        let full = spec.strides[a] * (input[a].max(1) - 1) + spec.output_padding[a] + span;
         let want = if spec.output_shape[a] > 0 {
             Some(spec.output_shape[a])
         } else if matches!(spec.auto_pad, AutoPad::SameUpper | AutoPad::SameLower) {
-            Some(in_hw[a] * spec.strides[a])
+            Some(input[a] * spec.strides[a])
         } else {
             None
         };
@@ -787,31 +776,26 @@ pub fn conv_transpose_geometry(
                 out[a] = o;
             }
             None => {
-                let (b, e) = if spec.auto_pad == AutoPad::Valid { (0, 0) } else { (spec.pads[a], spec.pads[a + 2]) };
+                let (b, e) = if spec.auto_pad == AutoPad::Valid { (0, 0) } else { (spec.pads[a], spec.pads[a + 3]) };
                 out[a] = full.checked_sub(b + e).ok_or("pads larger than the output")?;
                 pad_begin[a] = b as i64;
             }
         }
     }
-    Ok(ConvTransposeGeometry { in_hw, kernel, out, pad_begin, out_channels: w[1] * spec.group })
+    Ok(ConvTransposeGeometry { input, kernel, out, pad_begin, out_channels: w[1] * spec.group })
 }
 
-/// A window op's (height, width): 1-D inputs `[N, C, W]` have height 1.
-pub fn spatial(s: &[usize]) -> [usize; 2] {
-    if s.len() == 4 {
-        [s[2], s[3]]
-    } else {
-        [1, s.get(2).copied().unwrap_or(1)]
-    }
+/// A window op's (depth, height, width): inputs with fewer spatial axes have leading
+/// axes of size 1.
+pub fn spatial(s: &[usize]) -> [usize; 3] {
+    let n = s.len().saturating_sub(2).min(3);
+    std::array::from_fn(|a| if a + n >= 3 { s[2 + a + n - 3] } else { 1 })
 }
 
 /// A window op's output shape, of the input's rank.
-fn windowed(x: &[usize], channels: usize, h: usize, w: usize) -> Shape {
-    if x.len() == 4 {
-        Shape::from_slice(&[x[0], channels, h, w])
-    } else {
-        Shape::from_slice(&[x[0], channels, w])
-    }
+fn windowed(x: &[usize], channels: usize, out: [usize; 3]) -> Shape {
+    let n = x.len().saturating_sub(2).min(3);
+    [x[0], channels].into_iter().chain(out[3 - n..].iter().copied()).collect()
 }
 
 /// Shape's `start..end` over a rank: negative values count back, both clamped.
@@ -1007,24 +991,18 @@ fn gemm_shape(a: &[usize], b: &[usize], c: Option<&Shape>, ta: bool, tb: bool) -
     Ok(Shape::from_slice(&[m, n]))
 }
 
-/// The geometry of a 2-D window op on an `in_h` × `in_w` plane with kernel `k`, and the
-/// padding after each axis (bottom, right).
-pub fn window_2d(
-    w: &Window,
-    in_h: usize,
-    in_w: usize,
-    k: [usize; 2],
-) -> std::result::Result<(Window2d, [usize; 2]), String> {
-    let input = [in_h, in_w];
-    let mut out = [0usize; 2];
-    let mut begin = [0usize; 2];
-    let mut end = [0usize; 2];
-    for a in 0..2 {
+/// The geometry of a window op on an `input` plane (depth, height, width) with kernel
+/// `k`, and the padding after each axis.
+pub fn window_3d(w: &Window, input: [usize; 3], k: [usize; 3]) -> std::result::Result<(Window3d, [usize; 3]), String> {
+    let mut out = [0usize; 3];
+    let mut begin = [0usize; 3];
+    let mut end = [0usize; 3];
+    for a in 0..3 {
         let (n, s, d) = (input[a], w.strides[a], w.dilations[a]);
         let span = d * (k[a].max(1) - 1) + 1;
         match w.auto_pad {
             AutoPad::NotSet | AutoPad::Valid => {
-                let (pb, pe) = if w.auto_pad == AutoPad::Valid { (0, 0) } else { (w.pads[a], w.pads[a + 2]) };
+                let (pb, pe) = if w.auto_pad == AutoPad::Valid { (0, 0) } else { (w.pads[a], w.pads[a + 3]) };
                 let padded = n + pb + pe;
                 if padded < span {
                     return Err(format!("window {span} is larger than the padded input {padded}"));
@@ -1046,17 +1024,7 @@ pub fn window_2d(
             }
         }
     }
-    let g = Window2d {
-        in_h,
-        in_w,
-        out_h: out[0],
-        out_w: out[1],
-        k_h: k[0],
-        k_w: k[1],
-        stride: w.strides,
-        dilation: w.dilations,
-        pad_begin: begin,
-    };
+    let g = Window3d { input, out, kernel: k, stride: w.strides, dilation: w.dilations, pad_begin: begin };
     Ok((g, end))
 }
 

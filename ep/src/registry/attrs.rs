@@ -3,7 +3,6 @@
 
 use super::kernel::{AutoPad, Axes, Kernel, PadSpec, Window};
 use crate::graph::{AttrValue, Constant, NodeDesc};
-use smallvec::SmallVec;
 
 pub(super) fn int_attr(node: &NodeDesc, name: &str, default: i64) -> Result<i64, String> {
     match node.attr(name) {
@@ -82,40 +81,61 @@ pub(super) fn dropout(node: &NodeDesc) -> Result<Kernel, String> {
     Ok(Kernel::Identity)
 }
 
-/// Reads a 2-D window op's attributes; other ranks are not claimed.
-pub(super) fn window(node: &NodeDesc, kernel_required: bool) -> Result<Window, String> {
-    let rank = match input(node, 0).and_then(|v| v.dims.as_ref()) {
-        Some(dims) if dims.len() == 3 || dims.len() == 4 => dims.len(),
-        Some(dims) => return Err(format!("{} on rank {} (Rivet runs 1-D and 2-D, NCHW)", node.op_type, dims.len())),
-        None => return Err(format!("{} input of unknown rank", node.op_type)),
-    };
-    // 1-D windows run as 2-D ones of height 1.
-    let n = rank - 2;
-    let pair = |name: &str, default: usize| -> Result<[usize; 2], String> {
-        match ints_attr(node, name)? {
-            None => Ok([default; 2]),
-            Some(v) if v.len() == n && v.iter().all(|&d| d >= 1) => {
-                Ok(if n == 1 { [1, v[0] as usize] } else { [v[0] as usize, v[1] as usize] })
-            }
-            Some(v) => Err(format!("{name} {v:?} is not {n} positive values")),
+/// The spatial axes (1 to 3) of a window op's input, from its declared rank.
+fn spatial_axes(node: &NodeDesc) -> Result<usize, String> {
+    match input(node, 0).and_then(|v| v.dims.as_ref()) {
+        Some(dims) if (3..=5).contains(&dims.len()) => Ok(dims.len() - 2),
+        Some(dims) => Err(format!("{} on rank {} (Rivet runs 1-D, 2-D and 3-D)", node.op_type, dims.len())),
+        None => Err(format!("{} input of unknown rank", node.op_type)),
+    }
+}
+
+/// An attribute with a value per spatial axis (`n` of them), widened to (depth, height,
+/// width) with `neutral` on the leading axes; `default` on every axis when absent.
+fn per_axis(node: &NodeDesc, name: &str, n: usize, default: usize, neutral: usize) -> Result<[usize; 3], String> {
+    match ints_attr(node, name)? {
+        None => Ok([default; 3]),
+        Some(v) if v.len() == n && v.iter().all(|&d| d >= 0) => {
+            let mut out = [neutral; 3];
+            v.iter().enumerate().for_each(|(i, &d)| out[3 - n + i] = d as usize);
+            Ok(out)
         }
+        Some(v) => Err(format!("{name} {v:?} is not {n} non-negative values")),
+    }
+}
+
+/// `pads` (begins, then ends, per spatial axis), widened as `per_axis` does.
+fn pads_attr(node: &NodeDesc, n: usize) -> Result<[usize; 6], String> {
+    match ints_attr(node, "pads")? {
+        None => Ok([0; 6]),
+        Some(v) if v.len() == 2 * n && v.iter().all(|&d| d >= 0) => {
+            let mut out = [0; 6];
+            for i in 0..n {
+                out[3 - n + i] = v[i] as usize;
+                out[6 - n + i] = v[n + i] as usize;
+            }
+            Ok(out)
+        }
+        Some(v) => Err(format!("pads {v:?} is not {} non-negative values", 2 * n)),
+    }
+}
+
+/// Reads a window op's attributes (1 to 3 spatial axes); other ranks are not claimed.
+pub(super) fn window(node: &NodeDesc, kernel_required: bool) -> Result<Window, String> {
+    let n = spatial_axes(node)?;
+    let positive = |name: &str| -> Result<[usize; 3], String> {
+        let v = per_axis(node, name, n, 1, 1)?;
+        if v.contains(&0) {
+            return Err(format!("{name} must be positive"));
+        }
+        Ok(v)
     };
     let kernel = match ints_attr(node, "kernel_shape")? {
-        None if !kernel_required => [0, 0],
+        None if !kernel_required => [0; 3],
         None => return Err("kernel_shape is required".into()),
-        Some(_) => pair("kernel_shape", 1)?,
+        Some(_) => positive("kernel_shape")?,
     };
-    let pads = match ints_attr(node, "pads")? {
-        None => [0; 4],
-        Some(v) if v.len() == 2 * n && v.iter().all(|&d| d >= 0) => {
-            if n == 1 {
-                [0, v[0] as usize, 0, v[1] as usize]
-            } else {
-                [v[0] as usize, v[1] as usize, v[2] as usize, v[3] as usize]
-            }
-        }
-        Some(v) => return Err(format!("pads {v:?} is not {} non-negative values", 2 * n)),
-    };
+    let pads = pads_attr(node, n)?;
     let auto_pad = match node.attr("auto_pad") {
         None => AutoPad::NotSet,
         Some(AttrValue::String(s)) => match s.as_str() {
@@ -133,8 +153,8 @@ pub(super) fn window(node: &NodeDesc, kernel_required: bool) -> Result<Window, S
     }
     Ok(Window {
         kernel,
-        strides: pair("strides", 1)?,
-        dilations: pair("dilations", 1)?,
+        strides: positive("strides")?,
+        dilations: positive("dilations")?,
         pads,
         auto_pad,
         ceil_mode: int_attr(node, "ceil_mode", 0)? != 0,
@@ -377,46 +397,17 @@ pub(super) fn one_hot(node: &NodeDesc) -> Result<Kernel, String> {
     Ok(Kernel::OneHot { axis: int_attr(node, "axis", -1)?, depth })
 }
 
-/// ConvTranspose on [N, C, W] or [N, C, H, W]: the attributes, widened to two axes.
+/// ConvTranspose on 1 to 3 spatial axes: the attributes, widened to three.
 pub(super) fn conv_transpose(node: &NodeDesc) -> Result<Kernel, String> {
-    let rank =
-        input(node, 0).and_then(|v| v.dims.as_ref()).map(|d| d.len()).ok_or("ConvTranspose input of unknown rank")?;
-    if !(rank == 3 || rank == 4) {
-        return Err(format!("ConvTranspose on rank {rank} (Rivet runs 1-D and 2-D)"));
+    let n = spatial_axes(node)?;
+    let strides = per_axis(node, "strides", n, 1, 1)?;
+    let dilations = per_axis(node, "dilations", n, 1, 1)?;
+    let pads = pads_attr(node, n)?;
+    let output_padding = per_axis(node, "output_padding", n, 0, 0)?;
+    let output_shape = per_axis(node, "output_shape", n, 0, 1)?;
+    if ints_attr(node, "output_shape")?.is_some() && output_shape.contains(&0) {
+        return Err(format!("output_shape {output_shape:?}"));
     }
-    let n = rank - 2;
-    let widen = |name: &str, default: i64, count: usize| -> Result<SmallVec<[usize; 4]>, String> {
-        let v = ints_attr(node, name)?.unwrap_or_else(|| vec![default; count]);
-        if v.len() != count || v.iter().any(|&d| d < 0) {
-            return Err(format!("{name} {v:?} for {n} spatial axes"));
-        }
-        let mut out: SmallVec<[usize; 4]> = v.iter().map(|&d| d as usize).collect();
-        if n == 1 {
-            // Height 1: neutral values first (pads: top before left, bottom before right).
-            if count == 2 {
-                out.insert(0, 0);
-                out.insert(2, 0);
-            } else {
-                out.insert(0, if default == 0 { 0 } else { 1 });
-            }
-        }
-        Ok(out)
-    };
-    let strides = widen("strides", 1, n)?;
-    let dilations = widen("dilations", 1, n)?;
-    let pads = widen("pads", 0, 2 * n)?;
-    let output_padding = widen("output_padding", 0, n)?;
-    let output_shape = match ints_attr(node, "output_shape")? {
-        None => [0, 0],
-        Some(v) if v.len() == n && v.iter().all(|&d| d > 0) => {
-            if n == 1 {
-                [1, v[0] as usize]
-            } else {
-                [v[0] as usize, v[1] as usize]
-            }
-        }
-        Some(v) => return Err(format!("output_shape {v:?}")),
-    };
     if strides.iter().chain(&dilations).any(|&d| d == 0) {
         return Err("strides and dilations must be positive".into());
     }
@@ -430,10 +421,10 @@ pub(super) fn conv_transpose(node: &NodeDesc) -> Result<Kernel, String> {
     let group = int_attr(node, "group", 1)?;
     Ok(Kernel::ConvTranspose(super::kernel::ConvTransposeSpec {
         group: usize::try_from(group).ok().filter(|&g| g > 0).ok_or(format!("group {group}"))?,
-        strides: [strides[0], strides[1]],
-        dilations: [dilations[0], dilations[1]],
-        pads: [pads[0], pads[1], pads[2], pads[3]],
-        output_padding: [output_padding[0], output_padding[1]],
+        strides,
+        dilations,
+        pads,
+        output_padding,
         output_shape,
         auto_pad,
     }))

@@ -77,15 +77,16 @@ pub enum AutoPad {
     SameLower,
 }
 
-/// Attributes of a 2-D window op (Conv, MaxPool, AveragePool); a zero kernel size means
-/// "from the weights".
+/// Attributes of a window op (Conv, MaxPool, AveragePool) over (depth, height, width):
+/// ops with fewer spatial axes have leading axes of size 1. A zero kernel size means "from
+/// the weights".
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Window {
-    pub kernel: [usize; 2],
-    pub strides: [usize; 2],
-    pub dilations: [usize; 2],
-    /// top, left, bottom, right
-    pub pads: [usize; 4],
+    pub kernel: [usize; 3],
+    pub strides: [usize; 3],
+    pub dilations: [usize; 3],
+    /// Before each axis, then after each axis.
+    pub pads: [usize; 6],
     pub auto_pad: AutoPad,
     pub ceil_mode: bool,
 }
@@ -462,13 +463,14 @@ pub enum Kernel {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ConvTransposeSpec {
     pub group: usize,
-    pub strides: [usize; 2],
-    pub dilations: [usize; 2],
-    /// top, left, bottom, right
-    pub pads: [usize; 4],
-    pub output_padding: [usize; 2],
+    /// Per (depth, height, width), as `Window`'s.
+    pub strides: [usize; 3],
+    pub dilations: [usize; 3],
+    /// Before each axis, then after each axis.
+    pub pads: [usize; 6],
+    pub output_padding: [usize; 3],
     /// `output_shape`'s spatial dims (0: not given).
-    pub output_shape: [usize; 2],
+    pub output_shape: [usize; 3],
     pub auto_pad: AutoPad,
 }
 
