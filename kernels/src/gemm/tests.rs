@@ -104,8 +104,13 @@ fn tiny_and_degenerate_sizes() {
 
 #[test]
 fn edge_tiles_around_every_microkernel() {
-    // Around the tile sizes of all levels (4×8, 6×16, 14×32) and the depth block (256).
+    // Around the tile sizes of all levels (4×8, 6×16, 14×32 and 8×48) and the depth
+    // block (256); 64×144 and 16×96 take AVX-512's 8×48 tile, the others its 14×32.
     sweep(&[
+        (8, 48, 5),
+        (9, 49, 3),
+        (16, 96, 7),
+        (64, 144, 20),
         (4, 8, 5),
         (5, 9, 1),
         (6, 16, 7),
