@@ -1781,3 +1781,66 @@ fn pad_value_and_axes_fed_at_run_match_ort() {
     assert!(err.contains("node 'pad' (Pad)") && err.contains("axis 1 is given twice"), "{err}");
     assert!(harness::run(&mut rivet, &feed(vec![1.0], vec![1.0, 0.0])).is_ok());
 }
+
+/// Dropout in training mode (ORT's own mask is random, so this checks the definition, not
+/// ORT): with a seed the mask is numpy's `RandomState(seed).uniform(0, 1, shape) >=
+/// ratio` (pinned from numpy), the same each Run, and the output is x / (1 - ratio) where
+/// kept; without a seed each Run draws anew, keeping about 1 - ratio; training_mode false
+/// at Run is the identity with an all-true mask; a ratio of 1 is an error naming the node.
+#[test]
+fn dropout_in_training_mode() {
+    let model = |t: i32, seed: Option<i64>, with_mask: bool| {
+        let attrs: Vec<(&str, Attr)> = seed.map(|s| ("seed", Attr::Int(s))).into_iter().collect();
+        let outs: &[&str] = if with_mask { &["y", "mask"] } else { &["y"] };
+        let mut m = ModelBuilder::new(13)
+            .input("x", t, &[Dim::from("N")])
+            .input("ratio", FLOAT, &[])
+            .input("training", BOOL, &[])
+            .node_with("Dropout", "drop", &["x", "ratio", "training"], outs, &attrs)
+            .output("y", t, None);
+        if with_mask {
+            m = m.output("mask", BOOL, None);
+        }
+        m.build()
+    };
+    let feed = |e: E, x: &[f64], ratio: f64, training: bool| {
+        vec![
+            HostTensor::typed("x", e, &[x.len() as i64], x.to_vec()),
+            HostTensor::f32("ratio", &[], vec![ratio as f32]),
+            HostTensor::typed("training", E::Bool, &[], vec![f64::from(u8::from(training))]),
+        ]
+    };
+    let x: Vec<f64> = (1..=12).map(f64::from).collect();
+    // numpy: RandomState(0).random_sample(12) >= 0.75, and RandomState(42) >= 0.5.
+    let pinned = [(0, 0.75, [0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 1, 0]), (42, 0.5, [0, 1, 1, 1, 0, 0, 0, 1, 1, 1, 0, 1])];
+    for (t, e) in [(FLOAT, E::Float32), (DOUBLE, E::Float64)] {
+        for (seed, ratio, want) in pinned {
+            let mut s = harness::session(env(), &model(t, Some(seed), true), Arm::Rivet, &strict()).expect("session");
+            for _ in 0..2 {
+                let y = harness::run(&mut s, &feed(e, &x, ratio, true)).expect("runs");
+                let mask: Vec<f64> = want.iter().map(|&m| f64::from(m)).collect();
+                assert_eq!(y[1].data, mask, "seed {seed} mask, {}", name(t));
+                let scaled: Vec<f64> =
+                    x.iter().zip(&want).map(|(v, &m)| if m == 1 { v / (1.0 - ratio) } else { 0.0 }).collect();
+                assert_eq!(y[0].data, scaled, "seed {seed} output, {}", name(t));
+            }
+            // Without the mask output, the same output.
+            let mut s = harness::session(env(), &model(t, Some(seed), false), Arm::Rivet, &strict()).expect("session");
+            let y = harness::run(&mut s, &feed(e, &x, ratio, true)).expect("runs");
+            assert_eq!(y[0].data.iter().filter(|v| **v != 0.0).count(), want.iter().sum::<i32>() as usize);
+        }
+    }
+    // Unseeded: a new mask each Run, about 1 - ratio kept.
+    let mut s = harness::session(env(), &model(FLOAT, None, true), Arm::Rivet, &strict()).expect("session");
+    let big: Vec<f64> = vec![1.0; 20_000];
+    let a = harness::run(&mut s, &feed(E::Float32, &big, 0.3, true)).expect("runs");
+    let b = harness::run(&mut s, &feed(E::Float32, &big, 0.3, true)).expect("runs");
+    assert_ne!(a[1].data, b[1].data, "unseeded Runs draw anew");
+    let kept = a[1].data.iter().sum::<f64>() / big.len() as f64;
+    assert!((0.68..0.72).contains(&kept), "kept {kept}");
+    // Not training (fed at Run): the identity and an all-true mask.
+    let y = harness::run(&mut s, &feed(E::Float32, &x, 0.9, false)).expect("runs");
+    assert_eq!((y[0].data.clone(), y[1].data.clone()), (x.clone(), vec![1.0; 12]));
+    let err = harness::run(&mut s, &feed(E::Float32, &x, 1.0, true)).expect_err("ratio 1");
+    assert!(err.contains("node 'drop' (Dropout)") && err.contains("ratio 1 is outside [0, 1)"), "{err}");
+}

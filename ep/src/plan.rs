@@ -261,6 +261,29 @@ impl Plan {
                         steps.push(step(Kernel::Scale(1.0 / n as f32), SmallVec::from_slice(&[acc]), output));
                     }
                 }
+                // Training-mode Dropout: the mask (the node's second output, or a buffer of
+                // its own), then the output from x and that mask.
+                Kernel::Dropout { seed, ratio } => {
+                    let mask = match node.outputs.get(1).and_then(Option::as_ref) {
+                        Some(m) => {
+                            let slot = match output_index.get(m.name.as_str()) {
+                                Some(&o) => Slot::Output(o),
+                                None => Slot::Buffer(usize::MAX),
+                            };
+                            add(&mut values, &mut by_name, &m.name, slot, m.dims.clone(), dtype::BOOL)
+                        }
+                        None => {
+                            let (name, dims) = (format!("{}/mask", node.name), main_dims.clone());
+                            add(&mut values, &mut by_name, &name, Slot::Buffer(usize::MAX), dims, dtype::BOOL)
+                        }
+                    };
+                    let kernel = Kernel::DropoutMask { seed, ratio };
+                    steps.push(step_of(kernel, step_inputs.clone(), mask, dtype::BOOL));
+                    let mut apply = step_inputs.clone();
+                    apply.insert(1, mask);
+                    let output = add(&mut values, &mut by_name, &main_name, main_slot, main_dims, main_type);
+                    steps.push(step(Kernel::DropoutApply { ratio }, apply, output));
+                }
                 kernel => {
                     let output = add(&mut values, &mut by_name, &main_name, main_slot, main_dims, main_type);
                     steps.push(step(kernel, step_inputs.clone(), output));

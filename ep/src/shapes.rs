@@ -84,6 +84,8 @@ macro_rules! same_shape {
             | Kernel::IsNaN
             | Kernel::IsInf { .. }
             | Kernel::BitNot
+            | Kernel::DropoutMask { .. }
+            | Kernel::DropoutApply { .. }
     };
 }
 
@@ -396,7 +398,7 @@ pub fn infer_shape(
             }
             (Shape::from_slice(x), None)
         }
-        Kernel::Variadic { .. } => unreachable!("lowered by the plan"),
+        Kernel::Variadic { .. } | Kernel::Dropout { .. } => unreachable!("lowered by the plan"),
         Kernel::Softmax { axis, .. } => {
             normalize_axis(axis, x.len(), false).map_err(|e| fail(format_args!("{e}")))?;
             (x.clone(), None)

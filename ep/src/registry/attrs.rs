@@ -71,14 +71,17 @@ pub(super) fn clip(node: &NodeDesc) -> Result<Kernel, String> {
     }
 }
 
+/// Dropout: the identity without a `training_mode` input; with one, read at Run.
 pub(super) fn dropout(node: &NodeDesc) -> Result<Kernel, String> {
-    if let Some(v) = input(node, 2) {
-        match &v.constant {
-            Some(Constant::I64(_)) | None => return Err("Dropout training_mode must be a constant false".into()),
-            Some(Constant::F32(_)) => return Err("Dropout training_mode must be bool".into()),
-        }
+    if input(node, 2).is_none() {
+        return Ok(Kernel::Identity);
     }
-    Ok(Kernel::Identity)
+    let seed = match node.attr("seed") {
+        None => None,
+        Some(AttrValue::Int(s)) if (0..=i64::from(u32::MAX)).contains(s) => Some(*s),
+        Some(other) => return Err(format!("Dropout seed {other:?} is not a 32-bit unsigned int")),
+    };
+    Ok(Kernel::Dropout { seed, ratio: input(node, 1).is_some() })
 }
 
 /// The spatial axes (1 to 3) of a window op's input, from its declared rank.

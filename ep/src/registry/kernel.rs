@@ -375,6 +375,24 @@ pub enum Kernel {
     },
     /// All ones (true), shaped like the input: Dropout's mask at inference.
     Ones,
+    /// Dropout in training mode (its `training_mode` input read at Run); the plan lowers
+    /// it into `DropoutMask` then `DropoutApply`. `ratio`: input 1 is present (else 0.5).
+    Dropout {
+        seed: Option<i64>,
+        ratio: bool,
+    },
+    /// Dropout's mask from inputs (x, ratio?, training_mode); true keeps. Seeded: numpy's
+    /// `RandomState(seed).uniform(0, 1, shape) >= ratio`, the ONNX reference's draw, the
+    /// same every Run; without a seed, a fresh one each Run.
+    DropoutMask {
+        seed: Option<i64>,
+        ratio: bool,
+    },
+    /// Dropout's output from inputs (x, mask, ratio?, training_mode): `x / (1 - ratio)`
+    /// where the mask keeps, 0 elsewhere; x itself when not training.
+    DropoutApply {
+        ratio: bool,
+    },
     /// Pow on numbers whose base or exponent is not float32 (the types may differ):
     /// computed in f64, converted to the base's type.
     PowTyped,
@@ -532,6 +550,9 @@ impl Kernel {
                 | Kernel::EyeLike { .. }
                 | Kernel::SplitPart { .. }
                 | Kernel::Ones
+                | Kernel::Dropout { .. }
+                | Kernel::DropoutMask { .. }
+                | Kernel::DropoutApply { .. }
                 | Kernel::PoolIndices { .. }
                 | Kernel::PowTyped
                 | Kernel::Loss { .. }

@@ -156,6 +156,10 @@ pub fn kernel_for(node: &NodeDesc) -> Result<Claim, String> {
     if let Kernel::Pad(PadSpec { value_at_run: true, .. }) = kernel {
         data.push(2); // the fill, of the data's type
     }
+    if let Kernel::Dropout { .. } = kernel {
+        // ratio and training_mode are read at Run.
+        data = (0..node.inputs.len()).filter(|&i| node.inputs[i].is_some()).collect();
+    }
     // A float32 kernel runs float16 and bfloat16 nodes in float32, between casts.
     let as_f32;
     let mut half = None;
@@ -182,6 +186,7 @@ pub fn kernel_for(node: &NodeDesc) -> Result<Claim, String> {
                         | Kernel::ArgReduce { .. }
                         | Kernel::TopK { .. }
                         | Kernel::Arith(rivet_kernels::typed::Arith::Mod { fmod: true })
+                        | Kernel::Dropout { .. }
                         | Kernel::Scatter { .. }
                 );
             if !(computes_in_f32 && is_half(&t)) {
@@ -228,6 +233,13 @@ fn extra_outputs(node: &NodeDesc, kernel: &Kernel) -> Result<SmallVec<[(usize, K
     let mut extra: SmallVec<[(usize, Kernel); 2]> = SmallVec::new();
     let present = |k: usize| node.outputs.get(k).and_then(Option::as_ref);
     let input_type = node.inputs[0].as_ref().map_or(0, |v| v.elem_type);
+    if let Kernel::Dropout { .. } = kernel {
+        // The plan makes the mask itself (before the output, which reads it).
+        return match present(1) {
+            Some(m) if m.elem_type != dtype::BOOL => Err(format!("Dropout mask '{}' is not bool", m.name)),
+            _ => Ok(extra),
+        };
+    }
     for k in 1..node.outputs.len() {
         let Some(out) = present(k) else { continue };
         let (kernel, want) = match (*kernel, node.op_type.as_str()) {
@@ -355,6 +367,13 @@ fn check_types(node: &NodeDesc, kernel: &Kernel, data: &[usize]) -> Result<(), S
             matches!(t, dtype::FLOAT | dtype::DOUBLE) && all(&types[..3], t) && mask_ok && past_ok && nonpad_ok
         }
         Kernel::TopK { .. } => data::is_number(types[0]) && out.elem_type == types[0],
+        Kernel::Dropout { ratio, .. } => {
+            let float = |t: i32| matches!(t, dtype::FLOAT | dtype::DOUBLE | dtype::FLOAT16 | dtype::BFLOAT16);
+            matches!(out.elem_type, dtype::FLOAT | dtype::DOUBLE)
+                && types[0] == out.elem_type
+                && (!ratio || float(types[1]))
+                && types.last() == Some(&dtype::BOOL)
+        }
         Kernel::Einsum { .. } => data::is_number(out.elem_type) && all(&types, out.elem_type),
         Kernel::ShapeOf { .. } | Kernel::SizeOf => data::supported(types[0]) && out.elem_type == dtype::INT64,
         Kernel::ConstantOfShape { .. } => types[0] == dtype::INT64 && data::supported(out.elem_type),
@@ -504,6 +523,7 @@ fn types(op_type: &str) -> &'static str {
         "IsNaN" | "IsInf" => "floats, to bool",
         "BitShift" | "BitwiseAnd" | "BitwiseOr" | "BitwiseXor" | "BitwiseNot" => "integers",
         "EyeLike" => "any",
+        "Dropout" => "float32, float64, halves",
         "Attention" => "float32, float64, halves (bool or numeric mask)",
         "NegativeLogLikelihoodLoss" | "SoftmaxCrossEntropyLoss" => "float32, float64, halves (int32 / int64 targets)",
         "Where" => "any (bool condition)",
