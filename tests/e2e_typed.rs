@@ -1844,3 +1844,60 @@ fn dropout_in_training_mode() {
     let err = harness::run(&mut s, &feed(E::Float32, &x, 1.0, true)).expect_err("ratio 1");
     assert!(err.contains("node 'drop' (Dropout)") && err.contains("ratio 1 is outside [0, 1)"), "{err}");
 }
+
+/// BatchNormalization in training mode (ORT's CPU EP has no training kernel): Y from the
+/// batch's statistics and the running mean and variance moved by `1 - momentum`, against
+/// the definition written out, on float32 and float64.
+#[test]
+fn batch_norm_in_training_mode() {
+    let (n, c, hw) = (2usize, 3usize, 4usize);
+    let x = harness::values(61, n * c * hw, -2.0, 3.0);
+    let (scale, bias) = (harness::values(62, c, 0.5, 2.0), harness::values(63, c, -1.0, 1.0));
+    let (mean, var) = (harness::values(64, c, -1.0, 1.0), harness::values(65, c, 0.5, 2.0));
+    let (eps, momentum) = (1e-2f32, 0.8f32);
+    for (t, e, tol) in [(FLOAT, E::Float32, 1e-5), (DOUBLE, E::Float64, 1e-12)] {
+        let model = ModelBuilder::new(15)
+            .input("x", t, &[(n as i64).into(), (c as i64).into(), (hw as i64).into()])
+            .input("s", t, &[(c as i64).into()])
+            .input("b", t, &[(c as i64).into()])
+            .input("m", t, &[(c as i64).into()])
+            .input("v", t, &[(c as i64).into()])
+            .node_with(
+                "BatchNormalization",
+                "bn",
+                &["x", "s", "b", "m", "v"],
+                &["y", "rm", "rv"],
+                &[("training_mode", Attr::Int(1)), ("epsilon", Attr::Float(eps)), ("momentum", Attr::Float(momentum))],
+            )
+            .output("y", t, None)
+            .output("rm", t, None)
+            .output("rv", t, None)
+            .build();
+        let mut s = harness::session(env(), &model, Arm::Rivet, &strict()).expect("training mode is claimed");
+        let cs = [c as i64];
+        let inputs = [
+            HostTensor::typed("x", e, &[n as i64, c as i64, hw as i64], x.clone()),
+            HostTensor::typed("s", e, &cs, scale.clone()),
+            HostTensor::typed("b", e, &cs, bias.clone()),
+            HostTensor::typed("m", e, &cs, mean.clone()),
+            HostTensor::typed("v", e, &cs, var.clone()),
+        ];
+        let got = harness::run(&mut s, &inputs).expect("runs");
+        let close = |g: f64, w: f64, what: &str| assert!((g - w).abs() <= tol * (1.0 + w.abs()), "{what}: {g} vs {w}");
+        for ch in 0..c {
+            let vals: Vec<f64> = (0..n).flat_map(|b| x[(b * c + ch) * hw..][..hw].to_vec()).collect();
+            let m = vals.iter().sum::<f64>() / vals.len() as f64;
+            let v = vals.iter().map(|a| (a - m).powi(2)).sum::<f64>() / vals.len() as f64;
+            let mo = f64::from(momentum);
+            close(got[1].data[ch], mean[ch] * mo + m * (1.0 - mo), "running mean");
+            close(got[2].data[ch], var[ch] * mo + v * (1.0 - mo), "running var");
+            for b in 0..n {
+                for k in 0..hw {
+                    let at = (b * c + ch) * hw + k;
+                    let want = (x[at] - m) / (v + f64::from(eps)).sqrt() * scale[ch] + bias[ch];
+                    close(got[0].data[at], want, &format!("y[{at}] {}", name(t)));
+                }
+            }
+        }
+    }
+}

@@ -346,6 +346,11 @@ pub(crate) fn apply_typed(
             _ => Err(cx.mismatch()),
         },
         Kernel::BitNot => by_int!(dst, bit_not(&cx, ins)),
+        Kernel::BatchNormTrain { epsilon, momentum, out } => match dst {
+            DataMut::F32(y) => batch_norm_train::<f32>(&cx, ins, epsilon, momentum, out, y),
+            DataMut::F64(y) => batch_norm_train::<f64>(&cx, ins, epsilon, momentum, out, y),
+            _ => Err(cx.mismatch()),
+        },
         Kernel::DropoutMask { seed, ratio } => {
             let DataMut::Bool(y) = dst else { return Err(cx.mismatch()) };
             let (r, training) = dropout_params(&cx, ins, ratio.then_some(1))?;
@@ -941,6 +946,46 @@ fn scatter_reduce<T: Storage + Number>(
         ScatterReduction::None => &|_, b| b,
     };
     scatter_into(cx, ins, y, f)
+}
+
+/// BatchNormalization in training mode, statistics in f64: Y from the batch's mean and
+/// population variance per channel (`out` 0), or the running mean (1) / variance (2)
+/// moved toward them by `1 - momentum`.
+fn batch_norm_train<T: Storage + Number>(
+    cx: &Ctx<'_>,
+    ins: &[Data<'_>],
+    epsilon: f32,
+    momentum: f32,
+    out: u8,
+    y: &mut [T],
+) -> Result<()> {
+    let s = cx.shape(0);
+    let (batch, channels, spatial) = (s[0], s[1], s[2..].iter().product::<usize>());
+    let x = input::<T>(cx, ins, 0)?;
+    let p = |k: usize| input::<T>(cx, ins, k);
+    let (scale, bias, mean, var) = (p(1)?, p(2)?, p(3)?, p(4)?);
+    let count = (batch * spatial).max(1) as f64;
+    let momentum = f64::from(momentum);
+    for c in 0..channels {
+        let planes = || (0..batch).flat_map(move |b| x[(b * channels + c) * spatial..][..spatial].iter());
+        let m = planes().map(|v| v.to_f64()).sum::<f64>() / count;
+        let v = planes().map(|v| (v.to_f64() - m).powi(2)).sum::<f64>() / count;
+        match out {
+            0 => {
+                let g = scale[c].to_f64() / (v + f64::from(epsilon)).sqrt();
+                let shift = bias[c].to_f64() - m * g;
+                for b in 0..batch {
+                    let at = (b * channels + c) * spatial;
+                    for (o, xv) in y[at..at + spatial].iter_mut().zip(&x[at..at + spatial]) {
+                        *o = T::from_f64(xv.to_f64() * g + shift);
+                    }
+                }
+            }
+            1 => y[c] = T::from_f64(mean[c].to_f64() * momentum + m * (1.0 - momentum)),
+            _ => y[c] = T::from_f64(var[c].to_f64() * momentum + v * (1.0 - momentum)),
+        }
+    }
+    Ok(())
 }
 
 /// Dropout's ratio (input `ratio_at`, else 0.5) and training_mode (the last input), read

@@ -465,7 +465,7 @@ pub fn infer_shape(
             (gemm_shape(x, &shapes[step.inputs[1]], c, trans_a, trans_b).map_err(|e| fail(format_args!("{e}")))?, None)
         }
         // Per-channel parameters: every input after X is [C].
-        Kernel::BatchNorm { .. } | Kernel::InstanceNorm { .. } => {
+        Kernel::BatchNorm { .. } | Kernel::InstanceNorm { .. } | Kernel::BatchNormTrain { .. } => {
             let min_rank = if matches!(step.kernel, Kernel::InstanceNorm { .. }) { 3 } else { 2 };
             let c = *x.get(1).filter(|_| x.len() >= min_rank).ok_or_else(|| fail(format_args!("needs [N, C, ...]")))?;
             if let Some(&id) = step.inputs[1..].iter().find(|&&id| shapes[id].as_slice() != [c]) {
@@ -475,7 +475,10 @@ pub fn infer_shape(
                     ShapeText(&shapes[id])
                 )));
             }
-            (x.clone(), None)
+            match step.kernel {
+                Kernel::BatchNormTrain { out: 1 | 2, .. } => ([c].into_iter().collect(), None),
+                _ => (x.clone(), None),
+            }
         }
         Kernel::Conv { window, group } => {
             let w = &shapes[step.inputs[1]];

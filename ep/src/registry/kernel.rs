@@ -259,6 +259,14 @@ pub enum Kernel {
     BatchNorm {
         epsilon: f32,
     },
+    /// BatchNormalization in training mode: normalized with the batch's own mean and
+    /// (population) variance; `out` 0 is Y, 1 and 2 the running mean and variance
+    /// updated as `running * momentum + batch * (1 - momentum)`.
+    BatchNormTrain {
+        epsilon: f32,
+        momentum: f32,
+        out: u8,
+    },
     GlobalPool {
         max: bool,
     },
@@ -551,6 +559,7 @@ impl Kernel {
                 | Kernel::SplitPart { .. }
                 | Kernel::Ones
                 | Kernel::Dropout { .. }
+                | Kernel::BatchNormTrain { .. }
                 | Kernel::DropoutMask { .. }
                 | Kernel::DropoutApply { .. }
                 | Kernel::PoolIndices { .. }

@@ -187,6 +187,7 @@ pub fn kernel_for(node: &NodeDesc) -> Result<Claim, String> {
                         | Kernel::TopK { .. }
                         | Kernel::Arith(rivet_kernels::typed::Arith::Mod { fmod: true })
                         | Kernel::Dropout { .. }
+                        | Kernel::BatchNormTrain { .. }
                         | Kernel::Scatter { .. }
                 );
             if !(computes_in_f32 && is_half(&t)) {
@@ -250,6 +251,9 @@ fn extra_outputs(node: &NodeDesc, kernel: &Kernel) -> Result<SmallVec<[(usize, K
                 (Kernel::NormStat { axis, epsilon, inverse_std: k == 2 }, dtype::FLOAT)
             }
             (Kernel::Identity, "Dropout") => (Kernel::Ones, dtype::BOOL),
+            (Kernel::BatchNormTrain { epsilon, momentum, .. }, _) if k < 3 => {
+                (Kernel::BatchNormTrain { epsilon, momentum, out: k as u8 }, input_type)
+            }
             (Kernel::Pool { window, max: true, .. }, _) if input_type == dtype::FLOAT => {
                 let column_major = attrs::int_attr(node, "storage_order", 0)? == 1;
                 (Kernel::PoolIndices { window, column_major }, dtype::INT64)
@@ -367,6 +371,9 @@ fn check_types(node: &NodeDesc, kernel: &Kernel, data: &[usize]) -> Result<(), S
             matches!(t, dtype::FLOAT | dtype::DOUBLE) && all(&types[..3], t) && mask_ok && past_ok && nonpad_ok
         }
         Kernel::TopK { .. } => data::is_number(types[0]) && out.elem_type == types[0],
+        Kernel::BatchNormTrain { .. } => {
+            matches!(out.elem_type, dtype::FLOAT | dtype::DOUBLE) && all(&types, out.elem_type)
+        }
         Kernel::Dropout { ratio, .. } => {
             let float = |t: i32| matches!(t, dtype::FLOAT | dtype::DOUBLE | dtype::FLOAT16 | dtype::BFLOAT16);
             matches!(out.elem_type, dtype::FLOAT | dtype::DOUBLE)

@@ -292,8 +292,13 @@ pub static OPS: &[OpSpec] = &[
         arity: Arity::Data { min: 5, max: 5 },
         attrs: &["epsilon", "momentum", "spatial", "training_mode"],
         build: |n| {
-            if int_attr(n, "training_mode", 0)? != 0 || int_attr(n, "spatial", 1)? != 1 {
-                return Err("only inference-mode, spatial BatchNormalization is supported".into());
+            if int_attr(n, "spatial", 1)? != 1 {
+                return Err("only spatial BatchNormalization is supported".into());
+            }
+            if int_attr(n, "training_mode", 0)? != 0 {
+                // Opset 14+: Y, then the updated running mean and variance.
+                let (epsilon, momentum) = (float_attr(n, "epsilon", 1e-5)?, float_attr(n, "momentum", 0.9)?);
+                return Ok(Kernel::BatchNormTrain { epsilon, momentum, out: 0 });
             }
             if n.outputs.iter().skip(1).any(Option::is_some) {
                 return Err("BatchNormalization's running statistics outputs are not supported".into());
