@@ -860,3 +860,44 @@ fn three_dimensional_conv_and_pools_match_ort() {
         }
     }
 }
+
+/// A convolution large enough to split over ORT's pool by output rows (a group per
+/// task split too) matches ORT, with bias, and gives the same bits on one thread and on
+/// all of them.
+#[test]
+fn a_convolution_split_over_threads_matches_one_thread_bit_for_bit() {
+    use common::{env, strict};
+    use rivet::harness::{Arm, SessionOpts};
+    for (group, c_in, c_out) in [(1i64, 16i64, 32i64), (2, 64, 64)] {
+        let (xs, ws) = ([1i64, c_in, 33, 30], [c_out, c_in / group, 3, 3]);
+        let n = |s: &[i64]| s.iter().product::<i64>() as usize;
+        let vals = |seed, len| harness::values(seed, len, -1.0, 1.0).into_iter().map(|v| v as f32).collect();
+        let dims = |s: &[i64]| s.iter().map(|&d| d.into()).collect::<Vec<Dim>>();
+        let model = ModelBuilder::new(13)
+            .input("x", FLOAT, &dims(&xs))
+            .input("w", FLOAT, &dims(&ws))
+            .input("b", FLOAT, &[c_out.into()])
+            .node_with(
+                "Conv",
+                "conv",
+                &["x", "w", "b"],
+                &["y"],
+                &[("pads", Attr::Ints(vec![1, 1, 1, 1])), ("group", Attr::Int(group))],
+            )
+            .output("y", FLOAT, None)
+            .build();
+        let inputs = [
+            HostTensor::f32("x", &xs, vals(71, n(&xs))),
+            HostTensor::f32("w", &ws, vals(72, n(&ws))),
+            HostTensor::f32("b", &[c_out], vals(73, c_out as usize)),
+        ];
+        assert_matches_ort(&model, &inputs, 1e-5, 1e-5, &format!("Conv split over threads, group {group}"));
+        let run = |threads| {
+            let opts = SessionOpts { intra_threads: Some(threads), ..strict() };
+            let mut s = harness::session(env(), &model, Arm::Rivet, &opts).expect("session");
+            harness::run(&mut s, &inputs).expect("runs")
+        };
+        let (one, all) = (run(1), run(0));
+        assert!(one[0].data.iter().zip(&all[0].data).all(|(a, b)| a.to_bits() == b.to_bits()), "group {group}");
+    }
+}

@@ -381,9 +381,11 @@ fn apply(
             let (xs, ws) = (shape(0), shape(1));
             let (g, _) = shapes::window_3d(&window, shapes::spatial(xs), shapes::spatial(ws))
                 .expect("checked by shape inference");
-            with_conv_scratch(|col, scratch| {
-                conv::conv(x, ins[1], ins.get(2).copied(), xs[0], xs[1], ws[0], group, &g, dst, col, scratch)
-            });
+            if !conv_in_parallel(x, ins[1], ins.get(2).copied(), xs, ws[0], group, &g, dst, par) {
+                with_conv_scratch(|col, scratch| {
+                    conv::conv(x, ins[1], ins.get(2).copied(), xs[0], xs[1], ws[0], group, &g, dst, col, scratch)
+                });
+            }
         }
         Kernel::Pool { window, max, count_pad } => {
             let s = shape(0);
@@ -487,6 +489,72 @@ thread_local! {
 
 fn with_conv_scratch(f: impl FnOnce(&mut Vec<f32>, &mut nn::GemmScratch)) {
     COL.with(|col| with_scratch(|s| f(&mut col.borrow_mut(), s)));
+}
+
+thread_local! {
+    /// A parallel convolution's per-task outputs, on the calling thread (see
+    /// `conv_in_parallel`); grows to the largest, then steady-state Runs allocate nothing.
+    static CONV_PARTS: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// A large convolution split over ORT's pool by output rows, one task per core: each task
+/// builds the im2col of its rows and multiplies it into its own part, which the calling
+/// thread then copies into place (the parts give the bits of the whole, see
+/// `conv::conv_rows`). Returns false, doing nothing, when the convolution is too small to
+/// split or has one filter per group (its product is a matrix-vector one).
+#[allow(clippy::too_many_arguments)]
+fn conv_in_parallel(
+    x: &[f32],
+    w: &[f32],
+    bias: Option<&[f32]>,
+    xs: &[usize],
+    out_c: usize,
+    group: usize,
+    g: &conv::Window3d,
+    y: &mut [f32],
+    par: &dyn Parallel,
+) -> bool {
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    let cores = *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let (in_c, cg, mg) = (xs[1], xs[1] / group, out_c / group);
+    let kk = cg * g.kernel.iter().product::<usize>();
+    let (rows, out_w, positions, plane) = (g.out[0] * g.out[1], g.out[2], g.positions(), g.plane());
+    let tasks = cores.min(rows);
+    if tasks < 2 || mg < 2 || mg * positions * kk < PARALLEL_MIN_MACS * 16 {
+        return false;
+    }
+    let rows_per_task = rows.div_ceil(tasks);
+    let part_len = mg * rows_per_task * out_w;
+    CONV_PARTS.with_borrow_mut(|parts| {
+        if parts.len() < mg * positions {
+            parts.resize(mg * positions, 0.0);
+        }
+        let parts = &mut parts[..mg * positions];
+        for n in 0..xs[0] {
+            for gi in 0..group {
+                let xg = &x[(n * in_c + gi * cg) * plane..][..cg * plane];
+                let wg = &w[gi * mg * kk..][..mg * kk];
+                par.for_each_chunk(parts, part_len, &|start, part| {
+                    let r0 = start / part_len * rows_per_task;
+                    let r1 = r0 + part.len() / (mg * out_w);
+                    with_conv_scratch(|col, s| conv::conv_rows(xg, wg, cg, mg, g, r0..r1, part, col, s));
+                });
+                // Each task's [mg, its positions] into the rows of [mg, positions].
+                let yg = &mut y[(n * out_c + gi * mg) * positions..][..mg * positions];
+                for (t, part) in parts.chunks(part_len).enumerate() {
+                    let (at, len) = (t * rows_per_task * out_w, part.len() / mg);
+                    for (m, src) in part.chunks_exact(len).enumerate() {
+                        let row = &mut yg[m * positions + at..][..len];
+                        match bias {
+                            Some(b) => row.iter_mut().zip(src).for_each(|(o, &v)| *o = v + b[gi * mg + m]),
+                            None => row.copy_from_slice(src),
+                        }
+                    }
+                }
+            }
+        }
+    });
+    true
 }
 
 /// One matrix product `c = alpha op(a) op(b) + beta c`.

@@ -3,6 +3,7 @@
 //! spatial axes have size 1 (loops of one turn).
 
 use crate::gemm::{gemm_with, GemmScratch};
+use std::ops::Range;
 
 /// Geometry of a window op over one (depth × height × width) plane.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -58,14 +59,15 @@ fn taps(g: &Window3d) -> impl Iterator<Item = [usize; 3]> + '_ {
     (0..g.kernel[0]).flat_map(move |d| (0..g.kernel[1]).flat_map(move |h| (0..g.kernel[2]).map(move |w| [d, h, w])))
 }
 
-/// im2col of `channels` planes of one image: rows are (channel, kd, ky, kx), columns are
-/// output positions. Each output row's in-range columns are found once, so the inner loop
-/// is a plain (strided or contiguous) copy.
-fn im2col(x: &[f32], channels: usize, g: &Window3d, col: &mut [f32]) {
+/// im2col of `channels` planes of one image for the output rows `rows` (an output row is
+/// one (od, oy) pair, `od * out_h + oy`): rows of the matrix are (channel, kd, ky, kx),
+/// columns the positions of those output rows. Each output row's in-range columns are
+/// found once, so the inner loop is a plain (strided or contiguous) copy.
+fn im2col(x: &[f32], channels: usize, g: &Window3d, rows: Range<usize>, col: &mut [f32]) {
     let plane = g.plane();
-    let positions = g.positions();
     let [_, in_h, in_w] = g.input;
-    let [out_d, out_h, out_w] = g.out;
+    let [_, out_h, out_w] = g.out;
+    let positions = rows.len() * out_w;
     let sx = g.stride[2];
     let mut row = 0;
     for c in 0..channels {
@@ -78,34 +80,54 @@ fn im2col(x: &[f32], channels: usize, g: &Window3d, col: &mut [f32]) {
             let hi =
                 if in_w + g.pad_begin[2] > off { (in_w + g.pad_begin[2] - off).div_ceil(sx).min(out_w) } else { 0 }
                     .max(lo);
-            for od in 0..out_d {
-                let slab = &mut dst[od * out_h * out_w..(od + 1) * out_h * out_w];
-                let Some(zz) = g.source(0, od, k[0]) else {
-                    slab.fill(0.0);
+            for (r, out) in rows.clone().zip(dst.chunks_exact_mut(out_w.max(1))) {
+                let (od, oy) = (r / out_h, r % out_h);
+                let (Some(zz), Some(yy)) = (g.source(0, od, k[0]), g.source(1, oy, k[1])) else {
+                    out.fill(0.0);
                     continue;
                 };
-                for oy in 0..out_h {
-                    let out = &mut slab[oy * out_w..(oy + 1) * out_w];
-                    let Some(yy) = g.source(1, oy, k[1]) else {
-                        out.fill(0.0);
-                        continue;
-                    };
-                    out[..lo].fill(0.0);
-                    out[hi..].fill(0.0);
-                    let line = &src[(zz * in_h + yy) * in_w..][..in_w];
-                    let x0 = lo * sx + off - g.pad_begin[2];
-                    if sx == 1 {
-                        out[lo..hi].copy_from_slice(&line[x0..x0 + (hi - lo)]);
-                    } else {
-                        for (j, o) in out[lo..hi].iter_mut().enumerate() {
-                            *o = line[x0 + j * sx];
-                        }
+                out[..lo].fill(0.0);
+                out[hi..].fill(0.0);
+                let line = &src[(zz * in_h + yy) * in_w..][..in_w];
+                let x0 = lo * sx + off - g.pad_begin[2];
+                if sx == 1 {
+                    out[lo..hi].copy_from_slice(&line[x0..x0 + (hi - lo)]);
+                } else {
+                    for (j, o) in out[lo..hi].iter_mut().enumerate() {
+                        *o = line[x0 + j * sx];
                     }
                 }
             }
             row += 1;
         }
     }
+}
+
+/// One group's convolution for the output rows `rows` only (see [`im2col`]): `x` holds the
+/// group's `in_c` input planes, `w` its `out_c` filters, and `y` gets `[out_c, positions of
+/// those rows]` (no bias). Disjoint row ranges are independent, so threads can split one
+/// convolution by handing each its own range, `col` and scratch; every range computes its
+/// elements exactly as the whole convolution does.
+#[allow(clippy::too_many_arguments)]
+pub fn conv_rows(
+    x: &[f32],
+    w: &[f32],
+    in_c: usize,
+    out_c: usize,
+    g: &Window3d,
+    rows: Range<usize>,
+    y: &mut [f32],
+    col: &mut Vec<f32>,
+    scratch: &mut GemmScratch,
+) {
+    let kk = in_c * g.kernel.iter().product::<usize>();
+    let positions = rows.len() * g.out[2];
+    if col.len() < kk * positions {
+        col.resize(kk * positions, 0.0);
+    }
+    let col = &mut col[..kk * positions];
+    im2col(x, in_c, g, rows, col);
+    gemm_with(scratch, out_c, positions, kk, 1.0, w, false, col, false, 0.0, y);
 }
 
 /// Convolution of `x` [batch, in_c, (d, h,) w] with `w` [out_c, in_c / group, (kd, kh,) kw]
@@ -142,7 +164,7 @@ pub fn conv(
                 gemm_with(scratch, mg, positions, kk, 1.0, ws, false, xs, false, 0.0, ys);
             } else {
                 let col = &mut col[..kk * positions];
-                im2col(xs, cg, g, col);
+                im2col(xs, cg, g, 0..g.out[0] * g.out[1], col);
                 gemm_with(scratch, mg, positions, kk, 1.0, ws, false, col, false, 0.0, ys);
             }
             if let Some(b) = bias {
@@ -389,6 +411,34 @@ mod tests {
                             let got = y[(n * out_c + m) * positions + i];
                             assert!((f64::from(got) - s).abs() < 1e-4, "{dims}-D group {group}: {got} vs {s}");
                         }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Row ranges of one convolution give the whole output's bits.
+    #[test]
+    fn row_ranges_give_the_whole_convolution() {
+        for dims in [2, 3] {
+            let g = geom(dims, 9, 3, 1, 1, 1);
+            let (in_c, out_c) = (20, 16); // 180 or 540 deep: several depth blocks
+            let x: Vec<f32> = (0..in_c * g.plane()).map(|i| ((i * 7 % 19) as f32 - 9.0) * 0.1).collect();
+            let w: Vec<f32> =
+                (0..out_c * in_c * g.kernel.iter().product::<usize>()).map(|i| (i % 5) as f32 - 2.0).collect();
+            let (mut col, mut scratch) = (Vec::new(), GemmScratch::new());
+            let positions = g.positions();
+            let mut whole = vec![0.0; out_c * positions];
+            conv(&x, &w, None, 1, in_c, out_c, 1, &g, &mut whole, &mut col, &mut scratch);
+            let (rows, out_w) = (g.out[0] * g.out[1], g.out[2]);
+            for cut in [1, 4, rows - 1] {
+                for range in [0..cut, cut..rows] {
+                    let mut part = vec![0.0; out_c * range.len() * out_w];
+                    conv_rows(&x, &w, in_c, out_c, &g, range.clone(), &mut part, &mut col, &mut scratch);
+                    let n = range.len() * out_w;
+                    for m in 0..out_c {
+                        let want = &whole[m * positions + range.start * out_w..][..n];
+                        assert!(part[m * n..][..n].iter().zip(want).all(|(a, b)| a.to_bits() == b.to_bits()));
                     }
                 }
             }
