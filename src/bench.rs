@@ -256,8 +256,18 @@ pub fn run_case(case: &Case, rounds: usize, round_ms: f64) -> Result<CaseResult,
     harness::time_runs(&mut rivet, &inputs, 5, 5)?;
     let (mut all_o, mut all_r, mut med_o, mut med_r) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut won = 0;
+    // Multi-threaded sessions have pools of their own whose workers spin after each Run:
+    // on a 2-core machine one arm's spinning worker would take the core the other arm's
+    // worker needs. A short idle gap before each round lets it stop (the same for both).
+    let settle = || {
+        if case.threads != Some(1) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    };
     for _ in 0..rounds {
+        settle();
         let o = harness::time_runs(&mut ort, &inputs, 0, runs)?;
+        settle();
         let r = harness::time_runs(&mut rivet, &inputs, 0, runs)?;
         let (mo, mr) = (harness::quantile(&o, 0.5), harness::quantile(&r, 0.5));
         if mr < mo {
