@@ -31,6 +31,13 @@ pub trait Outputs<'a> {
 /// `f` receives the chunk's offset into `out`.
 pub trait Parallel {
     fn for_each_chunk(&self, out: &mut [f32], chunk_len: usize, f: &(dyn Fn(usize, &mut [f32]) + Sync));
+
+    /// Whether chunks run on more than one thread (a session with `intra_op_num_threads=1`
+    /// runs them in turn on the calling one): worth splitting work whose split costs
+    /// something even when the chunks run in turn.
+    fn has_workers(&self) -> bool {
+        false
+    }
 }
 
 /// Runs every chunk on the calling thread.
@@ -574,13 +581,15 @@ const PARALLEL_MIN_MACS: usize = 1 << 18;
 /// At least this many rows per parallel task, so that each task's own packing of B stays
 /// a small share of its work.
 const MIN_ROWS_PER_TASK: usize = 64;
+/// The least rows per task of a product of fewer rows, when the pool has workers.
+const SMALL_ROWS_PER_TASK: usize = 16;
 
 /// One task per core: every task packs B again, so more tasks than cores only cost (with
 /// `intra_op_num_threads=1` ORT runs them in turn on the calling thread).
-fn rows_per_task(m: usize) -> usize {
+fn rows_per_task(m: usize, min_rows: usize) -> usize {
     static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     let cores = *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    m.div_ceil(cores).next_multiple_of(16).max(MIN_ROWS_PER_TASK)
+    m.div_ceil(cores).next_multiple_of(16).max(min_rows)
 }
 
 thread_local! {
@@ -598,7 +607,11 @@ fn product(p: Product, a: &[f32], b: &[f32], c: &mut [f32], par: &dyn Parallel) 
     if n == 0 || m == 0 {
         return;
     }
-    let rows_per_task = rows_per_task(m);
+    // Few rows (64 tokens, say): split into tasks of 16+ rows, each packing B again, only
+    // when the pool has workers to run them at once.
+    let small = (2 * SMALL_ROWS_PER_TASK..=MIN_ROWS_PER_TASK).contains(&m) && m * n * k >= PARALLEL_MIN_MACS * 8;
+    let min_rows = if small && par.has_workers() { SMALL_ROWS_PER_TASK } else { MIN_ROWS_PER_TASK };
+    let rows_per_task = rows_per_task(m, min_rows);
     if m * n * k >= PARALLEL_MIN_MACS && m > rows_per_task {
         par.for_each_chunk(c, rows_per_task * n, &|start, rows| {
             let r0 = start / n;

@@ -2,7 +2,7 @@
 
 use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Mutex, TryLockError};
 
 use ort_sys::{OrtKernelContext, OrtStatus};
@@ -28,7 +28,19 @@ pub(super) struct ComputeInfo {
     primary: Mutex<RunState>,
     /// States for Runs that overlap on this fused node, reused.
     pool: Mutex<Vec<RunState>>,
+    /// What this session's intra-op pool was seen to be.
+    workers: PoolSeen,
     inject_panic: bool,
+}
+
+/// Whether a session's intra-op pool has workers, as seen by probes (ORT's API does not
+/// say): `workers` once a probe saw a chunk run off the calling thread; otherwise probed
+/// again at the 8th, 64th and 1024th question, in case a busy machine kept the worker from
+/// the first probe's chunk.
+#[derive(Default)]
+pub(super) struct PoolSeen {
+    workers: AtomicBool,
+    questions: AtomicU32,
 }
 
 impl ComputeInfo {
@@ -40,6 +52,7 @@ impl ComputeInfo {
             plan,
             primary: Mutex::new(state),
             pool: Mutex::new(Vec::new()),
+            workers: PoolSeen::default(),
             inject_panic,
         })
     }
@@ -107,11 +120,11 @@ fn run(info: &ComputeInfo, ctx: *mut OrtKernelContext) -> Result<()> {
     };
     if let Some(mut state) = primary {
         // SAFETY: ORT's context for this Compute, with the inputs of the fused node we compiled.
-        return unsafe { run_plan(&info.api, plan, &mut state, ctx) };
+        return unsafe { run_plan_with(&info.api, plan, &mut state, ctx, &info.workers) };
     }
     let mut state = info.pool.lock().unwrap_or_else(|p| p.into_inner()).pop().unwrap_or_else(|| RunState::new(plan));
     // SAFETY: as above.
-    let result = unsafe { run_plan(&info.api, plan, &mut state, ctx) };
+    let result = unsafe { run_plan_with(&info.api, plan, &mut state, ctx, &info.workers) };
     info.pool.lock().unwrap_or_else(|p| p.into_inner()).push(state);
     result
 }
@@ -123,9 +136,24 @@ fn run(info: &ComputeInfo, ctx: *mut OrtKernelContext) -> Result<()> {
 /// `ctx` must be a kernel context that `api`'s kernel-context members accept, valid for
 /// the whole call, whose inputs match `plan`.
 pub unsafe fn run_plan(api: &Api, plan: &Plan, state: &mut RunState, ctx: *mut OrtKernelContext) -> Result<()> {
+    // SAFETY: the caller's guarantees.
+    unsafe { run_plan_with(api, plan, state, ctx, &PoolSeen::default()) }
+}
+
+/// [`run_plan`] with what is known of the session's pool (updated when first needed).
+///
+/// # Safety
+/// As [`run_plan`].
+unsafe fn run_plan_with(
+    api: &Api,
+    plan: &Plan,
+    state: &mut RunState,
+    ctx: *mut OrtKernelContext,
+    workers: &PoolSeen,
+) -> Result<()> {
     let inputs = bind_inputs(api, ctx, plan.inputs.len())?;
     let mut outputs = OrtOutputs { api, ctx };
-    let par = OrtParallel { api, ctx };
+    let par = OrtParallel { api, ctx, workers };
     execute(plan, state, &inputs, &mut outputs, &par)?;
     probe::record_run();
     Ok(())
@@ -261,6 +289,7 @@ unsafe fn typed_slice_mut<'c>(elem_type: i32, p: *mut u8, len: usize) -> Option<
 struct OrtParallel<'c> {
     api: &'c Api,
     ctx: *mut OrtKernelContext,
+    workers: &'c PoolSeen,
 }
 
 struct Job<'f> {
@@ -302,5 +331,34 @@ impl Parallel for OrtParallel<'_> {
         if job.panicked.load(Ordering::Relaxed) {
             panic!("a kernel panicked on ORT's thread pool");
         }
+    }
+
+    /// A probe is two chunks, each waiting (up to 0.5 ms) for the other to start: with a
+    /// worker the second starts while the calling thread waits in the first; without one
+    /// they run in turn and the first waits the whole 0.5 ms.
+    fn has_workers(&self) -> bool {
+        if self.workers.workers.load(Ordering::Relaxed) {
+            return true;
+        }
+        let asked = self.workers.questions.fetch_add(1, Ordering::Relaxed);
+        if !matches!(asked, 0 | 8 | 64 | 1024) {
+            return false;
+        }
+        let caller = std::thread::current().id();
+        let (elsewhere, started) = (AtomicBool::new(false), AtomicU32::new(0));
+        let mut two = [0.0f32; 2];
+        self.for_each_chunk(&mut two, 1, &|_, _| {
+            started.fetch_add(1, Ordering::Relaxed);
+            let until = std::time::Instant::now() + std::time::Duration::from_micros(500);
+            while started.load(Ordering::Relaxed) < 2 && std::time::Instant::now() < until {
+                std::hint::spin_loop();
+            }
+            if std::thread::current().id() != caller {
+                elsewhere.store(true, Ordering::Relaxed);
+            }
+        });
+        let seen = elsewhere.load(Ordering::Relaxed);
+        self.workers.workers.store(seen, Ordering::Relaxed);
+        seen
     }
 }
