@@ -16,7 +16,7 @@ through f32.
   ERF_P:    erf(x) = x P(x^2),              0 <= x <= 0.85,  P of degree 5
   ERFC_LN:  erfc(a) = exp(L(a - 2.5)),      0.83 <= a <= 3.95, L of degree 6
             (weighted for the absolute error of erfc, which is what erf needs)
-  ERFC_Q:   erfc(a) = exp(-a^2) Q(2/(2+a)), 0 <= a <= 10.5,  Q of degree 10
+  ERFC_Q:   erfc(a) = exp(-a^2) Q(2/(2+a)), 0 <= a <= 10.5,  Q of degree 9
 """
 import math
 
@@ -87,7 +87,7 @@ def main():
 
     a = np.concatenate([np.linspace(0.0, 1.0, 2001), 1.0 / np.linspace(1.0, 1.0 / 10.5, 8001)])
     g = np.vectorize(lambda v: math.erfc(v) * math.exp(v * v))(a)
-    c, e = fit_f32(np.vander(2.0 / (2.0 + a), 11, increasing=True), g, g)
+    c, e = fit_f32(np.vander(2.0 / (2.0 + a), 10, increasing=True), g, g)
     show("ERFC_Q", c, e, "relative")
 
 

@@ -14,19 +14,18 @@ const ERFC_LN: [f32; 7] =
     [-7.806_82, -5.352_691, -0.943_822_6, -0.010_549_94, 0.002_645_135_6, -5.985_871_4e-5, 0.000_204_285];
 
 /// `erfc(a) = exp(-a^2) Q(2 / (2 + a))` on `[0, 10.5]`; minimax for relative
-/// error, 7.0e-9 (see `tools/fit_poly.py`).
-const ERFC_Q: [f32; 11] = [
-    7.548_227e-6,
-    0.281_869_5,
-    0.285_019_87,
-    0.225_080_53,
-    0.278_861,
-    -0.235_816_72,
-    0.657_386_2,
-    -0.937_295_85,
-    0.620_314_06,
-    -0.201_748_37,
-    0.026_322_246,
+/// error, 3.5e-8 (see `tools/fit_poly.py`).
+const ERFC_Q: [f32; 10] = [
+    -4.606_052_7e-6,
+    0.282_190_8,
+    0.281_379_67,
+    0.248_356_49,
+    0.185_754_76,
+    0.008_067_415,
+    0.232_724_12,
+    -0.450_616_36,
+    0.267_983_32,
+    -0.055_835_64,
 ];
 
 /// Error function: `x P(x^2)` below 0.85, `1 - exp(L)` above (where only
@@ -67,7 +66,7 @@ pub(crate) fn neg_square<const F: bool>(v: f32, k: f32) -> (f32, f32) {
 #[inline(always)]
 pub(crate) fn erfc_split<const F: bool>(a: f32, (hi, lo): (f32, f32)) -> f32 {
     let t = 2.0 / (2.0 + a);
-    exp_small2::<F>(hi, lo) * horner::<F, 11>(t, &ERFC_Q)
+    exp_small2::<F>(hi, lo) * horner::<F, 10>(t, &ERFC_Q)
 }
 
 /// `Phi(x) = erfc(-x / sqrt 2) / 2`, the standard normal CDF, with good
