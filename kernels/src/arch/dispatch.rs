@@ -129,6 +129,7 @@ mod x86 {
         match op {
             UnaryOp::Sigmoid => simd::sigmoid_avx2(io),
             UnaryOp::Exp => simd::exp_avx2(io),
+            UnaryOp::GeluTanh => simd::gelu_tanh_avx2(io),
             _ => op.run::<true>(io),
         }
     }
@@ -140,6 +141,7 @@ mod x86 {
         match op {
             UnaryOp::Sigmoid => simd::sigmoid_avx512(io),
             UnaryOp::Exp => simd::exp_avx512(io),
+            UnaryOp::GeluTanh => simd::gelu_tanh_avx512(io),
             _ => op.run::<true>(io),
         }
     }

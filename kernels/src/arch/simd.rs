@@ -1,6 +1,7 @@
-//! Explicit AVX-512 and AVX2 kernels for `Exp` and `Sigmoid`.
+//! Explicit AVX-512 and AVX2 kernels for `Exp`, `Sigmoid` and `GeluTanh`
+//! (`x sigmoid(2u)`).
 //!
-//! Both use `e^x` from an 8-entry table of `2^(j/8)` (`math::texp`): after
+//! All use `e^x` from an 8-entry table of `2^(j/8)` (`math::texp`): after
 //! the argument reduction that is one register permute per table and four
 //! fused multiply-adds, where the portable formulas need six or seven
 //! multiply-adds plus a multiply or integer ops for the scaling. LLVM would
@@ -155,6 +156,18 @@ pub(crate) fn sigmoid_avx512(io: Io<'_>) {
     blocks!(io, 16, x => k16::sigmoid(x))
 }
 
+/// GELU (tanh form), AVX-512 build.
+#[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
+pub(crate) fn gelu_tanh_avx512(io: Io<'_>) {
+    blocks!(io, 16, x => k16::gelu_tanh(x))
+}
+
+/// GELU (tanh form), AVX2 build.
+#[target_feature(enable = "avx2,fma")]
+pub(crate) fn gelu_tanh_avx2(io: Io<'_>) {
+    blocks!(io, 8, x => k8::gelu_tanh(x))
+}
+
 /// Sigmoid, AVX2 build.
 #[target_feature(enable = "avx2,fma")]
 pub(crate) fn sigmoid_avx2(io: Io<'_>) {
@@ -174,7 +187,7 @@ mod tests {
             return;
         }
         let xs: Vec<f32> = (0..u32::MAX).step_by(4099).map(f32::from_bits).collect();
-        for op in [UnaryOp::Exp, UnaryOp::Sigmoid] {
+        for op in [UnaryOp::Exp, UnaryOp::Sigmoid, UnaryOp::GeluTanh] {
             let (mut a, mut b) = (vec![0.0; xs.len()], vec![0.0; xs.len()]);
             op.apply_at(Level::Avx2, &xs, &mut a);
             op.apply_at(Level::Avx512, &xs, &mut b);

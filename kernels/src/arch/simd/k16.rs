@@ -46,6 +46,18 @@ fn mantissa(x: __m512) -> (__m512, __m512) {
     (_mm512_fmadd_ps(hi, _mm512_fmadd_ps(r, q, rel), hi), kf)
 }
 
+/// [`mantissa`] without the `T_REL` correction (one permute less): up to
+/// half an ulp of `T_HI[j]` more error, which Sigmoid's bound leaves room for.
+#[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
+#[inline]
+fn mantissa_coarse(x: __m512) -> (__m512, __m512) {
+    let (t, kf) = round_k(x, 1.0);
+    let r = _mm512_fnmadd_ps(kf, c(C_LO), _mm512_fnmadd_ps(kf, c(C_HI), x));
+    let hi = _mm512_permutexvar_ps(_mm512_castps_si512(t), load(&HI));
+    let q = _mm512_fmadd_ps(_mm512_fmadd_ps(c(Q[2]), r, c(Q[1])), r, c(Q[0]));
+    (_mm512_fmadd_ps(hi, _mm512_mul_ps(r, q), hi), kf)
+}
+
 /// `e^x`; clamped to `[X_MIN, X_MAX]` when `CLAMP`, else `|x| <= 87` is
 /// required. `vscalefps` scales exactly or rounds once (into the
 /// subnormals, or to `inf`).
@@ -88,13 +100,31 @@ fn quot(n: __m512, d: __m512) -> __m512 {
 #[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
 #[inline]
 pub(super) fn sigmoid(x: &[f32; 16]) -> [f32; 16] {
-    let x = load(x);
+    store(sigmoid_v(load(x)))
+}
+
+/// [`sigmoid`] of a register.
+#[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
+#[inline]
+fn sigmoid_v(x: __m512) -> __m512 {
     // -min(|x|, 104) (NaN passes): below e^-104 rounds to 0.
     let a = _mm512_range_ps::<0b1110>(x, c(-X_MIN));
-    let (v, kf) = mantissa(a);
+    let (v, kf) = mantissa_coarse(a);
     let e = _mm512_scalef_ps(v, kf);
     // 1 where x is zero, +1, +inf or positive; e where negative or -inf;
     // NaN where x is NaN (vrangeps returned 104 there).
     let num = _mm512_fixupimm_ps::<0>(e, x, _mm512_set1_epi32(0xa0a0_aa22_u32 as i32));
-    store(quot(num, _mm512_add_ps(e, c(1.0))))
+    quot(num, _mm512_add_ps(e, c(1.0)))
+}
+
+/// `x sigmoid(2u)` with `u = sqrt(2/pi) (x + 0.044715 x^3)`: GELU's tanh
+/// form (`0.5 (1 + tanh u) = sigmoid(2u)`), as `math`'s `gelu_tanh`.
+#[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
+#[inline]
+pub(super) fn gelu_tanh(x: &[f32; 16]) -> [f32; 16] {
+    const TWO_SQRT_2_OVER_PI: f32 = 1.595_769;
+    let xv = load(x);
+    let x3 = _mm512_mul_ps(_mm512_mul_ps(xv, xv), xv);
+    let u2 = _mm512_mul_ps(c(TWO_SQRT_2_OVER_PI), _mm512_fmadd_ps(c(0.044_715), x3, xv));
+    store(_mm512_mul_ps(xv, sigmoid_v(u2)))
 }

@@ -93,7 +93,24 @@ fn quot(n: __m256, d: __m256) -> __m256 {
 #[target_feature(enable = "avx2,fma")]
 #[inline]
 pub(super) fn sigmoid(x: &[f32; 8]) -> [f32; 8] {
-    let x = load(x);
+    store(sigmoid_v(load(x)))
+}
+
+/// GELU (tanh form) as `k16::gelu_tanh`.
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+pub(super) fn gelu_tanh(x: &[f32; 8]) -> [f32; 8] {
+    const TWO_SQRT_2_OVER_PI: f32 = 1.595_769;
+    let xv = load(x);
+    let x3 = _mm256_mul_ps(_mm256_mul_ps(xv, xv), xv);
+    let u2 = _mm256_mul_ps(c(TWO_SQRT_2_OVER_PI), _mm256_fmadd_ps(c(0.044_715), x3, xv));
+    store(_mm256_mul_ps(xv, sigmoid_v(u2)))
+}
+
+/// [`sigmoid`] of a register.
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+fn sigmoid_v(x: __m256) -> __m256 {
     // -min(|x|, 104): a NaN in the second operand passes.
     let a = _mm256_max_ps(c(X_MIN), _mm256_or_ps(x, c(-0.0)));
     // As `mantissa(a, &T_HI_M24)`, with 151 added to the magic constant:
@@ -102,13 +119,14 @@ pub(super) fn sigmoid(x: &[f32; 8]) -> [f32; 8] {
     let t = _mm256_fmadd_ps(a, c(LOG2_E), c(MAGIC8 + 151.0));
     let kf = _mm256_sub_ps(t, c(MAGIC8 + 151.0));
     let r = _mm256_fnmadd_ps(kf, c(C_LO), _mm256_fnmadd_ps(kf, c(C_HI), a));
-    let (hi, rel) = (lookup(t, &T_HI_M24), lookup(t, &T_REL));
+    // Without T_REL, as `k16::mantissa_coarse`.
+    let hi = lookup(t, &T_HI_M24);
     let q = _mm256_fmadd_ps(_mm256_fmadd_ps(c(Q[2]), r, c(Q[1])), r, c(Q[0]));
-    let v = _mm256_fmadd_ps(hi, _mm256_fmadd_ps(r, q, rel), hi);
+    let v = _mm256_fmadd_ps(hi, _mm256_mul_ps(r, q), hi);
     let s = _mm256_slli_epi32::<23>(_mm256_srli_epi32::<3>(_mm256_castps_si256(t)));
     // v 2^-24 times 2^(m + 24): one rounding, as vscalefps.
     let e = _mm256_mul_ps(v, _mm256_castsi256_ps(s));
     // e where the sign bit of x is set (at -0, e = 1; a NaN gives NaN in e).
     let num = _mm256_blendv_ps(c(1.0), e, x);
-    store(quot(num, _mm256_add_ps(e, c(1.0))))
+    quot(num, _mm256_add_ps(e, c(1.0)))
 }
