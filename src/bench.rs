@@ -249,11 +249,15 @@ pub fn run_case(case: &Case, rounds: usize, round_ms: f64) -> Result<CaseResult,
     let want = harness::run_prepared(&mut ort, &inputs)?;
     let got = harness::run_prepared(&mut rivet, &inputs)?;
     harness::compare(&got, &want, 1e-4, 1e-5).map_err(|e| format!("{}: {e}", case.name))?;
-    // Calibrate: Runs per round so that a round takes about `round_ms`.
-    let probe = harness::time_runs(&mut ort, &inputs, 5, 20)?;
-    let per_run = harness::quantile(&probe, 0.5).as_secs_f64().max(1e-7);
-    let runs = ((round_ms / 1e3) / per_run).clamp(5.0, 20_000.0) as usize;
-    harness::time_runs(&mut rivet, &inputs, 5, 5)?;
+    // Calibrate each arm: Runs per round so that its rounds take about `round_ms`. (With
+    // ORT's count for both, a case where ORT is 40x slower gave Rivet rounds of 5 Runs,
+    // whose median was the Run that woke the pool after the settling pause.)
+    let runs_for = |s: &mut ort::session::Session| -> Result<usize, String> {
+        let probe = harness::time_runs(s, &inputs, 5, 20)?;
+        let per_run = harness::quantile(&probe, 0.5).as_secs_f64().max(1e-7);
+        Ok(((round_ms / 1e3) / per_run).clamp(5.0, 20_000.0) as usize)
+    };
+    let (runs_o, runs_r) = (runs_for(&mut ort)?, runs_for(&mut rivet)?);
     let (mut all_o, mut all_r, mut med_o, mut med_r) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut won = 0;
     // Multi-threaded sessions have pools of their own whose workers spin after each Run:
@@ -266,9 +270,9 @@ pub fn run_case(case: &Case, rounds: usize, round_ms: f64) -> Result<CaseResult,
     };
     for _ in 0..rounds {
         settle();
-        let o = harness::time_runs(&mut ort, &inputs, 0, runs)?;
+        let o = harness::time_runs(&mut ort, &inputs, 0, runs_o)?;
         settle();
-        let r = harness::time_runs(&mut rivet, &inputs, 0, runs)?;
+        let r = harness::time_runs(&mut rivet, &inputs, 0, runs_r)?;
         let (mo, mr) = (harness::quantile(&o, 0.5), harness::quantile(&r, 0.5));
         if mr < mo {
             won += 1;
