@@ -28,7 +28,7 @@ const ULP1: f64 = 1.192_092_895_507_812_5e-7;
 const BOUNDS: &[(&str, f64, f64)] = &[
     ("Relu", 0.0, 0.0),
     ("Sigmoid", 0.0, 2.5 * ULP1),
-    ("Tanh", 0.0, 2.0 * ULP1),
+    ("Tanh", 0.0, 2.5 * ULP1),
     ("Erf", 0.0, 2.5 * ULP1),
     ("Exp", 0.0, 1.5 * ULP1),
     ("Log", 0.0, 1.5 * ULP1),

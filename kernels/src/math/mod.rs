@@ -238,13 +238,31 @@ pub(crate) fn ln_1p<const F: bool>(x: f32) -> f32 {
     }
 }
 
-/// `tanh(x) = -expm1(-2|x|) / (2 + expm1(-2|x|))` with the sign of `x`; the
-/// `expm1` form keeps full relative accuracy near zero.
+/// `tanh(a) = a P(a^2) / Q(a^2)` on `[0, 9.1]`: minimax for relative error,
+/// 1.1e-8 with the f32 coefficients (see `tools/fit_poly.py`). `P(0) = Q(0) =
+/// 1`, so a tiny `a` (even a subnormal one) comes back unchanged.
+const TANH_P: [f32; 6] = [1.0, 0.136_777_9, 0.003_865_635_3, 2.795_140_6e-5, 3.044_348e-8, -1.209_260_7e-11];
+const TANH_Q: [f32; 5] = [1.0, 0.470_111_22, 0.027_236_06, 0.000_393_382_22, 1.283_359_4e-6];
+
+/// Hyperbolic tangent with the sign of `x`. With fused multiply-adds (`F`) the
+/// rational `a P(a^2) / Q(a^2)` ([`TANH_P`], [`TANH_Q`]), capped at 1: five
+/// fewer vector operations than the `expm1` form, measured within 2.0 * 2^-23
+/// of tanh. Unfused, its roundings reach 3 * 2^-23, so the portable build keeps
+/// `-expm1(-2|x|) / (2 + expm1(-2|x|))` (1.4 * 2^-23).
 #[inline(always)]
 pub(crate) fn tanh<const F: bool>(x: f32) -> f32 {
+    let a = x.abs();
+    if F {
+        // Beyond 9.1 tanh rounds to 1; so does the capped rational. Each `if` is one
+        // `vminps` that lets NaN through.
+        let a = if 9.1 < a { 9.1 } else { a };
+        let z = a * a;
+        let t = a * horner::<F, 6>(z, &TANH_P) / horner::<F, 5>(z, &TANH_Q);
+        let t = if 1.0 < t { 1.0 } else { t };
+        return t.copysign(x);
+    }
     // Beyond 10 tanh rounds to ±1 (NaN passes). Written as `min(10, a)` and
     // `-2a` so that each is one instruction (`vminps`, `vmulps`).
-    let a = x.abs();
     let a = if 10.0 < a { 10.0 } else { a };
     let e = expm1_core::<F>(a * -2.0);
     (e / (-2.0 - e)).copysign(x)
