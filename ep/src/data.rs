@@ -71,8 +71,9 @@ macro_rules! define {
                 self.len() == 0
             }
             /// Grows or shrinks to `len` elements (new ones are zero); keeps the capacity.
+            #[inline]
             pub fn resize(&mut self, len: usize) {
-                match self { $(Buf::$v(b) => b.resize(len, Default::default())),* }
+                match self { $(Buf::$v(b) => if b.len() != len { b.resize(len, Default::default()) }),* }
             }
             pub fn view(&self) -> Data<'_> {
                 match self { $(Buf::$v(b) => Data::$v(b)),* }

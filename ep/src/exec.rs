@@ -77,7 +77,13 @@ impl RunState {
     pub fn new(plan: &Plan) -> Self {
         let shapes = match &plan.fixed {
             Some(f) => f.shapes.clone(),
-            None => vec![Shape::new(); plan.values.len()],
+            None => {
+                let mut shapes = vec![Shape::new(); plan.values.len()];
+                for step in &plan.steps {
+                    shapes[step.output] = Shape::from_slice(&[shapes::UNSET_DIM]);
+                }
+                shapes
+            }
         };
         let broadcasts = if plan.fixed.is_some() { Vec::new() } else { (0..plan.steps.len()).map(|_| None).collect() };
         let buffers = plan.buffer_types.iter().map(|&t| Buf::new(t).expect("planned types are held")).collect();
@@ -200,22 +206,19 @@ fn run_step<'a>(
     };
     let out_shape = &state.shapes[step.output];
     let len = element_count(out_shape);
-    let mut ins: SmallVec<[Data<'_>; 4]> = SmallVec::new();
-    for &id in &step.inputs {
-        ins.push(read(plan, id, inputs, &state.buffers, outs));
-    }
+    let src = Sources { plan, inputs, buffers: &state.buffers, outs };
     match (out_value.slot, owned.as_mut()) {
         (Slot::Output(o), _) => {
             let mut dst = outputs.alloc(o, out_shape, out_value.elem_type)?;
             check_len(step, dst.len(), len, out_shape)?;
-            run_kernel(step, &ins, &state.shapes, &params, broadcast, &mut dst, par)?;
-            drop((ins, params)); // they may borrow `outs`
+            run_kernel(step, &src, &state.shapes, &params, broadcast, &mut dst, par)?;
+            drop((src, params)); // they may borrow `outs`
             outs[o] = Some(dst);
         }
         (Slot::Buffer(b), Some(buf)) => {
             buf.resize(len);
-            let result = run_kernel(step, &ins, &state.shapes, &params, broadcast, &mut buf.view_mut(), par);
-            drop((ins, params)); // they may borrow `state.buffers`
+            let result = run_kernel(step, &src, &state.shapes, &params, broadcast, &mut buf.view_mut(), par);
+            drop((src, params)); // they may borrow `state.buffers`
             state.buffers[b] = owned.take().expect("taken above");
             result?;
         }
@@ -236,6 +239,7 @@ fn check_len(step: &Step, have: usize, len: usize, shape: &[usize]) -> Result<()
     )))
 }
 
+#[inline(always)]
 fn read<'s>(
     plan: &'s Plan,
     id: usize,
@@ -251,11 +255,41 @@ fn read<'s>(
     }
 }
 
+/// Where a step's inputs are read from during a Run.
+struct Sources<'s, 'a> {
+    plan: &'s Plan,
+    inputs: &'s [TensorIn<'a>],
+    buffers: &'s [Buf],
+    outs: &'s [Option<DataMut<'a>>],
+}
+
+impl<'s> Sources<'s, '_> {
+    #[inline(always)]
+    fn read(&self, id: usize) -> Data<'s> {
+        read(self.plan, id, self.inputs, self.buffers, self.outs)
+    }
+}
+
+/// The typed path of [`run_kernel`], out of line (its frame is larger).
+#[inline(never)]
+fn run_typed(
+    step: &Step,
+    src: &Sources<'_, '_>,
+    shapes: &[Shape],
+    params: &[&[i64]],
+    dst: &mut DataMut<'_>,
+) -> Result<()> {
+    let mut ins: SmallVec<[Data<'_>; 4]> = SmallVec::new();
+    for &id in &step.inputs {
+        ins.push(src.read(id));
+    }
+    crate::exec_typed::apply_typed(step, &ins, shapes, params, dst)
+}
+
 /// Runs a step on the float32 path or the typed one.
-#[allow(clippy::too_many_arguments)]
 fn run_kernel(
     step: &Step,
-    ins: &[Data<'_>],
+    src: &Sources<'_, '_>,
     shapes: &[Shape],
     params: &[&[i64]],
     broadcast: Option<&Broadcast>,
@@ -263,11 +297,22 @@ fn run_kernel(
     par: &dyn Parallel,
 ) -> Result<()> {
     if step.typed {
-        return crate::exec_typed::apply_typed(step, ins, shapes, params, dst);
+        return run_typed(step, src, shapes, params, dst);
     }
-    let f: SmallVec<[&[f32]; 4]> = ins.iter().map(|d| d.f32().unwrap_or(&[])).collect();
     let dst = dst.f32().ok_or_else(|| Error::ep(format_args!("{}: float32 step, other output", NodeLabel(step))))?;
-    apply(step, &f, shapes, params, broadcast, dst, par);
+    // Up to four inputs in a plain array: building a SmallVec costs more than the Relu
+    // of a small tensor.
+    let n = step.inputs.len();
+    if n <= 4 {
+        let mut f: [&[f32]; 4] = [&[]; 4];
+        for (slot, &id) in f.iter_mut().zip(&step.inputs) {
+            *slot = src.read(id).f32().unwrap_or(&[]);
+        }
+        apply(step, &f[..n], shapes, params, broadcast, dst, par);
+    } else {
+        let f: SmallVec<[&[f32]; 16]> = step.inputs.iter().map(|&id| src.read(id).f32().unwrap_or(&[])).collect();
+        apply(step, &f, shapes, params, broadcast, dst, par);
+    }
     Ok(())
 }
 
@@ -283,12 +328,13 @@ fn apply(
     dst: &mut [f32],
     par: &dyn Parallel,
 ) {
+    // The elementwise kernels here; the others in `apply_other`, whose frame is large
+    // (about 30 instructions of prologue that a small Relu would pay on every node).
     let parallel = dst.len() >= PARALLEL_MIN_LEN;
-    let x = ins[0];
-    let shape = |k: usize| shapes[step.inputs[k]].as_slice();
     match step.kernel {
-        Kernel::Identity | Kernel::Reshape(_) => dst.copy_from_slice(x),
+        Kernel::Identity | Kernel::Reshape(_) => dst.copy_from_slice(ins[0]),
         Kernel::Unary(op) => {
+            let x = ins[0];
             if parallel {
                 par.for_each_chunk(dst, CHUNK_LEN, &|start, chunk| op.apply(&x[start..start + chunk.len()], chunk));
             } else {
@@ -296,12 +342,25 @@ fn apply(
             }
         }
         Kernel::Binary(op) => {
-            let (y, b) = (ins[1], broadcast.expect("computed for binary steps"));
+            let (x, y, b) = (ins[0], ins[1], broadcast.expect("computed for binary steps"));
             if parallel {
                 par.for_each_chunk(dst, CHUNK_LEN, &|start, chunk| binary_f32(op, b, x, y, chunk, start));
             } else {
                 binary_f32(op, b, x, y, dst, 0);
             }
+        }
+        _ => apply_other(step, ins, shapes, params, dst, par),
+    }
+}
+
+/// [`apply`] for the kernels that are not elementwise.
+#[inline(never)]
+fn apply_other(step: &Step, ins: &[&[f32]], shapes: &[Shape], params: &[&[i64]], dst: &mut [f32], par: &dyn Parallel) {
+    let x = ins[0];
+    let shape = |k: usize| shapes[step.inputs[k]].as_slice();
+    match step.kernel {
+        Kernel::Identity | Kernel::Reshape(_) | Kernel::Unary(_) | Kernel::Binary(_) => {
+            unreachable!("elementwise kernels run in apply")
         }
         Kernel::Scale(s) => dst.iter_mut().zip(x).for_each(|(o, &v)| *o = v * s),
         Kernel::Clip { min, max } => dst.iter_mut().zip(x).for_each(|(o, &v)| {

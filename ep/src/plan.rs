@@ -469,4 +469,53 @@ mod tests {
         let err = shapes::infer(&plan.values, &plan.steps[1], &shapes, &[]).unwrap_err();
         assert_eq!(err.message, "node 'r1' (Relu) output 'v2': computed shape [4] but the model declares [4, 1]");
     }
+
+    /// A symbolic Run keeps a same-shape step's output shape from the Run before and skips
+    /// copying and checking it while the input's shape stays the same. A Run that fails
+    /// the check must leave nothing behind that a later Run would take as checked: the
+    /// same bad shape fails every time, and good shapes keep running.
+    #[test]
+    fn symbolic_same_shape_steps_check_again_after_a_failed_run() {
+        use crate::data::{Data, DataMut};
+        use crate::exec::{execute, Outputs, RunState, Serial, TensorIn};
+        struct Out<'a>(Option<&'a mut Vec<f32>>);
+        impl<'a> Outputs<'a> for Out<'a> {
+            fn alloc(&mut self, _index: usize, shape: &[usize], _elem_type: i32) -> Result<DataMut<'a>> {
+                let v = self.0.take().expect("one output");
+                v.resize(shape.iter().product(), 0.0);
+                Ok(DataMut::F32(&mut v[..]))
+            }
+        }
+        // No declared shapes but the last output's: rank 2.
+        let mut g = relu_chain(2, &[]);
+        for value in g
+            .inputs
+            .iter_mut()
+            .chain(g.nodes.iter_mut().flat_map(|n| n.inputs.iter_mut().chain(&mut n.outputs)).flatten())
+        {
+            value.dims = None;
+        }
+        let rank2 = Some([Dim::Symbolic("M".into()), Dim::Fixed(1)].into_iter().collect());
+        g.nodes[1].outputs[0].as_mut().unwrap().dims = rank2.clone();
+        g.outputs[0].dims = rank2;
+        let plan = Plan::build("p", &g).unwrap();
+        assert!(plan.fixed.is_none());
+        let mut state = RunState::new(&plan);
+        let x = [-1.0f32, 2.0, -3.0, 4.0];
+        let mut run = |shape: &[usize]| {
+            let data = Data::F32(&x[..shape.iter().product::<usize>()]);
+            let inputs = [TensorIn { elem_type: dtype::FLOAT, shape: shape.iter().copied().collect(), data }];
+            let mut y = Vec::new();
+            execute(&plan, &mut state, &inputs, &mut Out(Some(&mut y)), &Serial).map_err(|e| e.message)
+        };
+        // A scalar first: the output shapes of a new state must not pass for `[]`.
+        let scalar = "node 'r1' (Relu) output 'v2': computed shape [] but the model declares [M, 1]";
+        assert_eq!(run(&[]), Err(scalar.to_string()));
+        let bad = "node 'r1' (Relu) output 'v2': computed shape [4] but the model declares [M, 1]".to_string();
+        assert_eq!(run(&[4, 1]), Ok(()));
+        assert_eq!(run(&[4]), Err(bad.clone()));
+        assert_eq!(run(&[4]), Err(bad));
+        assert_eq!(run(&[4, 1]), Ok(()));
+        assert_eq!(run(&[2, 1]), Ok(()));
+    }
 }

@@ -46,13 +46,19 @@ impl Level {
     #[inline]
     pub fn detected() -> Level {
         match DETECTED.load(Ordering::Relaxed) {
-            UNKNOWN => {
-                let level = detect().min(cap(std::env::var("RIVET_KERNELS_LEVEL").ok().as_deref()));
-                DETECTED.store(level as u8, Ordering::Relaxed);
-                level
-            }
-            v => Level::ALL[usize::from(v)],
+            0 => Level::Generic,
+            1 => Level::Avx2,
+            2 => Level::Avx512,
+            _ => Level::detect_once(),
         }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn detect_once() -> Level {
+        let level = detect().min(cap(std::env::var("RIVET_KERNELS_LEVEL").ok().as_deref()));
+        DETECTED.store(level as u8, Ordering::Relaxed);
+        level
     }
 
     /// Every level this CPU supports, from `Generic` up to [`Level::detected`].
