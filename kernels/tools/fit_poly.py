@@ -16,7 +16,8 @@ through f32.
   TANH_P/Q: tanh(a) = a P(a^2) / Q(a^2),   0 <= a <= 9.1, P of degree 5, Q of degree 4
   ERF_P:    erf(x) = x P(x^2),              0 <= x <= 0.85,  P of degree 5
   ERFC_LN:  erfc(a) = exp(L(a - 2.5)),      0.83 <= a <= 3.95, L of degree 6
-            (weighted for the absolute error of erfc, which is what erf needs)
+            (weighted for the absolute error of erfc, which is what erf needs;
+            ERFC_LN5 is the same of degree 5, for the SIMD kernels)
   ERFC_Q:   erfc(a) = exp(-a^2) Q(2/(2+a)), 0 <= a <= 10.5,  Q of degree 9
 """
 import math
@@ -123,6 +124,8 @@ def main():
     erfc = np.vectorize(math.erfc)
     c, e = fit_f32(np.vander(a - 2.5, 7, increasing=True), np.log(erfc(a)), 1.0 / erfc(a))
     show("ERFC_LN", c, e, "absolute (of erfc)")
+    c, e = fit_f32(np.vander(a - 2.5, 6, increasing=True), np.log(erfc(a)), 1.0 / erfc(a))
+    show("ERFC_LN5", c, e, "absolute (of erfc)")
 
     a = np.concatenate([np.linspace(0.0, 1.0, 2001), 1.0 / np.linspace(1.0, 1.0 / 10.5, 8001)])
     g = np.vectorize(lambda v: math.erfc(v) * math.exp(v * v))(a)

@@ -130,6 +130,7 @@ mod x86 {
             UnaryOp::Sigmoid => simd::sigmoid_avx2(io),
             UnaryOp::Exp => simd::exp_avx2(io),
             UnaryOp::GeluTanh => simd::gelu_tanh_avx2(io),
+            UnaryOp::Erf => simd::erf_avx2(io),
             _ => op.run::<true>(io),
         }
     }
@@ -142,6 +143,7 @@ mod x86 {
             UnaryOp::Sigmoid => simd::sigmoid_avx512(io),
             UnaryOp::Exp => simd::exp_avx512(io),
             UnaryOp::GeluTanh => simd::gelu_tanh_avx512(io),
+            UnaryOp::Erf => simd::erf_avx512(io),
             _ => op.run::<true>(io),
         }
     }

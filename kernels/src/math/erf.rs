@@ -6,12 +6,19 @@ use super::{exp_rough, exp_small2, fma, horner};
 /// with the f32 coefficients, most of it the rounding of `2/sqrt(pi)` (see
 /// `tools/fit_poly.py`).
 #[allow(clippy::approx_constant)] // the fit lands one ulp below 2/sqrt(pi)
-const ERF_P: [f32; 6] = [1.128_379_1, -0.376_122_03, 0.112_786_36, -0.026_644_398, 0.004_800_872, -0.000_492_931];
+pub(crate) const ERF_P: [f32; 6] =
+    [1.128_379_1, -0.376_122_03, 0.112_786_36, -0.026_644_398, 0.004_800_872, -0.000_492_931];
 
 /// `erfc(a) = exp(L(a - 2.5))` on `[0.83, 3.95]`; minimax for the absolute
 /// error of `erfc`, 2.2e-9 (see `tools/fit_poly.py`).
-const ERFC_LN: [f32; 7] =
+pub(crate) const ERFC_LN: [f32; 7] =
     [-7.806_82, -5.352_691, -0.943_822_6, -0.010_549_94, 0.002_645_135_6, -5.985_871_4e-5, 0.000_204_285];
+
+/// [`ERFC_LN`] one degree lower: 3.7e-8 absolute error of `erfc` (see
+/// `tools/fit_poly.py`), for the fused SIMD kernels (`arch::simd`), whose
+/// roundings leave room for it.
+pub(crate) const ERFC_LN5: [f32; 6] =
+    [-7.806_842, -5.353_215, -0.945_968_9, -0.014_204_796, -0.000_426_374_58, -0.001_324_874_9];
 
 /// `erfc(a) = exp(-a^2) Q(2 / (2 + a))` on `[0, 10.5]`; minimax for relative
 /// error, 3.5e-8 (see `tools/fit_poly.py`).

@@ -128,3 +128,43 @@ pub(super) fn gelu_tanh(x: &[f32; 16]) -> [f32; 16] {
     let u2 = _mm512_mul_ps(c(TWO_SQRT_2_OVER_PI), _mm512_fmadd_ps(c(0.044_715), x3, xv));
     store(_mm512_mul_ps(xv, sigmoid_v(u2)))
 }
+
+/// `p[0] + z p[1] + z^2 p[2] + ...` by Horner's rule.
+#[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
+#[inline]
+fn horner<const N: usize>(z: __m512, p: &[f32; N]) -> __m512 {
+    let mut acc = c(p[N - 1]);
+    for &k in p[..N - 1].iter().rev() {
+        acc = _mm512_fmadd_ps(acc, z, c(k));
+    }
+    acc
+}
+
+/// `erf(x)`, as `math::erf`: `x P(x^2)` where `x^2 < 0.85^2` (and for NaN), else
+/// `1 - e^L(a - 2.5)` with `a = min(|x|, 3.95)` and the sign of `x`. `e^L` (`L` in
+/// `[-18.3, -1.5]`) comes from the table with one constant for `ln 2` and no `T_REL`:
+/// erf needs only its absolute error, which stays below 1.2e-8 (`e^L <= 0.23`).
+#[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
+#[inline]
+pub(super) fn erf(x: &[f32; 16]) -> [f32; 16] {
+    use crate::math::{ERFC_LN5, ERF_P};
+    let x = load(x);
+    let z = _mm512_mul_ps(x, x);
+    let small = _mm512_mul_ps(x, horner(z, &ERF_P));
+    // min(|x|, 3.95) (a NaN becomes 3.95; its lane takes `small`).
+    let a = _mm512_range_ps::<0b1010>(x, c(3.95));
+    let l = horner(_mm512_sub_ps(a, c(2.5)), &ERFC_LN5);
+    let (t, kf) = round_k(l, 1.0);
+    let r = _mm512_fnmadd_ps(kf, c(std::f32::consts::LN_2), l);
+    let hi = _mm512_permutexvar_ps(_mm512_castps_si512(t), load(&HI));
+    let q = _mm512_fmadd_ps(_mm512_fmadd_ps(c(Q[2]), r, c(Q[1])), r, c(Q[0]));
+    let e = _mm512_scalef_ps(_mm512_fmadd_ps(hi, _mm512_mul_ps(r, q), hi), kf);
+    // 1 - e >= 0.77, with the sign bit of x (0xf8: A | (B & C)).
+    let big = _mm512_castsi512_ps(_mm512_ternarylogic_epi32::<0xf8>(
+        _mm512_castps_si512(_mm512_sub_ps(c(1.0), e)),
+        _mm512_set1_epi32(i32::MIN),
+        _mm512_castps_si512(x),
+    ));
+    let take_small = _mm512_cmp_ps_mask::<_CMP_NGE_UQ>(z, c(0.85 * 0.85));
+    store(_mm512_mask_blend_ps(take_small, big, small))
+}

@@ -130,3 +130,36 @@ fn sigmoid_v(x: __m256) -> __m256 {
     let num = _mm256_blendv_ps(c(1.0), e, x);
     quot(num, _mm256_add_ps(e, c(1.0)))
 }
+
+/// `p[0] + z p[1] + z^2 p[2] + ...` by Horner's rule.
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+fn horner<const N: usize>(z: __m256, p: &[f32; N]) -> __m256 {
+    let mut acc = c(p[N - 1]);
+    for &k in p[..N - 1].iter().rev() {
+        acc = _mm256_fmadd_ps(acc, z, c(k));
+    }
+    acc
+}
+
+/// Erf as `k16::erf`.
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+pub(super) fn erf(x: &[f32; 8]) -> [f32; 8] {
+    use crate::math::{ERFC_LN5, ERF_P};
+    let x = load(x);
+    let z = _mm256_mul_ps(x, x);
+    let small = _mm256_mul_ps(x, horner(z, &ERF_P));
+    // min(|x|, 3.95): a NaN stays NaN here, but its lane takes `small` as in k16.
+    let a = _mm256_min_ps(c(3.95), _mm256_andnot_ps(c(-0.0), x));
+    let l = horner(_mm256_sub_ps(a, c(2.5)), &ERFC_LN5);
+    let (t, kf) = round_k(l, 1.0);
+    let r = _mm256_fnmadd_ps(kf, c(std::f32::consts::LN_2), l);
+    let hi = lookup(t, &T_HI);
+    let q = _mm256_fmadd_ps(_mm256_fmadd_ps(c(Q[2]), r, c(Q[1])), r, c(Q[0]));
+    // e^L >= 2^-27 is normal: adding m to the exponent is vscalefps.
+    let e = scale_normal(_mm256_fmadd_ps(hi, _mm256_mul_ps(r, q), hi), t);
+    let big = _mm256_or_ps(_mm256_sub_ps(c(1.0), e), _mm256_and_ps(c(-0.0), x));
+    let take_small = _mm256_cmp_ps::<_CMP_NGE_UQ>(z, c(0.85 * 0.85));
+    store(_mm256_blendv_ps(big, small, take_small))
+}
