@@ -131,6 +131,7 @@ mod x86 {
             UnaryOp::Exp => simd::exp_avx2(io),
             UnaryOp::GeluTanh => simd::gelu_tanh_avx2(io),
             UnaryOp::Erf => simd::erf_avx2(io),
+            UnaryOp::Gelu => simd::gelu_avx2(io),
             _ => op.run::<true>(io),
         }
     }
@@ -144,6 +145,7 @@ mod x86 {
             UnaryOp::Exp => simd::exp_avx512(io),
             UnaryOp::GeluTanh => simd::gelu_tanh_avx512(io),
             UnaryOp::Erf => simd::erf_avx512(io),
+            UnaryOp::Gelu => simd::gelu_avx512(io),
             _ => op.run::<true>(io),
         }
     }

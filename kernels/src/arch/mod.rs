@@ -5,9 +5,9 @@
 //! with AVX2 + FMA and one with AVX-512 (F, DQ, BW, VL) + AVX2 + FMA, where
 //! LLVM vectorises the loops 8 and 16 lanes wide. [`Level::detected`] picks
 //! the best one the CPU has, on the first call only (the answer is cached in
-//! an atomic, so later calls cost one relaxed load). `Exp`, `Sigmoid`, `Erf`
-//! and `GeluTanh` have hand-written AVX2 and AVX-512 kernels instead (module
-//! `simd`).
+//! an atomic, so later calls cost one relaxed load). `Exp`, `Sigmoid`, `Erf`,
+//! `Gelu` and `GeluTanh` have hand-written AVX2 and AVX-512 kernels instead
+//! (module `simd`).
 //!
 //! The environment variable `RIVET_KERNELS_LEVEL` (`generic`, `avx2` or
 //! `avx512`), read at that first call, can lower the level (never raise it

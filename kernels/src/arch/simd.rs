@@ -1,5 +1,5 @@
 //! Explicit AVX-512 and AVX2 kernels for `Exp`, `Sigmoid`, `GeluTanh`
-//! (`x sigmoid(2u)`) and `Erf`.
+//! (`x sigmoid(2u)`), `Erf` and `Gelu`.
 //!
 //! All use `e^x` from an 8-entry table of `2^(j/8)` (`math::texp`): after
 //! the argument reduction that is one register permute per table and four
@@ -180,6 +180,18 @@ pub(crate) fn erf_avx2(io: Io<'_>) {
     blocks!(io, 8, x => k8::erf(x))
 }
 
+/// Exact GELU, AVX-512 build.
+#[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
+pub(crate) fn gelu_avx512(io: Io<'_>) {
+    blocks!(io, 16, x => k16::gelu(x))
+}
+
+/// Exact GELU, AVX2 build.
+#[target_feature(enable = "avx2,fma")]
+pub(crate) fn gelu_avx2(io: Io<'_>) {
+    blocks!(io, 8, x => k8::gelu(x))
+}
+
 /// Sigmoid, AVX2 build.
 #[target_feature(enable = "avx2,fma")]
 pub(crate) fn sigmoid_avx2(io: Io<'_>) {
@@ -199,7 +211,7 @@ mod tests {
             return;
         }
         let xs: Vec<f32> = (0..u32::MAX).step_by(4099).map(f32::from_bits).collect();
-        for op in [UnaryOp::Exp, UnaryOp::Sigmoid, UnaryOp::GeluTanh, UnaryOp::Erf] {
+        for op in [UnaryOp::Exp, UnaryOp::Sigmoid, UnaryOp::GeluTanh, UnaryOp::Erf, UnaryOp::Gelu] {
             let (mut a, mut b) = (vec![0.0; xs.len()], vec![0.0; xs.len()]);
             op.apply_at(Level::Avx2, &xs, &mut a);
             op.apply_at(Level::Avx512, &xs, &mut b);

@@ -22,7 +22,7 @@ pub(crate) const ERFC_LN5: [f32; 6] =
 
 /// `erfc(a) = exp(-a^2) Q(2 / (2 + a))` on `[0, 10.5]`; minimax for relative
 /// error, 3.5e-8 (see `tools/fit_poly.py`).
-const ERFC_Q: [f32; 10] = [
+pub(crate) const ERFC_Q: [f32; 10] = [
     -4.606_052_7e-6,
     0.282_190_8,
     0.281_379_67,

@@ -19,7 +19,7 @@
 mod erf;
 pub(crate) mod texp;
 
-pub(crate) use erf::{erf, normal_cdf, ERFC_LN5, ERF_P};
+pub(crate) use erf::{erf, normal_cdf, ERFC_LN5, ERFC_Q, ERF_P};
 
 /// `a * b + c`, fused (one rounding) when `F`.
 #[inline(always)]

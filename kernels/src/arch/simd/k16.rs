@@ -168,3 +168,32 @@ pub(super) fn erf(x: &[f32; 16]) -> [f32; 16] {
     let take_small = _mm512_cmp_ps_mask::<_CMP_NGE_UQ>(z, c(0.85 * 0.85));
     store(_mm512_mask_blend_ps(take_small, big, small))
 }
+
+/// Exact GELU `x Phi(x)`, as `unary::gelu`: `Phi(x) = erfc(a) / 2` for `x < 0` (the
+/// sign bit set) and `1 - erfc(a) / 2` otherwise, with `a = v / sqrt(2)`, `v =
+/// min(|x|, 30)` and `erfc(a) = e^(-a^2) Q(2 / (2 + a))`. `-a^2 = -v^2 / 2` is the
+/// exact sum `hi + lo` (the fused `v v - v^2` is the error of `v^2`), and `e^(hi + lo)`
+/// comes from the table (`hi` clamped at `X_MIN`, where the result is 0 anyway), so a
+/// tiny `Phi` keeps its relative accuracy.
+#[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
+#[inline]
+pub(super) fn gelu(x: &[f32; 16]) -> [f32; 16] {
+    use crate::math::ERFC_Q;
+    let x = load(x);
+    // min(|x|, 30) (a NaN becomes 30; the last product gives NaN back).
+    let v = _mm512_range_ps::<0b1010>(x, c(30.0));
+    let s = _mm512_mul_ps(v, v);
+    let hi = _mm512_max_ps(_mm512_mul_ps(s, c(-0.5)), c(X_MIN));
+    let lo = _mm512_mul_ps(_mm512_fmsub_ps(v, v, s), c(-0.5));
+    let (t, kf) = round_k(hi, 1.0);
+    let r = _mm512_add_ps(_mm512_fnmadd_ps(kf, c(C_HI), hi), _mm512_fnmadd_ps(kf, c(C_LO), lo));
+    let (thi, rel) = lookup(t);
+    let q = _mm512_fmadd_ps(_mm512_fmadd_ps(c(Q[2]), r, c(Q[1])), r, c(Q[0]));
+    let ex = _mm512_scalef_ps(_mm512_fmadd_ps(thi, _mm512_fmadd_ps(r, q, rel), thi), kf);
+    let a = _mm512_mul_ps(v, c(std::f32::consts::FRAC_1_SQRT_2));
+    let u = quot(c(2.0), _mm512_add_ps(c(2.0), a));
+    let erfc = _mm512_mul_ps(ex, horner(u, &ERFC_Q));
+    let neg = _mm512_movepi32_mask(_mm512_castps_si512(x));
+    let phi = _mm512_mask_blend_ps(neg, _mm512_fnmadd_ps(c(0.5), erfc, c(1.0)), _mm512_mul_ps(erfc, c(0.5)));
+    store(_mm512_mul_ps(x, phi))
+}

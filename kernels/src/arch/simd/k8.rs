@@ -68,13 +68,22 @@ pub(super) fn exp<const CLAMP: bool>(x: &[f32; 8]) -> [f32; 8] {
     if !CLAMP {
         return store(scale_normal(v, t));
     }
+    store(scale_any(v, t))
+}
+
+/// `v 2^m` rounded once, as `vscalefps`, for `m` (from `t`, as in `scale_normal`) in
+/// `[-150, 128]`: `2^m = 2^(m + c) 2^-c` with both factors normal, so the first
+/// product is exact and the second rounds once.
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+fn scale_any(v: __m256, t: __m256) -> __m256 {
     // m = k >> 3, k sign-extended from the low 22 bits of t.
     let m = _mm256_srai_epi32::<13>(_mm256_slli_epi32::<10>(_mm256_castps_si256(t)));
     let neg = _mm256_castsi256_ps(m);
     let cc = _mm256_castps_si256(_mm256_blendv_ps(_mm256_castsi256_ps(ci(-1)), _mm256_castsi256_ps(ci(25)), neg));
     let s1 = _mm256_slli_epi32::<23>(_mm256_add_epi32(m, _mm256_add_epi32(cc, ci(127))));
     let s2 = _mm256_slli_epi32::<23>(_mm256_sub_epi32(ci(127), cc));
-    store(_mm256_mul_ps(_mm256_mul_ps(v, _mm256_castsi256_ps(s1)), _mm256_castsi256_ps(s2)))
+    _mm256_mul_ps(_mm256_mul_ps(v, _mm256_castsi256_ps(s1)), _mm256_castsi256_ps(s2))
 }
 
 /// Whether every `|x|` is at most 87 (no NaN), by an integer max of the bits.
@@ -162,4 +171,26 @@ pub(super) fn erf(x: &[f32; 8]) -> [f32; 8] {
     let big = _mm256_or_ps(_mm256_sub_ps(c(1.0), e), _mm256_and_ps(c(-0.0), x));
     let take_small = _mm256_cmp_ps::<_CMP_NGE_UQ>(z, c(0.85 * 0.85));
     store(_mm256_blendv_ps(big, small, take_small))
+}
+
+/// Exact GELU as `k16::gelu`.
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+pub(super) fn gelu(x: &[f32; 8]) -> [f32; 8] {
+    use crate::math::ERFC_Q;
+    let x = load(x);
+    let v = _mm256_min_ps(c(30.0), _mm256_andnot_ps(c(-0.0), x));
+    let s = _mm256_mul_ps(v, v);
+    let hi = _mm256_max_ps(_mm256_mul_ps(s, c(-0.5)), c(X_MIN));
+    let lo = _mm256_mul_ps(_mm256_fmsub_ps(v, v, s), c(-0.5));
+    let (t, kf) = round_k(hi, 1.0);
+    let r = _mm256_add_ps(_mm256_fnmadd_ps(kf, c(C_HI), hi), _mm256_fnmadd_ps(kf, c(C_LO), lo));
+    let (thi, rel) = (lookup(t, &T_HI), lookup(t, &T_REL));
+    let q = _mm256_fmadd_ps(_mm256_fmadd_ps(c(Q[2]), r, c(Q[1])), r, c(Q[0]));
+    let ex = scale_any(_mm256_fmadd_ps(thi, _mm256_fmadd_ps(r, q, rel), thi), t);
+    let a = _mm256_mul_ps(v, c(std::f32::consts::FRAC_1_SQRT_2));
+    let u = quot(c(2.0), _mm256_add_ps(c(2.0), a));
+    let erfc = _mm256_mul_ps(ex, horner(u, &ERFC_Q));
+    let phi = _mm256_blendv_ps(_mm256_fnmadd_ps(c(0.5), erfc, c(1.0)), _mm256_mul_ps(erfc, c(0.5)), x);
+    store(_mm256_mul_ps(x, phi))
 }
