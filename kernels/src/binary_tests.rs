@@ -194,6 +194,30 @@ fn fast_paths_every_length() {
     }
 }
 
+/// Long outputs, around the length where the byte-moving ops switch to 128-bit
+/// vectors (`arch::dispatch::STREAM_MIN`), every level and fast path, against the
+/// naive reference bit for bit.
+#[test]
+fn long_outputs_match_naive() {
+    let m = crate::arch::STREAM_MIN;
+    for level in Level::supported() {
+        for n in [m - 1, m, 3 * m + 5] {
+            let cases: [(Vec<usize>, Vec<usize>); 3] = [(vec![n], vec![n]), (vec![n], vec![]), (vec![], vec![n])];
+            for (sa, sb) in &cases {
+                let plan = Broadcast::new(sa, sb).unwrap();
+                let a = data(sa.iter().product(), 5);
+                let b = data(sb.iter().product(), 6);
+                for op in OPS {
+                    let want = naive(op, sa, sb, &a, &b);
+                    let mut got = vec![0.0; plan.out_len()];
+                    binary_f32_at(level, op, &plan, &a, &b, &mut got, 0);
+                    assert!(same_bits(&got, &want), "{level:?} {op:?} {sa:?} {sb:?} n = {n}");
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn max_min_propagate_nan() {
     let nan = f32::NAN;

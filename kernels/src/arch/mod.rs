@@ -22,6 +22,8 @@ mod simd;
 
 #[cfg(target_arch = "x86_64")]
 pub(crate) use dispatch::mem;
+#[cfg(test)]
+pub(crate) use dispatch::STREAM_MIN;
 pub(crate) use dispatch::{binary, gemm, unary};
 
 /// A kernel build; ordered from the most portable to the widest.
