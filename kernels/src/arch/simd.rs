@@ -136,11 +136,24 @@ macro_rules! exp_guarded {
     }};
 }
 
-/// Exp, AVX-512 build.
+/// Exp, AVX-512 build. With a separate output, each block is computed without clamping
+/// while its magnitudes are checked in the same pass, and computed again with clamping
+/// when one of them exceeds 87: the tame blocks are read once (a separate check pass
+/// cost about a tenth of the time). In place, the check comes first, as in
+/// `exp_guarded!`.
 #[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
 pub(crate) fn exp_avx512(io: Io<'_>) {
     use k16::exp;
-    exp_guarded!(io, 16, k16::tame, exp)
+    match io {
+        Io::Out(x, y) => {
+            for (xc, yc) in x.chunks(GUARD_BLOCK).zip(y.chunks_mut(GUARD_BLOCK)) {
+                if !k16::exp_tame_into(xc, yc) {
+                    blocks!(Io::Out(xc, yc), 16, b => exp::<true>(b))
+                }
+            }
+        }
+        io @ Io::InPlace(_) => exp_guarded!(io, 16, k16::tame, exp),
+    }
 }
 
 /// Exp, AVX2 build.

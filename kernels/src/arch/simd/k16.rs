@@ -89,6 +89,31 @@ pub(super) fn tame(xs: &[f32]) -> bool {
     _mm512_cmp_ps_mask::<_CMP_LE_OQ>(acc, c(87.0)) == 0xffff && super::k8::tame(blocks.remainder())
 }
 
+/// `e^x` of `xs` into `ys` without clamping, and whether every `|x|` was at most 87
+/// (when not, the caller computes the block again with clamping). The magnitudes are
+/// gathered as in [`tame`], in the same pass.
+#[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
+#[inline]
+pub(super) fn exp_tame_into(xs: &[f32], ys: &mut [f32]) -> bool {
+    let mut acc = _mm512_setzero_ps();
+    let mut xc = xs.chunks_exact(16);
+    let mut yc = ys.chunks_exact_mut(16);
+    for (xb, yb) in (&mut xc).zip(&mut yc) {
+        let xb: &[f32; 16] = xb.try_into().expect("16");
+        acc = _mm512_range_ps::<0b1011>(acc, load(xb));
+        yb.copy_from_slice(&exp::<false>(xb));
+    }
+    let (xr, yr) = (xc.remainder(), yc.into_remainder());
+    if !xr.is_empty() {
+        let mut pad = [0.0f32; 16];
+        pad[..xr.len()].copy_from_slice(xr);
+        acc = _mm512_range_ps::<0b1011>(acc, load(&pad));
+        yr.copy_from_slice(&exp::<false>(&pad)[..xr.len()]);
+    }
+    // Ordered compare: false for NaN.
+    _mm512_cmp_ps_mask::<_CMP_LE_OQ>(acc, c(87.0)) == 0xffff
+}
+
 /// `n / d`.
 #[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
 #[inline]
