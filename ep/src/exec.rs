@@ -9,6 +9,7 @@ use crate::error::{Error, Result};
 use crate::graph::{dtype, Shape};
 use crate::plan::{NodeLabel, Plan, Slot, Step};
 use crate::probe;
+use crate::products;
 use crate::registry::Kernel;
 use crate::shapes::{self, matches_declared, DeclaredText, ShapeText};
 use rivet_macros::dispatch_phase;
@@ -27,34 +28,7 @@ pub trait Outputs<'a> {
     fn alloc(&mut self, index: usize, shape: &[usize], elem_type: i32) -> Result<DataMut<'a>>;
 }
 
-/// Runs `f` over disjoint chunks of `out` that together cover it, possibly in parallel.
-/// `f` receives the chunk's offset into `out`.
-pub trait Parallel {
-    fn for_each_chunk(&self, out: &mut [f32], chunk_len: usize, f: &(dyn Fn(usize, &mut [f32]) + Sync));
-
-    /// Whether chunks run on more than one thread (a session with `intra_op_num_threads=1`
-    /// runs them in turn on the calling one): worth splitting work whose split costs
-    /// something even when the chunks run in turn.
-    fn has_workers(&self) -> bool {
-        false
-    }
-}
-
-/// Runs every chunk on the calling thread.
-pub struct Serial;
-
-impl Parallel for Serial {
-    fn for_each_chunk(&self, out: &mut [f32], chunk_len: usize, f: &(dyn Fn(usize, &mut [f32]) + Sync)) {
-        for (i, chunk) in out.chunks_mut(chunk_len.max(1)).enumerate() {
-            f(i * chunk_len, chunk);
-        }
-    }
-}
-
-/// Below this many elements a node runs on one thread.
-pub const PARALLEL_MIN_LEN: usize = 1 << 16;
-/// Elements per parallel task.
-pub const CHUNK_LEN: usize = 1 << 14;
+pub use crate::parallel::{Parallel, Serial, CHUNK_LEN, PARALLEL_MIN_LEN};
 
 /// State reused across Runs: shapes and intermediate buffers. One per concurrent Run.
 #[derive(Debug, Default)]
@@ -419,7 +393,7 @@ fn apply_other(step: &Step, ins: &[&[f32]], shapes: &[Shape], params: &[&[i64]],
             let widths: SmallVec<[usize; 4]> = (0..ins.len()).map(|k| shape(k)[a..].iter().product()).collect();
             nn::concat(ins, &widths, outer, dst);
         }
-        Kernel::MatMul => matmul(ins[0], shape(0), ins[1], shape(1), dst, par),
+        Kernel::MatMul => products::matmul(ins[0], shape(0), ins[1], shape(1), dst, par),
         Kernel::Gemm { alpha, beta, trans_a, trans_b } => {
             let (a, b) = (shape(0), shape(1));
             let (m, k) = if trans_a { (a[1], a[0]) } else { (a[0], a[1]) };
@@ -432,8 +406,8 @@ fn apply_other(step: &Step, ins: &[&[f32]], shapes: &[Shape], params: &[&[i64]],
                 }
                 None => 0.0,
             };
-            let p = Product { m, n, k, alpha, trans_a, trans_b, beta };
-            product(p, ins[0], ins[1], dst, par);
+            let p = products::Product { m, n, k, alpha, trans_a, trans_b, beta };
+            products::product(p, ins[0], ins[1], dst, par);
         }
         Kernel::BatchNorm { epsilon } => {
             let s = shape(0);
@@ -447,11 +421,7 @@ fn apply_other(step: &Step, ins: &[&[f32]], shapes: &[Shape], params: &[&[i64]],
             let (xs, ws) = (shape(0), shape(1));
             let (g, _) = shapes::window_3d(&window, shapes::spatial(xs), shapes::spatial(ws))
                 .expect("checked by shape inference");
-            if !conv_in_parallel(x, ins[1], ins.get(2).copied(), xs, ws[0], group, &g, dst, par) {
-                with_conv_scratch(|col, scratch| {
-                    conv::conv(x, ins[1], ins.get(2).copied(), xs[0], xs[1], ws[0], group, &g, dst, col, scratch)
-                });
-            }
+            products::convolution(x, ins[1], ins.get(2).copied(), xs, ws[0], group, &g, dst, par);
         }
         Kernel::Pool { window, max, count_pad } => {
             let s = shape(0);
@@ -547,142 +517,6 @@ pub(crate) fn axis_split(s: &[usize], axis: i64, legacy: bool) -> (usize, usize,
     }
 }
 
-thread_local! {
-    /// im2col matrix for convolutions, one per thread; grows to the largest one, then
-    /// steady-state Runs allocate nothing.
-    static COL: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
-fn with_conv_scratch(f: impl FnOnce(&mut Vec<f32>, &mut nn::GemmScratch)) {
-    COL.with(|col| with_scratch(|s| f(&mut col.borrow_mut(), s)));
-}
-
-thread_local! {
-    /// A parallel convolution's per-task outputs, on the calling thread (see
-    /// `conv_in_parallel`); grows to the largest, then steady-state Runs allocate nothing.
-    static CONV_PARTS: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
-/// A large convolution split over ORT's pool by output rows, one task per core: each task
-/// builds the im2col of its rows and multiplies it into its own part, which the calling
-/// thread then copies into place (the parts give the bits of the whole, see
-/// `conv::conv_rows`). Returns false, doing nothing, when the convolution is too small to
-/// split or has one filter per group (its product is a matrix-vector one).
-#[allow(clippy::too_many_arguments)]
-fn conv_in_parallel(
-    x: &[f32],
-    w: &[f32],
-    bias: Option<&[f32]>,
-    xs: &[usize],
-    out_c: usize,
-    group: usize,
-    g: &conv::Window3d,
-    y: &mut [f32],
-    par: &dyn Parallel,
-) -> bool {
-    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    let cores = *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    let (in_c, cg, mg) = (xs[1], xs[1] / group, out_c / group);
-    let kk = cg * g.kernel.iter().product::<usize>();
-    let (rows, out_w, positions, plane) = (g.out[0] * g.out[1], g.out[2], g.positions(), g.plane());
-    let tasks = cores.min(rows);
-    if tasks < 2 || mg < 2 || mg * positions * kk < PARALLEL_MIN_MACS * 16 {
-        return false;
-    }
-    let rows_per_task = rows.div_ceil(tasks);
-    let part_len = mg * rows_per_task * out_w;
-    CONV_PARTS.with_borrow_mut(|parts| {
-        if parts.len() < mg * positions {
-            parts.resize(mg * positions, 0.0);
-        }
-        let parts = &mut parts[..mg * positions];
-        for n in 0..xs[0] {
-            for gi in 0..group {
-                let xg = &x[(n * in_c + gi * cg) * plane..][..cg * plane];
-                let wg = &w[gi * mg * kk..][..mg * kk];
-                par.for_each_chunk(parts, part_len, &|start, part| {
-                    let r0 = start / part_len * rows_per_task;
-                    let r1 = r0 + part.len() / (mg * out_w);
-                    with_conv_scratch(|col, s| conv::conv_rows(xg, wg, cg, mg, g, r0..r1, part, col, s));
-                });
-                // Each task's [mg, its positions] into the rows of [mg, positions].
-                let yg = &mut y[(n * out_c + gi * mg) * positions..][..mg * positions];
-                for (t, part) in parts.chunks(part_len).enumerate() {
-                    let (at, len) = (t * rows_per_task * out_w, part.len() / mg);
-                    for (m, src) in part.chunks_exact(len).enumerate() {
-                        let row = &mut yg[m * positions + at..][..len];
-                        match bias {
-                            Some(b) => row.iter_mut().zip(src).for_each(|(o, &v)| *o = v + b[gi * mg + m]),
-                            None => row.copy_from_slice(src),
-                        }
-                    }
-                }
-            }
-        }
-    });
-    true
-}
-
-/// One matrix product `c = alpha op(a) op(b) + beta c`.
-#[derive(Clone, Copy)]
-struct Product {
-    m: usize,
-    n: usize,
-    k: usize,
-    alpha: f32,
-    trans_a: bool,
-    trans_b: bool,
-    beta: f32,
-}
-
-/// Products of at least this many multiply-adds are split by rows over the thread pool.
-const PARALLEL_MIN_MACS: usize = 1 << 18;
-/// At least this many rows per parallel task, so that each task's own packing of B stays
-/// a small share of its work.
-const MIN_ROWS_PER_TASK: usize = 64;
-/// The least rows per task of a product of fewer rows, when the pool has workers.
-const SMALL_ROWS_PER_TASK: usize = 16;
-
-/// One task per core: every task packs B again, so more tasks than cores only cost (with
-/// `intra_op_num_threads=1` ORT runs them in turn on the calling thread).
-fn rows_per_task(m: usize, min_rows: usize) -> usize {
-    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    let cores = *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    m.div_ceil(cores).next_multiple_of(16).max(min_rows)
-}
-
-thread_local! {
-    /// Packing scratch, one per thread (ORT's pool workers included): it grows to the
-    /// largest block it has packed, then no product allocates.
-    static SCRATCH: std::cell::RefCell<Option<nn::GemmScratch>> = const { std::cell::RefCell::new(None) };
-}
-
-fn with_scratch(f: impl FnOnce(&mut nn::GemmScratch)) {
-    SCRATCH.with(|s| f(s.borrow_mut().get_or_insert_with(nn::GemmScratch::new)));
-}
-
-fn product(p: Product, a: &[f32], b: &[f32], c: &mut [f32], par: &dyn Parallel) {
-    let Product { m, n, k, alpha, trans_a, trans_b, beta } = p;
-    if n == 0 || m == 0 {
-        return;
-    }
-    // Few rows (64 tokens, say): split into tasks of 16+ rows, each packing B again, only
-    // when the pool has workers to run them at once.
-    let small = (2 * SMALL_ROWS_PER_TASK..=MIN_ROWS_PER_TASK).contains(&m) && m * n * k >= PARALLEL_MIN_MACS * 8;
-    let min_rows = if small && par.has_workers() { SMALL_ROWS_PER_TASK } else { MIN_ROWS_PER_TASK };
-    let rows_per_task = rows_per_task(m, min_rows);
-    if m * n * k >= PARALLEL_MIN_MACS && m > rows_per_task {
-        par.for_each_chunk(c, rows_per_task * n, &|start, rows| {
-            let r0 = start / n;
-            with_scratch(|s| {
-                nn::gemm_rows(s, r0..r0 + rows.len() / n, m, n, k, alpha, a, trans_a, b, trans_b, beta, rows)
-            });
-        });
-    } else {
-        with_scratch(|s| nn::gemm_with(s, m, n, k, alpha, a, trans_a, b, trans_b, beta, c));
-    }
-}
-
 /// Writes C (of shape `cs`, broadcastable to [m, n]) into the m×n rows of the output.
 fn broadcast_into<'a>(c: &[f32], cs: &[usize], rows: impl Iterator<Item = &'a mut [f32]>, m: usize, n: usize) {
     let (cm, cn) = match cs.len() {
@@ -719,40 +553,6 @@ pub(crate) fn slice<T: Copy>(x: &[T], shape: &[usize], plan: &[(i64, i64, usize)
             }
             src -= plan[a].1 * strides[a] * plan[a].2 as i64;
             index[a] = 0;
-        }
-    }
-}
-
-/// numpy matmul over broadcast batch axes, one gemm per output matrix.
-fn matmul(a: &[f32], sa: &[usize], b: &[f32], sb: &[usize], dst: &mut [f32], par: &dyn Parallel) {
-    let (m, k) = if sa.len() == 1 { (1, sa[0]) } else { (sa[sa.len() - 2], sa[sa.len() - 1]) };
-    let n = if sb.len() == 1 { 1 } else { sb[sb.len() - 1] };
-    let batch_a = &sa[..sa.len().saturating_sub(2)];
-    let batch_b = &sb[..sb.len().saturating_sub(2)];
-    let rank = batch_a.len().max(batch_b.len());
-    let pad = |s: &[usize]| -> SmallVec<[usize; 8]> {
-        let mut p: SmallVec<[usize; 8]> = SmallVec::from_elem(1, rank - s.len());
-        p.extend_from_slice(s);
-        p
-    };
-    let (pa, pb) = (pad(batch_a), pad(batch_b));
-    let out_batch: SmallVec<[usize; 8]> = pa.iter().zip(&pb).map(|(&x, &y)| x.max(y)).collect();
-    let count: usize = out_batch.iter().product();
-    let mut index: SmallVec<[usize; 8]> = SmallVec::from_elem(0, rank);
-    for c in dst.chunks_mut((m * n).max(1)).take(count) {
-        let (mut oa, mut ob) = (0usize, 0usize);
-        for d in 0..rank {
-            oa = oa * pa[d] + if pa[d] == 1 { 0 } else { index[d] };
-            ob = ob * pb[d] + if pb[d] == 1 { 0 } else { index[d] };
-        }
-        let p = Product { m, n, k, alpha: 1.0, trans_a: false, trans_b: false, beta: 0.0 };
-        product(p, &a[oa * m * k..(oa + 1) * m * k], &b[ob * k * n..(ob + 1) * k * n], c, par);
-        for d in (0..rank).rev() {
-            index[d] += 1;
-            if index[d] < out_batch[d] {
-                break;
-            }
-            index[d] = 0;
         }
     }
 }

@@ -17,8 +17,10 @@ pub mod error;
 pub mod exec;
 mod exec_typed;
 pub mod graph;
+pub mod parallel;
 pub mod plan;
 pub mod probe;
+mod products;
 pub mod registry;
 pub mod shapes;
 

@@ -506,7 +506,7 @@ mod tests {
             let data = Data::F32(&x[..shape.iter().product::<usize>()]);
             let inputs = [TensorIn { elem_type: dtype::FLOAT, shape: shape.iter().copied().collect(), data }];
             let mut y = Vec::new();
-            execute(&plan, &mut state, &inputs, &mut Out(Some(&mut y)), &Serial).map_err(|e| e.message)
+            execute(&plan, &mut state, &inputs, &mut Out(Some(&mut y)), &Serial::default()).map_err(|e| e.message)
         };
         // A scalar first: the output shapes of a new state must not pass for `[]`.
         let scalar = "node 'r1' (Relu) output 'v2': computed shape [] but the model declares [M, 1]";

@@ -54,9 +54,10 @@ fn counters_stay_at_their_defaults_after_real_work() {
     let inputs = [TensorIn { elem_type: dtype::FLOAT, shape: [3].into_iter().collect(), data: Data::F32(&x) }];
     let mut y = Vec::new();
     let mut sink = Out(Some(&mut y));
+    let serial = Serial::default();
     {
         let _g = PhaseGuard::enter(Phase::TensorBind);
-        execute(&plan, &mut state, &inputs, &mut sink, &Serial).unwrap();
+        execute(&plan, &mut state, &inputs, &mut sink, &serial).unwrap();
     }
     assert_eq!(y, vec![0.0, 0.0, 2.0]);
     assert_eq!(probe::snapshot(), Counters::default());

@@ -68,7 +68,10 @@ mod unary_tests;
 pub use arch::Level;
 pub use binary::{binary_f32, binary_f32_at, BinaryOp};
 pub use broadcast::{Broadcast, BroadcastError, BroadcastKind};
+pub use gemm::{
+    gemm_block, gemm_cols_packed_a, gemm_rows, gemm_rows_packed, gemm_with, pack_a, pack_b, row_tile, GemmScratch,
+    PackedA, PackedB,
+};
 #[doc(hidden)]
-pub use gemm::gemm_rows_at;
-pub use gemm::{gemm_rows, gemm_with, GemmScratch};
+pub use gemm::{gemm_block_at, gemm_rows_at, pack_a_at, pack_b_at};
 pub use unary::UnaryOp;

@@ -117,7 +117,10 @@ pub fn concat<T: Copy>(inputs: &[&[T]], widths: &[usize], outer: usize, y: &mut 
     }
 }
 
-pub use crate::gemm::{gemm, gemm_rows, gemm_with, GemmScratch};
+pub use crate::gemm::{
+    gemm, gemm_block, gemm_cols_packed_a, gemm_rows, gemm_rows_packed, gemm_with, pack_a, pack_b, row_tile,
+    GemmScratch, PackedA, PackedB,
+};
 
 /// Inference batch normalization of `x` viewed as `[batch, channels, spatial]`.
 #[allow(clippy::too_many_arguments)]

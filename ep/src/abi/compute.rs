@@ -2,7 +2,7 @@
 
 use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, TryLockError};
 
 use ort_sys::{OrtKernelContext, OrtStatus};
@@ -13,8 +13,9 @@ use super::guard;
 use super::structs::{OrtNodeComputeContext, OrtNodeComputeInfo, EP_STRUCT_VERSION};
 use crate::data::{Buf, Data, DataMut};
 use crate::error::{Error, Result};
-use crate::exec::{execute, Outputs, Parallel, RunState, Serial, TensorIn};
+use crate::exec::{execute, Outputs, Parallel, RunState, TensorIn};
 use crate::graph::Shape;
+use crate::parallel::{run_in_turn, RunScratch};
 use crate::plan::Plan;
 use crate::probe;
 use rivet_macros::dispatch_phase;
@@ -25,34 +26,34 @@ pub(super) struct ComputeInfo {
     api: Api,
     plan: Plan,
     /// The state a Run uses when no other Run holds it: one uncontended lock per Run.
-    primary: Mutex<RunState>,
+    primary: Mutex<State>,
     /// States for Runs that overlap on this fused node, reused.
-    pool: Mutex<Vec<RunState>>,
-    /// What this session's intra-op pool was seen to be.
-    workers: PoolSeen,
+    pool: Mutex<Vec<State>>,
     inject_panic: bool,
 }
 
-/// Whether a session's intra-op pool has workers, as seen by probes (ORT's API does not
-/// say): `workers` once a probe saw a chunk run off the calling thread; otherwise probed
-/// again at the 8th, 64th and 1024th question, in case a busy machine kept the worker from
-/// the first probe's chunk.
-#[derive(Default)]
-pub(super) struct PoolSeen {
-    workers: AtomicBool,
-    questions: AtomicU32,
+/// What one Run works in: the plan's shapes and buffers, and the scratch of its split
+/// kernels (kept apart so the pool's tasks can borrow it while the plan runs).
+struct State {
+    run: RunState,
+    scratch: RunScratch,
+}
+
+impl State {
+    fn new(plan: &Plan) -> State {
+        State { run: RunState::new(plan), scratch: RunScratch::default() }
+    }
 }
 
 impl ComputeInfo {
     pub(super) fn new(api: Api, plan: Plan, inject_panic: bool) -> Box<ComputeInfo> {
-        let state = RunState::new(&plan);
+        let state = State::new(&plan);
         Box::new(ComputeInfo {
             base: OrtNodeComputeInfo { ort_version_supported: EP_STRUCT_VERSION, create_state, compute, release_state },
             api,
             plan,
             primary: Mutex::new(state),
             pool: Mutex::new(Vec::new()),
-            workers: PoolSeen::default(),
             inject_panic,
         })
     }
@@ -119,12 +120,13 @@ fn run(info: &ComputeInfo, ctx: *mut OrtKernelContext) -> Result<()> {
         Err(TryLockError::WouldBlock) => None,
     };
     if let Some(mut state) = primary {
+        let State { run, scratch } = &mut *state;
         // SAFETY: ORT's context for this Compute, with the inputs of the fused node we compiled.
-        return unsafe { run_plan_with(&info.api, plan, &mut state, ctx, &info.workers) };
+        return unsafe { run_plan_with(&info.api, plan, run, scratch, ctx) };
     }
-    let mut state = info.pool.lock().unwrap_or_else(|p| p.into_inner()).pop().unwrap_or_else(|| RunState::new(plan));
+    let mut state = info.pool.lock().unwrap_or_else(|p| p.into_inner()).pop().unwrap_or_else(|| State::new(plan));
     // SAFETY: as above.
-    let result = unsafe { run_plan_with(&info.api, plan, &mut state, ctx, &info.workers) };
+    let result = unsafe { run_plan_with(&info.api, plan, &mut state.run, &state.scratch, ctx) };
     info.pool.lock().unwrap_or_else(|p| p.into_inner()).push(state);
     result
 }
@@ -137,10 +139,10 @@ fn run(info: &ComputeInfo, ctx: *mut OrtKernelContext) -> Result<()> {
 /// the whole call, whose inputs match `plan`.
 pub unsafe fn run_plan(api: &Api, plan: &Plan, state: &mut RunState, ctx: *mut OrtKernelContext) -> Result<()> {
     // SAFETY: the caller's guarantees.
-    unsafe { run_plan_with(api, plan, state, ctx, &PoolSeen::default()) }
+    unsafe { run_plan_with(api, plan, state, &RunScratch::default(), ctx) }
 }
 
-/// [`run_plan`] with what is known of the session's pool (updated when first needed).
+/// [`run_plan`] with the scratch of the Run's split kernels.
 ///
 /// # Safety
 /// As [`run_plan`].
@@ -148,12 +150,12 @@ unsafe fn run_plan_with(
     api: &Api,
     plan: &Plan,
     state: &mut RunState,
+    scratch: &RunScratch,
     ctx: *mut OrtKernelContext,
-    workers: &PoolSeen,
 ) -> Result<()> {
     let inputs = bind_inputs(api, ctx, plan.inputs.len())?;
     let mut outputs = OrtOutputs { api, ctx };
-    let par = OrtParallel { api, ctx, workers };
+    let par = OrtParallel { api, ctx, scratch };
     execute(plan, state, &inputs, &mut outputs, &par)?;
     probe::record_run();
     Ok(())
@@ -289,7 +291,7 @@ unsafe fn typed_slice_mut<'c>(elem_type: i32, p: *mut u8, len: usize) -> Option<
 struct OrtParallel<'c> {
     api: &'c Api,
     ctx: *mut OrtKernelContext,
-    workers: &'c PoolSeen,
+    scratch: &'c RunScratch,
 }
 
 struct Job<'f> {
@@ -320,45 +322,20 @@ impl Parallel for OrtParallel<'_> {
         let chunk_len = chunk_len.max(1);
         let tasks = out.len().div_ceil(chunk_len);
         if tasks <= 1 {
-            return Serial.for_each_chunk(out, chunk_len, f);
+            return run_in_turn(out, chunk_len, f);
         }
         let job = Job { out: out.as_mut_ptr(), len: out.len(), chunk_len, f, panicked: AtomicBool::new(false) };
         let data = (&job as *const Job<'_>).cast_mut().cast::<c_void>();
         if self.api.parallel_for(self.ctx, run_chunk, tasks, data).is_err() {
             // ORT could not schedule: elementwise chunks are idempotent, run them here.
-            return Serial.for_each_chunk(out, chunk_len, f);
+            return run_in_turn(out, chunk_len, f);
         }
         if job.panicked.load(Ordering::Relaxed) {
             panic!("a kernel panicked on ORT's thread pool");
         }
     }
 
-    /// A probe is two chunks, each waiting (up to 0.5 ms) for the other to start: with a
-    /// worker the second starts while the calling thread waits in the first; without one
-    /// they run in turn and the first waits the whole 0.5 ms.
-    fn has_workers(&self) -> bool {
-        if self.workers.workers.load(Ordering::Relaxed) {
-            return true;
-        }
-        let asked = self.workers.questions.fetch_add(1, Ordering::Relaxed);
-        if !matches!(asked, 0 | 8 | 64 | 1024) {
-            return false;
-        }
-        let caller = std::thread::current().id();
-        let (elsewhere, started) = (AtomicBool::new(false), AtomicU32::new(0));
-        let mut two = [0.0f32; 2];
-        self.for_each_chunk(&mut two, 1, &|_, _| {
-            started.fetch_add(1, Ordering::Relaxed);
-            let until = std::time::Instant::now() + std::time::Duration::from_micros(500);
-            while started.load(Ordering::Relaxed) < 2 && std::time::Instant::now() < until {
-                std::hint::spin_loop();
-            }
-            if std::thread::current().id() != caller {
-                elsewhere.store(true, Ordering::Relaxed);
-            }
-        });
-        let seen = elsewhere.load(Ordering::Relaxed);
-        self.workers.workers.store(seen, Ordering::Relaxed);
-        seen
+    fn scratch(&self) -> &RunScratch {
+        self.scratch
     }
 }

@@ -95,6 +95,48 @@ pub(crate) fn gemm(isa: Isa, scratch: &mut GemmScratch, job: &Job<'_>, c: &mut [
     }
 }
 
+/// Packs all of `op(B)` into `dst` for the driver of `isa` (see `gemm::pack_whole`);
+/// returns the floats written.
+#[inline]
+pub(crate) fn gemm_pack_b(isa: Isa, job: &Job<'_>, dst: &mut [f32]) -> usize {
+    match isa.0 {
+        #[cfg(target_arch = "x86_64")]
+        Level::Avx512 => {
+            // SAFETY: an `Isa` never exceeds `Level::detected()`, so this CPU has
+            // avx512f/dq/bw/vl, avx2 and fma, the features `pack_b_avx512` enables.
+            unsafe { gemm::x86::pack_b_avx512(job, dst) }
+        }
+        #[cfg(target_arch = "x86_64")]
+        Level::Avx2 => {
+            // SAFETY: an `Isa` never exceeds `Level::detected()`, so this CPU has
+            // avx2 and fma, the features `pack_b_avx2` enables.
+            unsafe { gemm::x86::pack_b_avx2(job, dst) }
+        }
+        _ => gemm::portable_pack_b(job, dst),
+    }
+}
+
+/// Packs all of `op(A)` into `dst` for the driver of `isa` (see `gemm::pack_a_whole`);
+/// returns the floats written.
+#[inline]
+pub(crate) fn gemm_pack_a(isa: Isa, job: &Job<'_>, dst: &mut [f32]) -> usize {
+    match isa.0 {
+        #[cfg(target_arch = "x86_64")]
+        Level::Avx512 => {
+            // SAFETY: an `Isa` never exceeds `Level::detected()`, so this CPU has
+            // avx512f/dq/bw/vl, avx2 and fma, the features `pack_a_avx512` enables.
+            unsafe { gemm::x86::pack_a_avx512(job, dst) }
+        }
+        #[cfg(target_arch = "x86_64")]
+        Level::Avx2 => {
+            // SAFETY: an `Isa` never exceeds `Level::detected()`, so this CPU has
+            // avx2 and fma, the features `pack_a_avx2` enables.
+            unsafe { gemm::x86::pack_a_avx2(job, dst) }
+        }
+        _ => gemm::portable_pack_a(job, dst),
+    }
+}
+
 /// Vector loads and stores through array references, for the intrinsic microkernels:
 /// safe `#[target_feature]` functions (callable from code with the same features).
 #[cfg(target_arch = "x86_64")]

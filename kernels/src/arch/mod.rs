@@ -24,7 +24,7 @@ mod simd;
 pub(crate) use dispatch::mem;
 #[cfg(test)]
 pub(crate) use dispatch::STREAM_MIN;
-pub(crate) use dispatch::{binary, gemm, unary};
+pub(crate) use dispatch::{binary, gemm, gemm_pack_a, gemm_pack_b, unary};
 
 /// A kernel build; ordered from the most portable to the widest.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -85,6 +85,13 @@ impl Level {
 /// `#[target_feature]` code soundly.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Isa(Level);
+
+impl Isa {
+    /// The level this proves.
+    pub(crate) fn level(self) -> Level {
+        self.0
+    }
+}
 
 /// The detected level.
 #[inline]

@@ -93,6 +93,14 @@ pub(crate) struct Job<'a> {
     pub trans_b: bool,
     pub beta: f32,
     pub rows: Range<usize>,
+    /// The columns of C computed (all of them but in [`gemm_block`]); C's row stride is
+    /// their count.
+    pub cols: Range<usize>,
+    /// `op(B)` already packed by [`pack_b`] for this product (`b` is still the operand,
+    /// for the matrix-vector path), or `None` to pack each block as it is needed.
+    pub packed_b: Option<&'a [f32]>,
+    /// `op(A)` already packed by [`pack_a`] (for all rows), or `None`.
+    pub packed_a: Option<&'a [f32]>,
 }
 
 thread_local! {
@@ -181,7 +189,257 @@ pub fn gemm_rows_at(
     assert_eq!(b.len(), k * n, "gemm: `b` must hold k*n elements");
     assert!(rows.start <= rows.end && rows.end <= m, "gemm: rows {rows:?} outside 0..{m}");
     assert_eq!(c_rows.len(), rows.len() * n, "gemm: `c` must hold rows.len()*n elements");
-    let job = Job { m, n, k, alpha, a, trans_a, b, trans_b, beta, rows };
+    let job = Job { m, n, k, alpha, a, trans_a, b, trans_b, beta, rows, cols: 0..n, packed_b: None, packed_a: None };
+    arch::gemm(arch::isa_at(level), scratch, &job, c_rows);
+}
+
+/// The block `rows` × `cols` of [`gemm`]'s result: `c_block` holds only that block,
+/// row-major (`rows.len() * cols.len()` elements), with the same bits as the whole
+/// product's. `a` and `b` are the whole operands. For splitting a product of few rows
+/// across threads by columns: each task packs only its own columns of B. Panics if a range
+/// is outside the product, if `m == 1` or `n == 1` with a partial column range, or if a
+/// length does not match.
+#[allow(clippy::too_many_arguments)]
+pub fn gemm_block(
+    scratch: &mut GemmScratch,
+    rows: Range<usize>,
+    cols: Range<usize>,
+    m: usize,
+    n: usize,
+    k: usize,
+    alpha: f32,
+    a: &[f32],
+    trans_a: bool,
+    b: &[f32],
+    trans_b: bool,
+    beta: f32,
+    c_block: &mut [f32],
+) {
+    gemm_block_at(Level::detected(), scratch, rows, cols, m, n, k, alpha, a, trans_a, None, b, trans_b, beta, c_block);
+}
+
+/// [`gemm_block`] of all rows, with `op(A)` from `packed` (made by [`pack_a`] for this
+/// very product, from this `a`): tasks splitting a product of few rows by columns share
+/// one packing of A. The same bits.
+#[allow(clippy::too_many_arguments)]
+pub fn gemm_cols_packed_a(
+    scratch: &mut GemmScratch,
+    cols: Range<usize>,
+    m: usize,
+    n: usize,
+    k: usize,
+    alpha: f32,
+    a: &[f32],
+    trans_a: bool,
+    packed: &PackedA,
+    b: &[f32],
+    trans_b: bool,
+    beta: f32,
+    c_block: &mut [f32],
+) {
+    let (level, pm, pn, pk, pt) = packed.0.key.expect("gemm: A was never packed");
+    assert!((pm, pn, pk, pt) == (m, n, k, trans_a), "gemm: A was packed for another product");
+    gemm_block_at(level, scratch, 0..m, cols, m, n, k, alpha, a, trans_a, Some(packed), b, trans_b, beta, c_block);
+}
+
+/// [`gemm_block`] with the kernel build for `level` (lowered to [`Level::detected`]).
+#[doc(hidden)]
+#[allow(clippy::too_many_arguments)]
+pub fn gemm_block_at(
+    level: Level,
+    scratch: &mut GemmScratch,
+    rows: Range<usize>,
+    cols: Range<usize>,
+    m: usize,
+    n: usize,
+    k: usize,
+    alpha: f32,
+    a: &[f32],
+    trans_a: bool,
+    packed_a: Option<&PackedA>,
+    b: &[f32],
+    trans_b: bool,
+    beta: f32,
+    c_block: &mut [f32],
+) {
+    assert_eq!(a.len(), m * k, "gemm: `a` must hold m*k elements");
+    assert_eq!(b.len(), k * n, "gemm: `b` must hold k*n elements");
+    assert!(rows.start <= rows.end && rows.end <= m, "gemm: rows {rows:?} outside 0..{m}");
+    assert!(cols.start <= cols.end && cols.end <= n, "gemm: columns {cols:?} outside 0..{n}");
+    assert!(cols == (0..n) || (m > 1 && n > 1), "gemm: a matrix-vector product takes all its columns");
+    assert_eq!(c_block.len(), rows.len() * cols.len(), "gemm: `c` must hold rows.len()*cols.len() elements");
+    assert!(packed_a.is_none() || rows == (0..m), "gemm: a packed A covers all rows");
+    let packed_a = packed_a.map(|p| p.0.data());
+    let job = Job { m, n, k, alpha, a, trans_a, b, trans_b, beta, rows, cols, packed_b: None, packed_a };
+    arch::gemm(arch::isa_at(level), scratch, &job, c_block);
+}
+
+/// The rows of the tile an m×n product runs on at the detected level: a row split whose
+/// parts are multiples of it computes no more edge rows than the whole product.
+pub fn row_tile(m: usize, n: usize) -> usize {
+    match Level::detected() {
+        #[cfg(target_arch = "x86_64")]
+        Level::Avx512 => x86::row_tile_avx512(m, n),
+        #[cfg(target_arch = "x86_64")]
+        Level::Avx2 => x86::ROW_TILE_AVX2,
+        _ => PORTABLE_MR,
+    }
+}
+
+/// `op(B)` of one product packed once, in the order the blocked driver reads it, so that
+/// the tasks of a product split by rows share one copy instead of each packing all of B
+/// again (which made a split cost a whole extra packing of B per task when the tasks ran
+/// in turn on one thread). Made by [`pack_b`], read by [`gemm_rows_packed`]; the buffer is
+/// reused, so packing allocates nothing once it has held a B this large.
+#[derive(Default, Debug)]
+pub struct PackedB {
+    buf: Vec<f32>,
+    /// Where the 64-byte aligned data starts in `buf`, and how long it is.
+    at: usize,
+    len: usize,
+    /// What was packed: the kernel build and the product's m, n, k and transpose flag
+    /// (the layout depends on the tile, which the build chooses from m and n).
+    key: Option<(Level, usize, usize, usize, bool)>,
+}
+
+impl PackedB {
+    /// An empty one (no allocation until the first [`pack_b`]).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn data(&self) -> &[f32] {
+        &self.buf[self.at..][..self.len]
+    }
+
+    /// Room for `floats` 64-byte aligned; returns it.
+    fn room(&mut self, floats: usize) -> &mut [f32] {
+        const ALIGN: usize = 16;
+        if self.buf.len() < floats + ALIGN {
+            self.buf.resize(floats + ALIGN, 0.0);
+        }
+        let off = self.buf.as_ptr().align_offset(64);
+        self.at = if off < ALIGN { off } else { 0 };
+        &mut self.buf[self.at..]
+    }
+}
+
+/// `op(A)` of one product packed once, in the order the blocked driver reads it, for the
+/// tasks of a product split by columns ([`gemm_cols_packed_a`]). Made by [`pack_a`].
+#[derive(Default, Debug)]
+pub struct PackedA(PackedB);
+
+impl PackedA {
+    /// An empty one (no allocation until the first [`pack_a`]).
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+/// Packs `op(A)` (`a` stored m×k, or k×m when `trans_a`) for an m×n×k product, for
+/// [`gemm_cols_packed_a`]. Panics if `a.len() != m * k`.
+pub fn pack_a(packed: &mut PackedA, m: usize, n: usize, k: usize, a: &[f32], trans_a: bool) {
+    pack_a_at(Level::detected(), packed, m, n, k, a, trans_a);
+}
+
+/// [`pack_a`] with the kernel build for `level` (lowered to [`Level::detected`]).
+#[doc(hidden)]
+pub fn pack_a_at(level: Level, packed: &mut PackedA, m: usize, n: usize, k: usize, a: &[f32], trans_a: bool) {
+    assert_eq!(a.len(), m * k, "gemm: `a` must hold m*k elements");
+    let isa = arch::isa_at(level);
+    let job = Job {
+        m,
+        n,
+        k,
+        alpha: 1.0,
+        a,
+        trans_a,
+        b: &[],
+        trans_b: false,
+        beta: 0.0,
+        rows: 0..m,
+        cols: 0..n,
+        packed_b: None,
+        packed_a: None,
+    };
+    // Room for the largest layout any build makes: m rows padded to a whole 14-row strip.
+    let p = &mut packed.0;
+    p.len = arch::gemm_pack_a(isa, &job, p.room(k * (m + 13)));
+    p.key = Some((isa.level(), m, n, k, trans_a));
+}
+
+/// Packs `op(B)` (`b` stored k×n, or n×k when `trans_b`) for an m×n×k product, for
+/// [`gemm_rows_packed`]. Panics if `b.len() != k * n`.
+pub fn pack_b(packed: &mut PackedB, m: usize, n: usize, k: usize, b: &[f32], trans_b: bool) {
+    pack_b_at(Level::detected(), packed, m, n, k, b, trans_b);
+}
+
+/// [`pack_b`] with the kernel build for `level` (lowered to [`Level::detected`]).
+#[doc(hidden)]
+pub fn pack_b_at(level: Level, packed: &mut PackedB, m: usize, n: usize, k: usize, b: &[f32], trans_b: bool) {
+    assert_eq!(b.len(), k * n, "gemm: `b` must hold k*n elements");
+    let isa = arch::isa_at(level);
+    let job = Job {
+        m,
+        n,
+        k,
+        alpha: 1.0,
+        a: &[],
+        trans_a: false,
+        b,
+        trans_b,
+        beta: 0.0,
+        rows: 0..m,
+        cols: 0..n,
+        packed_b: None,
+        packed_a: None,
+    };
+    // Room for the largest layout any build makes: k rows of n padded to whole panels,
+    // at most 48 wide.
+    packed.len = arch::gemm_pack_b(isa, &job, packed.room(k * (n + 47)));
+    packed.key = Some((isa.level(), m, n, k, trans_b));
+}
+
+/// [`gemm_rows`] with `op(B)` from `packed` (made by [`pack_b`] for this very product,
+/// from this `b`): the same bits, with no packing of B. Panics if `packed` was made for
+/// another product shape or a length does not match.
+#[allow(clippy::too_many_arguments)]
+pub fn gemm_rows_packed(
+    scratch: &mut GemmScratch,
+    rows: Range<usize>,
+    m: usize,
+    n: usize,
+    k: usize,
+    alpha: f32,
+    a: &[f32],
+    trans_a: bool,
+    b: &[f32],
+    trans_b: bool,
+    packed: &PackedB,
+    beta: f32,
+    c_rows: &mut [f32],
+) {
+    assert_eq!(a.len(), m * k, "gemm: `a` must hold m*k elements");
+    assert_eq!(b.len(), k * n, "gemm: `b` must hold k*n elements");
+    assert!(rows.start <= rows.end && rows.end <= m, "gemm: rows {rows:?} outside 0..{m}");
+    assert_eq!(c_rows.len(), rows.len() * n, "gemm: `c` must hold rows.len()*n elements");
+    let (level, pm, pn, pk, pt) = packed.key.expect("gemm: B was never packed");
+    assert!((pm, pn, pk, pt) == (m, n, k, trans_b), "gemm: B was packed for another product");
+    let job = Job {
+        m,
+        n,
+        k,
+        alpha,
+        a,
+        trans_a,
+        b,
+        trans_b,
+        beta,
+        rows,
+        cols: 0..n,
+        packed_b: Some(packed.data()),
+        packed_a: None,
+    };
     arch::gemm(arch::isa_at(level), scratch, &job, c_rows);
 }
 
@@ -217,8 +475,10 @@ pub(crate) fn run<const MR: usize, const NR: usize>(
     nc_max: usize,
     kernel: impl Fn(&[[f32; MR]], &[[f32; NR]], Out<'_, MR, NR>),
 ) {
-    let (n, k, rows) = (job.n, job.k, job.rows.clone());
-    if rows.is_empty() || n == 0 {
+    let (k, rows, cols) = (job.k, job.rows.clone(), job.cols.clone());
+    // C's row stride: the block's width.
+    let ldc = cols.len();
+    if rows.is_empty() || ldc == 0 {
         return;
     }
     if k == 0 {
@@ -231,34 +491,108 @@ pub(crate) fn run<const MR: usize, const NR: usize>(
     }
     // Depth blocks of equal size (at most kc_max).
     let kc_max = k.div_ceil(k.div_ceil(kc_max));
-    let nc_max = nc_max.min(n).next_multiple_of(NR);
-    let (a_pack, b_pack) = scratch.parts::<MR, NR>(kc_max, kc_max * nc_max / NR);
-    for j0 in (0..n).step_by(nc_max) {
-        let nc = nc_max.min(n - j0);
+    let nc_max = nc_max.min(ldc).next_multiple_of(NR);
+    let b_room = if job.packed_b.is_some() { 0 } else { kc_max * nc_max / NR };
+    let (a_pack, b_pack) = scratch.parts::<MR, NR>(kc_max, b_room);
+    let mut packed = job.packed_b.map(|p| p.as_chunks::<NR>().0);
+    debug_assert!(job.packed_b.is_none() || cols == (0..job.n), "a packed B covers all columns");
+    debug_assert!(job.packed_a.is_none() || rows == (0..job.m), "a packed A covers all rows");
+    let strips = job.m.div_ceil(MR);
+    for j0 in cols.clone().step_by(nc_max) {
+        let nc = nc_max.min(cols.end - j0);
         for p0 in (0..k).step_by(kc_max) {
             let kc = kc_max.min(k - p0);
             let beta = if p0 == 0 { job.beta } else { 1.0 };
-            let b_pack = &mut b_pack[..kc * nc.div_ceil(NR)];
-            pack::pack_b(job, j0, nc, p0, kc, b_pack);
+            let panels = kc * nc.div_ceil(NR);
+            let b_pack: &[[f32; NR]] = match &mut packed {
+                // The blocks follow one another in this loop's order (see `pack_whole`).
+                Some(rest) => {
+                    let (block, after) = rest.split_at(panels);
+                    *rest = after;
+                    block
+                }
+                None => {
+                    let b_pack = &mut b_pack[..panels];
+                    pack::pack_b(job, j0, nc, p0, kc, b_pack);
+                    b_pack
+                }
+            };
             let a_pack = &mut a_pack[..kc];
             for i0 in rows.clone().step_by(MR) {
                 let mr = MR.min(rows.end - i0);
-                pack::pack_a(job, i0, mr, p0, a_pack);
+                let a_pack: &[[f32; MR]] = match job.packed_a {
+                    // Depth block p0 holds every strip, `kc` rows each (see `pack_a_whole`).
+                    Some(p) => &p.as_chunks::<MR>().0[p0 * strips + i0 / MR * kc..][..kc],
+                    None => {
+                        pack::pack_a(job, i0, mr, p0, a_pack);
+                        a_pack
+                    }
+                };
                 for (jp, b_panel) in b_pack.chunks_exact(kc).enumerate() {
                     let j = j0 + jp * NR;
                     let nr = NR.min(j0 + nc - j);
-                    let c = &mut c[(i0 - rows.start) * n + j..];
+                    let c = &mut c[(i0 - rows.start) * ldc + j - cols.start..];
                     if mr == MR && nr == NR {
-                        kernel(a_pack, b_panel, Out::C { c, ldc: n, alpha: job.alpha, beta });
+                        kernel(a_pack, b_panel, Out::C { c, ldc, alpha: job.alpha, beta });
                     } else {
                         let mut tile = [[0.0f32; NR]; MR];
                         kernel(a_pack, b_panel, Out::Tile(&mut tile));
-                        store(&tile[..mr], nr, c, n, job.alpha, beta);
+                        store(&tile[..mr], nr, c, ldc, job.alpha, beta);
                     }
                 }
             }
         }
     }
+}
+
+/// Packs all of `op(B)` into `dst` as `run` would pack it block by block with the same
+/// `NR`, `kc_max` and `nc_max`: the blocks in `run`'s loop order, one after the other.
+/// Returns the floats written (`k * n` rounded up to whole panels; nothing for the
+/// products `run` computes without packing).
+#[inline(always)]
+pub(crate) fn pack_whole<const NR: usize>(job: &Job<'_>, dst: &mut [f32], kc_max: usize, nc_max: usize) -> usize {
+    let (n, k) = (job.n, job.k);
+    if n == 0 || k == 0 || small::applies(job) {
+        return 0;
+    }
+    let kc_max = k.div_ceil(k.div_ceil(kc_max));
+    let nc_max = nc_max.min(n).next_multiple_of(NR);
+    let total = k * n.next_multiple_of(NR);
+    let (mut rest, _) = dst[..total].as_chunks_mut::<NR>();
+    for j0 in (0..n).step_by(nc_max) {
+        let nc = nc_max.min(n - j0);
+        for p0 in (0..k).step_by(kc_max) {
+            let kc = kc_max.min(k - p0);
+            let (block, after) = rest.split_at_mut(kc * nc.div_ceil(NR));
+            pack::pack_b(job, j0, nc, p0, kc, block);
+            rest = after;
+        }
+    }
+    total
+}
+
+/// Packs all of `op(A)` into `dst` as `run` would pack it strip by strip with the same
+/// `MR` and `kc_max`: per depth block, every strip of `MR` rows (`kc` rows of `[f32; MR]`
+/// each, zero past the matrix). Returns the floats written (nothing for the products
+/// `run` computes without packing).
+#[inline(always)]
+pub(crate) fn pack_a_whole<const MR: usize>(job: &Job<'_>, dst: &mut [f32], kc_max: usize) -> usize {
+    let (m, k) = (job.m, job.k);
+    if job.n == 0 || k == 0 || small::applies(job) {
+        return 0;
+    }
+    let kc_max = k.div_ceil(k.div_ceil(kc_max));
+    let total = k * m.next_multiple_of(MR);
+    let (mut rest, _) = dst[..total].as_chunks_mut::<MR>();
+    for p0 in (0..k).step_by(kc_max) {
+        let kc = kc_max.min(k - p0);
+        for i0 in (0..m).step_by(MR) {
+            let (strip, after) = rest.split_at_mut(kc);
+            pack::pack_a(job, i0, MR.min(m - i0), p0, strip);
+            rest = after;
+        }
+    }
+    total
 }
 
 /// `c = beta * c`, or zeros (without reading c) when `beta == 0`.
@@ -302,5 +636,19 @@ fn micro_portable(a: &[[f32; 4]], b: &[[f32; 8]], out: Out<'_, 4, 8>) {
 
 /// The portable build (any CPU).
 pub(crate) fn portable(scratch: &mut GemmScratch, job: &Job<'_>, c: &mut [f32]) {
-    run::<4, 8>(scratch, job, c, 256, 1024, micro_portable);
+    run::<PORTABLE_MR, 8>(scratch, job, c, PORTABLE_KC, PORTABLE_NC, micro_portable);
 }
+
+/// The portable build's A packing, for [`pack_a`].
+pub(crate) fn portable_pack_a(job: &Job<'_>, dst: &mut [f32]) -> usize {
+    pack_a_whole::<PORTABLE_MR>(job, dst, PORTABLE_KC)
+}
+
+/// The portable build's B packing, for [`pack_b`].
+pub(crate) fn portable_pack_b(job: &Job<'_>, dst: &mut [f32]) -> usize {
+    pack_whole::<8>(job, dst, PORTABLE_KC, PORTABLE_NC)
+}
+
+const PORTABLE_MR: usize = 4;
+const PORTABLE_KC: usize = 256;
+const PORTABLE_NC: usize = 1024;

@@ -81,6 +81,63 @@ fn check(level: Level, scratch: &mut GemmScratch, t: &Case) {
         }
         assert!(split.iter().zip(&c).all(|(x, y)| x.to_bits() == y.to_bits()), "{level:?} {m}x{n}x{k} split");
     }
+    // Blocks of columns (and rows), each computed alone into its own buffer: the same
+    // bits again. The buffers start as C's blocks, for beta.
+    if m > 1 && n > 1 {
+        let col_cuts = [0, n / 3, n / 3 + 33.min(n - n / 3), n];
+        for rw in [[0, m / 2], [m / 2, m], [0, m]] {
+            for cw in col_cuts.windows(2) {
+                let (rows, cols) = (rw[0]..rw[1], cw[0]..cw[1]);
+                let pick = |from: &[f32]| -> Vec<f32> {
+                    rows.clone().flat_map(|i| from[i * n..][cols.clone()].to_vec()).collect()
+                };
+                let want = pick(&c);
+                let same = |got: &[f32]| got.iter().zip(&want).all(|(x, y)| x.to_bits() == y.to_bits());
+                let (r, cl) = (rows.clone(), cols.clone());
+                let mut block = pick(&c0);
+                gemm_block_at(level, scratch, r, cl, m, n, k, t.alpha, &a, t.ta, None, &b, t.tb, t.beta, &mut block);
+                assert!(same(&block), "{level:?} {m}x{n}x{k} block {rows:?} x {cols:?}");
+                if rows == (0..m) {
+                    // A packed once for all the column blocks (over a larger product's).
+                    let mut pa = PackedA::new();
+                    pack_a_at(level, &mut pa, m + 5, n, k + 3, &values((m + 5) * (k + 3), 4), t.ta);
+                    pack_a_at(level, &mut pa, m, n, k, &a, t.ta);
+                    let (pa, cl) = (Some(&pa), cols.clone());
+                    let mut block = pick(&c0);
+                    gemm_block_at(
+                        level,
+                        scratch,
+                        0..m,
+                        cl,
+                        m,
+                        n,
+                        k,
+                        t.alpha,
+                        &a,
+                        t.ta,
+                        pa,
+                        &b,
+                        t.tb,
+                        t.beta,
+                        &mut block,
+                    );
+                    assert!(same(&block), "{level:?} {m}x{n}x{k} columns {cols:?} with packed A");
+                }
+            }
+        }
+    }
+    // B packed once and shared by the row ranges: the same bits again. The packing
+    // reuses a buffer left by a larger product, so stale data past this B is there.
+    let mut packed = PackedB::new();
+    pack_b_at(level, &mut packed, m + 3, n + 50, k + 9, &values((k + 9) * (n + 50), 3), t.tb);
+    pack_b_at(level, &mut packed, m, n, k, &b, t.tb);
+    let mut shared = c0.clone();
+    let cuts = [0, m / 2, m];
+    for w in cuts.windows(2) {
+        let part = &mut shared[w[0] * n..w[1] * n];
+        gemm_rows_packed(scratch, w[0]..w[1], m, n, k, t.alpha, &a, t.ta, &b, t.tb, &packed, t.beta, part);
+    }
+    assert!(shared.iter().zip(&c).all(|(x, y)| x.to_bits() == y.to_bits()), "{level:?} {m}x{n}x{k} packed B");
 }
 
 fn sweep(shapes: &[(usize, usize, usize)]) {
@@ -150,6 +207,16 @@ fn gemm_and_gemm_with_agree_and_nan_in_c_is_ignored_with_beta_zero() {
     let mut c = vec![1.0, 2.0];
     gemm(2, 1, 0, 1.0, &[], true, &[], true, 3.0, &mut c);
     assert_eq!(c, [3.0, 6.0]);
+}
+
+#[test]
+#[should_panic(expected = "packed for another product")]
+fn b_packed_for_another_shape_panics() {
+    let mut packed = PackedB::new();
+    pack_b(&mut packed, 2, 3, 4, &values(12, 1), false);
+    let mut c = vec![0.0; 6];
+    let (a, b) = (values(8, 2), values(12, 3));
+    gemm_rows_packed(&mut GemmScratch::new(), 0..2, 2, 3, 4, 1.0, &a, false, &b, true, &packed, 0.0, &mut c);
 }
 
 #[test]

@@ -2,7 +2,7 @@
 //! functions: `arch::dispatch` calls the entry points once an `Isa` proves the features,
 //! and the vector loads/stores go through its reference-taking helpers (`arch::mem`).
 
-use super::{run, GemmScratch, Job, Out};
+use super::{pack_a_whole, pack_whole, run, GemmScratch, Job, Out};
 use crate::arch::mem::{load16, load8, store16, store8};
 use std::arch::x86_64::*;
 
@@ -34,18 +34,70 @@ const KC512: usize = 128;
 /// The AVX-512 build of the driver.
 #[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
 pub(crate) fn gemm_avx512(scratch: &mut GemmScratch, job: &Job<'_>, c: &mut [f32]) {
-    // The share of each tile shape's computed elements that are real ones.
-    let used = |len: usize, tile: usize| len as f64 / (len.div_ceil(tile) * tile).max(1) as f64;
-    // From the whole product's shape (a row split takes the same tile; another tile would
-    // give the same bits too, the depth blocks being the same).
-    let (m, n) = (job.m, job.n);
-    if used(m, MR512_WIDE) * used(n, NR512_WIDE) > used(m, MR512) * used(n, NR512) {
+    if wide_tile(job) {
         run::<MR512_WIDE, NR512_WIDE>(scratch, job, c, KC512, NC, |a, b, t| {
             micro_avx512::<MR512_WIDE, NR512_WIDE, 3>(a, b, t)
         });
     } else {
         run::<MR512, NR512>(scratch, job, c, KC512, NC, |a, b, t| micro_avx512::<MR512, NR512, 2>(a, b, t));
     }
+}
+
+/// Whether an AVX-512 product takes the 8 × 48 tile: the one of the two whose edge tiles
+/// leave less empty, from the whole product's shape (a row split takes the same tile;
+/// another tile would give the same bits too, the depth blocks being the same).
+fn wide_tile(job: &Job<'_>) -> bool {
+    wide_tile_for(job.m, job.n)
+}
+
+fn wide_tile_for(m: usize, n: usize) -> bool {
+    // The share of each tile shape's computed elements that are real ones.
+    let used = |len: usize, tile: usize| len as f64 / (len.div_ceil(tile) * tile).max(1) as f64;
+    used(m, MR512_WIDE) * used(n, NR512_WIDE) > used(m, MR512) * used(n, NR512)
+}
+
+/// Rows of the AVX-512 tile an m×n product takes.
+pub(crate) fn row_tile_avx512(m: usize, n: usize) -> usize {
+    if wide_tile_for(m, n) {
+        MR512_WIDE
+    } else {
+        MR512
+    }
+}
+
+/// Rows of the AVX2 tile.
+pub(crate) const ROW_TILE_AVX2: usize = MR256;
+
+/// `op(B)` packed whole for the AVX-512 driver, with the panel width its tile takes.
+#[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
+pub(crate) fn pack_b_avx512(job: &Job<'_>, dst: &mut [f32]) -> usize {
+    if wide_tile(job) {
+        pack_whole::<NR512_WIDE>(job, dst, KC512, NC)
+    } else {
+        pack_whole::<NR512>(job, dst, KC512, NC)
+    }
+}
+
+/// `op(A)` packed whole for the AVX-512 driver, with the rows its tile takes.
+#[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
+pub(crate) fn pack_a_avx512(job: &Job<'_>, dst: &mut [f32]) -> usize {
+    if wide_tile(job) {
+        pack_a_whole::<MR512_WIDE>(job, dst, KC512)
+    } else {
+        pack_a_whole::<MR512>(job, dst, KC512)
+    }
+}
+
+/// `op(A)` packed whole for the AVX2 driver.
+#[target_feature(enable = "avx2,fma")]
+pub(crate) fn pack_a_avx2(job: &Job<'_>, dst: &mut [f32]) -> usize {
+    pack_a_whole::<MR256>(job, dst, KC)
+}
+
+/// `op(B)` packed whole for the AVX2 driver.
+#[target_feature(enable = "avx2,fma")]
+pub(crate) fn pack_b_avx2(job: &Job<'_>, dst: &mut [f32]) -> usize {
+    pack_whole::<NR256>(job, dst, KC, NC)
 }
 
 /// The AVX2 + FMA build of the driver.

@@ -1,0 +1,117 @@
+//! How a Run splits work: the `Parallel` seam over ORT's intra-op pool (or the calling
+//! thread), and the scratch that split kernels use.
+//!
+//! Scratch belongs to the Run's state, one per task index, never to a thread: ORT decides
+//! which pool thread runs which task, and a busy machine changes that from Run to Run, so
+//! scratch kept per thread would make a steady-state Run allocate whenever a task first
+//! lands on a thread that had not run one yet.
+
+use std::sync::{Mutex, MutexGuard};
+
+use rivet_kernels::nn;
+
+/// Runs `f` over disjoint chunks of `out` that together cover it, possibly in parallel.
+/// `f` receives the chunk's offset into `out`.
+pub trait Parallel {
+    fn for_each_chunk(&self, out: &mut [f32], chunk_len: usize, f: &(dyn Fn(usize, &mut [f32]) + Sync));
+
+    /// The Run's scratch.
+    fn scratch(&self) -> &RunScratch;
+
+    /// [`Parallel::for_each_chunk`] for work that needs scratch: chunk `i` gets task
+    /// scratch `i`, whichever thread runs it. Panics past [`MAX_TASKS`] chunks.
+    fn for_each_task(
+        &self,
+        out: &mut [f32],
+        chunk_len: usize,
+        f: &(dyn Fn(usize, &mut [f32], &mut TaskScratch) + Sync),
+    ) {
+        let chunk_len = chunk_len.max(1);
+        assert!(out.len().div_ceil(chunk_len) <= MAX_TASKS, "more than {MAX_TASKS} tasks");
+        let scratch = self.scratch();
+        self.for_each_chunk(out, chunk_len, &|start, chunk| f(start, chunk, &mut scratch.task(start / chunk_len)));
+    }
+
+    /// Runs `f(i, scratch of task i)` for `i` in `0..count`, possibly in parallel: for
+    /// tasks that write into their own scratch. Panics past [`MAX_TASKS`].
+    fn for_each_index(&self, count: usize, f: &(dyn Fn(usize, &mut TaskScratch) + Sync)) {
+        let mut one_each = [0.0f32; MAX_TASKS];
+        self.for_each_task(&mut one_each[..count], 1, &|i, _, s| f(i, s));
+    }
+}
+
+/// Runs every chunk on the calling thread.
+#[derive(Default)]
+pub struct Serial {
+    scratch: RunScratch,
+}
+
+impl Parallel for Serial {
+    fn for_each_chunk(&self, out: &mut [f32], chunk_len: usize, f: &(dyn Fn(usize, &mut [f32]) + Sync)) {
+        run_in_turn(out, chunk_len, f);
+    }
+
+    fn scratch(&self) -> &RunScratch {
+        &self.scratch
+    }
+}
+
+/// Every chunk of `out` in turn, on the calling thread.
+pub fn run_in_turn(out: &mut [f32], chunk_len: usize, f: &(dyn Fn(usize, &mut [f32]) + Sync)) {
+    for (i, chunk) in out.chunks_mut(chunk_len.max(1)).enumerate() {
+        f(i * chunk_len, chunk);
+    }
+}
+
+/// Below this many elements a node runs on one thread.
+pub const PARALLEL_MIN_LEN: usize = 1 << 16;
+/// Elements per parallel task.
+pub const CHUNK_LEN: usize = 1 << 14;
+/// The most tasks a kernel that needs scratch splits into.
+pub const MAX_TASKS: usize = 64;
+
+/// What one task of a split kernel works in: packing buffers, an im2col block, and a
+/// block of output it computes before the calling thread puts it in place. Each grows to
+/// the largest it has needed, then no Run allocates.
+#[derive(Debug, Default)]
+pub struct TaskScratch {
+    pub gemm: nn::GemmScratch,
+    pub col: Vec<f32>,
+    pub out: Vec<f32>,
+}
+
+/// A Run's scratch: one [`TaskScratch`] per task index (index 0 also serves work that is
+/// not split), the packed operand of the product being split, and a split convolution's
+/// parts.
+/// One per concurrent Run; the locks are uncontended.
+#[derive(Debug)]
+pub struct RunScratch {
+    tasks: [Mutex<TaskScratch>; MAX_TASKS],
+    pub(crate) packed_a: Mutex<nn::PackedA>,
+    pub(crate) packed_b: Mutex<nn::PackedB>,
+    pub(crate) conv_parts: Mutex<Vec<f32>>,
+}
+
+impl Default for RunScratch {
+    fn default() -> Self {
+        RunScratch {
+            tasks: std::array::from_fn(|_| Mutex::default()),
+            packed_a: Mutex::default(),
+            packed_b: Mutex::default(),
+            conv_parts: Mutex::default(),
+        }
+    }
+}
+
+impl RunScratch {
+    /// Task `index`'s scratch (a panic in an earlier task leaves it sound: every user
+    /// resizes what it takes).
+    pub fn task(&self, index: usize) -> MutexGuard<'_, TaskScratch> {
+        lock(&self.tasks[index])
+    }
+}
+
+/// Locks `m`, taking it over from a holder that panicked.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}

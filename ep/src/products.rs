@@ -1,0 +1,253 @@
+//! Matrix products and convolutions, split by rows over the Run's pool.
+//!
+//! A split is decided by the product's shape alone, never by what the pool is seen to do,
+//! so a plan makes the same calls to ORT on every Run and on every machine load. It costs
+//! little when the tasks run in turn (`intra_op_num_threads=1`):
+//! - a product of many rows is split by rows, whole tiles each, with its `op(B)` packed
+//!   once and shared by the tasks (each packs only its own rows of A, as the whole
+//!   product would);
+//! - a product of few rows (64 tokens, say) is split by columns, with its (small) `op(A)`
+//!   packed once and shared: each task packs only its columns of B (a shared packed B,
+//!   large and read from another core's cache, was slow) and computes its own block of C,
+//!   which the calling thread then copies into place.
+
+use rivet_kernels::{conv, nn};
+use smallvec::SmallVec;
+
+use crate::parallel::{lock, Parallel, TaskScratch, MAX_TASKS};
+
+/// Products of at least this many multiply-adds are split by rows over the thread pool.
+const PARALLEL_MIN_MACS: usize = 1 << 18;
+/// A product of at most this many rows (64 tokens, say) is split only from 8x as many
+/// multiply-adds: its tasks are short, and a ParallelFor costs a few microseconds.
+const FEW_ROWS: usize = 64;
+/// The least rows per task.
+const MIN_ROWS_PER_TASK: usize = 16;
+
+/// Tasks for work split over the pool: one per core (ORT's pool has one thread per core
+/// by default; with `intra_op_num_threads=1` ORT runs them in turn).
+fn cores() -> usize {
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    let cores = *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    cores.min(MAX_TASKS)
+}
+
+/// Runs `f` with scratch for work that is not split (task 0's).
+fn unsplit(par: &dyn Parallel, f: impl FnOnce(&mut TaskScratch)) {
+    f(&mut par.scratch().task(0));
+}
+
+/// Runs a convolution: split over the pool by output rows when it is large enough, else
+/// whole on the calling thread.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn convolution(
+    x: &[f32],
+    w: &[f32],
+    bias: Option<&[f32]>,
+    xs: &[usize],
+    out_c: usize,
+    group: usize,
+    g: &conv::Window3d,
+    y: &mut [f32],
+    par: &dyn Parallel,
+) {
+    if !conv_in_parallel(x, w, bias, xs, out_c, group, g, y, par) {
+        unsplit(par, |s| conv::conv(x, w, bias, xs[0], xs[1], out_c, group, g, y, &mut s.col, &mut s.gemm));
+    }
+}
+
+/// A large convolution split over ORT's pool by output rows, one task per core: each task
+/// builds the im2col of its rows and multiplies it into its own part, which the calling
+/// thread then copies into place (the parts give the bits of the whole, see
+/// `conv::conv_rows`). Returns false, doing nothing, when the convolution is too small to
+/// split or has one filter per group (its product is a matrix-vector one).
+#[allow(clippy::too_many_arguments)]
+fn conv_in_parallel(
+    x: &[f32],
+    w: &[f32],
+    bias: Option<&[f32]>,
+    xs: &[usize],
+    out_c: usize,
+    group: usize,
+    g: &conv::Window3d,
+    y: &mut [f32],
+    par: &dyn Parallel,
+) -> bool {
+    let (in_c, cg, mg) = (xs[1], xs[1] / group, out_c / group);
+    let kk = cg * g.kernel.iter().product::<usize>();
+    let (rows, out_w, positions, plane) = (g.out[0] * g.out[1], g.out[2], g.positions(), g.plane());
+    let tasks = cores().min(rows);
+    if tasks < 2 || mg < 2 || mg * positions * kk < PARALLEL_MIN_MACS * 16 {
+        return false;
+    }
+    let rows_per_task = rows.div_ceil(tasks);
+    let part_len = mg * rows_per_task * out_w;
+    let mut parts = lock(&par.scratch().conv_parts);
+    if parts.len() < mg * positions {
+        parts.resize(mg * positions, 0.0);
+    }
+    let parts = &mut parts[..mg * positions];
+    for n in 0..xs[0] {
+        for gi in 0..group {
+            let xg = &x[(n * in_c + gi * cg) * plane..][..cg * plane];
+            let wg = &w[gi * mg * kk..][..mg * kk];
+            par.for_each_task(parts, part_len, &|start, part, s| {
+                let r0 = start / part_len * rows_per_task;
+                let r1 = r0 + part.len() / (mg * out_w);
+                conv::conv_rows(xg, wg, cg, mg, g, r0..r1, part, &mut s.col, &mut s.gemm);
+            });
+            // Each task's [mg, its positions] into the rows of [mg, positions].
+            let yg = &mut y[(n * out_c + gi * mg) * positions..][..mg * positions];
+            for (t, part) in parts.chunks(part_len).enumerate() {
+                let (at, len) = (t * rows_per_task * out_w, part.len() / mg);
+                for (m, src) in part.chunks_exact(len).enumerate() {
+                    let row = &mut yg[m * positions + at..][..len];
+                    match bias {
+                        Some(b) => row.iter_mut().zip(src).for_each(|(o, &v)| *o = v + b[gi * mg + m]),
+                        None => row.copy_from_slice(src),
+                    }
+                }
+            }
+        }
+    }
+    true
+}
+
+/// One matrix product `c = alpha op(a) op(b) + beta c`.
+#[derive(Clone, Copy)]
+pub(crate) struct Product {
+    pub m: usize,
+    pub n: usize,
+    pub k: usize,
+    pub alpha: f32,
+    pub trans_a: bool,
+    pub trans_b: bool,
+    pub beta: f32,
+}
+
+/// How a product is split over the pool.
+#[derive(Debug, PartialEq, Eq)]
+enum Split {
+    Whole,
+    /// Tasks of this many rows.
+    Rows(usize),
+    /// Tasks of this many columns.
+    Columns(usize),
+}
+
+/// The least columns per task, and their multiple (whole 32- and 16-wide panels).
+const MIN_COLS_PER_TASK: usize = 64;
+const COL_MULTIPLE: usize = 32;
+
+impl Product {
+    fn split(&self) -> Split {
+        let Product { m, n, k, .. } = *self;
+        let tasks = cores();
+        if m <= FEW_ROWS {
+            let cols = n.div_ceil(tasks).max(MIN_COLS_PER_TASK).next_multiple_of(COL_MULTIPLE);
+            return if m * n * k >= PARALLEL_MIN_MACS * 8 && m > 1 && n > cols {
+                Split::Columns(cols)
+            } else {
+                Split::Whole
+            };
+        }
+        // Whole tiles per task, so the parts compute no more edge rows than the whole.
+        let rows = m.div_ceil(tasks).max(MIN_ROWS_PER_TASK).next_multiple_of(nn::row_tile(m, n));
+        if m * n * k >= PARALLEL_MIN_MACS && m > rows {
+            Split::Rows(rows)
+        } else {
+            Split::Whole
+        }
+    }
+}
+
+pub(crate) fn product(p: Product, a: &[f32], b: &[f32], c: &mut [f32], par: &dyn Parallel) {
+    let Product { m, n, k, alpha, trans_a, trans_b, beta } = p;
+    if n == 0 || m == 0 {
+        return;
+    }
+    let rows_per_task = match p.split() {
+        Split::Whole => {
+            unsplit(par, |s| nn::gemm_with(&mut s.gemm, m, n, k, alpha, a, trans_a, b, trans_b, beta, c));
+            return;
+        }
+        Split::Columns(width) => return by_columns(p, width, a, b, c, par),
+        Split::Rows(rows) => rows,
+    };
+    // B packed once, here, for all the row tasks.
+    let mut packed = lock(&par.scratch().packed_b);
+    nn::pack_b(&mut packed, m, n, k, b, trans_b);
+    let packed = &*packed;
+    par.for_each_task(c, rows_per_task * n, &|start, rows, s| {
+        let r0 = start / n;
+        let rows_here = r0..r0 + rows.len() / n;
+        nn::gemm_rows_packed(&mut s.gemm, rows_here, m, n, k, alpha, a, trans_a, b, trans_b, packed, beta, rows);
+    });
+}
+
+/// A product of few rows split by columns: task `t` computes `alpha op(a) op(b)` for C's
+/// columns `t * width..(t + 1) * width` into its own block, and the calling thread merges
+/// the blocks into C (adding `beta` C there, in the same pass).
+fn by_columns(p: Product, width: usize, a: &[f32], b: &[f32], c: &mut [f32], par: &dyn Parallel) {
+    let Product { m, n, k, alpha, trans_a, trans_b, beta } = p;
+    let tasks = n.div_ceil(width);
+    let cols = |t: usize| t * width..((t + 1) * width).min(n);
+    let mut packed = lock(&par.scratch().packed_a);
+    nn::pack_a(&mut packed, m, n, k, a, trans_a);
+    let packed = &*packed;
+    par.for_each_index(tasks, &|t, s| {
+        let cols = cols(t);
+        let w = cols.len();
+        if s.out.len() < m * w {
+            s.out.resize(m * w, 0.0);
+        }
+        let block = &mut s.out[..m * w];
+        nn::gemm_cols_packed_a(&mut s.gemm, cols, m, n, k, alpha, a, trans_a, packed, b, trans_b, 0.0, block);
+    });
+    for t in 0..tasks {
+        let (cols, s) = (cols(t), par.scratch().task(t));
+        let w = cols.len();
+        for (row, src) in c.chunks_exact_mut(n).zip(s.out[..m * w].chunks_exact(w)) {
+            let dst = &mut row[cols.clone()];
+            if beta == 0.0 {
+                dst.copy_from_slice(src);
+            } else {
+                dst.iter_mut().zip(src).for_each(|(o, &v)| *o = v + beta * *o);
+            }
+        }
+    }
+}
+
+/// numpy matmul over broadcast batch axes, one gemm per output matrix.
+pub(crate) fn matmul(a: &[f32], sa: &[usize], b: &[f32], sb: &[usize], dst: &mut [f32], par: &dyn Parallel) {
+    let (m, k) = if sa.len() == 1 { (1, sa[0]) } else { (sa[sa.len() - 2], sa[sa.len() - 1]) };
+    let n = if sb.len() == 1 { 1 } else { sb[sb.len() - 1] };
+    let batch_a = &sa[..sa.len().saturating_sub(2)];
+    let batch_b = &sb[..sb.len().saturating_sub(2)];
+    let rank = batch_a.len().max(batch_b.len());
+    let pad = |s: &[usize]| -> SmallVec<[usize; 8]> {
+        let mut p: SmallVec<[usize; 8]> = SmallVec::from_elem(1, rank - s.len());
+        p.extend_from_slice(s);
+        p
+    };
+    let (pa, pb) = (pad(batch_a), pad(batch_b));
+    let out_batch: SmallVec<[usize; 8]> = pa.iter().zip(&pb).map(|(&x, &y)| x.max(y)).collect();
+    let count: usize = out_batch.iter().product();
+    let mut index: SmallVec<[usize; 8]> = SmallVec::from_elem(0, rank);
+    for c in dst.chunks_mut((m * n).max(1)).take(count) {
+        let (mut oa, mut ob) = (0usize, 0usize);
+        for d in 0..rank {
+            oa = oa * pa[d] + if pa[d] == 1 { 0 } else { index[d] };
+            ob = ob * pb[d] + if pb[d] == 1 { 0 } else { index[d] };
+        }
+        let p = Product { m, n, k, alpha: 1.0, trans_a: false, trans_b: false, beta: 0.0 };
+        product(p, &a[oa * m * k..(oa + 1) * m * k], &b[ob * k * n..(ob + 1) * k * n], c, par);
+        for d in (0..rank).rev() {
+            index[d] += 1;
+            if index[d] < out_batch[d] {
+                break;
+            }
+            index[d] = 0;
+        }
+    }
+}
