@@ -17,6 +17,9 @@ pub struct Case {
     pub threads: Option<usize>,
     /// Nodes in the model (for per-node figures).
     pub nodes: usize,
+    /// Rivet's session keeps ORT's CPU EP for the nodes Rivet does not claim (the
+    /// quantized models: Rivet has no int8 kernels, and must not slow ORT's down).
+    pub fallback: bool,
 }
 
 /// The unary ops of the grid, with the attributes they run with.
@@ -119,7 +122,14 @@ pub fn grid() -> Vec<Case> {
     let mut cases = Vec::new();
     for (threads, tag) in [(Some(1), "t1"), (None, "tall")] {
         let add = |cases: &mut Vec<Case>, name: String, model: Vec<u8>, len: usize, nodes: usize| {
-            cases.push(Case { name: format!("{name}/{tag}"), model, inputs: input(len), threads, nodes });
+            cases.push(Case {
+                name: format!("{name}/{tag}"),
+                model,
+                inputs: input(len),
+                threads,
+                nodes,
+                fallback: false,
+            });
         };
         for (shape, dims_of) in [("static", false), ("symbolic", true)] {
             let dims = |len: usize| if dims_of { vec![Dim::from("N")] } else { vec![Dim::from(len as i64)] };
@@ -145,7 +155,14 @@ pub fn grid() -> Vec<Case> {
             let mut b = input(len).remove(0);
             b.name = "b".into();
             inputs.push(b);
-            cases.push(Case { name: format!("add_{size}/static/{tag}"), model, inputs, threads, nodes: 1 });
+            cases.push(Case {
+                name: format!("add_{size}/static/{tag}"),
+                model,
+                inputs,
+                threads,
+                nodes: 1,
+                fallback: false,
+            });
         }
         {
             let n = 512i64;
@@ -161,7 +178,14 @@ pub fn grid() -> Vec<Case> {
             let mut b = inputs[0].clone();
             b.name = "b".into();
             inputs.push(b);
-            cases.push(Case { name: format!("matmul_512/static/{tag}"), model, inputs, threads, nodes: 1 });
+            cases.push(Case {
+                name: format!("matmul_512/static/{tag}"),
+                model,
+                inputs,
+                threads,
+                nodes: 1,
+                fallback: false,
+            });
         }
         {
             // Conv 3x3, 64 -> 64 channels on 56x56 (weights an initializer, as in a model).
@@ -178,14 +202,45 @@ pub fn grid() -> Vec<Case> {
             let mut inputs = input(64 * 56 * 56);
             inputs[0].name = "x".into();
             inputs[0].shape = vec![1, 64, 56, 56];
-            cases.push(Case { name: format!("conv3x3_64_56/static/{tag}"), model, inputs, threads, nodes: 1 });
+            cases.push(Case {
+                name: format!("conv3x3_64_56/static/{tag}"),
+                model,
+                inputs,
+                threads,
+                nodes: 1,
+                fallback: false,
+            });
         }
         {
             // A transformer encoder layer: 64 tokens, width 256, 4 heads, feed-forward 1024.
             // 18 nodes in the model; ORT's optimizer turns each MatMul + bias Add into
             // Reshape, Gemm, Reshape, so 24 reach Rivet.
             let (model, inputs) = encoder_layer(64, 256, 4, 1024);
-            cases.push(Case { name: format!("encoder_layer_64x256/static/{tag}"), model, inputs, threads, nodes: 24 });
+            cases.push(Case {
+                name: format!("encoder_layer_64x256/static/{tag}"),
+                model,
+                inputs,
+                threads,
+                nodes: 24,
+                fallback: false,
+            });
+        }
+        // Quantized models (tests/models/make_quantized.py): ORT's int8 kernels, with Rivet
+        // registered and fallback on against ORT alone.
+        for (file, shape, nodes) in [("qdq_cnn", [1i64, 3, 64, 64].as_slice(), 40), ("dynamic_mlp", &[1, 64, 128], 14)]
+        {
+            let path = crate::paths::workspace_root().join("tests/models").join(format!("{file}.onnx"));
+            let Ok(model) = std::fs::read(&path) else { continue };
+            let len = shape.iter().product::<i64>() as usize;
+            let data = harness::values(7, len, -2.0, 2.0).into_iter().map(|v| v as f32).collect();
+            cases.push(Case {
+                name: format!("int8_{file}/fallback/{tag}"),
+                model,
+                inputs: vec![HostTensor::f32("x", shape, data)],
+                threads,
+                nodes,
+                fallback: true,
+            });
         }
         for (op, attrs) in unary_ops() {
             let label = if attrs.is_empty() { op.to_lowercase() } else { format!("{}_tanh", op.to_lowercase()) };
@@ -241,7 +296,7 @@ fn stats(all: &[Duration], rounds: Vec<Duration>) -> ArmStats {
 pub fn run_case(case: &Case, rounds: usize, round_ms: f64) -> Result<CaseResult, String> {
     let env = harness::environment()?;
     let opts = SessionOpts { intra_threads: case.threads, ..Default::default() };
-    let strict = SessionOpts { no_fallback: true, ..opts.clone() };
+    let strict = SessionOpts { no_fallback: !case.fallback, ..opts.clone() };
     let mut ort = harness::session(env, &case.model, Arm::OrtCpu, &opts)?;
     let mut rivet = harness::session(env, &case.model, Arm::Rivet, &strict)?;
     let inputs = harness::prepare(&case.inputs)?;

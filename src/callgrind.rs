@@ -15,7 +15,8 @@ pub const RUNS: usize = 200;
 /// Body of the `rivet bench-one` helper that valgrind runs: `runs` Runs of one arm.
 pub fn run_one(case: &Case, arm: Arm, runs: usize) -> Result<(), String> {
     let env = harness::environment()?;
-    let opts = SessionOpts { intra_threads: Some(1), no_fallback: arm == Arm::Rivet, ..Default::default() };
+    let opts =
+        SessionOpts { intra_threads: Some(1), no_fallback: arm == Arm::Rivet && !case.fallback, ..Default::default() };
     let mut s = harness::session(env, &case.model, arm, &opts)?;
     let inputs = harness::prepare(&case.inputs)?;
     harness::time_runs(&mut s, &inputs, 10, 0)?;

@@ -9,7 +9,7 @@ use super::compute::ComputeInfo;
 use super::factory::EP_NAME;
 use super::structs::{OrtEp, OrtEpGraphSupportInfo, OrtNodeComputeInfo, EP_STRUCT_VERSION};
 use super::{guard, read};
-use crate::capability::partition;
+use crate::capability::{in_quantized_group, partition};
 use crate::error::{Error, Result};
 use crate::plan::Plan;
 use crate::registry::kernel_for;
@@ -83,8 +83,15 @@ unsafe extern "system" fn get_capability(
     guard(&ep.api, "GetCapability", || {
         let (ptrs, nodes) = read::nodes(&ep.api, graph)?;
         let verdicts: Vec<Result<_, String>> = nodes.iter().map(kernel_for).collect();
-        let claimable: Vec<bool> = verdicts.iter().map(Result::is_ok).collect();
+        let mut claimable: Vec<bool> = verdicts.iter().map(Result::is_ok).collect();
         let desc = crate::graph::GraphDesc { nodes, ..Default::default() };
+        if !ep.no_fallback {
+            // ORT fuses these into its int8 kernels, which Rivet does not have yet. (With
+            // fallback off there is no ORT path to keep: the quantization ops fail.)
+            for (c, quantized) in claimable.iter_mut().zip(in_quantized_group(&desc)) {
+                *c &= !quantized;
+            }
+        }
         for group in partition(&desc, &claimable) {
             let group_ptrs: Vec<*const OrtNode> = group.iter().map(|&i| ptrs[i]).collect();
             ep.api.add_nodes_to_fuse(info, &group_ptrs)?;

@@ -5,6 +5,9 @@ use std::collections::HashMap;
 
 use crate::graph::GraphDesc;
 
+mod quantized;
+pub use quantized::in_quantized_group;
+
 /// Groups of node indices (into `graph.nodes`), each in topological order.
 pub fn partition(graph: &GraphDesc, claimable: &[bool]) -> Vec<Vec<usize>> {
     let n = graph.nodes.len();
