@@ -117,6 +117,29 @@ fn input(len: usize) -> Vec<HostTensor> {
     vec![HostTensor::f32("v0", &[len as i64], data)]
 }
 
+/// The light CNNs of the onnx wheel, with their input's name ([1, 3, 224, 224] each).
+pub const LIGHT_MODELS: [(&str, &str); 9] = [
+    ("squeezenet", "data_0"),
+    ("inception_v2", "data_0"),
+    ("shufflenet", "gpu_0/data_0"),
+    ("inception_v1", "data_0"),
+    ("resnet50", "gpu_0/data_0"),
+    ("densenet121", "data_0"),
+    ("vgg19", "data_0"),
+    ("bvlc_alexnet", "data_0"),
+    ("zfnet512", "gpu_0/data_0"),
+];
+
+/// A light model's bytes and its input: seeded values in [-1, 1), as an image's would
+/// be after normalisation.
+pub fn light_model(name: &str, input: &str) -> Result<(Vec<u8>, Vec<HostTensor>), String> {
+    let path = crate::paths::light_models_dir()?.join(format!("light_{name}.onnx"));
+    let model = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let shape = [1i64, 3, 224, 224];
+    let data = harness::values(3, 3 * 224 * 224, -1.0, 1.0).into_iter().map(|v| v as f32).collect();
+    Ok((model, vec![HostTensor::f32(input, &shape, data)]))
+}
+
 /// The whole grid, for one thread and for all threads.
 pub fn grid() -> Vec<Case> {
     let mut cases = Vec::new();
@@ -224,6 +247,11 @@ pub fn grid() -> Vec<Case> {
                 nodes: 24,
                 fallback: false,
             });
+        }
+        // Whole real models, on Rivet alone.
+        for (name, input) in LIGHT_MODELS {
+            let Ok((model, inputs)) = light_model(name, input) else { continue };
+            cases.push(Case { name: format!("model_{name}/{tag}"), model, inputs, threads, nodes: 0, fallback: false });
         }
         // Quantized models (tests/models/make_quantized.py): ORT's int8 kernels, with Rivet
         // registered and fallback on against ORT alone.

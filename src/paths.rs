@@ -28,6 +28,15 @@ pub fn ort_dylib() -> Result<PathBuf, String> {
     })
 }
 
+/// The real CNNs the pinned `onnx` wheel ships (`onnx/backend/test/data/light`: their
+/// weights are ConstantOfShape nodes, which ORT folds into initializers), found beside
+/// the ORT library's site-packages.
+pub fn light_models_dir() -> Result<PathBuf, String> {
+    let ort = ort_dylib()?;
+    let site = ort.ancestors().nth(3).ok_or("the ORT library path is too short")?;
+    existing(site.join("onnx/backend/test/data/light"), "install requirements.txt (`cargo xtask setup`)")
+}
+
 fn existing(p: PathBuf, hint: &str) -> Result<PathBuf, String> {
     if p.exists() {
         Ok(p)

@@ -428,7 +428,7 @@ fn apply_other(step: &Step, ins: &[&[f32]], shapes: &[Shape], params: &[&[i64]],
             let (g, pad_end) =
                 shapes::window_3d(&window, shapes::spatial(s), window.kernel).expect("checked by shape inference");
             let pool = if max { conv::Pool::Max } else { conv::Pool::Average { count_pad } };
-            conv::pool(x, s[0] * s[1], &g, pool, pad_end, dst);
+            products::pool(x, s[0] * s[1], &g, pool, pad_end, dst, par);
         }
         Kernel::Slice { has_axes, has_steps } => {
             let s = shape(0);

@@ -1,4 +1,4 @@
-//! Matrix products and convolutions, split by rows over the Run's pool.
+//! Matrix products, convolutions and pools, split over the Run's pool.
 //!
 //! A split is decided by the product's shape alone, never by what the pool is seen to do,
 //! so a plan makes the same calls to ORT on every Run and on every machine load. It costs
@@ -14,7 +14,7 @@
 use rivet_kernels::{conv, nn};
 use smallvec::SmallVec;
 
-use crate::parallel::{lock, Parallel, TaskScratch, MAX_TASKS};
+use crate::parallel::{lock, Parallel, TaskScratch, MAX_TASKS, PARALLEL_MIN_LEN};
 
 /// Products of at least this many multiply-adds are split by rows over the thread pool.
 const PARALLEL_MIN_MACS: usize = 1 << 18;
@@ -35,6 +35,28 @@ fn cores() -> usize {
 /// Runs `f` with scratch for work that is not split (task 0's).
 fn unsplit(par: &dyn Parallel, f: impl FnOnce(&mut TaskScratch)) {
     f(&mut par.scratch().task(0));
+}
+
+/// Pools `planes` planes, split over the pool by planes when the input is large.
+pub(crate) fn pool(
+    x: &[f32],
+    planes: usize,
+    g: &conv::Window3d,
+    mode: conv::Pool,
+    pad_end: [usize; 3],
+    y: &mut [f32],
+    par: &dyn Parallel,
+) {
+    let (plane, positions) = (g.plane(), g.positions());
+    let tasks = cores().min(planes);
+    if x.len() < PARALLEL_MIN_LEN || tasks < 2 || positions == 0 {
+        return conv::pool(x, planes, g, mode, pad_end, y);
+    }
+    let per_task = planes.div_ceil(tasks);
+    par.for_each_chunk(y, per_task * positions, &|start, part| {
+        let first = start / positions;
+        conv::pool(&x[first * plane..], part.len() / positions, g, mode, pad_end, part);
+    });
 }
 
 /// Runs a convolution: split over the pool by output rows when it is large enough, else

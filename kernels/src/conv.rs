@@ -20,14 +20,15 @@ pub struct Window3d {
 impl Window3d {
     /// Input index along axis `a` of tap `k` for output `o`, or `None` in the padding.
     #[inline(always)]
-    fn source(&self, a: usize, o: usize, k: usize) -> Option<usize> {
+    pub(crate) fn source(&self, a: usize, o: usize, k: usize) -> Option<usize> {
         (o * self.stride[a] + k * self.dilation[a]).checked_sub(self.pad_begin[a]).filter(|&i| i < self.input[a])
     }
 
     /// Whether tap `k` of output `o` along axis `a` lies in the input or its declared
     /// padding (not past it, as a ceil-mode window can).
+    #[cfg(test)]
     #[inline(always)]
-    fn in_padded(&self, a: usize, o: usize, k: usize, pad_end: usize) -> bool {
+    pub(crate) fn in_padded(&self, a: usize, o: usize, k: usize, pad_end: usize) -> bool {
         o * self.stride[a] + k * self.dilation[a] < self.pad_begin[a] + self.input[a] + pad_end
     }
 
@@ -41,7 +42,7 @@ impl Window3d {
 
     /// Input offset within a plane of tap `k` of output `o`, or `None` in the padding.
     #[inline(always)]
-    fn tap(&self, o: [usize; 3], k: [usize; 3]) -> Option<usize> {
+    pub(crate) fn tap(&self, o: [usize; 3], k: [usize; 3]) -> Option<usize> {
         let z = self.source(0, o[0], k[0])?;
         let y = self.source(1, o[1], k[1])?;
         let x = self.source(2, o[2], k[2])?;
@@ -50,12 +51,12 @@ impl Window3d {
 }
 
 /// Every (output position, its index) of a window op, in output order.
-fn outputs(g: &Window3d) -> impl Iterator<Item = [usize; 3]> + '_ {
+pub(crate) fn outputs(g: &Window3d) -> impl Iterator<Item = [usize; 3]> + '_ {
     (0..g.out[0]).flat_map(move |d| (0..g.out[1]).flat_map(move |h| (0..g.out[2]).map(move |w| [d, h, w])))
 }
 
 /// Every tap of a window, in (d, h, w) order.
-fn taps(g: &Window3d) -> impl Iterator<Item = [usize; 3]> + '_ {
+pub(crate) fn taps(g: &Window3d) -> impl Iterator<Item = [usize; 3]> + '_ {
     (0..g.kernel[0]).flat_map(move |d| (0..g.kernel[1]).flat_map(move |h| (0..g.kernel[2]).map(move |w| [d, h, w])))
 }
 
@@ -177,111 +178,7 @@ pub fn conv(
     }
 }
 
-/// How a pooling window reduces.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Pool {
-    Max,
-    /// Average; `count_pad` divides by the full window, padding included.
-    Average {
-        count_pad: bool,
-    },
-}
-
-/// Max pooling on any ordered element type (MaxPool on integers): the largest tap of each
-/// window; padding taps do not count.
-pub fn max_pool<T: Copy + PartialOrd>(x: &[T], planes: usize, g: &Window3d, y: &mut [T]) {
-    let (plane, positions) = (g.plane(), g.positions());
-    for p in 0..planes {
-        let src = &x[p * plane..(p + 1) * plane];
-        for (i, o) in outputs(g).enumerate() {
-            let mut best: Option<T> = None;
-            for k in taps(g) {
-                if let Some(at) = g.tap(o, k) {
-                    let v = src[at];
-                    if best.is_none_or(|b| v > b) {
-                        best = Some(v);
-                    }
-                }
-            }
-            if let Some(b) = best {
-                y[p * positions + i] = b;
-            }
-        }
-    }
-}
-
-/// MaxPool's Indices: for each window, the index in the whole `[N, C, ...]` input of its
-/// maximum (the first one on ties, as `pool` picks it); within a plane row-major, or
-/// column-major with `column_major` (storage_order 1).
-pub fn max_pool_indices(x: &[f32], planes: usize, g: &Window3d, column_major: bool, y: &mut [i64]) {
-    let (plane, positions) = (g.plane(), g.positions());
-    let [in_d, in_h, _] = g.input;
-    for p in 0..planes {
-        let src = &x[p * plane..(p + 1) * plane];
-        for (i, o) in outputs(g).enumerate() {
-            let (mut best, mut at) = (f32::NEG_INFINITY, None);
-            for k in taps(g) {
-                if let Some(row_major) = g.tap(o, k) {
-                    let v = src[row_major];
-                    if at.is_none() || v > best || (v.is_nan() && !best.is_nan()) {
-                        best = v;
-                        at = Some(if column_major {
-                            let s = |a: usize| g.source(a, o[a], k[a]).unwrap_or(0);
-                            (s(2) * in_h + s(1)) * in_d + s(0)
-                        } else {
-                            row_major
-                        });
-                    }
-                }
-            }
-            y[p * positions + i] = (p * plane + at.unwrap_or(0)) as i64;
-        }
-    }
-}
-
-/// Pools `planes` planes of `x` into `y`. Padding is ignored by Max and by Average without
-/// `count_pad`; windows that run past the padded input (ceil mode) count only their
-/// in-range taps. `pad_end`: the declared padding after each axis.
-pub fn pool(x: &[f32], planes: usize, g: &Window3d, pool: Pool, pad_end: [usize; 3], y: &mut [f32]) {
-    let (plane, positions) = (g.plane(), g.positions());
-    for p in 0..planes {
-        let src = &x[p * plane..(p + 1) * plane];
-        let dst = &mut y[p * positions..(p + 1) * positions];
-        for (i, o) in outputs(g).enumerate() {
-            let mut acc = if pool == Pool::Max { f32::NEG_INFINITY } else { 0.0 };
-            let (mut count, mut padded) = (0usize, 0usize);
-            for k in taps(g) {
-                match g.tap(o, k) {
-                    Some(at) => {
-                        let v = src[at];
-                        acc = match pool {
-                            Pool::Max => {
-                                if v > acc || v.is_nan() {
-                                    v
-                                } else {
-                                    acc
-                                }
-                            }
-                            Pool::Average { .. } => acc + v,
-                        };
-                        count += 1;
-                        padded += 1;
-                    }
-                    None => {
-                        if (0..3).all(|a| g.in_padded(a, o[a], k[a], pad_end[a])) {
-                            padded += 1;
-                        }
-                    }
-                }
-            }
-            dst[i] = match pool {
-                Pool::Max => acc,
-                Pool::Average { count_pad: true } => acc / padded.max(1) as f32,
-                Pool::Average { count_pad: false } => acc / count.max(1) as f32,
-            };
-        }
-    }
-}
+pub use crate::pool::{max_pool, max_pool_indices, pool, Pool};
 
 /// Sizes of a transposed convolution, per spatial axis (depth, height, width).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

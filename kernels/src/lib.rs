@@ -53,6 +53,7 @@ pub mod einsum;
 mod gemm;
 mod math;
 pub mod nn;
+mod pool;
 pub mod random;
 mod reference;
 pub mod typed;

@@ -1,0 +1,283 @@
+//! Pooling windows: MaxPool (any ordered type, and its indices) and AveragePool.
+
+use crate::conv::{outputs, taps, Window3d};
+
+/// How a pooling window reduces.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pool {
+    Max,
+    /// Average; `count_pad` divides by the full window, padding included.
+    Average {
+        count_pad: bool,
+    },
+}
+
+/// Max pooling on any ordered element type (MaxPool on integers): the largest tap of each
+/// window; padding taps do not count.
+pub fn max_pool<T: Copy + PartialOrd>(x: &[T], planes: usize, g: &Window3d, y: &mut [T]) {
+    let (plane, positions) = (g.plane(), g.positions());
+    for p in 0..planes {
+        let src = &x[p * plane..(p + 1) * plane];
+        for (i, o) in outputs(g).enumerate() {
+            let mut best: Option<T> = None;
+            for k in taps(g) {
+                if let Some(at) = g.tap(o, k) {
+                    let v = src[at];
+                    if best.is_none_or(|b| v > b) {
+                        best = Some(v);
+                    }
+                }
+            }
+            if let Some(b) = best {
+                y[p * positions + i] = b;
+            }
+        }
+    }
+}
+
+/// MaxPool's Indices: for each window, the index in the whole `[N, C, ...]` input of its
+/// maximum (the first one on ties, as `pool` picks it); within a plane row-major, or
+/// column-major with `column_major` (storage_order 1).
+pub fn max_pool_indices(x: &[f32], planes: usize, g: &Window3d, column_major: bool, y: &mut [i64]) {
+    let (plane, positions) = (g.plane(), g.positions());
+    let [in_d, in_h, _] = g.input;
+    for p in 0..planes {
+        let src = &x[p * plane..(p + 1) * plane];
+        for (i, o) in outputs(g).enumerate() {
+            let (mut best, mut at) = (f32::NEG_INFINITY, None);
+            for k in taps(g) {
+                if let Some(row_major) = g.tap(o, k) {
+                    let v = src[row_major];
+                    if at.is_none() || v > best || (v.is_nan() && !best.is_nan()) {
+                        best = v;
+                        at = Some(if column_major {
+                            let s = |a: usize| g.source(a, o[a], k[a]).unwrap_or(0);
+                            (s(2) * in_h + s(1)) * in_d + s(0)
+                        } else {
+                            row_major
+                        });
+                    }
+                }
+            }
+            y[p * positions + i] = (p * plane + at.unwrap_or(0)) as i64;
+        }
+    }
+}
+
+/// Pools `planes` planes of `x` into `y`. Padding is ignored by Max and by Average without
+/// `count_pad`; windows that run past the padded input (ceil mode) count only their
+/// in-range taps. `pad_end`: the declared padding after each axis.
+///
+/// One output row at a time: the row starts at Max's or Average's identity, then each
+/// in-range (depth, height) tap row is merged into it once per width tap, over the outputs
+/// whose tap is in range: a plain loop over the row (contiguous at stride 1), with no
+/// bound checks per tap. Every output still takes its taps in (d, h, w) order, so Max
+/// (NaN wins) and the Average sums give the bits of the tap-by-tap definition.
+pub fn pool(x: &[f32], planes: usize, g: &Window3d, pool: Pool, pad_end: [usize; 3], y: &mut [f32]) {
+    let (plane, positions) = (g.plane(), g.positions());
+    let [_, in_h, in_w] = g.input;
+    let [out_d, out_h, out_w] = g.out;
+    let init = if pool == Pool::Max { f32::NEG_INFINITY } else { 0.0 };
+    for (src, dst) in x.chunks_exact(plane).zip(y.chunks_exact_mut(positions)).take(planes) {
+        for zd in 0..out_d {
+            let kd = taps_in_range(g, 0, zd);
+            for zh in 0..out_h {
+                let kh = taps_in_range(g, 1, zh);
+                let row = &mut dst[(zd * out_h + zh) * out_w..][..out_w];
+                row.fill(init);
+                for td in kd.clone() {
+                    let sd = zd * g.stride[0] + td * g.dilation[0] - g.pad_begin[0];
+                    for th in kh.clone() {
+                        let sh = zh * g.stride[1] + th * g.dilation[1] - g.pad_begin[1];
+                        let input = &src[(sd * in_h + sh) * in_w..][..in_w];
+                        for tw in 0..g.kernel[2] {
+                            merge_tap(g, tw, input, row, pool);
+                        }
+                    }
+                }
+                if let Pool::Average { count_pad } = pool {
+                    let (cd, ch) = if count_pad {
+                        (padded_taps(g, 0, zd, pad_end[0]), padded_taps(g, 1, zh, pad_end[1]))
+                    } else {
+                        (kd.len(), kh.len())
+                    };
+                    for (zw, o) in row.iter_mut().enumerate() {
+                        let cw =
+                            if count_pad { padded_taps(g, 2, zw, pad_end[2]) } else { taps_in_range(g, 2, zw).len() };
+                        *o /= (cd * ch * cw).max(1) as f32;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The taps along axis `a` of output `o` that land in the input.
+#[inline(always)]
+fn taps_in_range(g: &Window3d, a: usize, o: usize) -> std::ops::Range<usize> {
+    let (start, dil, len) = (o * g.stride[a], g.dilation[a], g.input[a]);
+    let pad = g.pad_begin[a];
+    // Tap k reads input start + k * dil - pad: in range when pad <= start + k * dil < pad + len.
+    let lo = pad.saturating_sub(start).div_ceil(dil);
+    let hi = (pad + len).saturating_sub(start).div_ceil(dil).min(g.kernel[a]);
+    lo.min(hi)..hi
+}
+
+/// The taps along axis `a` of output `o` that land in the input or its declared padding.
+#[inline(always)]
+fn padded_taps(g: &Window3d, a: usize, o: usize, pad_end: usize) -> usize {
+    let end = g.pad_begin[a] + g.input[a] + pad_end;
+    end.saturating_sub(o * g.stride[a]).div_ceil(g.dilation[a]).min(g.kernel[a])
+}
+
+/// Merges width tap `tw` of one input row into the output row: output `zw` reads input
+/// `zw * stride + tw * dilation - pad`, for the outputs where that is in the row.
+#[inline(always)]
+fn merge_tap(g: &Window3d, tw: usize, input: &[f32], row: &mut [f32], pool: Pool) {
+    let (stride, pad, len) = (g.stride[2], g.pad_begin[2], g.input[2]);
+    let off = tw * g.dilation[2];
+    // zw * stride + off in [pad, pad + len).
+    let lo = pad.saturating_sub(off).div_ceil(stride);
+    let hi = (pad + len).saturating_sub(off).div_ceil(stride).min(row.len());
+    if lo >= hi {
+        return;
+    }
+    let first = lo * stride + off - pad;
+    let outs = &mut row[lo..hi];
+    let ins = input[first..].iter().step_by(stride);
+    match (pool, stride) {
+        (Pool::Max, 1) => max_into(outs, &input[first..][..hi - lo]),
+        (Pool::Max, _) => outs.iter_mut().zip(ins).for_each(|(o, &v)| *o = max_step(*o, v)),
+        (Pool::Average { .. }, 1) => outs.iter_mut().zip(&input[first..]).for_each(|(o, &v)| *o += v),
+        (Pool::Average { .. }, _) => outs.iter_mut().zip(ins).for_each(|(o, &v)| *o += v),
+    }
+}
+
+/// One step of Max: the tap wins when larger or NaN (a NaN, once in, stays).
+#[inline(always)]
+fn max_step(acc: f32, v: f32) -> f32 {
+    if v > acc || v.is_nan() {
+        v
+    } else {
+        acc
+    }
+}
+
+#[inline(always)]
+fn max_into(outs: &mut [f32], ins: &[f32]) {
+    outs.iter_mut().zip(ins).for_each(|(o, &v)| *o = max_step(*o, v));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::conv::{outputs, taps};
+
+    /// The pools as they were, tap by tap: the definition the fast `pool` must match bit for
+    /// bit.
+    fn reference(x: &[f32], planes: usize, g: &Window3d, pool: Pool, pad_end: [usize; 3], y: &mut [f32]) {
+        let (plane, positions) = (g.plane(), g.positions());
+        for p in 0..planes {
+            let src = &x[p * plane..(p + 1) * plane];
+            let dst = &mut y[p * positions..(p + 1) * positions];
+            for (i, o) in outputs(g).enumerate() {
+                let mut acc = if pool == Pool::Max { f32::NEG_INFINITY } else { 0.0 };
+                let (mut count, mut padded) = (0usize, 0usize);
+                for k in taps(g) {
+                    match g.tap(o, k) {
+                        Some(at) => {
+                            let v = src[at];
+                            acc = match pool {
+                                Pool::Max => {
+                                    if v > acc || v.is_nan() {
+                                        v
+                                    } else {
+                                        acc
+                                    }
+                                }
+                                Pool::Average { .. } => acc + v,
+                            };
+                            count += 1;
+                            padded += 1;
+                        }
+                        None => {
+                            if (0..3).all(|a| g.in_padded(a, o[a], k[a], pad_end[a])) {
+                                padded += 1;
+                            }
+                        }
+                    }
+                }
+                dst[i] = match pool {
+                    Pool::Max => acc,
+                    Pool::Average { count_pad: true } => acc / padded.max(1) as f32,
+                    Pool::Average { count_pad: false } => acc / count.max(1) as f32,
+                };
+            }
+        }
+    }
+
+    fn values(n: usize, seed: u64) -> Vec<f32> {
+        let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+        (0..n)
+            .map(|_| {
+                s = s.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+                ((s >> 40) as f32 / (1u64 << 23) as f32) * 4.0 - 2.0
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_window_matches_the_tap_by_tap_definition_bit_for_bit() {
+        let mut checked = 0;
+        for dims in 1..=3usize {
+            let len = [0, 11, 7, 5][dims];
+            for k in 1..=3 {
+                for stride in 1..=3 {
+                    for dil in 1..=2 {
+                        for pad in 0..k {
+                            // floor and ceil mode: one more output past the floor count.
+                            for extra in 0..2 {
+                                let span = dil * (k - 1) + 1;
+                                if len + 2 * pad < span {
+                                    continue;
+                                }
+                                let out = (len + 2 * pad - span) / stride + 1 + extra;
+                                let pick = |v: usize, one: usize| -> [usize; 3] {
+                                    std::array::from_fn(|a| if a + dims >= 3 { v } else { one })
+                                };
+                                let g = Window3d {
+                                    input: pick(len, 1),
+                                    out: pick(out, 1),
+                                    kernel: pick(k, 1),
+                                    stride: pick(stride, 1),
+                                    dilation: pick(dil, 1),
+                                    pad_begin: pick(pad, 0),
+                                };
+                                let pad_end = pick(pad, 0);
+                                let planes = 3;
+                                let mut x = values(planes * g.plane(), (k * 7 + stride * 3 + dil) as u64);
+                                x[g.plane() + 1] = f32::NAN;
+                                for mode in
+                                    [Pool::Max, Pool::Average { count_pad: false }, Pool::Average { count_pad: true }]
+                                {
+                                    let mut want = vec![0.0; planes * g.positions()];
+                                    let mut got = vec![f32::NAN; planes * g.positions()];
+                                    reference(&x, planes, &g, mode, pad_end, &mut want);
+                                    pool(&x, planes, &g, mode, pad_end, &mut got);
+                                    assert!(
+                                        got.iter()
+                                            .zip(&want)
+                                            .all(|(a, b)| a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())),
+                                        "{mode:?} {g:?}: {got:?} != {want:?}"
+                                    );
+                                    checked += 1;
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert!(checked > 500, "{checked}");
+    }
+}
