@@ -421,7 +421,8 @@ fn apply_other(step: &Step, ins: &[&[f32]], shapes: &[Shape], params: &[&[i64]],
             let (xs, ws) = (shape(0), shape(1));
             let (g, _) = shapes::window_3d(&window, shapes::spatial(xs), shapes::spatial(ws))
                 .expect("checked by shape inference");
-            products::convolution(x, ins[1], ins.get(2).copied(), xs, ws[0], group, &g, dst, par);
+            let constant = step.constant_weights.then_some(step.output);
+            products::convolution(x, ins[1], ins.get(2).copied(), xs, ws[0], group, &g, dst, par, constant);
         }
         Kernel::Pool { window, max, count_pad } => {
             let s = shape(0);

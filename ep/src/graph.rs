@@ -122,6 +122,9 @@ pub struct GraphDesc {
     pub nodes: Vec<NodeDesc>,
     /// Graph inputs (for a fused subgraph: the fused node's inputs, in order).
     pub inputs: Vec<ValueDesc>,
+    /// Per input: whether it is a constant initializer (the same data every Run). Empty:
+    /// none is.
+    pub constant_inputs: Vec<bool>,
     /// Graph outputs (for a fused subgraph: the fused node's outputs, in order).
     pub outputs: Vec<ValueDesc>,
     /// Constant initializers not among `inputs`.

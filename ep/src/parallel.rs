@@ -90,6 +90,16 @@ pub struct RunScratch {
     pub(crate) packed_a: Mutex<nn::PackedA>,
     pub(crate) packed_b: Mutex<nn::PackedB>,
     pub(crate) conv_parts: Mutex<Vec<f32>>,
+    /// Constant conv filters packed for the GEMM, by the Conv step's output value.
+    pub(crate) filters: Mutex<Vec<PackedFilters>>,
+}
+
+/// One Conv's filters packed once (one per group), and which filters they were packed
+/// from (address and length of ORT's constant initializer).
+#[derive(Debug, Default)]
+pub(crate) struct PackedFilters {
+    pub source: Option<(usize, usize)>,
+    pub packed: Vec<nn::PackedA>,
 }
 
 impl Default for RunScratch {
@@ -99,6 +109,7 @@ impl Default for RunScratch {
             packed_a: Mutex::default(),
             packed_b: Mutex::default(),
             conv_parts: Mutex::default(),
+            filters: Mutex::default(),
         }
     }
 }

@@ -52,6 +52,9 @@ pub struct Step {
     /// constants.
     pub params: SmallVec<[ValueId; 1]>,
     pub output: ValueId,
+    /// A Conv whose filters are constant (an initializer ORT hands in every Run, or one
+    /// the plan holds): packed once and reused (see `mark_constant_weights`).
+    pub constant_weights: bool,
     /// Whether the step runs on the typed path (`exec::apply_typed`): a kernel over other
     /// element types than float32. The float32 path is the tuned one.
     pub typed: bool,
@@ -180,6 +183,7 @@ impl Plan {
                             inputs: SmallVec::from_slice(&[id]),
                             params: SmallVec::new(),
                             output: wide,
+                            constant_weights: false,
                         });
                         wide
                     }
@@ -201,6 +205,7 @@ impl Plan {
                 inputs,
                 params: params.clone(),
                 output,
+                constant_weights: false,
             };
             // A float16 / bfloat16 node of a float32 kernel: its half inputs are cast to
             // float32, the kernel runs, its outputs are cast back.
@@ -212,6 +217,7 @@ impl Plan {
                 inputs: SmallVec::from_slice(&[input]),
                 params: SmallVec::new(),
                 output,
+                constant_weights: false,
             };
             if let Some(h) = claim.half {
                 for (k, id) in step_inputs.iter_mut().enumerate() {
@@ -330,7 +336,23 @@ impl Plan {
         let mut plan =
             Plan { name: name.to_string(), values, steps, inputs, outputs, constants, buffer_types, fixed: None };
         plan.fixed = plan.fixed_shapes()?;
+        plan.mark_constant_weights(&graph.constant_inputs);
         Ok(plan)
+    }
+
+    /// The pre-packing pass: marks the Conv steps whose filters never change (a fused
+    /// input that is a constant initializer, or a constant the plan holds), so a Run packs
+    /// them once for the GEMM and reuses them instead of packing them again each Run.
+    fn mark_constant_weights(&mut self, constant_inputs: &[bool]) {
+        for step in &mut self.steps {
+            if matches!(step.kernel, Kernel::Conv { .. }) && !step.typed {
+                step.constant_weights = match self.values[step.inputs[1]].slot {
+                    Slot::Const(_) => true,
+                    Slot::Input(i) => constant_inputs.get(i).copied().unwrap_or(false),
+                    Slot::Output(_) | Slot::Buffer(_) => false,
+                };
+            }
+        }
     }
 
     /// Infers every shape at Compile when the inputs are fully static. An error here is a
@@ -429,7 +451,43 @@ mod tests {
                 attrs: vec![],
             })
             .collect();
-        GraphDesc { nodes, inputs: vec![v("v0", dims)], outputs: vec![v(&format!("v{n}"), dims)], constants: vec![] }
+        GraphDesc {
+            nodes,
+            inputs: vec![v("v0", dims)],
+            constant_inputs: vec![],
+            outputs: vec![v(&format!("v{n}"), dims)],
+            constants: vec![],
+        }
+    }
+
+    /// Conv(x, w) with `w` a fused input, constant or not.
+    fn conv(constant_w: bool) -> GraphDesc {
+        let f = |n: usize| Dim::Fixed(n);
+        let node = NodeDesc {
+            name: "conv".into(),
+            op_type: "Conv".into(),
+            domain: String::new(),
+            since_version: 11,
+            inputs: vec![Some(v("x", &[f(1), f(2), f(5), f(5)])), Some(v("w", &[f(3), f(2), f(3), f(3)]))],
+            outputs: vec![Some(v("y", &[f(1), f(3), f(3), f(3)]))],
+            attrs: vec![],
+        };
+        GraphDesc {
+            nodes: vec![node],
+            inputs: vec![v("x", &[f(1), f(2), f(5), f(5)]), v("w", &[f(3), f(2), f(3), f(3)])],
+            constant_inputs: vec![false, constant_w],
+            outputs: vec![v("y", &[f(1), f(3), f(3), f(3)])],
+            constants: vec![],
+        }
+    }
+
+    #[test]
+    fn conv_filters_from_a_constant_initializer_are_marked_for_packing_once() {
+        for constant in [true, false] {
+            let plan = Plan::build("p", &conv(constant)).unwrap();
+            assert_eq!(plan.steps.len(), 1);
+            assert_eq!(plan.steps[0].constant_weights, constant);
+        }
     }
 
     #[test]

@@ -60,7 +60,9 @@ pub(crate) fn pool(
 }
 
 /// Runs a convolution: split over the pool by output rows when it is large enough, else
-/// whole on the calling thread.
+/// whole on the calling thread. `constant`: the filters never change and `key` (the
+/// step's output value) names their packed copy in the Run's scratch, made on the first
+/// Run and again only if ORT hands in other filters.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn convolution(
     x: &[f32],
@@ -72,9 +74,26 @@ pub(crate) fn convolution(
     g: &conv::Window3d,
     y: &mut [f32],
     par: &dyn Parallel,
+    constant: Option<usize>,
 ) {
-    if !conv_in_parallel(x, w, bias, xs, out_c, group, g, y, par) {
-        unsplit(par, |s| conv::conv(x, w, bias, xs[0], xs[1], out_c, group, g, y, &mut s.col, &mut s.gemm));
+    let mut cache = constant.map(|_| lock(&par.scratch().filters));
+    let filters = match (&mut cache, constant) {
+        (Some(cache), Some(key)) => {
+            if cache.len() <= key {
+                cache.resize_with(key + 1, Default::default);
+            }
+            let entry = &mut cache[key];
+            let source = (w.as_ptr() as usize, w.len());
+            if entry.source != Some(source) {
+                conv::pack_filters(w, xs[1], out_c, group, g, &mut entry.packed);
+                entry.source = Some(source);
+            }
+            Some(entry.packed.as_slice())
+        }
+        _ => None,
+    };
+    if !conv_in_parallel(x, w, bias, xs, out_c, group, g, y, par, filters) {
+        unsplit(par, |s| conv::conv(x, w, bias, xs[0], xs[1], out_c, group, g, y, &mut s.col, &mut s.gemm, filters));
     }
 }
 
@@ -94,6 +113,7 @@ fn conv_in_parallel(
     g: &conv::Window3d,
     y: &mut [f32],
     par: &dyn Parallel,
+    filters: Option<&[nn::PackedA]>,
 ) -> bool {
     let (in_c, cg, mg) = (xs[1], xs[1] / group, out_c / group);
     let kk = cg * g.kernel.iter().product::<usize>();
@@ -116,7 +136,8 @@ fn conv_in_parallel(
             par.for_each_task(parts, part_len, &|start, part, s| {
                 let r0 = start / part_len * rows_per_task;
                 let r1 = r0 + part.len() / (mg * out_w);
-                conv::conv_rows(xg, wg, cg, mg, g, r0..r1, part, &mut s.col, &mut s.gemm);
+                let packed = filters.map(|f| &f[gi]);
+                conv::conv_rows(xg, wg, cg, mg, g, r0..r1, part, &mut s.col, &mut s.gemm, packed);
             });
             // Each task's [mg, its positions] into the rows of [mg, positions].
             let yg = &mut y[(n * out_c + gi * mg) * positions..][..mg * positions];

@@ -50,6 +50,7 @@ fn rank_nine_shapes_spill_out_of_the_inline_storage() {
 #[test]
 fn broadcast_inputs_of_different_shapes() {
     let graph = GraphDesc {
+        constant_inputs: Vec::new(),
         nodes: vec![{
             let mut n = node("Mul", "mul", &["a", "b"], "y", &[2, 1, 3]);
             n.inputs[1] = Some(value("b", &[3]));

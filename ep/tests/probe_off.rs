@@ -35,6 +35,7 @@ fn counters_stay_at_their_defaults_after_real_work() {
         at_run_ok: false,
     };
     let graph = GraphDesc {
+        constant_inputs: Vec::new(),
         nodes: vec![NodeDesc {
             name: "relu".into(),
             op_type: "Relu".into(),

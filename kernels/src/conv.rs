@@ -2,7 +2,7 @@
 //! pooling over NC + 1 to 3 spatial axes. 1-D and 2-D ops run as 3-D ones whose leading
 //! spatial axes have size 1 (loops of one turn).
 
-use crate::gemm::{gemm_with, GemmScratch};
+use crate::gemm::{gemm_cols_packed_a, gemm_with, pack_a, GemmScratch, PackedA};
 use std::ops::Range;
 
 /// Geometry of a window op over one (depth × height × width) plane.
@@ -120,6 +120,7 @@ pub fn conv_rows(
     y: &mut [f32],
     col: &mut Vec<f32>,
     scratch: &mut GemmScratch,
+    filters: Option<&PackedA>,
 ) {
     let kk = in_c * g.kernel.iter().product::<usize>();
     let positions = rows.len() * g.out[2];
@@ -128,7 +129,37 @@ pub fn conv_rows(
     }
     let col = &mut col[..kk * positions];
     im2col(x, in_c, g, rows, col);
-    gemm_with(scratch, out_c, positions, kk, 1.0, w, false, col, false, 0.0, y);
+    filter_product(scratch, out_c, positions, kk, w, filters, col, y);
+}
+
+/// `y = w · col` (`w` [m, k], `col` [k, n]), with `w` from `filters` when it was packed.
+#[allow(clippy::too_many_arguments)]
+fn filter_product(
+    scratch: &mut GemmScratch,
+    m: usize,
+    n: usize,
+    k: usize,
+    w: &[f32],
+    filters: Option<&PackedA>,
+    col: &[f32],
+    y: &mut [f32],
+) {
+    match filters {
+        Some(p) => gemm_cols_packed_a(scratch, 0..n, m, n, k, 1.0, w, false, p, col, false, 0.0, y),
+        None => gemm_with(scratch, m, n, k, 1.0, w, false, col, false, 0.0, y),
+    }
+}
+
+/// Packs each group's filters (`w` [out_c, in_c / group, kernel...]) once, for convolutions
+/// with this window: `filters` then holds one [`PackedA`] per group, reused by every Run
+/// (`conv`, `conv_rows`) while the weights are the same.
+pub fn pack_filters(w: &[f32], in_c: usize, out_c: usize, group: usize, g: &Window3d, filters: &mut Vec<PackedA>) {
+    let (cg, mg) = (in_c / group, out_c / group);
+    let kk = cg * g.kernel.iter().product::<usize>();
+    filters.resize_with(group, PackedA::new);
+    for (gi, packed) in filters.iter_mut().enumerate() {
+        pack_a(packed, mg, g.positions(), kk, &w[gi * mg * kk..][..mg * kk], false);
+    }
 }
 
 /// Convolution of `x` [batch, in_c, (d, h,) w] with `w` [out_c, in_c / group, (kd, kh,) kw]
@@ -147,6 +178,7 @@ pub fn conv(
     y: &mut [f32],
     col: &mut Vec<f32>,
     scratch: &mut GemmScratch,
+    filters: Option<&[PackedA]>,
 ) {
     let (cg, mg) = (in_c / group, out_c / group);
     let kk = cg * g.kernel.iter().product::<usize>();
@@ -161,12 +193,13 @@ pub fn conv(
             let xs = &x[(n * in_c + gi * cg) * plane..(n * in_c + (gi + 1) * cg) * plane];
             let ws = &w[gi * mg * kk..(gi + 1) * mg * kk];
             let ys = &mut y[(n * out_c + gi * mg) * positions..(n * out_c + (gi + 1) * mg) * positions];
+            let packed = filters.map(|f| &f[gi]);
             if is_pointwise {
-                gemm_with(scratch, mg, positions, kk, 1.0, ws, false, xs, false, 0.0, ys);
+                filter_product(scratch, mg, positions, kk, ws, packed, xs, ys);
             } else {
                 let col = &mut col[..kk * positions];
                 im2col(xs, cg, g, 0..g.out[0] * g.out[1], col);
-                gemm_with(scratch, mg, positions, kk, 1.0, ws, false, col, false, 0.0, ys);
+                filter_product(scratch, mg, positions, kk, ws, packed, col, ys);
             }
             if let Some(b) = bias {
                 for (m, out) in ys.chunks_exact_mut(positions.max(1)).enumerate() {
@@ -289,7 +322,7 @@ mod tests {
                 let positions = g.positions();
                 let mut y = vec![0.0; batch * out_c * positions];
                 let (mut col, mut scratch) = (Vec::new(), GemmScratch::new());
-                conv(&x, &w, Some(&bias), batch, in_c, out_c, group, &g, &mut y, &mut col, &mut scratch);
+                conv(&x, &w, Some(&bias), batch, in_c, out_c, group, &g, &mut y, &mut col, &mut scratch, None);
                 let mg = out_c / group;
                 for n in 0..batch {
                     for m in 0..out_c {
@@ -326,16 +359,24 @@ mod tests {
             let (mut col, mut scratch) = (Vec::new(), GemmScratch::new());
             let positions = g.positions();
             let mut whole = vec![0.0; out_c * positions];
-            conv(&x, &w, None, 1, in_c, out_c, 1, &g, &mut whole, &mut col, &mut scratch);
+            conv(&x, &w, None, 1, in_c, out_c, 1, &g, &mut whole, &mut col, &mut scratch, None);
+            // The filters packed once give the same bits, whole and by rows.
+            let mut filters = Vec::new();
+            pack_filters(&w, in_c, out_c, 1, &g, &mut filters);
+            let mut packed = vec![0.0; out_c * positions];
+            conv(&x, &w, None, 1, in_c, out_c, 1, &g, &mut packed, &mut col, &mut scratch, Some(&filters));
+            assert!(packed.iter().zip(&whole).all(|(a, b)| a.to_bits() == b.to_bits()), "packed filters");
             let (rows, out_w) = (g.out[0] * g.out[1], g.out[2]);
             for cut in [1, 4, rows - 1] {
                 for range in [0..cut, cut..rows] {
-                    let mut part = vec![0.0; out_c * range.len() * out_w];
-                    conv_rows(&x, &w, in_c, out_c, &g, range.clone(), &mut part, &mut col, &mut scratch);
-                    let n = range.len() * out_w;
-                    for m in 0..out_c {
-                        let want = &whole[m * positions + range.start * out_w..][..n];
-                        assert!(part[m * n..][..n].iter().zip(want).all(|(a, b)| a.to_bits() == b.to_bits()));
+                    for f in [None, Some(&filters[0])] {
+                        let mut part = vec![0.0; out_c * range.len() * out_w];
+                        conv_rows(&x, &w, in_c, out_c, &g, range.clone(), &mut part, &mut col, &mut scratch, f);
+                        let n = range.len() * out_w;
+                        for m in 0..out_c {
+                            let want = &whole[m * positions + range.start * out_w..][..n];
+                            assert!(part[m * n..][..n].iter().zip(want).all(|(a, b)| a.to_bits() == b.to_bits()));
+                        }
                     }
                 }
             }

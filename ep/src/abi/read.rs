@@ -203,19 +203,25 @@ pub fn fused_graph(api: &Api, g: *const OrtGraph, fused: *const OrtNode) -> Resu
         .map(|v| v.name.clone())
         .collect();
     let mut constants = Vec::new();
-    if !missing.is_empty() {
-        let mut inits = vec![ptr::null(); api.graph_num_initializers(g)?];
-        api.graph_initializers(g, &mut inits)?;
-        for &vi in &inits {
-            let vname = api.value_info_name(vi)?;
-            if missing.contains(&vname) && api.value_info_is_constant_initializer(vi)? {
-                // Any type Rivet holds; nodes reading other types are never claimed.
-                if let Some(c) = constant(api, vi, vname)? {
-                    constants.push(c);
-                }
+    // The constant initializers among the fused inputs: the same data every Run.
+    let mut constant_names: HashSet<String> = HashSet::new();
+    let mut inits = vec![ptr::null(); api.graph_num_initializers(g)?];
+    api.graph_initializers(g, &mut inits)?;
+    for &vi in &inits {
+        if !api.value_info_is_constant_initializer(vi)? {
+            continue;
+        }
+        let vname = api.value_info_name(vi)?;
+        if missing.contains(&vname) {
+            // Any type Rivet holds; nodes reading other types are never claimed.
+            if let Some(c) = constant(api, vi, vname)? {
+                constants.push(c);
             }
+        } else {
+            constant_names.insert(vname);
         }
     }
+    let constant_inputs = inputs.iter().map(|v| constant_names.contains(&v.name)).collect();
     // A small constant of an enclosing graph (an If branch reading the outer graph's
     // initializer) is not among this graph's initializers: take the data the node's value
     // info carried.
@@ -234,7 +240,7 @@ pub fn fused_graph(api: &Api, g: *const OrtGraph, fused: *const OrtNode) -> Resu
             constants.push(ConstDesc { name: v.name.clone(), shape, data });
         }
     }
-    Ok((name, GraphDesc { nodes, inputs, outputs, constants }))
+    Ok((name, GraphDesc { nodes, inputs, constant_inputs, outputs, constants }))
 }
 
 fn constant(api: &Api, vi: *const OrtValueInfo, name: String) -> Result<Option<ConstDesc>> {

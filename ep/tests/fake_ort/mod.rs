@@ -227,6 +227,7 @@ pub fn plan(n_inputs: usize, extra_unary: usize, dims: &[usize]) -> Plan {
     }
     nodes.last_mut().unwrap().outputs[0].as_mut().unwrap().name = "y".into();
     let graph = GraphDesc {
+        constant_inputs: Vec::new(),
         nodes,
         inputs: names.iter().map(|n| value(n, dims)).collect(),
         outputs: vec![value("y", dims)],
@@ -253,6 +254,7 @@ pub fn run(api: &Api, p: &Plan, state: &mut RunState, ctx: *mut OrtKernelContext
 pub fn two_output_plan() -> Plan {
     let dims = [4];
     let graph = GraphDesc {
+        constant_inputs: Vec::new(),
         nodes: vec![node("Add", "add", &["x0", "x1"], "y", &dims), node("Relu", "relu", &["y"], "z", &dims)],
         inputs: vec![value("x0", &dims), value("x1", &dims)],
         outputs: vec![value("y", &dims), value("z", &dims)],

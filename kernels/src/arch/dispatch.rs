@@ -117,9 +117,9 @@ pub(crate) fn gemm_pack_b(isa: Isa, job: &Job<'_>, dst: &mut [f32]) -> usize {
 }
 
 /// Packs all of `op(A)` into `dst` for the driver of `isa` (see `gemm::pack_a_whole`);
-/// returns the floats written.
+/// returns the floats written and the rows of the tile it was packed for.
 #[inline]
-pub(crate) fn gemm_pack_a(isa: Isa, job: &Job<'_>, dst: &mut [f32]) -> usize {
+pub(crate) fn gemm_pack_a(isa: Isa, job: &Job<'_>, dst: &mut [f32]) -> (usize, usize) {
     match isa.0 {
         #[cfg(target_arch = "x86_64")]
         Level::Avx512 => {

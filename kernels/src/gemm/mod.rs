@@ -99,8 +99,9 @@ pub(crate) struct Job<'a> {
     /// `op(B)` already packed by [`pack_b`] for this product (`b` is still the operand,
     /// for the matrix-vector path), or `None` to pack each block as it is needed.
     pub packed_b: Option<&'a [f32]>,
-    /// `op(A)` already packed by [`pack_a`] (for all rows), or `None`.
-    pub packed_a: Option<&'a [f32]>,
+    /// `op(A)` already packed by [`pack_a`] (for all rows) with tiles of this many rows,
+    /// or `None`.
+    pub packed_a: Option<(&'a [f32], usize)>,
 }
 
 thread_local! {
@@ -237,8 +238,8 @@ pub fn gemm_cols_packed_a(
     beta: f32,
     c_block: &mut [f32],
 ) {
-    let (level, pm, pn, pk, pt) = packed.0.key.expect("gemm: A was never packed");
-    assert!((pm, pn, pk, pt) == (m, n, k, trans_a), "gemm: A was packed for another product");
+    let (level, pm, _, pk, pt) = packed.0.key.expect("gemm: A was never packed");
+    assert!((pm, pk, pt) == (m, k, trans_a), "gemm: A was packed for another product");
     gemm_block_at(level, scratch, 0..m, cols, m, n, k, alpha, a, trans_a, Some(packed), b, trans_b, beta, c_block);
 }
 
@@ -269,7 +270,7 @@ pub fn gemm_block_at(
     assert!(cols == (0..n) || (m > 1 && n > 1), "gemm: a matrix-vector product takes all its columns");
     assert_eq!(c_block.len(), rows.len() * cols.len(), "gemm: `c` must hold rows.len()*cols.len() elements");
     assert!(packed_a.is_none() || rows == (0..m), "gemm: a packed A covers all rows");
-    let packed_a = packed_a.map(|p| p.0.data());
+    let packed_a = packed_a.map(|p| (p.0.data(), p.1));
     let job = Job { m, n, k, alpha, a, trans_a, b, trans_b, beta, rows, cols, packed_b: None, packed_a };
     arch::gemm(arch::isa_at(level), scratch, &job, c_block);
 }
@@ -325,9 +326,11 @@ impl PackedB {
 }
 
 /// `op(A)` of one product packed once, in the order the blocked driver reads it, for the
-/// tasks of a product split by columns ([`gemm_cols_packed_a`]). Made by [`pack_a`].
+/// tasks of a product split by columns and for constant filters packed once for every Run
+/// ([`gemm_cols_packed_a`]). Made by [`pack_a`], for an m×n×k product; it serves any
+/// product with the same m and k (n only chose the tile, which the packing fixes).
 #[derive(Default, Debug)]
-pub struct PackedA(PackedB);
+pub struct PackedA(PackedB, usize);
 
 impl PackedA {
     /// An empty one (no allocation until the first [`pack_a`]).
@@ -364,8 +367,10 @@ pub fn pack_a_at(level: Level, packed: &mut PackedA, m: usize, n: usize, k: usiz
     };
     // Room for the largest layout any build makes: m rows padded to a whole 14-row strip.
     let p = &mut packed.0;
-    p.len = arch::gemm_pack_a(isa, &job, p.room(k * (m + 13)));
+    let (len, mr) = arch::gemm_pack_a(isa, &job, p.room(k * (m + 13)));
+    p.len = len;
     p.key = Some((isa.level(), m, n, k, trans_a));
+    packed.1 = mr;
 }
 
 /// Packs `op(B)` (`b` stored k×n, or n×k when `trans_b`) for an m×n×k product, for
@@ -522,7 +527,10 @@ pub(crate) fn run<const MR: usize, const NR: usize>(
                 let mr = MR.min(rows.end - i0);
                 let a_pack: &[[f32; MR]] = match job.packed_a {
                     // Depth block p0 holds every strip, `kc` rows each (see `pack_a_whole`).
-                    Some(p) => &p.as_chunks::<MR>().0[p0 * strips + i0 / MR * kc..][..kc],
+                    Some((p, mr)) => {
+                        debug_assert_eq!(mr, MR, "A was packed for another tile");
+                        &p.as_chunks::<MR>().0[p0 * strips + i0 / MR * kc..][..kc]
+                    }
                     None => {
                         pack::pack_a(job, i0, mr, p0, a_pack);
                         a_pack
@@ -639,9 +647,9 @@ pub(crate) fn portable(scratch: &mut GemmScratch, job: &Job<'_>, c: &mut [f32]) 
     run::<PORTABLE_MR, 8>(scratch, job, c, PORTABLE_KC, PORTABLE_NC, micro_portable);
 }
 
-/// The portable build's A packing, for [`pack_a`].
-pub(crate) fn portable_pack_a(job: &Job<'_>, dst: &mut [f32]) -> usize {
-    pack_a_whole::<PORTABLE_MR>(job, dst, PORTABLE_KC)
+/// The portable build's A packing, for [`pack_a`]: floats written and the tile's rows.
+pub(crate) fn portable_pack_a(job: &Job<'_>, dst: &mut [f32]) -> (usize, usize) {
+    (pack_a_whole::<PORTABLE_MR>(job, dst, PORTABLE_KC), PORTABLE_MR)
 }
 
 /// The portable build's B packing, for [`pack_b`].

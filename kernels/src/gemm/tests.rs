@@ -98,10 +98,11 @@ fn check(level: Level, scratch: &mut GemmScratch, t: &Case) {
                 gemm_block_at(level, scratch, r, cl, m, n, k, t.alpha, &a, t.ta, None, &b, t.tb, t.beta, &mut block);
                 assert!(same(&block), "{level:?} {m}x{n}x{k} block {rows:?} x {cols:?}");
                 if rows == (0..m) {
-                    // A packed once for all the column blocks (over a larger product's).
+                    // A packed once for all the column blocks (over a larger product's buffer).
                     let mut pa = PackedA::new();
                     pack_a_at(level, &mut pa, m + 5, n, k + 3, &values((m + 5) * (k + 3), 4), t.ta);
-                    pack_a_at(level, &mut pa, m, n, k, &a, t.ta);
+                    // Packed for another n (so maybe another tile), as conv filters are.
+                    pack_a_at(level, &mut pa, m, 3 * n + 1, k, &a, t.ta);
                     let (pa, cl) = (Some(&pa), cols.clone());
                     let mut block = pick(&c0);
                     gemm_block_at(
@@ -224,4 +225,22 @@ fn b_packed_for_another_shape_panics() {
 fn rows_past_m_panic() {
     let mut c = vec![0.0; 4];
     gemm_rows(&mut GemmScratch::new(), 1..3, 2, 2, 1, 1.0, &[1.0, 2.0], false, &[1.0, 2.0], false, 0.0, &mut c);
+}
+
+#[test]
+fn a_packed_a_keeps_its_tile_for_a_product_that_would_take_the_other() {
+    // 64 × 32 takes AVX-512's 14-row tile and 64 × 144 its 8-row one: A packed for the
+    // first serves the second with the same bits.
+    let (m, n, k) = (64, 144, 40);
+    let (a, b) = (values(m * k, 5), values(k * n, 6));
+    for level in Level::supported() {
+        let mut want = vec![0.0; m * n];
+        gemm_rows_at(level, &mut GemmScratch::new(), 0..m, m, n, k, 1.0, &a, false, &b, false, 0.0, &mut want);
+        let mut pa = PackedA::new();
+        pack_a_at(level, &mut pa, m, 32, k, &a, false);
+        let mut got = vec![0.0; m * n];
+        let s = &mut GemmScratch::new();
+        gemm_block_at(level, s, 0..m, 0..n, m, n, k, 1.0, &a, false, Some(&pa), &b, false, 0.0, &mut got);
+        assert!(got.iter().zip(&want).all(|(x, y)| x.to_bits() == y.to_bits()), "{level:?}");
+    }
 }

@@ -47,7 +47,11 @@ pub(crate) fn gemm_avx512(scratch: &mut GemmScratch, job: &Job<'_>, c: &mut [f32
 /// leave less empty, from the whole product's shape (a row split takes the same tile;
 /// another tile would give the same bits too, the depth blocks being the same).
 fn wide_tile(job: &Job<'_>) -> bool {
-    wide_tile_for(job.m, job.n)
+    match job.packed_a {
+        // A packed already: the tile it was packed for.
+        Some((_, mr)) => mr == MR512_WIDE,
+        None => wide_tile_for(job.m, job.n),
+    }
 }
 
 fn wide_tile_for(m: usize, n: usize) -> bool {
@@ -80,18 +84,18 @@ pub(crate) fn pack_b_avx512(job: &Job<'_>, dst: &mut [f32]) -> usize {
 
 /// `op(A)` packed whole for the AVX-512 driver, with the rows its tile takes.
 #[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
-pub(crate) fn pack_a_avx512(job: &Job<'_>, dst: &mut [f32]) -> usize {
+pub(crate) fn pack_a_avx512(job: &Job<'_>, dst: &mut [f32]) -> (usize, usize) {
     if wide_tile(job) {
-        pack_a_whole::<MR512_WIDE>(job, dst, KC512)
+        (pack_a_whole::<MR512_WIDE>(job, dst, KC512), MR512_WIDE)
     } else {
-        pack_a_whole::<MR512>(job, dst, KC512)
+        (pack_a_whole::<MR512>(job, dst, KC512), MR512)
     }
 }
 
 /// `op(A)` packed whole for the AVX2 driver.
 #[target_feature(enable = "avx2,fma")]
-pub(crate) fn pack_a_avx2(job: &Job<'_>, dst: &mut [f32]) -> usize {
-    pack_a_whole::<MR256>(job, dst, KC)
+pub(crate) fn pack_a_avx2(job: &Job<'_>, dst: &mut [f32]) -> (usize, usize) {
+    (pack_a_whole::<MR256>(job, dst, KC), MR256)
 }
 
 /// `op(B)` packed whole for the AVX2 driver.
