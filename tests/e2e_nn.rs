@@ -927,3 +927,26 @@ fn a_product_of_few_rows_split_over_threads_matches_one_thread_bit_for_bit() {
     let (one, all) = (run(1), run(0));
     assert!(one[0].data.iter().zip(&all[0].data).all(|(a, b)| a.to_bits() == b.to_bits()));
 }
+
+/// Constant filters are packed once and kept across Runs: a first Run whose output has
+/// one position (a matrix-vector product) must not leave a packing that larger Runs
+/// cannot use; every Run of one session matches ORT.
+#[test]
+fn conv_filters_packed_once_serve_runs_of_every_size() {
+    let w: Vec<f32> = sweep(8 * 4 * 9, -1.0, 1.0, false);
+    let model = ModelBuilder::new(17)
+        .input("x", FLOAT, &[Dim::from(1), Dim::from(4), Dim::from("H"), Dim::from("W")])
+        .initializer("w", &[8, 4, 3, 3], w)
+        .node("Conv", "conv", &["x", "w"], &["y"])
+        .output("y", FLOAT, None)
+        .build();
+    let opts = harness::SessionOpts { no_fallback: true, ..Default::default() };
+    let mut rivet = harness::session(common::env(), &model, harness::Arm::Rivet, &opts).expect("Rivet session");
+    let mut ort = common::ort_session(&model);
+    for (run, side) in [3i64, 6, 3, 9, 6].into_iter().enumerate() {
+        let inputs = [x("x", &[1, 4, side, side], run as u64)];
+        let want = harness::run(&mut ort, &inputs).expect("ORT run");
+        let got = harness::run(&mut rivet, &inputs).unwrap_or_else(|e| panic!("Run {run} ({side}x{side}): {e}"));
+        harness::compare(&got, &want, 1e-4, 1e-5).unwrap_or_else(|e| panic!("Run {run} ({side}x{side}): {e}"));
+    }
+}

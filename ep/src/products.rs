@@ -8,8 +8,10 @@
 //!   product would);
 //! - a product of few rows (64 tokens, say) is split by columns, with its (small) `op(A)`
 //!   packed once and shared: each task packs only its columns of B (a shared packed B,
-//!   large and read from another core's cache, was slow) and computes its own block of C,
-//!   which the calling thread then copies into place.
+//!   large and read from another core's cache, was slow) and computes its own block of C
+//!   (started from C's, for beta), which the calling thread then copies into place.
+//!
+//! Every split gives the unsplit product's bits (`tests` below).
 
 use rivet_kernels::{conv, nn};
 use smallvec::SmallVec;
@@ -228,9 +230,10 @@ pub(crate) fn product(p: Product, a: &[f32], b: &[f32], c: &mut [f32], par: &dyn
     });
 }
 
-/// A product of few rows split by columns: task `t` computes `alpha op(a) op(b)` for C's
-/// columns `t * width..(t + 1) * width` into its own block, and the calling thread merges
-/// the blocks into C (adding `beta` C there, in the same pass).
+/// A product of few rows split by columns: task `t` computes C's columns
+/// `t * width..(t + 1) * width` into its own block (a copy of C's, when `beta` reads C),
+/// and the calling thread copies the blocks into place. Each block is computed exactly as
+/// the whole product computes those columns, so the bits are the same.
 fn by_columns(p: Product, width: usize, a: &[f32], b: &[f32], c: &mut [f32], par: &dyn Parallel) {
     let Product { m, n, k, alpha, trans_a, trans_b, beta } = p;
     let tasks = n.div_ceil(width);
@@ -238,6 +241,7 @@ fn by_columns(p: Product, width: usize, a: &[f32], b: &[f32], c: &mut [f32], par
     let mut packed = lock(&par.scratch().packed_a);
     nn::pack_a(&mut packed, m, n, k, a, trans_a);
     let packed = &*packed;
+    let c_in: &[f32] = c;
     par.for_each_index(tasks, &|t, s| {
         let cols = cols(t);
         let w = cols.len();
@@ -245,18 +249,18 @@ fn by_columns(p: Product, width: usize, a: &[f32], b: &[f32], c: &mut [f32], par
             s.out.resize(m * w, 0.0);
         }
         let block = &mut s.out[..m * w];
-        nn::gemm_cols_packed_a(&mut s.gemm, cols, m, n, k, alpha, a, trans_a, packed, b, trans_b, 0.0, block);
+        if beta != 0.0 {
+            for (row, dst) in c_in.chunks_exact(n).zip(block.chunks_exact_mut(w)) {
+                dst.copy_from_slice(&row[cols.clone()]);
+            }
+        }
+        nn::gemm_cols_packed_a(&mut s.gemm, cols, m, n, k, alpha, a, trans_a, packed, b, trans_b, beta, block);
     });
     for t in 0..tasks {
         let (cols, s) = (cols(t), par.scratch().task(t));
         let w = cols.len();
         for (row, src) in c.chunks_exact_mut(n).zip(s.out[..m * w].chunks_exact(w)) {
-            let dst = &mut row[cols.clone()];
-            if beta == 0.0 {
-                dst.copy_from_slice(src);
-            } else {
-                dst.iter_mut().zip(src).for_each(|(o, &v)| *o = v + beta * *o);
-            }
+            row[cols.clone()].copy_from_slice(src);
         }
     }
 }
@@ -291,6 +295,62 @@ pub(crate) fn matmul(a: &[f32], sa: &[usize], b: &[f32], sb: &[usize], dst: &mut
                 break;
             }
             index[d] = 0;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parallel::Serial;
+
+    fn values(n: usize, seed: u64) -> Vec<f32> {
+        let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+        (0..n)
+            .map(|_| {
+                s = s.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+                ((s >> 40) as f32 / (1u64 << 23) as f32) * 2.0 - 1.0
+            })
+            .collect()
+    }
+
+    #[test]
+    fn split_products_give_the_unsplit_bits_with_and_without_beta() {
+        let mut splits = [0; 3];
+        for (m, n, k) in [(64, 256, 512), (33, 300, 200), (2, 1000, 300), (200, 96, 160), (129, 1, 2000)] {
+            for (trans_a, trans_b) in [(false, false), (true, false), (false, true), (true, true)] {
+                for (alpha, beta) in [(1.0, 0.0), (1.0, 1.0), (0.7, 0.3)] {
+                    let p = Product { m, n, k, alpha, trans_a, trans_b, beta };
+                    splits[match p.split() {
+                        Split::Whole => 0,
+                        Split::Rows(_) => 1,
+                        Split::Columns(_) => 2,
+                    }] += 1;
+                    let (a, b, c0) = (values(m * k, 1), values(k * n, 2), values(m * n, 3));
+                    let mut want = c0.clone();
+                    nn::gemm_with(
+                        &mut nn::GemmScratch::new(),
+                        m,
+                        n,
+                        k,
+                        alpha,
+                        &a,
+                        trans_a,
+                        &b,
+                        trans_b,
+                        beta,
+                        &mut want,
+                    );
+                    let mut got = c0.clone();
+                    product(p, &a, &b, &mut got, &Serial::default());
+                    let same = got.iter().zip(&want).all(|(x, y)| x.to_bits() == y.to_bits());
+                    assert!(same, "{m}x{n}x{k} ta={trans_a} tb={trans_b} beta={beta}: {:?}", p.split());
+                }
+            }
+        }
+        // On a one-core machine nothing splits; elsewhere both splits are exercised.
+        if cores() > 1 {
+            assert!(splits[1] > 0 && splits[2] > 0, "{splits:?}");
         }
     }
 }

@@ -78,6 +78,11 @@ pub fn pool(x: &[f32], planes: usize, g: &Window3d, pool: Pool, pad_end: [usize;
     let [_, in_h, in_w] = g.input;
     let [out_d, out_h, out_w] = g.out;
     let init = if pool == Pool::Max { f32::NEG_INFINITY } else { 0.0 };
+    if plane == 0 || positions == 0 {
+        // No input: every window is empty (Max's identity, Average's 0 / its count).
+        y[..planes * positions].fill(init);
+        return;
+    }
     for (src, dst) in x.chunks_exact(plane).zip(y.chunks_exact_mut(positions)).take(planes) {
         for zd in 0..out_d {
             let kd = taps_in_range(g, 0, zd);
@@ -279,5 +284,23 @@ mod tests {
             }
         }
         assert!(checked > 500, "{checked}");
+    }
+
+    #[test]
+    fn an_empty_input_gives_empty_windows_as_the_definition_does() {
+        let g = Window3d {
+            input: [1, 0, 3],
+            out: [1, 2, 3],
+            kernel: [1, 3, 3],
+            stride: [1; 3],
+            dilation: [1; 3],
+            pad_begin: [0, 1, 1],
+        };
+        for mode in [Pool::Max, Pool::Average { count_pad: false }, Pool::Average { count_pad: true }] {
+            let (mut want, mut got) = (vec![1.0; 6], vec![2.0; 6]);
+            reference(&[], 1, &g, mode, [0, 1, 1], &mut want);
+            pool(&[], 1, &g, mode, [0, 1, 1], &mut got);
+            assert_eq!(got, want, "{mode:?}");
+        }
     }
 }

@@ -270,9 +270,14 @@ pub fn gemm_block_at(
     assert!(cols == (0..n) || (m > 1 && n > 1), "gemm: a matrix-vector product takes all its columns");
     assert_eq!(c_block.len(), rows.len() * cols.len(), "gemm: `c` must hold rows.len()*cols.len() elements");
     assert!(packed_a.is_none() || rows == (0..m), "gemm: a packed A covers all rows");
+    let isa = arch::isa_at(level);
+    if let Some(p) = packed_a {
+        let packed_level = p.0.key.map(|key| key.0);
+        assert!(packed_level == Some(isa.level()), "gemm: A was packed for another kernel build");
+    }
     let packed_a = packed_a.map(|p| (p.0.data(), p.1));
     let job = Job { m, n, k, alpha, a, trans_a, b, trans_b, beta, rows, cols, packed_b: None, packed_a };
-    arch::gemm(arch::isa_at(level), scratch, &job, c_block);
+    arch::gemm(isa, scratch, &job, c_block);
 }
 
 /// The rows of the tile an m×n product runs on at the detected level: a row split whose
@@ -528,7 +533,7 @@ pub(crate) fn run<const MR: usize, const NR: usize>(
                 let a_pack: &[[f32; MR]] = match job.packed_a {
                     // Depth block p0 holds every strip, `kc` rows each (see `pack_a_whole`).
                     Some((p, mr)) => {
-                        debug_assert_eq!(mr, MR, "A was packed for another tile");
+                        assert_eq!(mr, MR, "gemm: A was packed for another tile");
                         &p.as_chunks::<MR>().0[p0 * strips + i0 / MR * kc..][..kc]
                     }
                     None => {
@@ -581,12 +586,14 @@ pub(crate) fn pack_whole<const NR: usize>(job: &Job<'_>, dst: &mut [f32], kc_max
 
 /// Packs all of `op(A)` into `dst` as `run` would pack it strip by strip with the same
 /// `MR` and `kc_max`: per depth block, every strip of `MR` rows (`kc` rows of `[f32; MR]`
-/// each, zero past the matrix). Returns the floats written (nothing for the products
-/// `run` computes without packing).
+/// each, zero past the matrix). Returns the floats written.
 #[inline(always)]
 pub(crate) fn pack_a_whole<const MR: usize>(job: &Job<'_>, dst: &mut [f32], kc_max: usize) -> usize {
     let (m, k) = (job.m, job.k);
-    if job.n == 0 || k == 0 || small::applies(job) {
+    // Packed whatever n is: the packing serves products of any width (a conv's filters
+    // packed at one output position serve the next Run's hundreds), and a product the
+    // driver runs without packing (n == 1, k == 0) just does not read it.
+    if m == 0 || k == 0 {
         return 0;
     }
     let kc_max = k.div_ceil(k.div_ceil(kc_max));
