@@ -13,7 +13,7 @@
 //!
 //! Every split gives the unsplit product's bits (`tests` below).
 
-use rivet_kernels::{conv, nn};
+use rivet_kernels::{conv, depthwise, nn};
 use smallvec::SmallVec;
 
 use crate::parallel::{lock, Parallel, TaskScratch, MAX_TASKS, PARALLEL_MIN_LEN};
@@ -78,6 +78,21 @@ pub(crate) fn convolution(
     par: &dyn Parallel,
     constant: Option<usize>,
 ) {
+    let (in_c, planes) = (xs[1], xs[0] * xs[1]);
+    if group == in_c && out_c == in_c && group > 1 {
+        // Depthwise: one filter per channel, direct, split over the pool by planes.
+        let (plane, positions) = (g.plane(), g.positions());
+        let tasks = cores().min(planes);
+        if x.len() < PARALLEL_MIN_LEN || tasks < 2 || positions == 0 {
+            return depthwise::depthwise(x, w, bias, planes, in_c, g, y);
+        }
+        let per_task = planes.div_ceil(tasks);
+        return par.for_each_chunk(y, per_task * positions, &|start, part| {
+            let first = start / positions;
+            let mine = first..first + part.len() / positions;
+            depthwise::depthwise_planes(&x[first * plane..], w, bias, mine, in_c, g, part);
+        });
+    }
     let mut cache = constant.map(|_| lock(&par.scratch().filters));
     let filters = match (&mut cache, constant) {
         (Some(cache), Some(key)) => {

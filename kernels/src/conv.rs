@@ -89,6 +89,11 @@ fn im2col(x: &[f32], channels: usize, g: &Window3d, rows: Range<usize>, col: &mu
                 };
                 out[..lo].fill(0.0);
                 out[hi..].fill(0.0);
+                if lo == hi {
+                    // This width tap reads no input for any output (a wide dilation or
+                    // padding on a narrow row): the start below would underflow.
+                    continue;
+                }
                 let line = &src[(zz * in_h + yy) * in_w..][..in_w];
                 let x0 = lo * sx + off - g.pad_begin[2];
                 if sx == 1 {

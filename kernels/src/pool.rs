@@ -119,7 +119,7 @@ pub fn pool(x: &[f32], planes: usize, g: &Window3d, pool: Pool, pad_end: [usize;
 
 /// The taps along axis `a` of output `o` that land in the input.
 #[inline(always)]
-fn taps_in_range(g: &Window3d, a: usize, o: usize) -> std::ops::Range<usize> {
+pub(crate) fn taps_in_range(g: &Window3d, a: usize, o: usize) -> std::ops::Range<usize> {
     let (start, dil, len) = (o * g.stride[a], g.dilation[a], g.input[a]);
     let pad = g.pad_begin[a];
     // Tap k reads input start + k * dil - pad: in range when pad <= start + k * dil < pad + len.
@@ -135,23 +135,30 @@ fn padded_taps(g: &Window3d, a: usize, o: usize, pad_end: usize) -> usize {
     end.saturating_sub(o * g.stride[a]).div_ceil(g.dilation[a]).min(g.kernel[a])
 }
 
-/// Merges width tap `tw` of one input row into the output row: output `zw` reads input
-/// `zw * stride + tw * dilation - pad`, for the outputs where that is in the row.
+/// The outputs of a row whose width tap `tw` is in the input row, and the input index of
+/// the first: output `zw` reads input `zw * stride + tw * dilation - pad`. `None` when
+/// there are none.
 #[inline(always)]
-fn merge_tap(g: &Window3d, tw: usize, input: &[f32], row: &mut [f32], pool: Pool) {
+pub(crate) fn width_span(g: &Window3d, tw: usize, outs: usize) -> Option<(std::ops::Range<usize>, usize)> {
     let (stride, pad, len) = (g.stride[2], g.pad_begin[2], g.input[2]);
     let off = tw * g.dilation[2];
     // zw * stride + off in [pad, pad + len).
     let lo = pad.saturating_sub(off).div_ceil(stride);
-    let hi = (pad + len).saturating_sub(off).div_ceil(stride).min(row.len());
-    if lo >= hi {
-        return;
-    }
-    let first = lo * stride + off - pad;
-    let outs = &mut row[lo..hi];
+    let hi = (pad + len).saturating_sub(off).div_ceil(stride).min(outs);
+    (lo < hi).then(|| (lo..hi, lo * stride + off - pad))
+}
+
+/// Merges width tap `tw` of one input row into the output row, over the outputs where
+/// that tap is in the row.
+#[inline(always)]
+fn merge_tap(g: &Window3d, tw: usize, input: &[f32], row: &mut [f32], pool: Pool) {
+    let Some((outs, first)) = width_span(g, tw, row.len()) else { return };
+    let stride = g.stride[2];
+    let n = outs.len();
+    let outs = &mut row[outs];
     let ins = input[first..].iter().step_by(stride);
     match (pool, stride) {
-        (Pool::Max, 1) => max_into(outs, &input[first..][..hi - lo]),
+        (Pool::Max, 1) => max_into(outs, &input[first..][..n]),
         (Pool::Max, _) => outs.iter_mut().zip(ins).for_each(|(o, &v)| *o = max_step(*o, v)),
         (Pool::Average { .. }, 1) => outs.iter_mut().zip(&input[first..]).for_each(|(o, &v)| *o += v),
         (Pool::Average { .. }, _) => outs.iter_mut().zip(ins).for_each(|(o, &v)| *o += v),
