@@ -39,6 +39,31 @@ fn unsplit(par: &dyn Parallel, f: impl FnOnce(&mut TaskScratch)) {
     f(&mut par.scratch().task(0));
 }
 
+/// Work on a range of planes, given the input and the output from the first of them.
+type PlaneWork<'a> = dyn Fn(std::ops::Range<usize>, &[f32], &mut [f32]) + Sync + 'a;
+
+/// Runs `f(planes, x from the first of them, y from the first of them)` over `planes`
+/// planes of `plane` input and `positions` output elements each: split over the pool by
+/// planes when the input is large, else in one call.
+fn by_planes(
+    x: &[f32],
+    y: &mut [f32],
+    planes: usize,
+    (plane, positions): (usize, usize),
+    par: &dyn Parallel,
+    f: &PlaneWork<'_>,
+) {
+    let tasks = cores().min(planes);
+    if x.len() < PARALLEL_MIN_LEN || tasks < 2 || positions == 0 {
+        return f(0..planes, x, y);
+    }
+    let per_task = planes.div_ceil(tasks);
+    par.for_each_chunk(y, per_task * positions, &|start, part| {
+        let first = start / positions;
+        f(first..first + part.len() / positions, &x[first * plane..], part);
+    });
+}
+
 /// Pools `planes` planes, split over the pool by planes when the input is large.
 pub(crate) fn pool(
     x: &[f32],
@@ -49,15 +74,8 @@ pub(crate) fn pool(
     y: &mut [f32],
     par: &dyn Parallel,
 ) {
-    let (plane, positions) = (g.plane(), g.positions());
-    let tasks = cores().min(planes);
-    if x.len() < PARALLEL_MIN_LEN || tasks < 2 || positions == 0 {
-        return conv::pool(x, planes, g, mode, pad_end, y);
-    }
-    let per_task = planes.div_ceil(tasks);
-    par.for_each_chunk(y, per_task * positions, &|start, part| {
-        let first = start / positions;
-        conv::pool(&x[first * plane..], part.len() / positions, g, mode, pad_end, part);
+    by_planes(x, y, planes, (g.plane(), g.positions()), par, &|mine, x, y| {
+        conv::pool(x, mine.len(), g, mode, pad_end, y);
     });
 }
 
@@ -81,16 +99,8 @@ pub(crate) fn convolution(
     let (in_c, planes) = (xs[1], xs[0] * xs[1]);
     if group == in_c && out_c == in_c && group > 1 {
         // Depthwise: one filter per channel, direct, split over the pool by planes.
-        let (plane, positions) = (g.plane(), g.positions());
-        let tasks = cores().min(planes);
-        if x.len() < PARALLEL_MIN_LEN || tasks < 2 || positions == 0 {
-            return depthwise::depthwise(x, w, bias, planes, in_c, g, y);
-        }
-        let per_task = planes.div_ceil(tasks);
-        return par.for_each_chunk(y, per_task * positions, &|start, part| {
-            let first = start / positions;
-            let mine = first..first + part.len() / positions;
-            depthwise::depthwise_planes(&x[first * plane..], w, bias, mine, in_c, g, part);
+        return by_planes(x, y, planes, (g.plane(), g.positions()), par, &|mine, x, y| {
+            depthwise::depthwise_planes(x, w, bias, mine, in_c, g, y);
         });
     }
     let mut cache = constant.map(|_| lock(&par.scratch().filters));
