@@ -18,6 +18,35 @@ pub struct Window3d {
 }
 
 impl Window3d {
+    /// A test window on `dims` spatial axes (the leading ones of size 1), with `extra`
+    /// outputs past the floor count (ceil mode); `None` when the kernel does not fit.
+    #[cfg(test)]
+    pub(crate) fn cube(
+        dims: usize,
+        len: usize,
+        k: usize,
+        stride: usize,
+        dil: usize,
+        pad: usize,
+        extra: usize,
+    ) -> Option<Self> {
+        let span = dil * (k - 1) + 1;
+        if len + 2 * pad < span {
+            return None;
+        }
+        let out = (len + 2 * pad - span) / stride + 1 + extra;
+        let pick =
+            |v: usize, one: usize| -> [usize; 3] { std::array::from_fn(|a| if a + dims >= 3 { v } else { one }) };
+        Some(Window3d {
+            input: pick(len, 1),
+            out: pick(out, 1),
+            kernel: pick(k, 1),
+            stride: pick(stride, 1),
+            dilation: pick(dil, 1),
+            pad_begin: pick(pad, 0),
+        })
+    }
+
     /// Input index along axis `a` of tap `k` for output `o`, or `None` in the padding.
     #[inline(always)]
     pub(crate) fn source(&self, a: usize, o: usize, k: usize) -> Option<usize> {
@@ -300,17 +329,7 @@ mod tests {
 
     /// A cube window (`dims` spatial axes; the leading ones of size 1 otherwise).
     fn geom(dims: usize, in_len: usize, k: usize, stride: usize, pad: usize, dil: usize) -> Window3d {
-        let out = (in_len + 2 * pad - dil * (k - 1) - 1) / stride + 1;
-        let pick =
-            |full: usize, one: usize| -> [usize; 3] { std::array::from_fn(|a| if a + dims >= 3 { full } else { one }) };
-        Window3d {
-            input: pick(in_len, 1),
-            out: pick(out, 1),
-            kernel: pick(k, 1),
-            stride: pick(stride, 1),
-            dilation: pick(dil, 1),
-            pad_begin: pick(pad, 0),
-        }
+        Window3d::cube(dims, in_len, k, stride, dil, pad, 0).expect("the kernel fits")
     }
 
     #[test]

@@ -108,22 +108,7 @@ mod tests {
                 for stride in 1..=2 {
                     for dil in 1..=2 {
                         for pad in [0, k / 2, k - 1] {
-                            let span = dil * (k - 1) + 1;
-                            if len + 2 * pad < span {
-                                continue;
-                            }
-                            let out = (len + 2 * pad - span) / stride + 1;
-                            let pick = |v: usize, one: usize| -> [usize; 3] {
-                                std::array::from_fn(|a| if a + dims >= 3 { v } else { one })
-                            };
-                            let g = Window3d {
-                                input: pick(len, 1),
-                                out: pick(out, 1),
-                                kernel: pick(k, 1),
-                                stride: pick(stride, 1),
-                                dilation: pick(dil, 1),
-                                pad_begin: pick(pad, 0),
-                            };
+                            let Some(g) = Window3d::cube(dims, len, k, stride, dil, pad, 0) else { continue };
                             let (batch, ch) = (2, 3);
                             let taps: usize = g.kernel.iter().product();
                             let x = values(batch * ch * g.plane(), (k * 5 + stride + dil) as u64);

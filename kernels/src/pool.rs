@@ -244,23 +244,10 @@ mod tests {
                         for pad in 0..k {
                             // floor and ceil mode: one more output past the floor count.
                             for extra in 0..2 {
-                                let span = dil * (k - 1) + 1;
-                                if len + 2 * pad < span {
+                                let Some(g) = Window3d::cube(dims, len, k, stride, dil, pad, extra) else {
                                     continue;
-                                }
-                                let out = (len + 2 * pad - span) / stride + 1 + extra;
-                                let pick = |v: usize, one: usize| -> [usize; 3] {
-                                    std::array::from_fn(|a| if a + dims >= 3 { v } else { one })
                                 };
-                                let g = Window3d {
-                                    input: pick(len, 1),
-                                    out: pick(out, 1),
-                                    kernel: pick(k, 1),
-                                    stride: pick(stride, 1),
-                                    dilation: pick(dil, 1),
-                                    pad_begin: pick(pad, 0),
-                                };
-                                let pad_end = pick(pad, 0);
+                                let pad_end = g.pad_begin;
                                 let planes = 3;
                                 let mut x = values(planes * g.plane(), (k * 7 + stride * 3 + dil) as u64);
                                 x[g.plane() + 1] = f32::NAN;

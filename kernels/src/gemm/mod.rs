@@ -108,6 +108,15 @@ thread_local! {
     static SCRATCH: RefCell<GemmScratch> = RefCell::new(GemmScratch::new());
 }
 
+impl<'a> Job<'a> {
+    /// The whole product with alpha 1 and beta 0: what packing an operand reads (the
+    /// other operand may be empty).
+    fn for_packing(m: usize, n: usize, k: usize, a: &'a [f32], trans_a: bool, b: &'a [f32], trans_b: bool) -> Self {
+        let (rows, cols) = (0..m, 0..n);
+        Job { m, n, k, alpha: 1.0, a, trans_a, b, trans_b, beta: 0.0, rows, cols, packed_b: None, packed_a: None }
+    }
+}
+
 /// `c = alpha * op(a) * op(b) + beta * c` for row-major `op(a)`: m×k and `op(b)`: k×n.
 /// `a` is stored m×k (or k×m when `trans_a`), `b` k×n (or n×k when `trans_b`). With
 /// `beta == 0`, `c`'s old contents are ignored (NaN included). Uses a thread-local scratch;
@@ -355,21 +364,7 @@ pub fn pack_a(packed: &mut PackedA, m: usize, n: usize, k: usize, a: &[f32], tra
 pub fn pack_a_at(level: Level, packed: &mut PackedA, m: usize, n: usize, k: usize, a: &[f32], trans_a: bool) {
     assert_eq!(a.len(), m * k, "gemm: `a` must hold m*k elements");
     let isa = arch::isa_at(level);
-    let job = Job {
-        m,
-        n,
-        k,
-        alpha: 1.0,
-        a,
-        trans_a,
-        b: &[],
-        trans_b: false,
-        beta: 0.0,
-        rows: 0..m,
-        cols: 0..n,
-        packed_b: None,
-        packed_a: None,
-    };
+    let job = Job::for_packing(m, n, k, a, trans_a, &[], false);
     // Room for the largest layout any build makes: m rows padded to a whole 14-row strip.
     let p = &mut packed.0;
     let (len, mr) = arch::gemm_pack_a(isa, &job, p.room(k * (m + 13)));
@@ -389,21 +384,7 @@ pub fn pack_b(packed: &mut PackedB, m: usize, n: usize, k: usize, b: &[f32], tra
 pub fn pack_b_at(level: Level, packed: &mut PackedB, m: usize, n: usize, k: usize, b: &[f32], trans_b: bool) {
     assert_eq!(b.len(), k * n, "gemm: `b` must hold k*n elements");
     let isa = arch::isa_at(level);
-    let job = Job {
-        m,
-        n,
-        k,
-        alpha: 1.0,
-        a: &[],
-        trans_a: false,
-        b,
-        trans_b,
-        beta: 0.0,
-        rows: 0..m,
-        cols: 0..n,
-        packed_b: None,
-        packed_a: None,
-    };
+    let job = Job::for_packing(m, n, k, &[], false, b, trans_b);
     // Room for the largest layout any build makes: k rows of n padded to whole panels,
     // at most 48 wide.
     packed.len = arch::gemm_pack_b(isa, &job, packed.room(k * (n + 47)));
