@@ -393,7 +393,7 @@ fn apply_other(step: &Step, ins: &[&[f32]], shapes: &[Shape], params: &[&[i64]],
             let widths: SmallVec<[usize; 4]> = (0..ins.len()).map(|k| shape(k)[a..].iter().product()).collect();
             nn::concat(ins, &widths, outer, dst);
         }
-        Kernel::MatMul => products::matmul(ins[0], shape(0), ins[1], shape(1), dst, par),
+        Kernel::MatMul => products::matmul(ins[0], shape(0), ins[1], shape(1), Default::default(), dst, par),
         Kernel::Gemm { alpha, beta, trans_a, trans_b } => {
             let (a, b) = (shape(0), shape(1));
             let (m, k) = if trans_a { (a[1], a[0]) } else { (a[0], a[1]) };

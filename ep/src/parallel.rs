@@ -92,6 +92,17 @@ pub struct RunScratch {
     pub(crate) conv_parts: Mutex<Vec<f32>>,
     /// Constant conv filters packed for the GEMM, by the Conv step's output value.
     pub(crate) filters: Mutex<Vec<PackedFilters>>,
+    /// Constant right-hand operands of MatMul and Gemm packed for the GEMM, by the step's
+    /// output value.
+    pub(crate) weights: Mutex<Vec<PackedWeights>>,
+}
+
+/// One MatMul's or Gemm's constant `op(B)` packed once, and which tensor it was packed
+/// from (address and length of ORT's constant initializer).
+#[derive(Debug, Default)]
+pub(crate) struct PackedWeights {
+    pub source: Option<(usize, usize)>,
+    pub packed: nn::PackedB,
 }
 
 /// One Conv's filters packed once (one per group), and which filters they were packed
@@ -110,6 +121,7 @@ impl Default for RunScratch {
             packed_b: Mutex::default(),
             conv_parts: Mutex::default(),
             filters: Mutex::default(),
+            weights: Mutex::default(),
         }
     }
 }

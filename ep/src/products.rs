@@ -16,7 +16,9 @@
 use rivet_kernels::{conv, depthwise, nn};
 use smallvec::SmallVec;
 
-use crate::parallel::{lock, Parallel, TaskScratch, MAX_TASKS, PARALLEL_MIN_LEN};
+use std::sync::MutexGuard;
+
+use crate::parallel::{lock, PackedWeights, Parallel, TaskScratch, MAX_TASKS, PARALLEL_MIN_LEN};
 
 /// Products of at least this many multiply-adds are split by rows over the thread pool.
 const PARALLEL_MIN_MACS: usize = 1 << 18;
@@ -232,40 +234,58 @@ impl Product {
 }
 
 pub(crate) fn product(p: Product, a: &[f32], b: &[f32], c: &mut [f32], par: &dyn Parallel) {
+    product_with(p, a, b, Extras::default(), c, par);
+}
+
+/// What a product may bring besides its operands: `op(B)` already packed (a constant
+/// weight, packed once) and an epilogue fused into the store of C.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct Extras<'a> {
+    pub packed_b: Option<&'a nn::PackedB>,
+    pub epilogue: nn::Epilogue<'a>,
+}
+
+/// [`product`] with [`Extras`].
+pub(crate) fn product_with(p: Product, a: &[f32], b: &[f32], extras: Extras<'_>, c: &mut [f32], par: &dyn Parallel) {
     let Product { m, n, k, alpha, trans_a, trans_b, beta } = p;
     if n == 0 || m == 0 {
         return;
     }
+    let Extras { packed_b, epilogue } = extras;
+    let g = nn::Gemm { alpha, beta, packed_b, epilogue, ..nn::Gemm::new(m, n, k, a, trans_a, b, trans_b) };
     let rows_per_task = match p.split() {
-        Split::Whole => {
-            unsplit(par, |s| nn::gemm_with(&mut s.gemm, m, n, k, alpha, a, trans_a, b, trans_b, beta, c));
-            return;
-        }
-        Split::Columns(width) => return by_columns(p, width, a, b, c, par),
+        Split::Whole => return unsplit(par, |s| g.compute(&mut s.gemm, 0..m, 0..n, c)),
+        Split::Columns(width) => return by_columns(&g, width, c, par),
         Split::Rows(rows) => rows,
     };
-    // B packed once, here, for all the row tasks.
-    let mut packed = lock(&par.scratch().packed_b);
-    nn::pack_b(&mut packed, m, n, k, b, trans_b);
-    let packed = &*packed;
+    // B packed once, here, for all the row tasks (unless it came packed).
+    let mut packed = packed_b.is_none().then(|| lock(&par.scratch().packed_b));
+    let g = match &mut packed {
+        Some(packed) => {
+            nn::pack_b(packed, m, n, k, b, trans_b);
+            nn::Gemm { packed_b: Some(&**packed), ..g }
+        }
+        None => g,
+    };
     par.for_each_task(c, rows_per_task * n, &|start, rows, s| {
         let r0 = start / n;
-        let rows_here = r0..r0 + rows.len() / n;
-        nn::gemm_rows_packed(&mut s.gemm, rows_here, m, n, k, alpha, a, trans_a, b, trans_b, packed, beta, rows);
+        g.compute(&mut s.gemm, r0..r0 + rows.len() / n, 0..n, rows);
     });
 }
 
 /// A product of few rows split by columns: task `t` computes C's columns
 /// `t * width..(t + 1) * width` into its own block (a copy of C's, when `beta` reads C),
 /// and the calling thread copies the blocks into place. Each block is computed exactly as
-/// the whole product computes those columns, so the bits are the same.
-fn by_columns(p: Product, width: usize, a: &[f32], b: &[f32], c: &mut [f32], par: &dyn Parallel) {
-    let Product { m, n, k, alpha, trans_a, trans_b, beta } = p;
+/// the whole product computes those columns, so the bits are the same. `op(A)` is packed
+/// once for all of them; a packed B is read from whole panels.
+fn by_columns(g: &nn::Gemm<'_>, width: usize, c: &mut [f32], par: &dyn Parallel) {
+    let (m, n) = (g.m, g.n);
+    let width = g.packed_b.and_then(|p| p.panel_width()).map_or(width, |nr| width.next_multiple_of(nr));
     let tasks = n.div_ceil(width);
     let cols = |t: usize| t * width..((t + 1) * width).min(n);
     let mut packed = lock(&par.scratch().packed_a);
-    nn::pack_a(&mut packed, m, n, k, a, trans_a);
-    let packed = &*packed;
+    nn::pack_a_for(&mut packed, g);
+    let g = nn::Gemm { packed_a: Some(&*packed), ..*g };
     let c_in: &[f32] = c;
     par.for_each_index(tasks, &|t, s| {
         let cols = cols(t);
@@ -274,12 +294,12 @@ fn by_columns(p: Product, width: usize, a: &[f32], b: &[f32], c: &mut [f32], par
             s.out.resize(m * w, 0.0);
         }
         let block = &mut s.out[..m * w];
-        if beta != 0.0 {
+        if g.beta != 0.0 {
             for (row, dst) in c_in.chunks_exact(n).zip(block.chunks_exact_mut(w)) {
                 dst.copy_from_slice(&row[cols.clone()]);
             }
         }
-        nn::gemm_cols_packed_a(&mut s.gemm, cols, m, n, k, alpha, a, trans_a, packed, b, trans_b, beta, block);
+        g.compute(&mut s.gemm, 0..m, cols, block);
     });
     for t in 0..tasks {
         let (cols, s) = (cols(t), par.scratch().task(t));
@@ -290,10 +310,49 @@ fn by_columns(p: Product, width: usize, a: &[f32], b: &[f32], c: &mut [f32], par
     }
 }
 
-/// numpy matmul over broadcast batch axes, one gemm per output matrix.
-pub(crate) fn matmul(a: &[f32], sa: &[usize], b: &[f32], sb: &[usize], dst: &mut [f32], par: &dyn Parallel) {
+/// The constant `op(B)` of the step whose output is `key`, packed for an m×n×k product on
+/// the first Run (and again only if ORT hands in another tensor): the cache entry, locked.
+pub(crate) fn packed_weights<'s>(
+    par: &'s dyn Parallel,
+    key: usize,
+    (m, n, k): (usize, usize, usize),
+    b: &[f32],
+    trans_b: bool,
+) -> MutexGuard<'s, Vec<PackedWeights>> {
+    let mut cache = lock(&par.scratch().weights);
+    if cache.len() <= key {
+        cache.resize_with(key + 1, Default::default);
+    }
+    let entry = &mut cache[key];
+    let source = (b.as_ptr() as usize, b.len());
+    if entry.source != Some(source) {
+        nn::pack_b(&mut entry.packed, m, n, k, b, trans_b);
+        entry.source = Some(source);
+    }
+    cache
+}
+
+/// numpy matmul over broadcast batch axes: one product over all of A's rows when B is a
+/// matrix (the rows of A's matrices follow one another, and so do C's), else one per
+/// output matrix. `extras.packed_b` is B packed (only for a matrix B); the epilogue's
+/// residual is the whole output's.
+pub(crate) fn matmul(
+    a: &[f32],
+    sa: &[usize],
+    b: &[f32],
+    sb: &[usize],
+    extras: Extras<'_>,
+    dst: &mut [f32],
+    par: &dyn Parallel,
+) {
     let (m, k) = if sa.len() == 1 { (1, sa[0]) } else { (sa[sa.len() - 2], sa[sa.len() - 1]) };
     let n = if sb.len() == 1 { 1 } else { sb[sb.len() - 1] };
+    if sb.len() == 2 && sa.len() > 2 {
+        let rows = sa[..sa.len() - 1].iter().product();
+        let p = Product { m: rows, n, k, alpha: 1.0, trans_a: false, trans_b: false, beta: 0.0 };
+        return product_with(p, a, b, extras, dst, par);
+    }
+    assert!(extras.packed_b.is_none() || sb.len() == 2, "a packed B is one matrix");
     let batch_a = &sa[..sa.len().saturating_sub(2)];
     let batch_b = &sb[..sb.len().saturating_sub(2)];
     let rank = batch_a.len().max(batch_b.len());
@@ -306,14 +365,16 @@ pub(crate) fn matmul(a: &[f32], sa: &[usize], b: &[f32], sb: &[usize], dst: &mut
     let out_batch: SmallVec<[usize; 8]> = pa.iter().zip(&pb).map(|(&x, &y)| x.max(y)).collect();
     let count: usize = out_batch.iter().product();
     let mut index: SmallVec<[usize; 8]> = SmallVec::from_elem(0, rank);
-    for c in dst.chunks_mut((m * n).max(1)).take(count) {
+    for (i, c) in dst.chunks_mut((m * n).max(1)).take(count).enumerate() {
         let (mut oa, mut ob) = (0usize, 0usize);
         for d in 0..rank {
             oa = oa * pa[d] + if pa[d] == 1 { 0 } else { index[d] };
             ob = ob * pb[d] + if pb[d] == 1 { 0 } else { index[d] };
         }
         let p = Product { m, n, k, alpha: 1.0, trans_a: false, trans_b: false, beta: 0.0 };
-        product(p, &a[oa * m * k..(oa + 1) * m * k], &b[ob * k * n..(ob + 1) * k * n], c, par);
+        let residual = extras.epilogue.residual.map(|r| &r[i * m * n..][..m * n]);
+        let extras = Extras { epilogue: nn::Epilogue { residual, ..extras.epilogue }, ..extras };
+        product_with(p, &a[oa * m * k..(oa + 1) * m * k], &b[ob * k * n..(ob + 1) * k * n], extras, c, par);
         for d in (0..rank).rev() {
             index[d] += 1;
             if index[d] < out_batch[d] {
@@ -376,6 +437,55 @@ mod tests {
         // On a one-core machine nothing splits; elsewhere both splits are exercised.
         if cores() > 1 {
             assert!(splits[1] > 0 && splits[2] > 0, "{splits:?}");
+        }
+    }
+
+    #[test]
+    fn packed_weights_and_epilogues_give_the_whole_products_bits_in_every_split() {
+        let mut splits = [0; 3];
+        for (m, n, k) in [(64, 256, 512), (33, 300, 200), (200, 96, 160), (2, 1000, 300)] {
+            let (a, b) = (values(m * k, 1), values(k * n, 2));
+            let (bias, res) = (values(n, 4), values(m * n, 5));
+            let epilogue = nn::Epilogue {
+                bias: nn::Bias::Cols(&bias),
+                act: Some(nn::Activation::Unary(rivet_kernels::UnaryOp::Gelu)),
+                residual: Some(&res),
+                after: None,
+            };
+            let p = Product { m, n, k, alpha: 1.0, trans_a: false, trans_b: false, beta: 0.0 };
+            splits[match p.split() {
+                Split::Whole => 0,
+                Split::Rows(_) => 1,
+                Split::Columns(_) => 2,
+            }] += 1;
+            let mut want = vec![0.0; m * n];
+            let g = nn::Gemm { epilogue, ..nn::Gemm::new(m, n, k, &a, false, &b, false) };
+            g.compute(&mut nn::GemmScratch::new(), 0..m, 0..n, &mut want);
+            // B packed for another m, as a constant weight packed on an earlier Run.
+            let mut packed = nn::PackedB::new();
+            nn::pack_b(&mut packed, m + 40, n, k, &b, false);
+            for packed_b in [None, Some(&packed)] {
+                let mut got = vec![f32::NAN; m * n];
+                product_with(p, &a, &b, Extras { packed_b, epilogue }, &mut got, &Serial::default());
+                let same = got.iter().zip(&want).all(|(x, y)| x.to_bits() == y.to_bits());
+                assert!(same, "{m}x{n}x{k} packed B {}: {:?}", packed_b.is_some(), p.split());
+            }
+        }
+        if cores() > 1 {
+            assert!(splits[1] > 0 && splits[2] > 0, "{splits:?}");
+        }
+    }
+
+    #[test]
+    fn a_batched_matmul_by_a_matrix_is_one_product_with_the_per_matrix_bits() {
+        let (batch, m, n, k) = (3, 24, 40, 50);
+        let (a, b) = (values(batch * m * k, 1), values(k * n, 2));
+        let mut got = vec![0.0; batch * m * n];
+        matmul(&a, &[batch, m, k], &b, &[k, n], Extras::default(), &mut got, &Serial::default());
+        for (i, c) in got.chunks(m * n).enumerate() {
+            let mut want = vec![0.0; m * n];
+            nn::gemm(m, n, k, 1.0, &a[i * m * k..][..m * k], false, &b, false, 0.0, &mut want);
+            assert!(c.iter().zip(&want).all(|(x, y)| x.to_bits() == y.to_bits()), "matrix {i}");
         }
     }
 }

@@ -34,13 +34,13 @@ pub fn softmax(x: &[f32], y: &mut [f32], outer: usize, n: usize, inner: usize, l
     }
 }
 
+/// Softmax of one contiguous row: the max and the sum in 16 lanes, `e^x` on the unary
+/// kernel's vectorised build (the row is in L1 between the passes).
 fn softmax_row(x: &[f32], y: &mut [f32], log: bool) {
-    let max = x.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-    let mut sum = 0.0f32;
-    for (o, &v) in y.iter_mut().zip(x) {
-        *o = (v - max).exp();
-        sum += *o;
-    }
+    let max = lanes_max(x);
+    y.iter_mut().zip(x).for_each(|(o, &v)| *o = v - max);
+    crate::UnaryOp::Exp.apply_inplace(y);
+    let sum = lanes_sum(y);
     if log {
         let ln_sum = sum.ln();
         for (o, &v) in y.iter_mut().zip(x) {
@@ -50,6 +50,35 @@ fn softmax_row(x: &[f32], y: &mut [f32], log: bool) {
         let inv = 1.0 / sum;
         y.iter_mut().for_each(|o| *o *= inv);
     }
+}
+
+/// The largest element (NaN ignored, as by `f32::max`; -inf for an empty slice), in 16
+/// lanes so that it vectorises.
+fn lanes_max(x: &[f32]) -> f32 {
+    let pick = |a: f32, v: f32| if v > a { v } else { a };
+    let mut lanes = [f32::NEG_INFINITY; 16];
+    let (chunks, tail) = x.as_chunks::<16>();
+    for c in chunks {
+        lanes.iter_mut().zip(c).for_each(|(a, &v)| *a = pick(*a, v));
+    }
+    lanes.iter().chain(tail).fold(f32::NEG_INFINITY, |a, &v| pick(a, v))
+}
+
+/// The sum in 16 lanes (vectorises; each lane sums every 16th element).
+fn lanes_sum(x: &[f32]) -> f32 {
+    lanes_sum_of(x, |v| v)
+}
+
+/// The sum of `f(x)` over `x`, in 16 lanes.
+#[inline(always)]
+fn lanes_sum_of(x: &[f32], f: impl Fn(f32) -> f32) -> f32 {
+    let mut lanes = [0.0f32; 16];
+    let (chunks, tail) = x.as_chunks::<16>();
+    for c in chunks {
+        lanes.iter_mut().zip(c).for_each(|(a, &v)| *a += f(v));
+    }
+    let tail: f32 = tail.iter().map(|&v| f(v)).sum();
+    lanes.iter().sum::<f32>() + tail
 }
 
 /// `y = transpose(x, perm)` for `x` of `shape` (row-major), rank ≤ 8.
@@ -118,8 +147,8 @@ pub fn concat<T: Copy>(inputs: &[&[T]], widths: &[usize], outer: usize, y: &mut 
 }
 
 pub use crate::gemm::{
-    gemm, gemm_block, gemm_cols_packed_a, gemm_rows, gemm_rows_packed, gemm_with, pack_a, pack_b, row_tile,
-    GemmScratch, PackedA, PackedB,
+    gemm, gemm_block, gemm_cols_packed_a, gemm_rows, gemm_rows_packed, gemm_with, pack_a, pack_a_for, pack_b, row_tile,
+    Activation, Bias, Epilogue, Gemm, GemmScratch, PackedA, PackedB,
 };
 
 /// Inference batch normalization of `x` viewed as `[batch, channels, spatial]`.
@@ -190,6 +219,63 @@ mod tests {
         softmax(&t, &mut logs, 8, 3, 1, true);
         for (l, p) in logs.iter().zip(&rows) {
             assert!((l.exp() - p).abs() < 1e-6);
+        }
+    }
+
+    #[test]
+    fn softmax_and_layer_norm_rows_within_pinned_error_of_f64() {
+        for len in [1, 2, 15, 16, 17, 33, 300, 1000] {
+            let mut x: Vec<f32> = crate::test_values(2 * len, len as u64).iter().map(|v| v * 20.0).collect();
+            if len > 2 {
+                x[1] = f32::NEG_INFINITY;
+            }
+            for log in [false, true] {
+                let mut y = vec![0.0; x.len()];
+                softmax(&x, &mut y, 2, len, 1, log);
+                for (xr, yr) in x.chunks(len).zip(y.chunks(len)) {
+                    let max = xr.iter().fold(f64::NEG_INFINITY, |m, &v| m.max(f64::from(v)));
+                    let sum: f64 = xr.iter().map(|&v| (f64::from(v) - max).exp()).sum();
+                    for (&v, &got) in xr.iter().zip(yr) {
+                        let want = (f64::from(v) - max).exp() / sum;
+                        if log {
+                            let want = f64::from(v) - max - sum.ln();
+                            let ok = if want.is_infinite() {
+                                f64::from(got) == want
+                            } else {
+                                (f64::from(got) - want).abs() <= 1e-5 * (1.0 + want.abs())
+                            };
+                            assert!(ok, "log_softmax len {len}: {got} vs {want}");
+                        } else {
+                            // x - max is rounded to f32 first: e^x then carries |x - max| ulps.
+                            let bound = if want == 0.0 {
+                                0.0
+                            } else {
+                                want * (4e-7 + 1.2e-7 * (f64::from(v) - max).abs()) + 1e-38
+                            };
+                            assert!((f64::from(got) - want).abs() <= bound, "softmax len {len}: {got} vs {want}");
+                        }
+                    }
+                }
+            }
+            for rms in [false, true] {
+                let x: Vec<f32> = crate::test_values(3 * len, 7).iter().map(|v| v * 4.0 + 1.5).collect();
+                let (scale, bias) = (crate::test_values(len, 8), crate::test_values(len, 9));
+                let mut y = vec![0.0; x.len()];
+                layer_norm(&x, &scale, Some(&bias), len, 1e-5, rms, &mut y);
+                for (xr, yr) in x.chunks(len).zip(y.chunks(len)) {
+                    let n = len as f64;
+                    let mean = if rms { 0.0 } else { xr.iter().map(|&v| f64::from(v)).sum::<f64>() / n };
+                    let var = xr.iter().map(|&v| (f64::from(v) - mean).powi(2)).sum::<f64>() / n;
+                    let inv = 1.0 / (var + 1e-5).sqrt();
+                    for (j, (&v, &got)) in xr.iter().zip(yr).enumerate() {
+                        let want = (f64::from(v) - mean) * inv * f64::from(scale[j]) + f64::from(bias[j]);
+                        assert!(
+                            (f64::from(got) - want).abs() <= 2e-6,
+                            "layer_norm rms={rms} len {len}: {got} vs {want}"
+                        );
+                    }
+                }
+            }
         }
     }
 
@@ -400,13 +486,19 @@ pub fn layer_norm(
     if inner == 0 {
         return;
     }
+    let scale = &scale[..inner];
     for (xs, ys) in x.chunks_exact(inner).zip(y.chunks_exact_mut(inner)) {
-        let mean = if rms { 0.0 } else { xs.iter().map(|&v| f64::from(v)).sum::<f64>() / inner as f64 };
-        let var = xs.iter().map(|&v| (f64::from(v) - mean).powi(2)).sum::<f64>() / inner as f64;
-        let inv = (1.0 / (var + f64::from(epsilon)).sqrt()) as f32;
-        let mean = mean as f32;
-        for (j, (o, &v)) in ys.iter_mut().zip(xs).enumerate() {
-            *o = (v - mean) * inv * scale[j] + bias.map_or(0.0, |b| b[j]);
+        // Two passes in 16 f32 lanes (the centred second pass keeps the variance accurate).
+        let mean = if rms { 0.0 } else { lanes_sum(xs) / inner as f32 };
+        let var = lanes_sum_of(xs, |v| (v - mean) * (v - mean)) / inner as f32;
+        let inv = 1.0 / (var + epsilon).sqrt();
+        match bias {
+            Some(b) => {
+                for ((o, &v), (&s, &b)) in ys.iter_mut().zip(xs).zip(scale.iter().zip(&b[..inner])) {
+                    *o = (v - mean) * inv * s + b;
+                }
+            }
+            None => ys.iter_mut().zip(xs).zip(scale).for_each(|((o, &v), &s)| *o = (v - mean) * inv * s),
         }
     }
 }

@@ -96,9 +96,9 @@ pub(crate) fn gemm(isa: Isa, scratch: &mut GemmScratch, job: &Job<'_>, c: &mut [
 }
 
 /// Packs all of `op(B)` into `dst` for the driver of `isa` (see `gemm::pack_whole`);
-/// returns the floats written.
+/// returns the floats written and the width of the panels it was packed in.
 #[inline]
-pub(crate) fn gemm_pack_b(isa: Isa, job: &Job<'_>, dst: &mut [f32]) -> usize {
+pub(crate) fn gemm_pack_b(isa: Isa, job: &Job<'_>, dst: &mut [f32]) -> (usize, usize) {
     match isa.0 {
         #[cfg(target_arch = "x86_64")]
         Level::Avx512 => {

@@ -36,6 +36,7 @@
 //! in the same order (depth ascending); the FMA levels round once per step, so they may
 //! differ from the portable one in the last bits.
 
+mod epilogue;
 mod pack;
 mod small;
 #[cfg(test)]
@@ -46,6 +47,8 @@ pub(crate) mod x86;
 use crate::arch::{self, Level};
 use std::cell::RefCell;
 use std::ops::Range;
+
+pub use epilogue::{Activation, Bias, Epilogue};
 
 /// Reusable packing buffers for [`gemm_with`] / [`gemm_rows`]. Create one per thread (or per
 /// worker) and keep it: it grows to the largest block size it has needed (at most a few
@@ -96,12 +99,16 @@ pub(crate) struct Job<'a> {
     /// The columns of C computed (all of them but in [`gemm_block`]); C's row stride is
     /// their count.
     pub cols: Range<usize>,
-    /// `op(B)` already packed by [`pack_b`] for this product (`b` is still the operand,
-    /// for the matrix-vector path), or `None` to pack each block as it is needed.
-    pub packed_b: Option<&'a [f32]>,
+    /// `op(B)` already packed by [`pack_b`] (for all columns) in panels this wide (`b` is
+    /// still the operand, for the matrix-vector path), or `None` to pack each block as it
+    /// is needed.
+    pub packed_b: Option<(&'a [f32], usize)>,
     /// `op(A)` already packed by [`pack_a`] (for all rows) with tiles of this many rows,
     /// or `None`.
     pub packed_a: Option<(&'a [f32], usize)>,
+    /// Applied to C once its sums are complete, with the activations' build for `level`.
+    pub epilogue: Epilogue<'a>,
+    pub level: Level,
 }
 
 thread_local! {
@@ -113,7 +120,105 @@ impl<'a> Job<'a> {
     /// other operand may be empty).
     fn for_packing(m: usize, n: usize, k: usize, a: &'a [f32], trans_a: bool, b: &'a [f32], trans_b: bool) -> Self {
         let (rows, cols) = (0..m, 0..n);
-        Job { m, n, k, alpha: 1.0, a, trans_a, b, trans_b, beta: 0.0, rows, cols, packed_b: None, packed_a: None }
+        let (epilogue, level) = (Epilogue::default(), Level::detected());
+        let (packed_a, packed_b) = (None, None);
+        Job { m, n, k, alpha: 1.0, a, trans_a, b, trans_b, beta: 0.0, rows, cols, packed_b, packed_a, epilogue, level }
+    }
+}
+
+/// One product with all a caller can give it: `c = epilogue(alpha op(a) op(b) + beta c)`,
+/// with either operand already packed. [`Gemm::compute`] runs a block of it; every block
+/// split of a product gives the whole product's bits.
+#[derive(Clone, Copy, Debug)]
+pub struct Gemm<'a> {
+    pub m: usize,
+    pub n: usize,
+    pub k: usize,
+    pub alpha: f32,
+    /// Stored m×k, or k×m when `trans_a`.
+    pub a: &'a [f32],
+    pub trans_a: bool,
+    /// Stored k×n, or n×k when `trans_b`.
+    pub b: &'a [f32],
+    pub trans_b: bool,
+    pub beta: f32,
+    /// `op(A)` packed by [`pack_a`] or [`pack_a_for`] from this `a`, for this m and k.
+    pub packed_a: Option<&'a PackedA>,
+    /// `op(B)` packed by [`pack_b`] from this `b`, for this n and k (any m).
+    pub packed_b: Option<&'a PackedB>,
+    pub epilogue: Epilogue<'a>,
+}
+
+impl<'a> Gemm<'a> {
+    /// `c = op(a) op(b)`: alpha 1, beta 0, nothing packed, no epilogue.
+    pub fn new(m: usize, n: usize, k: usize, a: &'a [f32], trans_a: bool, b: &'a [f32], trans_b: bool) -> Self {
+        let (alpha, beta, packed_a, packed_b, epilogue) = (1.0, 0.0, None, None, Epilogue::default());
+        Gemm { m, n, k, alpha, a, trans_a, b, trans_b, beta, packed_a, packed_b, epilogue }
+    }
+
+    /// Computes the block `rows` × `cols` of C into `c_block` (row-major, `cols.len()`
+    /// wide; it holds that block of C on entry when `beta != 0`, and a residual is read from
+    /// the whole m×n addend). Panics if a range is outside the product, if `m == 1` or
+    /// `n == 1` with a partial column range, if a packed operand was made for another
+    /// product, another kernel build or (A) other rows, if a packed B is used from a column
+    /// that is not a multiple of its panel width, or if a length does not match.
+    pub fn compute(&self, scratch: &mut GemmScratch, rows: Range<usize>, cols: Range<usize>, c_block: &mut [f32]) {
+        let level = self.packed_level().unwrap_or_else(Level::detected);
+        self.compute_at(level, scratch, rows, cols, c_block);
+    }
+
+    /// The kernel build of the packed operands (asserting they agree).
+    fn packed_level(&self) -> Option<Level> {
+        let a = self.packed_a.map(|p| p.0.key.expect("gemm: A was never packed").0);
+        let b = self.packed_b.map(|p| p.key.expect("gemm: B was never packed").0);
+        if let (Some(a), Some(b)) = (a, b) {
+            assert!(a == b, "gemm: A and B were packed for different kernel builds");
+        }
+        a.or(b)
+    }
+
+    /// [`Gemm::compute`] with the kernel build for `level` (lowered to
+    /// [`Level::detected`]).
+    #[doc(hidden)]
+    pub fn compute_at(
+        &self,
+        level: Level,
+        scratch: &mut GemmScratch,
+        rows: Range<usize>,
+        cols: Range<usize>,
+        c_block: &mut [f32],
+    ) {
+        let Gemm { m, n, k, .. } = *self;
+        assert_eq!(self.a.len(), m * k, "gemm: `a` must hold m*k elements");
+        assert_eq!(self.b.len(), k * n, "gemm: `b` must hold k*n elements");
+        assert!(rows.start <= rows.end && rows.end <= m, "gemm: rows {rows:?} outside 0..{m}");
+        assert!(cols.start <= cols.end && cols.end <= n, "gemm: columns {cols:?} outside 0..{n}");
+        assert!(cols == (0..n) || (m > 1 && n > 1), "gemm: a matrix-vector product takes all its columns");
+        let len = rows.len() * cols.len();
+        assert_eq!(c_block.len(), len, "gemm: `c` must hold rows.len()*cols.len() elements");
+        self.epilogue.check(m, n);
+        let isa = arch::isa_at(level);
+        let packed_a = self.packed_a.map(|p| {
+            let (plevel, pm, _, pk, pt) = p.0.key.expect("gemm: A was never packed");
+            assert!((pm, pk, pt) == (m, k, self.trans_a), "gemm: A was packed for another product");
+            assert!(plevel == isa.level(), "gemm: A was packed for another kernel build");
+            assert!(rows == (0..m), "gemm: a packed A covers all rows");
+            (p.0.data(), p.1)
+        });
+        let packed_b = self.packed_b.map(|p| {
+            let (plevel, nr, pn, pk, pt) = p.key.expect("gemm: B was never packed");
+            assert!((pn, pk, pt) == (n, k, self.trans_b), "gemm: B was packed for another product");
+            assert!(plevel == isa.level(), "gemm: B was packed for another kernel build");
+            assert!(cols.is_empty() || cols.start.is_multiple_of(nr), "gemm: a packed B is read from whole panels");
+            (p.data(), nr)
+        });
+        if let (Some((_, mr)), Some((_, nr))) = (packed_a, packed_b) {
+            assert!(tiles_agree(mr, nr), "gemm: A and B were packed for different tiles");
+        }
+        let (alpha, beta, a, b, trans_a, trans_b) = (self.alpha, self.beta, self.a, self.b, self.trans_a, self.trans_b);
+        let (epilogue, level) = (self.epilogue, isa.level());
+        let job = Job { m, n, k, alpha, a, trans_a, b, trans_b, beta, rows, cols, packed_b, packed_a, epilogue, level };
+        arch::gemm(isa, scratch, &job, c_block);
     }
 }
 
@@ -195,12 +300,8 @@ pub fn gemm_rows_at(
     beta: f32,
     c_rows: &mut [f32],
 ) {
-    assert_eq!(a.len(), m * k, "gemm: `a` must hold m*k elements");
-    assert_eq!(b.len(), k * n, "gemm: `b` must hold k*n elements");
-    assert!(rows.start <= rows.end && rows.end <= m, "gemm: rows {rows:?} outside 0..{m}");
-    assert_eq!(c_rows.len(), rows.len() * n, "gemm: `c` must hold rows.len()*n elements");
-    let job = Job { m, n, k, alpha, a, trans_a, b, trans_b, beta, rows, cols: 0..n, packed_b: None, packed_a: None };
-    arch::gemm(arch::isa_at(level), scratch, &job, c_rows);
+    let g = Gemm { alpha, beta, ..Gemm::new(m, n, k, a, trans_a, b, trans_b) };
+    g.compute_at(level, scratch, rows, 0..n, c_rows);
 }
 
 /// The block `rows` × `cols` of [`gemm`]'s result: `c_block` holds only that block,
@@ -247,9 +348,8 @@ pub fn gemm_cols_packed_a(
     beta: f32,
     c_block: &mut [f32],
 ) {
-    let (level, pm, _, pk, pt) = packed.0.key.expect("gemm: A was never packed");
-    assert!((pm, pk, pt) == (m, k, trans_a), "gemm: A was packed for another product");
-    gemm_block_at(level, scratch, 0..m, cols, m, n, k, alpha, a, trans_a, Some(packed), b, trans_b, beta, c_block);
+    let g = Gemm { alpha, beta, packed_a: Some(packed), ..Gemm::new(m, n, k, a, trans_a, b, trans_b) };
+    g.compute(scratch, 0..m, cols, c_block);
 }
 
 /// [`gemm_block`] with the kernel build for `level` (lowered to [`Level::detected`]).
@@ -272,21 +372,8 @@ pub fn gemm_block_at(
     beta: f32,
     c_block: &mut [f32],
 ) {
-    assert_eq!(a.len(), m * k, "gemm: `a` must hold m*k elements");
-    assert_eq!(b.len(), k * n, "gemm: `b` must hold k*n elements");
-    assert!(rows.start <= rows.end && rows.end <= m, "gemm: rows {rows:?} outside 0..{m}");
-    assert!(cols.start <= cols.end && cols.end <= n, "gemm: columns {cols:?} outside 0..{n}");
-    assert!(cols == (0..n) || (m > 1 && n > 1), "gemm: a matrix-vector product takes all its columns");
-    assert_eq!(c_block.len(), rows.len() * cols.len(), "gemm: `c` must hold rows.len()*cols.len() elements");
-    assert!(packed_a.is_none() || rows == (0..m), "gemm: a packed A covers all rows");
-    let isa = arch::isa_at(level);
-    if let Some(p) = packed_a {
-        let packed_level = p.0.key.map(|key| key.0);
-        assert!(packed_level == Some(isa.level()), "gemm: A was packed for another kernel build");
-    }
-    let packed_a = packed_a.map(|p| (p.0.data(), p.1));
-    let job = Job { m, n, k, alpha, a, trans_a, b, trans_b, beta, rows, cols, packed_b: None, packed_a };
-    arch::gemm(isa, scratch, &job, c_block);
+    let g = Gemm { alpha, beta, packed_a, ..Gemm::new(m, n, k, a, trans_a, b, trans_b) };
+    g.compute_at(level, scratch, rows, cols, c_block);
 }
 
 /// The rows of the tile an m×n product runs on at the detected level: a row split whose
@@ -312,8 +399,10 @@ pub struct PackedB {
     /// Where the 64-byte aligned data starts in `buf`, and how long it is.
     at: usize,
     len: usize,
-    /// What was packed: the kernel build and the product's m, n, k and transpose flag
-    /// (the layout depends on the tile, which the build chooses from m and n).
+    /// What was packed: the kernel build, the panel width (the tile's columns, which the
+    /// build chose from the product's m and n), the product's n and k and the transpose
+    /// flag. (For a [`PackedA`]: the build, m, n, k and flag.) A packed B serves products
+    /// of any m: the panel width then fixes the tile.
     key: Option<(Level, usize, usize, usize, bool)>,
 }
 
@@ -325,6 +414,12 @@ impl PackedB {
 
     fn data(&self) -> &[f32] {
         &self.buf[self.at..][..self.len]
+    }
+
+    /// The width of its panels, once packed: a product may read it from any column that
+    /// is a multiple of this (a split by columns cuts there).
+    pub fn panel_width(&self) -> Option<usize> {
+        self.key.map(|key| key.1)
     }
 
     /// Room for `floats` 64-byte aligned; returns it.
@@ -387,8 +482,39 @@ pub fn pack_b_at(level: Level, packed: &mut PackedB, m: usize, n: usize, k: usiz
     let job = Job::for_packing(m, n, k, &[], false, b, trans_b);
     // Room for the largest layout any build makes: k rows of n padded to whole panels,
     // at most 48 wide.
-    packed.len = arch::gemm_pack_b(isa, &job, packed.room(k * (n + 47)));
-    packed.key = Some((isa.level(), m, n, k, trans_b));
+    let (len, nr) = arch::gemm_pack_b(isa, &job, packed.room(k * (n + 47)));
+    packed.len = len;
+    packed.key = Some((isa.level(), nr, n, k, trans_b));
+}
+
+/// Packs `g.a` for the product `g` with the tile `g`'s packed B (if any) fixes, for
+/// [`Gemm::compute`] with both operands packed. Panics if `g.a.len() != m * k`.
+pub fn pack_a_for(packed: &mut PackedA, g: &Gemm<'_>) {
+    let Gemm { m, n, k, a, trans_a, .. } = *g;
+    assert_eq!(a.len(), m * k, "gemm: `a` must hold m*k elements");
+    let level = g.packed_b.map_or_else(Level::detected, |p| p.key.expect("gemm: B was never packed").0);
+    let isa = arch::isa_at(level);
+    let mut job = Job::for_packing(m, n, k, a, trans_a, &[], false);
+    job.packed_b = g.packed_b.map(|p| (p.data(), p.key.expect("gemm: B was never packed").1));
+    let p = &mut packed.0;
+    let (len, mr) = arch::gemm_pack_a(isa, &job, p.room(k * (m + 13)));
+    p.len = len;
+    p.key = Some((isa.level(), m, n, k, trans_a));
+    packed.1 = mr;
+}
+
+/// Whether a tile of `mr` rows and one of `nr` columns are one of the builds' tiles.
+fn tiles_agree(mr: usize, nr: usize) -> bool {
+    let tiles: &[(usize, usize)] = &[
+        (PORTABLE_MR, 8),
+        #[cfg(target_arch = "x86_64")]
+        x86::TILE_AVX512,
+        #[cfg(target_arch = "x86_64")]
+        x86::TILE_AVX512_WIDE,
+        #[cfg(target_arch = "x86_64")]
+        x86::TILE_AVX2,
+    ];
+    tiles.contains(&(mr, nr))
 }
 
 /// [`gemm_rows`] with `op(B)` from `packed` (made by [`pack_b`] for this very product,
@@ -410,28 +536,8 @@ pub fn gemm_rows_packed(
     beta: f32,
     c_rows: &mut [f32],
 ) {
-    assert_eq!(a.len(), m * k, "gemm: `a` must hold m*k elements");
-    assert_eq!(b.len(), k * n, "gemm: `b` must hold k*n elements");
-    assert!(rows.start <= rows.end && rows.end <= m, "gemm: rows {rows:?} outside 0..{m}");
-    assert_eq!(c_rows.len(), rows.len() * n, "gemm: `c` must hold rows.len()*n elements");
-    let (level, pm, pn, pk, pt) = packed.key.expect("gemm: B was never packed");
-    assert!((pm, pn, pk, pt) == (m, n, k, trans_b), "gemm: B was packed for another product");
-    let job = Job {
-        m,
-        n,
-        k,
-        alpha,
-        a,
-        trans_a,
-        b,
-        trans_b,
-        beta,
-        rows,
-        cols: 0..n,
-        packed_b: Some(packed.data()),
-        packed_a: None,
-    };
-    arch::gemm(arch::isa_at(level), scratch, &job, c_rows);
+    let g = Gemm { alpha, beta, packed_b: Some(packed), ..Gemm::new(m, n, k, a, trans_a, b, trans_b) };
+    g.compute(scratch, rows, 0..n, c_rows);
 }
 
 /// Where a microkernel puts its `MR × NR` result `acc = a_panel^T · b_panel`.
@@ -472,35 +578,42 @@ pub(crate) fn run<const MR: usize, const NR: usize>(
     if rows.is_empty() || ldc == 0 {
         return;
     }
-    if k == 0 {
-        scale(c, job.beta);
-        return;
-    }
-    if small::applies(job) {
-        small::gemv(job, c);
+    if k == 0 || small::applies(job) {
+        if k == 0 {
+            scale(c, job.beta);
+        } else {
+            small::gemv(job, c);
+        }
+        job.epilogue.apply(job.level, c, ldc, job.n, rows, cols);
         return;
     }
     // Depth blocks of equal size (at most kc_max).
     let kc_max = k.div_ceil(k.div_ceil(kc_max));
-    let nc_max = nc_max.min(ldc).next_multiple_of(NR);
+    // Column blocks start at multiples of `nc_max` (and at `cols.start`): a packed B is
+    // laid out in the blocks of the whole product's width.
+    let nc_max = nc_max.min(if job.packed_b.is_some() { job.n } else { ldc }).next_multiple_of(NR);
     let b_room = if job.packed_b.is_some() { 0 } else { kc_max * nc_max / NR };
     let (a_pack, b_pack) = scratch.parts::<MR, NR>(kc_max, b_room);
-    let mut packed = job.packed_b.map(|p| p.as_chunks::<NR>().0);
-    debug_assert!(job.packed_b.is_none() || cols == (0..job.n), "a packed B covers all columns");
+    let packed = job.packed_b.map(|(p, nr)| {
+        assert_eq!(nr, NR, "gemm: B was packed for another tile");
+        p.as_chunks::<NR>().0
+    });
     debug_assert!(job.packed_a.is_none() || rows == (0..job.m), "a packed A covers all rows");
     let strips = job.m.div_ceil(MR);
-    for j0 in cols.clone().step_by(nc_max) {
-        let nc = nc_max.min(cols.end - j0);
+    let mut j0 = cols.start;
+    while j0 < cols.end {
+        let nc = (nc_max - j0 % nc_max).min(cols.end - j0);
         for p0 in (0..k).step_by(kc_max) {
             let kc = kc_max.min(k - p0);
             let beta = if p0 == 0 { job.beta } else { 1.0 };
             let panels = kc * nc.div_ceil(NR);
-            let b_pack: &[[f32; NR]] = match &mut packed {
-                // The blocks follow one another in this loop's order (see `pack_whole`).
-                Some(rest) => {
-                    let (block, after) = rest.split_at(panels);
-                    *rest = after;
-                    block
+            let b_pack: &[[f32; NR]] = match packed {
+                // Block `j0 / nc_max` holds, per depth block, its panels of `kc` rows
+                // each (see `pack_whole`); the earlier blocks are all `nc_max` wide.
+                Some(p) => {
+                    let (block, in_block) = (j0 / nc_max, j0 % nc_max);
+                    let width = nc_max.min(job.n - block * nc_max).div_ceil(NR);
+                    &p[block * k * (nc_max / NR) + p0 * width + in_block / NR * kc..][..panels]
                 }
                 None => {
                     let b_pack = &mut b_pack[..panels];
@@ -522,10 +635,11 @@ pub(crate) fn run<const MR: usize, const NR: usize>(
                         a_pack
                     }
                 };
+                let strip = &mut c[(i0 - rows.start) * ldc + j0 - cols.start..];
                 for (jp, b_panel) in b_pack.chunks_exact(kc).enumerate() {
-                    let j = j0 + jp * NR;
-                    let nr = NR.min(j0 + nc - j);
-                    let c = &mut c[(i0 - rows.start) * ldc + j - cols.start..];
+                    let j = jp * NR;
+                    let nr = NR.min(nc - j);
+                    let c = &mut strip[j..];
                     if mr == MR && nr == NR {
                         kernel(a_pack, b_panel, Out::C { c, ldc, alpha: job.alpha, beta });
                     } else {
@@ -534,8 +648,13 @@ pub(crate) fn run<const MR: usize, const NR: usize>(
                         store(&tile[..mr], nr, c, ldc, job.alpha, beta);
                     }
                 }
+                if p0 + kc == k {
+                    // The strip's sums are complete, and it is still in L1.
+                    job.epilogue.apply(job.level, strip, ldc, job.n, i0..i0 + mr, j0..j0 + nc);
+                }
             }
         }
+        j0 += nc;
     }
 }
 
@@ -546,7 +665,9 @@ pub(crate) fn run<const MR: usize, const NR: usize>(
 #[inline(always)]
 pub(crate) fn pack_whole<const NR: usize>(job: &Job<'_>, dst: &mut [f32], kc_max: usize, nc_max: usize) -> usize {
     let (n, k) = (job.n, job.k);
-    if n == 0 || k == 0 || small::applies(job) {
+    // Packed whatever m is (a constant B packed for one m serves products of any m), but
+    // not for the products `run` computes without packing whatever m is.
+    if n <= 1 || k == 0 {
         return 0;
     }
     let kc_max = k.div_ceil(k.div_ceil(kc_max));
@@ -641,8 +762,8 @@ pub(crate) fn portable_pack_a(job: &Job<'_>, dst: &mut [f32]) -> (usize, usize) 
 }
 
 /// The portable build's B packing, for [`pack_b`].
-pub(crate) fn portable_pack_b(job: &Job<'_>, dst: &mut [f32]) -> usize {
-    pack_whole::<8>(job, dst, PORTABLE_KC, PORTABLE_NC)
+pub(crate) fn portable_pack_b(job: &Job<'_>, dst: &mut [f32]) -> (usize, usize) {
+    (pack_whole::<8>(job, dst, PORTABLE_KC, PORTABLE_NC), 8)
 }
 
 const PORTABLE_MR: usize = 4;

@@ -133,6 +133,33 @@ fn check(level: Level, scratch: &mut GemmScratch, t: &Case) {
         gemm_rows_packed(scratch, w[0]..w[1], m, n, k, t.alpha, &a, t.ta, &b, t.tb, &packed, t.beta, part);
     }
     assert!(shared.iter().zip(&c).all(|(x, y)| x.to_bits() == y.to_bits()), "{level:?} {m}x{n}x{k} packed B");
+    // B packed for another m (its panel width then fixes the tile) and read by blocks of
+    // columns from whole panels, alone and with A packed for that tile: the same bits.
+    if m > 1 && n > 1 {
+        let mut pb = PackedB::new();
+        pack_b_at(level, &mut pb, m + 7, n, k, &b, t.tb);
+        let nr = pb.panel_width().expect("packed");
+        let g = Gemm { alpha: t.alpha, beta: t.beta, packed_b: Some(&pb), ..Gemm::new(m, n, k, &a, t.ta, &b, t.tb) };
+        let mut pa = PackedA::new();
+        pack_a_for(&mut pa, &g);
+        let cut = (n / 2).next_multiple_of(nr).min(n);
+        for packed_a in [None, Some(&pa)] {
+            let g = Gemm { packed_a, ..g };
+            for cols in [0..cut, cut..n] {
+                let pick =
+                    |from: &[f32]| -> Vec<f32> { (0..m).flat_map(|i| from[i * n..][cols.clone()].to_vec()).collect() };
+                let mut block = pick(&c0);
+                g.compute_at(level, scratch, 0..m, cols.clone(), &mut block);
+                let want = pick(&c);
+                let same = block.iter().zip(&want).all(|(x, y)| x.to_bits() == y.to_bits());
+                assert!(
+                    same,
+                    "{level:?} {m}x{n}x{k} columns {cols:?} of a packed B (A packed: {})",
+                    packed_a.is_some()
+                );
+            }
+        }
+    }
 }
 
 fn sweep(shapes: &[(usize, usize, usize)]) {
@@ -237,4 +264,121 @@ fn a_packed_a_keeps_its_tile_for_a_product_that_would_take_the_other() {
         gemm_block_at(level, s, 0..m, 0..n, m, n, k, 1.0, &a, false, Some(&pa), &b, false, 0.0, &mut got);
         assert!(got.iter().zip(&want).all(|(x, y)| x.to_bits() == y.to_bits()), "{level:?}");
     }
+}
+
+/// The unfused chain: the product, then each epilogue part as its own pass.
+fn unfused(level: Level, g: &Gemm<'_>, c0: &[f32]) -> Vec<f32> {
+    let (m, n) = (g.m, g.n);
+    let mut c = c0.to_vec();
+    gemm_rows_at(
+        level,
+        &mut GemmScratch::new(),
+        0..m,
+        m,
+        n,
+        g.k,
+        g.alpha,
+        g.a,
+        g.trans_a,
+        g.b,
+        g.trans_b,
+        g.beta,
+        &mut c,
+    );
+    let act = |x: &mut [f32], act: Option<Activation>| match act {
+        Some(Activation::Unary(op)) => op.apply_inplace_at(level, x),
+        Some(Activation::Clip { min, max }) => x.iter_mut().for_each(|v| *v = v.max(min).min(max)),
+        None => {}
+    };
+    for (i, row) in c.chunks_exact_mut(n.max(1)).enumerate().take(m) {
+        match g.epilogue.bias {
+            Bias::None => {}
+            Bias::Rows(b) => row.iter_mut().for_each(|v| *v += b[i]),
+            Bias::Cols(b) => row.iter_mut().zip(b).for_each(|(v, &bv)| *v += bv),
+        }
+    }
+    act(&mut c, g.epilogue.act);
+    if let Some(r) = g.epilogue.residual {
+        c.iter_mut().zip(r).for_each(|(v, &rv)| *v += rv);
+    }
+    act(&mut c, g.epilogue.after);
+    c
+}
+
+#[test]
+fn epilogues_give_the_unfused_bits_whole_split_and_packed() {
+    use crate::UnaryOp;
+    let epilogues = |m: usize, n: usize, rb: &'static [f32], cb: &'static [f32], res: &'static [f32]| {
+        let (rb, cb, res) = (&rb[..m], &cb[..n], &res[..m * n]);
+        [
+            Epilogue { bias: Bias::Rows(rb), act: Some(Activation::Unary(UnaryOp::Relu)), ..Epilogue::default() },
+            Epilogue { bias: Bias::Cols(cb), act: Some(Activation::Unary(UnaryOp::Gelu)), ..Epilogue::default() },
+            Epilogue {
+                bias: Bias::Rows(rb),
+                residual: Some(res),
+                after: Some(Activation::Unary(UnaryOp::Relu)),
+                ..Epilogue::default()
+            },
+            Epilogue {
+                bias: Bias::Cols(cb),
+                act: Some(Activation::Clip { min: 0.0, max: 0.5 }),
+                residual: Some(res),
+                after: Some(Activation::Unary(UnaryOp::Sigmoid)),
+            },
+            Epilogue { residual: Some(res), ..Epilogue::default() },
+        ]
+    };
+    let leak = |v: Vec<f32>| -> &'static [f32] { Vec::leak(v) };
+    // Edge tiles, two depth blocks, column blocks wider than NC, matrix-vector and k = 0.
+    for (m, n, k) in [(29, 65, 11), (16, 96, 300), (8, 1100, 7), (1, 70, 40), (33, 1, 20), (5, 7, 0)] {
+        let (a, b, c0) = (values(m * k, 1), values(k * n, 2), values(m * n, 3));
+        let (rb, cb, res) = (leak(values(m, 4)), leak(values(n, 5)), leak(values(m * n, 6)));
+        for level in Level::supported() {
+            for (e, epilogue) in epilogues(m, n, rb, cb, res).into_iter().enumerate() {
+                for beta in [0.0, 0.5] {
+                    let g = Gemm { beta, alpha: 1.5, epilogue, ..Gemm::new(m, n, k, &a, false, &b, false) };
+                    let want = unfused(level, &g, &c0);
+                    let same = |got: &[f32]| got.iter().zip(&want).all(|(x, y)| x.to_bits() == y.to_bits());
+                    let mut got = c0.clone();
+                    g.compute_at(level, &mut GemmScratch::new(), 0..m, 0..n, &mut got);
+                    assert!(same(&got), "{level:?} {m}x{n}x{k} epilogue {e} beta {beta}");
+                    // Split by rows.
+                    let mut got = c0.clone();
+                    let cut = m / 3;
+                    let (top, bottom) = got.split_at_mut(cut * n);
+                    g.compute_at(level, &mut GemmScratch::new(), 0..cut, 0..n, top);
+                    g.compute_at(level, &mut GemmScratch::new(), cut..m, 0..n, bottom);
+                    assert!(same(&got), "{level:?} {m}x{n}x{k} epilogue {e} beta {beta}, rows split at {cut}");
+                    if m > 1 && n > 1 {
+                        // Packed B, read by two column blocks.
+                        let mut pb = PackedB::new();
+                        pack_b_at(level, &mut pb, m, n, k, &b, false);
+                        let g = Gemm { packed_b: Some(&pb), ..g };
+                        let cut = (n / 2).next_multiple_of(pb.panel_width().expect("packed")).min(n);
+                        let mut got = c0.clone();
+                        for cols in [0..cut, cut..n] {
+                            let mut block: Vec<f32> = (0..m).flat_map(|i| c0[i * n..][cols.clone()].to_vec()).collect();
+                            g.compute_at(level, &mut GemmScratch::new(), 0..m, cols.clone(), &mut block);
+                            for (i, row) in block.chunks_exact(cols.len().max(1)).enumerate() {
+                                got[i * n..][cols.clone()].copy_from_slice(row);
+                            }
+                        }
+                        assert!(same(&got), "{level:?} {m}x{n}x{k} epilogue {e} beta {beta}, packed B columns");
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+#[should_panic(expected = "whole panels")]
+fn a_packed_b_read_from_inside_a_panel_panics() {
+    let (m, n, k) = (20, 100, 8);
+    let (a, b) = (values(m * k, 1), values(k * n, 2));
+    let mut pb = PackedB::new();
+    pack_b(&mut pb, m, n, k, &b, false);
+    let g = Gemm { packed_b: Some(&pb), ..Gemm::new(m, n, k, &a, false, &b, false) };
+    let mut c = vec![0.0; m * (n - 3)];
+    g.compute(&mut GemmScratch::new(), 0..m, 3..n, &mut c);
 }

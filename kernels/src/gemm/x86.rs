@@ -17,6 +17,10 @@ const NR512: usize = 32;
 const MR512_WIDE: usize = 8;
 const NR512_WIDE: usize = 48;
 
+pub(crate) const TILE_AVX512: (usize, usize) = (MR512, NR512);
+pub(crate) const TILE_AVX512_WIDE: (usize, usize) = (MR512_WIDE, NR512_WIDE);
+pub(crate) const TILE_AVX2: (usize, usize) = (MR256, NR256);
+
 /// AVX2 tile: 6 rows × 16 columns = 12 ymm accumulators, 2 for B, 1 broadcast.
 const MR256: usize = 6;
 const NR256: usize = 16;
@@ -47,10 +51,11 @@ pub(crate) fn gemm_avx512(scratch: &mut GemmScratch, job: &Job<'_>, c: &mut [f32
 /// leave less empty, from the whole product's shape (a row split takes the same tile;
 /// another tile would give the same bits too, the depth blocks being the same).
 fn wide_tile(job: &Job<'_>) -> bool {
-    match job.packed_a {
-        // A packed already: the tile it was packed for.
-        Some((_, mr)) => mr == MR512_WIDE,
-        None => wide_tile_for(job.m, job.n),
+    match (job.packed_a, job.packed_b) {
+        // An operand packed already: the tile it was packed for.
+        (Some((_, mr)), _) => mr == MR512_WIDE,
+        (None, Some((_, nr))) => nr == NR512_WIDE,
+        (None, None) => wide_tile_for(job.m, job.n),
     }
 }
 
@@ -74,11 +79,11 @@ pub(crate) const ROW_TILE_AVX2: usize = MR256;
 
 /// `op(B)` packed whole for the AVX-512 driver, with the panel width its tile takes.
 #[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
-pub(crate) fn pack_b_avx512(job: &Job<'_>, dst: &mut [f32]) -> usize {
+pub(crate) fn pack_b_avx512(job: &Job<'_>, dst: &mut [f32]) -> (usize, usize) {
     if wide_tile(job) {
-        pack_whole::<NR512_WIDE>(job, dst, KC512, NC)
+        (pack_whole::<NR512_WIDE>(job, dst, KC512, NC), NR512_WIDE)
     } else {
-        pack_whole::<NR512>(job, dst, KC512, NC)
+        (pack_whole::<NR512>(job, dst, KC512, NC), NR512)
     }
 }
 
@@ -100,8 +105,8 @@ pub(crate) fn pack_a_avx2(job: &Job<'_>, dst: &mut [f32]) -> (usize, usize) {
 
 /// `op(B)` packed whole for the AVX2 driver.
 #[target_feature(enable = "avx2,fma")]
-pub(crate) fn pack_b_avx2(job: &Job<'_>, dst: &mut [f32]) -> usize {
-    pack_whole::<NR256>(job, dst, KC, NC)
+pub(crate) fn pack_b_avx2(job: &Job<'_>, dst: &mut [f32]) -> (usize, usize) {
+    (pack_whole::<NR256>(job, dst, KC, NC), NR256)
 }
 
 /// The AVX2 + FMA build of the driver.

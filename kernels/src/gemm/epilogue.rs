@@ -1,0 +1,114 @@
+//! What a product does to each element of C once its sum is complete: a bias, an
+//! activation, a residual addition and a second activation, in that order. The driver
+//! applies it to each strip of C right after the strip's last depth block, while the strip
+//! is still in L1, so a Conv + bias + Add + Relu or a MatMul + bias + Gelu makes one pass
+//! over C instead of three or four.
+//!
+//! Each part computes what the separate op would on the product's result, in the same
+//! order, so a fused chain gives the unfused chain's bits.
+
+use crate::arch::Level;
+use crate::unary::UnaryOp;
+use std::ops::Range;
+
+/// A bias added to C: one value per row (a convolution's, per output channel) or per
+/// column (a Gemm's or MatMul's, per output feature).
+#[derive(Clone, Copy, Debug, Default)]
+pub enum Bias<'a> {
+    #[default]
+    None,
+    /// `m` values, `c[i][j] += bias[i]`.
+    Rows(&'a [f32]),
+    /// `n` values, `c[i][j] += bias[j]`.
+    Cols(&'a [f32]),
+}
+
+/// An activation applied to each element of C.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Activation {
+    /// One of the unary ops, with its documented accuracy.
+    Unary(UnaryOp),
+    /// `min(max(x, min), max)`, NaN passing through (as ONNX Runtime's Clip).
+    Clip { min: f32, max: f32 },
+}
+
+impl Activation {
+    #[inline(always)]
+    fn apply(&self, level: Level, xs: &mut [f32]) {
+        match *self {
+            Activation::Unary(op) => op.apply_inplace_at(level, xs),
+            Activation::Clip { min, max } => xs.iter_mut().for_each(|o| {
+                let v = if *o < min { min } else { *o };
+                *o = if v > max { max } else { v };
+            }),
+        }
+    }
+}
+
+/// `c = after(act(c + bias) + residual)`, each part optional. The default does nothing.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Epilogue<'a> {
+    pub bias: Bias<'a>,
+    pub act: Option<Activation>,
+    /// The whole m×n addend, row-major (row stride n), in C's layout.
+    pub residual: Option<&'a [f32]>,
+    pub after: Option<Activation>,
+}
+
+impl<'a> Epilogue<'a> {
+    /// Whether it changes nothing.
+    pub fn is_empty(&self) -> bool {
+        matches!(self.bias, Bias::None) && self.act.is_none() && self.residual.is_none() && self.after.is_none()
+    }
+
+    /// Checks the lengths against an m×n product; panics on a mismatch.
+    pub(crate) fn check(&self, m: usize, n: usize) {
+        match self.bias {
+            Bias::None => {}
+            Bias::Rows(b) => assert_eq!(b.len(), m, "gemm: a row bias must hold m elements"),
+            Bias::Cols(b) => assert_eq!(b.len(), n, "gemm: a column bias must hold n elements"),
+        }
+        if let Some(r) = self.residual {
+            assert_eq!(r.len(), m * n, "gemm: the residual must hold m*n elements");
+        }
+    }
+
+    /// Applies it to the block `rows` × `cols` of an m×n C (`n` the product's width),
+    /// held in `c` from its first element with row stride `ldc`; the activations run on
+    /// the build for `level`.
+    #[inline(always)]
+    pub(crate) fn apply(
+        &self,
+        level: Level,
+        c: &mut [f32],
+        ldc: usize,
+        n: usize,
+        rows: Range<usize>,
+        cols: Range<usize>,
+    ) {
+        let w = cols.len();
+        if self.is_empty() || w == 0 {
+            return;
+        }
+        for (r, i) in rows.enumerate() {
+            let row = &mut c[r * ldc..][..w];
+            match self.bias {
+                Bias::None => {}
+                Bias::Rows(b) => {
+                    let bv = b[i];
+                    row.iter_mut().for_each(|o| *o += bv);
+                }
+                Bias::Cols(b) => row.iter_mut().zip(&b[cols.clone()]).for_each(|(o, &bv)| *o += bv),
+            }
+            if let Some(act) = &self.act {
+                act.apply(level, row);
+            }
+            if let Some(res) = self.residual {
+                row.iter_mut().zip(&res[i * n + cols.start..][..w]).for_each(|(o, &v)| *o += v);
+            }
+            if let Some(act) = &self.after {
+                act.apply(level, row);
+            }
+        }
+    }
+}
