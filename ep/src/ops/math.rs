@@ -1,10 +1,13 @@
 //! Elementwise math, computed in f64 and rounded once (float32 and the half floats go
-//! through `apply`, float64 through `apply_f64`): trigonometry, hyperbolics, Round, Sign.
+//! through `apply`, float64 through `apply_f64`): trigonometry, hyperbolics, Round, Sign, Shrink.
 //! Shape: the input's (`Kernel::Math` in `shapes::infer_shape`). Types: floats, and
 //! integers for Sign (`registry::check_types`).
 
+use crate::graph::NodeDesc;
+use crate::node_attrs::float_attr;
+
 /// Elementwise math ops computed with Rust's `f32` functions.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub enum MathOp {
     Sin,
     Cos,
@@ -20,6 +23,11 @@ pub enum MathOp {
     /// Round half to even.
     Round,
     Sign,
+    /// `x + bias` below `-lambd`, `x - bias` above `lambd`, 0 between.
+    Shrink {
+        lambd: f32,
+        bias: f32,
+    },
 }
 
 impl MathOp {
@@ -45,6 +53,16 @@ impl MathOp {
             MathOp::Acosh => x.acosh(),
             MathOp::Atanh => x.atanh(),
             MathOp::Round => x.round_ties_even(),
+            MathOp::Shrink { lambd, bias } => {
+                let (lambd, bias) = (lambd as f64, bias as f64);
+                if x < -lambd {
+                    x + bias
+                } else if x > lambd {
+                    x - bias
+                } else {
+                    0.0
+                }
+            }
             MathOp::Sign => {
                 if x > 0.0 {
                     1.0
@@ -55,5 +73,22 @@ impl MathOp {
                 }
             }
         }
+    }
+}
+
+/// Shrink's `lambd` (default 0.5) and `bias` (default 0).
+pub fn shrink(node: &NodeDesc) -> Result<MathOp, String> {
+    Ok(MathOp::Shrink { lambd: float_attr(node, "lambd", 0.5)?, bias: float_attr(node, "bias", 0.0)? })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shrink_follows_the_onnx_definition() {
+        let op = MathOp::Shrink { lambd: 1.5, bias: 0.5 };
+        let y: Vec<f32> = [-2.0, -1.5, -1.0, 0.0, 1.0, 1.5, 2.0].map(|x| op.apply(x)).to_vec();
+        assert_eq!(y, [-1.5, 0.0, 0.0, 0.0, 0.0, 0.0, 1.5]);
     }
 }
