@@ -17,6 +17,8 @@ pub mod error;
 pub mod exec;
 mod exec_typed;
 pub mod graph;
+mod node_attrs;
+pub mod ops;
 pub mod parallel;
 pub mod plan;
 pub mod probe;

@@ -333,6 +333,13 @@ pub static OPS: &[OpSpec] = &[
     math!("Round", 11..=22, MathOp::Round),
     math!("Sign", 9..=13, MathOp::Sign),
     OpSpec {
+        op_type: "Shrink",
+        since: (9, 9),
+        arity: Arity::Unary,
+        attrs: &["bias", "lambd"],
+        build: |n| Ok(Kernel::Math(crate::ops::math::shrink(n)?)),
+    },
+    OpSpec {
         op_type: "LayerNormalization",
         since: (17, 17),
         arity: Arity::Data { min: 2, max: 3 },

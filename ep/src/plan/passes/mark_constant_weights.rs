@@ -1,0 +1,45 @@
+//! Pre-pack marking: Conv steps whose filters never change (a fused input that is a
+//! constant initializer, or a constant the plan holds) are marked, so a Run packs the
+//! filters once for the GEMM and reuses them instead of packing them again each Run.
+
+use crate::error::Result;
+use crate::graph::GraphDesc;
+use crate::plan::{Plan, Slot};
+use crate::registry::Kernel;
+
+pub fn run(plan: &mut Plan, graph: &GraphDesc) -> Result<()> {
+    let constant_inputs = &graph.constant_inputs;
+    for step in &mut plan.steps {
+        if matches!(step.kernel, Kernel::Conv { .. }) && !step.typed {
+            step.constant_weights = match plan.values[step.inputs[1]].slot {
+                Slot::Const(_) => true,
+                Slot::Input(i) => constant_inputs.get(i).copied().unwrap_or(false),
+                Slot::Output(_) | Slot::Buffer(_) => false,
+            };
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::graph::Dim;
+    use crate::plan::passes::lower;
+    use crate::plan::passes::test_graphs::{conv, relu_chain};
+
+    #[test]
+    fn only_conv_filters_from_a_constant_initializer_are_marked() {
+        for constant in [true, false] {
+            let g = conv(constant);
+            let mut plan = lower::run("p", &g).unwrap();
+            assert!(!plan.steps[0].constant_weights, "lowering marks nothing");
+            run(&mut plan, &g).unwrap();
+            assert_eq!(plan.steps[0].constant_weights, constant);
+        }
+        let g = relu_chain(2, &[Dim::Fixed(4)]);
+        let mut plan = lower::run("p", &g).unwrap();
+        run(&mut plan, &g).unwrap();
+        assert!(plan.steps.iter().all(|s| !s.constant_weights));
+    }
+}

@@ -1,0 +1,52 @@
+//! Small graphs for the passes' tests.
+
+use crate::graph::{dtype, Dim, GraphDesc, NodeDesc, ValueDesc};
+
+pub fn v(name: &str, dims: &[Dim]) -> ValueDesc {
+    ValueDesc {
+        name: name.into(),
+        elem_type: dtype::FLOAT,
+        dims: Some(dims.iter().cloned().collect()),
+        constant: None,
+        at_run_ok: false,
+    }
+}
+
+pub fn node(name: &str, op_type: &str, since_version: i32, inputs: &[ValueDesc], output: ValueDesc) -> NodeDesc {
+    NodeDesc {
+        name: name.into(),
+        op_type: op_type.into(),
+        domain: String::new(),
+        since_version,
+        inputs: inputs.iter().cloned().map(Some).collect(),
+        outputs: vec![Some(output)],
+        attrs: vec![],
+    }
+}
+
+/// `n` Relus in a chain, `v0 -> v1 -> ... -> vn`.
+pub fn relu_chain(n: usize, dims: &[Dim]) -> GraphDesc {
+    let nodes = (0..n)
+        .map(|i| node(&format!("r{i}"), "Relu", 14, &[v(&format!("v{i}"), dims)], v(&format!("v{}", i + 1), dims)))
+        .collect();
+    GraphDesc {
+        nodes,
+        inputs: vec![v("v0", dims)],
+        constant_inputs: vec![],
+        outputs: vec![v(&format!("v{n}"), dims)],
+        constants: vec![],
+    }
+}
+
+/// Conv(x, w) with `w` a fused input, constant or not.
+pub fn conv(constant_w: bool) -> GraphDesc {
+    let f = |n: usize| Dim::Fixed(n);
+    let (x, w) = (v("x", &[f(1), f(2), f(5), f(5)]), v("w", &[f(3), f(2), f(3), f(3)]));
+    GraphDesc {
+        nodes: vec![node("conv", "Conv", 11, &[x.clone(), w.clone()], v("y", &[f(1), f(3), f(3), f(3)]))],
+        inputs: vec![x, w],
+        constant_inputs: vec![false, constant_w],
+        outputs: vec![v("y", &[f(1), f(3), f(3), f(3)])],
+        constants: vec![],
+    }
+}
