@@ -7,7 +7,7 @@ use smallvec::SmallVec;
 use crate::data::{Buf, Data, DataMut};
 use crate::error::{Error, Result};
 use crate::graph::{dtype, Shape};
-use crate::plan::{NodeLabel, Plan, Slot, Step};
+use crate::plan::{Epilogue, NodeLabel, Plan, Slot, Step};
 use crate::probe;
 use crate::products;
 use crate::registry::Kernel;
@@ -198,7 +198,7 @@ fn run_step<'a>(
         }
         _ => unreachable!("a step writes an output or a buffer"),
     }
-    probe::record_nodes(1);
+    probe::record_nodes(1 + step.epilogue.as_ref().map_or(0, |e| e.folded.len()));
     Ok(())
 }
 
@@ -276,18 +276,62 @@ fn run_kernel(
     let dst = dst.f32().ok_or_else(|| Error::ep(format_args!("{}: float32 step, other output", NodeLabel(step))))?;
     // Up to four inputs in a plain array: building a SmallVec costs more than the Relu
     // of a small tensor.
+    let epilogue = match &step.epilogue {
+        Some(e) => epilogue_inputs(step, e, src, shapes)?,
+        None => EpilogueIn::default(),
+    };
     let n = step.inputs.len();
     if n <= 4 {
         let mut f: [&[f32]; 4] = [&[]; 4];
         for (slot, &id) in f.iter_mut().zip(&step.inputs) {
             *slot = src.read(id).f32().unwrap_or(&[]);
         }
-        apply(step, &f[..n], shapes, params, broadcast, dst, par);
+        apply(step, &f[..n], shapes, params, broadcast, dst, par, epilogue);
     } else {
         let f: SmallVec<[&[f32]; 16]> = step.inputs.iter().map(|&id| src.read(id).f32().unwrap_or(&[])).collect();
-        apply(step, &f, shapes, params, broadcast, dst, par);
+        apply(step, &f, shapes, params, broadcast, dst, par, epilogue);
     }
     Ok(())
+}
+
+/// The operands of a step's epilogue, read and checked against its output.
+#[derive(Clone, Copy, Default)]
+struct EpilogueIn<'s> {
+    bias: Option<&'s [f32]>,
+    residual: Option<&'s [f32]>,
+}
+
+/// Reads an epilogue's operands: a bias must hold one value per output column and a
+/// residual have the output's shape (the fusion pass saw them declared so; a Run whose
+/// tensors differ fails naming the folded node and its input).
+fn epilogue_inputs<'s>(step: &Step, e: &Epilogue, src: &Sources<'s, '_>, shapes: &[Shape]) -> Result<EpilogueIn<'s>> {
+    let out = shapes[step.output].as_slice();
+    let folded = |k: usize| e.folded.get(k).map_or(("?", "?"), |(n, o)| (n.as_str(), o.as_str()));
+    let bad = |id: usize, what: &str| {
+        // The Add that read it: the first folded node that is an Add after any bias.
+        let (name, op) = folded(e.folded.iter().position(|(_, op)| op == "Add").unwrap_or(0));
+        Error::invalid(format_args!(
+            "node '{name}' ({op}) input '{}': {what}, got shape {} for output {}",
+            src.plan.values[id].name,
+            ShapeText(&shapes[id]),
+            ShapeText(out)
+        ))
+    };
+    let mut got = EpilogueIn::default();
+    if let Some(b) = e.bias {
+        let n = out.last().copied().unwrap_or(1);
+        if element_count(&shapes[b]) != n || shapes[b].last() != Some(&n) {
+            return Err(bad(b, "expected one value per output column"));
+        }
+        got.bias = src.read(b).f32();
+    }
+    if let Some(r) = e.residual {
+        if shapes[r].as_slice() != out {
+            return Err(bad(r, "expected the shape of the product it is added to"));
+        }
+        got.residual = src.read(r).f32();
+    }
+    Ok(got)
 }
 
 /// Runs a step's kernel into `dst`, splitting large elementwise outputs over the pool.
@@ -301,6 +345,7 @@ fn apply(
     broadcast: Option<&Broadcast>,
     dst: &mut [f32],
     par: &dyn Parallel,
+    epilogue: EpilogueIn<'_>,
 ) {
     // The elementwise kernels here; the others in `apply_other`, whose frame is large
     // (about 30 instructions of prologue that a small Relu would pay on every node).
@@ -323,15 +368,37 @@ fn apply(
                 binary_f32(op, b, x, y, dst, 0);
             }
         }
-        _ => apply_other(step, ins, shapes, params, dst, par),
+        _ => apply_other(step, ins, shapes, params, dst, par, epilogue),
     }
 }
 
 /// [`apply`] for the kernels that are not elementwise.
 #[inline(never)]
-fn apply_other(step: &Step, ins: &[&[f32]], shapes: &[Shape], params: &[&[i64]], dst: &mut [f32], par: &dyn Parallel) {
+#[allow(clippy::too_many_arguments)]
+fn apply_other(
+    step: &Step,
+    ins: &[&[f32]],
+    shapes: &[Shape],
+    params: &[&[i64]],
+    dst: &mut [f32],
+    par: &dyn Parallel,
+    operands: EpilogueIn<'_>,
+) {
     let x = ins[0];
     let shape = |k: usize| shapes[step.inputs[k]].as_slice();
+    let epilogue = match &step.epilogue {
+        Some(e) => nn::Epilogue {
+            bias: operands.bias.map_or(nn::Bias::None, nn::Bias::Cols),
+            act: e.act,
+            residual: operands.residual,
+            after: e.after,
+        },
+        None => nn::Epilogue::default(),
+    };
+    // A constant B packed once (MatMul and Gemm), by the step's output value.
+    let weights = |m: usize, n: usize, k: usize, trans_b: bool| {
+        step.constant_weights.then(|| products::packed_weights(par, step.output, (m, n, k), ins[1], trans_b))
+    };
     match step.kernel {
         Kernel::Identity | Kernel::Reshape(_) | Kernel::Unary(_) | Kernel::Binary(_) => {
             unreachable!("elementwise kernels run in apply")
@@ -393,7 +460,15 @@ fn apply_other(step: &Step, ins: &[&[f32]], shapes: &[Shape], params: &[&[i64]],
             let widths: SmallVec<[usize; 4]> = (0..ins.len()).map(|k| shape(k)[a..].iter().product()).collect();
             nn::concat(ins, &widths, outer, dst);
         }
-        Kernel::MatMul => products::matmul(ins[0], shape(0), ins[1], shape(1), Default::default(), dst, par),
+        Kernel::MatMul => {
+            let (sa, sb) = (shape(0), shape(1));
+            let packed = match sb {
+                [k, n] => weights(element_count(sa) / k.max(&1), *n, *k, false),
+                _ => None,
+            };
+            let packed_b = packed.as_ref().map(|cache| &cache[step.output].packed);
+            products::matmul(ins[0], sa, ins[1], sb, products::Extras { packed_b, epilogue }, dst, par);
+        }
         Kernel::Gemm { alpha, beta, trans_a, trans_b } => {
             let (a, b) = (shape(0), shape(1));
             let (m, k) = if trans_a { (a[1], a[0]) } else { (a[0], a[1]) };
@@ -407,7 +482,9 @@ fn apply_other(step: &Step, ins: &[&[f32]], shapes: &[Shape], params: &[&[i64]],
                 None => 0.0,
             };
             let p = products::Product { m, n, k, alpha, trans_a, trans_b, beta };
-            products::product(p, ins[0], ins[1], dst, par);
+            let packed = weights(m, n, k, trans_b);
+            let packed_b = packed.as_ref().map(|cache| &cache[step.output].packed);
+            products::product_with(p, ins[0], ins[1], products::Extras { packed_b, epilogue }, dst, par);
         }
         Kernel::BatchNorm { epsilon } => {
             let s = shape(0);
@@ -422,7 +499,7 @@ fn apply_other(step: &Step, ins: &[&[f32]], shapes: &[Shape], params: &[&[i64]],
             let (g, _) = shapes::window_3d(&window, shapes::spatial(xs), shapes::spatial(ws))
                 .expect("checked by shape inference");
             let constant = step.constant_weights.then_some(step.output);
-            products::convolution(x, ins[1], ins.get(2).copied(), xs, ws[0], group, &g, dst, par, constant);
+            products::convolution(x, ins[1], ins.get(2).copied(), xs, ws[0], group, &g, dst, par, constant, &epilogue);
         }
         Kernel::Pool { window, max, count_pad } => {
             let s = shape(0);

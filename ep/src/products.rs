@@ -84,7 +84,8 @@ pub(crate) fn pool(
 /// Runs a convolution: split over the pool by output rows when it is large enough, else
 /// whole on the calling thread. `constant`: the filters never change and `key` (the
 /// step's output value) names their packed copy in the Run's scratch, made on the first
-/// Run and again only if ORT hands in other filters.
+/// Run and again only if ORT hands in other filters. `epilogue` (no bias of its own:
+/// `bias` is the per-channel one) is applied after the bias.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn convolution(
     x: &[f32],
@@ -97,12 +98,16 @@ pub(crate) fn convolution(
     y: &mut [f32],
     par: &dyn Parallel,
     constant: Option<usize>,
+    epilogue: &nn::Epilogue<'_>,
 ) {
     let (in_c, planes) = (xs[1], xs[0] * xs[1]);
     if group == in_c && out_c == in_c && group > 1 {
-        // Depthwise: one filter per channel, direct, split over the pool by planes.
-        return by_planes(x, y, planes, (g.plane(), g.positions()), par, &|mine, x, y| {
-            depthwise::depthwise_planes(x, w, bias, mine, in_c, g, y);
+        // Depthwise: one filter per channel, direct, split over the pool by planes, each
+        // task applying the epilogue to its planes while they are in cache.
+        let positions = g.positions();
+        return by_planes(x, y, planes, (g.plane(), positions), par, &|mine, x, y| {
+            depthwise::depthwise_planes(x, w, bias, mine.clone(), in_c, g, y);
+            epilogue.apply_rows(&mut y[..mine.len() * positions], positions, mine);
         });
     }
     let mut cache = constant.map(|_| lock(&par.scratch().filters));
@@ -121,8 +126,10 @@ pub(crate) fn convolution(
         }
         _ => None,
     };
-    if !conv_in_parallel(x, w, bias, xs, out_c, group, g, y, par, filters) {
-        unsplit(par, |s| conv::conv(x, w, bias, xs[0], xs[1], out_c, group, g, y, &mut s.col, &mut s.gemm, filters));
+    if !conv_in_parallel(x, w, bias, xs, out_c, group, g, y, par, filters, epilogue) {
+        unsplit(par, |s| {
+            conv::conv(x, w, bias, xs[0], xs[1], out_c, group, g, y, &mut s.col, &mut s.gemm, filters, epilogue)
+        });
     }
 }
 
@@ -143,6 +150,7 @@ fn conv_in_parallel(
     y: &mut [f32],
     par: &dyn Parallel,
     filters: Option<&[nn::PackedA]>,
+    epilogue: &nn::Epilogue<'_>,
 ) -> bool {
     let (in_c, cg, mg) = (xs[1], xs[1] / group, out_c / group);
     let kk = cg * g.kernel.iter().product::<usize>();
@@ -180,6 +188,9 @@ fn conv_in_parallel(
                     }
                 }
             }
+            let block = (n * out_c + gi * mg) * positions..(n * out_c + (gi + 1) * mg) * positions;
+            let residual = epilogue.residual.map(|r| &r[block]);
+            nn::Epilogue { bias: nn::Bias::None, residual, ..*epilogue }.apply_rows(yg, positions, 0..mg);
         }
     }
     true
@@ -233,10 +244,6 @@ impl Product {
     }
 }
 
-pub(crate) fn product(p: Product, a: &[f32], b: &[f32], c: &mut [f32], par: &dyn Parallel) {
-    product_with(p, a, b, Extras::default(), c, par);
-}
-
 /// What a product may bring besides its operands: `op(B)` already packed (a constant
 /// weight, packed once) and an epilogue fused into the store of C.
 #[derive(Clone, Copy, Default)]
@@ -245,7 +252,7 @@ pub(crate) struct Extras<'a> {
     pub epilogue: nn::Epilogue<'a>,
 }
 
-/// [`product`] with [`Extras`].
+/// One matrix product, split over the pool by its shape (see the module docs).
 pub(crate) fn product_with(p: Product, a: &[f32], b: &[f32], extras: Extras<'_>, c: &mut [f32], par: &dyn Parallel) {
     let Product { m, n, k, alpha, trans_a, trans_b, beta } = p;
     if n == 0 || m == 0 {
@@ -428,7 +435,7 @@ mod tests {
                         &mut want,
                     );
                     let mut got = c0.clone();
-                    product(p, &a, &b, &mut got, &Serial::default());
+                    product_with(p, &a, &b, Extras::default(), &mut got, &Serial::default());
                     let same = got.iter().zip(&want).all(|(x, y)| x.to_bits() == y.to_bits());
                     assert!(same, "{m}x{n}x{k} ta={trans_a} tb={trans_b} beta={beta}: {:?}", p.split());
                 }

@@ -2,7 +2,7 @@
 //! pooling over NC + 1 to 3 spatial axes. 1-D and 2-D ops run as 3-D ones whose leading
 //! spatial axes have size 1 (loops of one turn).
 
-use crate::gemm::{gemm_cols_packed_a, gemm_with, pack_a, GemmScratch, PackedA};
+use crate::gemm::{pack_a, Bias, Epilogue, Gemm, GemmScratch, PackedA};
 use std::ops::Range;
 
 /// Geometry of a window op over one (depth × height × width) plane.
@@ -163,7 +163,7 @@ pub fn conv_rows(
     }
     let col = &mut col[..kk * positions];
     im2col(x, in_c, g, rows, col);
-    filter_product(scratch, out_c, positions, kk, w, filters, col, y);
+    filter_product(scratch, out_c, positions, kk, w, filters, col, y, Epilogue::default());
 }
 
 /// `y = w · col` (`w` [m, k], `col` [k, n]), with `w` from `filters` when it was packed.
@@ -177,11 +177,10 @@ fn filter_product(
     filters: Option<&PackedA>,
     col: &[f32],
     y: &mut [f32],
+    epilogue: Epilogue<'_>,
 ) {
-    match filters {
-        Some(p) => gemm_cols_packed_a(scratch, 0..n, m, n, k, 1.0, w, false, p, col, false, 0.0, y),
-        None => gemm_with(scratch, m, n, k, 1.0, w, false, col, false, 0.0, y),
-    }
+    let g = Gemm { packed_a: filters, epilogue, ..Gemm::new(m, n, k, w, false, col, false) };
+    g.compute(scratch, 0..m, 0..n, y);
 }
 
 /// Packs each group's filters (`w` [out_c, in_c / group, kernel...]) once, for convolutions
@@ -197,7 +196,9 @@ pub fn pack_filters(w: &[f32], in_c: usize, out_c: usize, group: usize, g: &Wind
 }
 
 /// Convolution of `x` [batch, in_c, (d, h,) w] with `w` [out_c, in_c / group, (kd, kh,) kw]
-/// plus optional `bias` [out_c], into `y` [batch, out_c, (od, oh,) ow]. `col` is scratch
+/// plus optional `bias` [out_c], into `y` [batch, out_c, (od, oh,) ow], then `epilogue`'s
+/// activation, residual (the whole output's addend) and second activation, fused into the
+/// product's store (its own bias is not used: `bias` is the row bias). `col` is scratch
 /// the caller keeps (it grows to the largest im2col matrix and is then reused).
 #[allow(clippy::too_many_arguments)]
 pub fn conv(
@@ -213,6 +214,7 @@ pub fn conv(
     col: &mut Vec<f32>,
     scratch: &mut GemmScratch,
     filters: Option<&[PackedA]>,
+    epilogue: &Epilogue<'_>,
 ) {
     let (cg, mg) = (in_c / group, out_c / group);
     let kk = cg * g.kernel.iter().product::<usize>();
@@ -228,18 +230,19 @@ pub fn conv(
             let ws = &w[gi * mg * kk..(gi + 1) * mg * kk];
             let ys = &mut y[(n * out_c + gi * mg) * positions..(n * out_c + (gi + 1) * mg) * positions];
             let packed = filters.map(|f| &f[gi]);
+            // The bias and the rest of the epilogue, for this group's block of channels.
+            let block = (n * out_c + gi * mg) * positions..(n * out_c + (gi + 1) * mg) * positions;
+            let epilogue = Epilogue {
+                bias: bias.map_or(Bias::None, |b| Bias::Rows(&b[gi * mg..][..mg])),
+                residual: epilogue.residual.map(|r| &r[block]),
+                ..*epilogue
+            };
             if is_pointwise {
-                filter_product(scratch, mg, positions, kk, ws, packed, xs, ys);
+                filter_product(scratch, mg, positions, kk, ws, packed, xs, ys, epilogue);
             } else {
                 let col = &mut col[..kk * positions];
                 im2col(xs, cg, g, 0..g.out[0] * g.out[1], col);
-                filter_product(scratch, mg, positions, kk, ws, packed, col, ys);
-            }
-            if let Some(b) = bias {
-                for (m, out) in ys.chunks_exact_mut(positions.max(1)).enumerate() {
-                    let bv = b[gi * mg + m];
-                    out.iter_mut().for_each(|v| *v += bv);
-                }
+                filter_product(scratch, mg, positions, kk, ws, packed, col, ys, epilogue);
             }
         }
     }
@@ -346,7 +349,46 @@ mod tests {
                 let positions = g.positions();
                 let mut y = vec![0.0; batch * out_c * positions];
                 let (mut col, mut scratch) = (Vec::new(), GemmScratch::new());
-                conv(&x, &w, Some(&bias), batch, in_c, out_c, group, &g, &mut y, &mut col, &mut scratch, None);
+                conv(
+                    &x,
+                    &w,
+                    Some(&bias),
+                    batch,
+                    in_c,
+                    out_c,
+                    group,
+                    &g,
+                    &mut y,
+                    &mut col,
+                    &mut scratch,
+                    None,
+                    &Default::default(),
+                );
+                // A residual and Relus fused: the unfused chain's bits.
+                let res: Vec<f32> = (0..y.len()).map(|i| ((i * 3 % 11) as f32 - 5.0) * 0.2).collect();
+                let relu = Some(crate::Activation::Unary(crate::UnaryOp::Relu));
+                let epilogue = Epilogue { act: relu, residual: Some(&res), after: relu, ..Epilogue::default() };
+                let mut fused = vec![f32::NAN; y.len()];
+                conv(
+                    &x,
+                    &w,
+                    Some(&bias),
+                    batch,
+                    in_c,
+                    out_c,
+                    group,
+                    &g,
+                    &mut fused,
+                    &mut col,
+                    &mut scratch,
+                    None,
+                    &epilogue,
+                );
+                let want = y.iter().zip(&res).map(|(&v, &r)| (v.max(0.0) + r).max(0.0));
+                assert!(
+                    fused.iter().zip(want).all(|(a, b)| a.to_bits() == b.to_bits()),
+                    "{dims}-D group {group} fused"
+                );
                 let mg = out_c / group;
                 for n in 0..batch {
                     for m in 0..out_c {
@@ -383,12 +425,26 @@ mod tests {
             let (mut col, mut scratch) = (Vec::new(), GemmScratch::new());
             let positions = g.positions();
             let mut whole = vec![0.0; out_c * positions];
-            conv(&x, &w, None, 1, in_c, out_c, 1, &g, &mut whole, &mut col, &mut scratch, None);
+            conv(&x, &w, None, 1, in_c, out_c, 1, &g, &mut whole, &mut col, &mut scratch, None, &Default::default());
             // The filters packed once give the same bits, whole and by rows.
             let mut filters = Vec::new();
             pack_filters(&w, in_c, out_c, 1, &g, &mut filters);
             let mut packed = vec![0.0; out_c * positions];
-            conv(&x, &w, None, 1, in_c, out_c, 1, &g, &mut packed, &mut col, &mut scratch, Some(&filters));
+            conv(
+                &x,
+                &w,
+                None,
+                1,
+                in_c,
+                out_c,
+                1,
+                &g,
+                &mut packed,
+                &mut col,
+                &mut scratch,
+                Some(&filters),
+                &Default::default(),
+            );
             assert!(packed.iter().zip(&whole).all(|(a, b)| a.to_bits() == b.to_bits()), "packed filters");
             // Filters packed for a convolution of one output position (a matrix-vector
             // product, which needs no packing) serve a larger one later.
@@ -396,7 +452,21 @@ mod tests {
             let mut from_one = Vec::new();
             pack_filters(&w, in_c, out_c, 1, &one, &mut from_one);
             let mut again = vec![0.0; out_c * positions];
-            conv(&x, &w, None, 1, in_c, out_c, 1, &g, &mut again, &mut col, &mut scratch, Some(&from_one));
+            conv(
+                &x,
+                &w,
+                None,
+                1,
+                in_c,
+                out_c,
+                1,
+                &g,
+                &mut again,
+                &mut col,
+                &mut scratch,
+                Some(&from_one),
+                &Default::default(),
+            );
             assert!(again.iter().zip(&whole).all(|(a, b)| a.to_bits() == b.to_bits()), "filters packed at 1 position");
             let (rows, out_w) = (g.out[0] * g.out[1], g.out[2]);
             for cut in [1, 4, rows - 1] {

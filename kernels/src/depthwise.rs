@@ -116,7 +116,21 @@ mod tests {
                             let bias = values(ch, 4);
                             let mut want = vec![0.0; batch * ch * g.positions()];
                             let (mut col, mut s) = (Vec::new(), GemmScratch::new());
-                            conv(&x, &w, Some(&bias), batch, ch, ch, ch, &g, &mut want, &mut col, &mut s, None);
+                            conv(
+                                &x,
+                                &w,
+                                Some(&bias),
+                                batch,
+                                ch,
+                                ch,
+                                ch,
+                                &g,
+                                &mut want,
+                                &mut col,
+                                &mut s,
+                                None,
+                                &Default::default(),
+                            );
                             let mut got = vec![f32::NAN; want.len()];
                             depthwise(&x, &w, Some(&bias), batch * ch, ch, &g, &mut got);
                             // The same sums in the same order, but where the old path took a

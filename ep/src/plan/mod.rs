@@ -9,6 +9,7 @@ use smallvec::SmallVec;
 use crate::data::Buf;
 use crate::graph::{DeclaredShape, Shape};
 use crate::registry::Kernel;
+use rivet_kernels::nn::Activation;
 use rivet_kernels::Broadcast;
 
 pub mod passes;
@@ -60,15 +61,39 @@ pub struct Step {
     /// Whether the step runs on the typed path (`exec::apply_typed`): a kernel over other
     /// element types than float32. The float32 path is the tuned one.
     pub typed: bool,
-    /// Work fused onto the step's output (a bias, an activation), applied by the kernel
-    /// as it writes. None today; a fusion pass sets it (see `Epilogue`).
-    pub epilogue: Option<Epilogue>,
+    /// Work fused onto the step's output (a bias, an activation, a residual Add), applied
+    /// by the kernel as it writes (set by `passes::fuse_epilogues`).
+    pub epilogue: Option<Box<Epilogue>>,
 }
 
-/// What a fusion pass may fold into the step before it. No variant yet: the first
-/// fusion pass adds them, and `exec` applies them where it runs the step's kernel.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Epilogue {}
+/// The nodes a fusion pass folded into a product step (Conv, MatMul, Gemm), applied in
+/// this order to each output element: `after(act(y + bias) + residual)`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Epilogue {
+    /// An Add of one value per output column (a MatMul's or Gemm's bias, shape `[n]`).
+    pub bias: Option<ValueId>,
+    pub act: Option<Activation>,
+    /// An Add of a tensor of the output's shape (checked at Run).
+    pub residual: Option<ValueId>,
+    pub after: Option<Activation>,
+    /// The folded nodes (name, op type), in order.
+    pub folded: SmallVec<[(String, String); 3]>,
+}
+
+impl Epilogue {
+    /// The values it reads, besides the step's own inputs.
+    pub fn operands(&self) -> impl Iterator<Item = ValueId> + '_ {
+        self.bias.iter().chain(&self.residual).copied()
+    }
+}
+
+impl Step {
+    /// Every value the step reads: its inputs, its params and its epilogue's operands.
+    pub fn reads(&self) -> impl Iterator<Item = ValueId> + '_ {
+        let epilogue = self.epilogue.iter().flat_map(|e| e.operands());
+        self.inputs.iter().chain(&self.params).copied().chain(epilogue)
+    }
+}
 
 /// What an error message says about a node: `node 'relu_0' (Relu)`.
 pub struct NodeLabel<'a>(pub &'a Step);

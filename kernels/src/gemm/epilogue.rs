@@ -61,6 +61,14 @@ impl<'a> Epilogue<'a> {
         matches!(self.bias, Bias::None) && self.act.is_none() && self.residual.is_none() && self.after.is_none()
     }
 
+    /// Applies it to the rows `rows` of an m×n C held in `c` (`rows.len() * n`
+    /// elements), outside a product: for kernels that compute C otherwise (a depthwise
+    /// convolution, a convolution split into parts).
+    pub fn apply_rows(&self, c: &mut [f32], n: usize, rows: Range<usize>) {
+        assert_eq!(c.len(), rows.len() * n, "epilogue: `c` must hold rows.len()*n elements");
+        self.apply(Level::detected(), c, n, n, rows, 0..n);
+    }
+
     /// Checks the lengths against an m×n product; panics on a mismatch.
     pub(crate) fn check(&self, m: usize, n: usize) {
         match self.bias {

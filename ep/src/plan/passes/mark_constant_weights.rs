@@ -1,6 +1,7 @@
-//! Pre-pack marking: Conv steps whose filters never change (a fused input that is a
-//! constant initializer, or a constant the plan holds) are marked, so a Run packs the
-//! filters once for the GEMM and reuses them instead of packing them again each Run.
+//! Pre-pack marking: Conv steps whose filters never change, and MatMul and Gemm steps
+//! whose B never changes (a fused input that is a constant initializer, or a constant the
+//! plan holds), are marked, so a Run packs them once for the GEMM and reuses them instead
+//! of packing them again each Run.
 
 use crate::error::Result;
 use crate::graph::GraphDesc;
@@ -10,7 +11,7 @@ use crate::registry::Kernel;
 pub fn run(plan: &mut Plan, graph: &GraphDesc) -> Result<()> {
     let constant_inputs = &graph.constant_inputs;
     for step in &mut plan.steps {
-        if matches!(step.kernel, Kernel::Conv { .. }) && !step.typed {
+        if matches!(step.kernel, Kernel::Conv { .. } | Kernel::MatMul | Kernel::Gemm { .. }) && !step.typed {
             step.constant_weights = match plan.values[step.inputs[1]].slot {
                 Slot::Const(_) => true,
                 Slot::Input(i) => constant_inputs.get(i).copied().unwrap_or(false),

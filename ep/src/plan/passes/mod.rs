@@ -11,6 +11,7 @@ use crate::graph::GraphDesc;
 use crate::plan::Plan;
 
 pub mod fix_shapes;
+pub mod fuse_epilogues;
 pub mod lower;
 pub mod mark_constant_weights;
 pub mod share_buffers;
@@ -26,6 +27,7 @@ pub struct Pass {
 
 /// The passes after lowering, in the order they run.
 pub const PASSES: &[Pass] = &[
+    Pass { name: "fuse_epilogues", run: fuse_epilogues::run },
     Pass { name: "share_buffers", run: share_buffers::run },
     Pass { name: "fix_shapes", run: fix_shapes::run },
     Pass { name: "mark_constant_weights", run: mark_constant_weights::run },
@@ -51,6 +53,6 @@ mod tests {
     #[test]
     fn the_passes_run_in_their_documented_order() {
         let names: Vec<&str> = PASSES.iter().map(|p| p.name).collect();
-        assert_eq!(names, ["share_buffers", "fix_shapes", "mark_constant_weights"]);
+        assert_eq!(names, ["fuse_epilogues", "share_buffers", "fix_shapes", "mark_constant_weights"]);
     }
 }

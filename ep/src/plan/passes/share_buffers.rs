@@ -18,7 +18,7 @@ pub fn run(plan: &mut Plan, _graph: &GraphDesc) -> Result<()> {
 fn assign_buffers(values: &mut [PlanValue], steps: &[Step]) -> Vec<i32> {
     let mut last_read = vec![None; values.len()];
     for (i, s) in steps.iter().enumerate() {
-        for &v in s.inputs.iter().chain(&s.params) {
+        for v in s.reads() {
             last_read[v] = Some(i);
         }
     }
@@ -37,7 +37,7 @@ fn assign_buffers(values: &mut [PlanValue], steps: &[Step]) -> Vec<i32> {
             values[s.output].slot = Slot::Buffer(b);
         }
         let mut released: SmallVec<[usize; 2]> = SmallVec::new();
-        for &v in s.inputs.iter().chain(&s.params).chain(std::iter::once(&s.output)) {
+        for v in s.reads().chain(std::iter::once(s.output)) {
             if let (Slot::Buffer(b), true) = (values[v].slot, last_read[v].is_none_or(|l| l == i)) {
                 if !released.contains(&b) {
                     released.push(b);

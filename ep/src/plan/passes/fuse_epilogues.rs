@@ -1,0 +1,274 @@
+//! Epilogue fusion: a float32 Conv, MatMul or Gemm folds the chain of nodes that only
+//! post-process its output into its own store of C (`Epilogue`), in this order: an Add of
+//! a per-column bias (MatMul, Gemm), an activation (any unary op, or Clip), an Add of a
+//! residual of the output's shape, and an activation after it. So Conv + Add + Relu in a
+//! ResNet block, or MatMul + Add + Gelu in a transformer's MLP, is one step that writes its
+//! output once, instead of three passes over it.
+//!
+//! A node is folded only when the product's output is read by that node alone (and is not
+//! an output of the fused subgraph), and the Add's other operand is computed before the
+//! product. A bias must be declared `[n]` (ones before it allowed) with `n` the product's
+//! declared last dimension; a residual declared with the product's declared shape, dim by
+//! dim (a Run whose tensors differ fails naming the Add).
+
+use crate::error::Result;
+use crate::graph::{Dim, GraphDesc};
+use crate::plan::{Plan, Slot, Step, ValueId};
+use crate::registry::Kernel;
+use rivet_kernels::nn::Activation;
+use rivet_kernels::BinaryOp;
+
+/// How far a chain has got; each part may come only after the ones before it.
+#[derive(Clone, Copy, PartialEq, PartialOrd)]
+enum Stage {
+    Product,
+    Bias,
+    Act,
+    Residual,
+    After,
+}
+
+pub fn run(plan: &mut Plan, _graph: &GraphDesc) -> Result<()> {
+    let mut removed = vec![false; plan.steps.len()];
+    let mut absorbed_into: Vec<usize> = (0..plan.steps.len()).collect();
+    for p in 0..plan.steps.len() {
+        if removed[p] || !is_product(&plan.steps[p]) {
+            continue;
+        }
+        let mut stage = Stage::Product;
+        while let Some((t, part)) = next_part(plan, &removed, p, stage) {
+            let folded = &plan.steps[t];
+            let (name, op, output) = (folded.node_name.clone(), folded.op_type.clone(), folded.output);
+            let step = &mut plan.steps[p];
+            let e = step.epilogue.get_or_insert_with(Default::default);
+            stage = match part {
+                Part::Bias(b) => {
+                    e.bias = Some(b);
+                    Stage::Bias
+                }
+                Part::Act(a) if stage < Stage::Act => {
+                    e.act = Some(a);
+                    Stage::Act
+                }
+                Part::Act(a) => {
+                    e.after = Some(a);
+                    Stage::After
+                }
+                Part::Residual(r) => {
+                    e.residual = Some(r);
+                    Stage::Residual
+                }
+            };
+            e.folded.push((name, op));
+            step.output = output;
+            removed[t] = true;
+            absorbed_into[t] = p;
+        }
+    }
+    if !removed.contains(&true) {
+        return Ok(());
+    }
+    // Renumber the steps that error messages point at.
+    let mut new_index = vec![0; removed.len()];
+    let mut next = 0;
+    for (i, &gone) in removed.iter().enumerate() {
+        new_index[i] = next;
+        next += usize::from(!gone);
+    }
+    for value in &mut plan.values {
+        if let Some((step, _)) = &mut value.first_reader {
+            *step = new_index[absorbed_into[*step]];
+        }
+    }
+    let mut keep = removed.iter().map(|&gone| !gone);
+    plan.steps.retain(|_| keep.next().unwrap_or(true));
+    Ok(())
+}
+
+fn is_product(step: &Step) -> bool {
+    !step.typed && matches!(step.kernel, Kernel::Conv { .. } | Kernel::MatMul | Kernel::Gemm { .. })
+}
+
+/// One node a product can fold.
+enum Part {
+    Bias(ValueId),
+    Act(Activation),
+    Residual(ValueId),
+}
+
+/// The node that may be folded next into product step `p` (at `stage`), if any.
+fn next_part(plan: &Plan, removed: &[bool], p: usize, stage: Stage) -> Option<(usize, Part)> {
+    let v = plan.steps[p].output;
+    if !matches!(plan.values[v].slot, Slot::Buffer(_)) || stage == Stage::After {
+        return None;
+    }
+    let t = sole_reader(plan, removed, p, v)?;
+    let step = &plan.steps[t];
+    if step.typed || !step.params.is_empty() || step.epilogue.is_some() {
+        return None;
+    }
+    let act = |a: Activation| (stage < Stage::Act || stage == Stage::Residual).then_some((t, Part::Act(a)));
+    match step.kernel {
+        Kernel::Unary(op) => act(Activation::Unary(op)),
+        Kernel::Clip { min, max } => act(Activation::Clip { min, max }),
+        Kernel::Binary(BinaryOp::Add) if step.inputs.len() == 2 => {
+            let other = if step.inputs[0] == v { step.inputs[1] } else { step.inputs[0] };
+            if other == v || !ready_before(plan, removed, other, p) {
+                return None;
+            }
+            let product = &plan.steps[p];
+            if stage == Stage::Product && !matches!(product.kernel, Kernel::Conv { .. }) && is_bias(plan, other, v) {
+                Some((t, Part::Bias(other)))
+            } else if stage < Stage::Residual && same_declared(plan, other, v) {
+                Some((t, Part::Residual(other)))
+            } else {
+                None
+            }
+        }
+        _ => None,
+    }
+}
+
+/// The one step (other than `p`) that reads `v`, reading it once.
+fn sole_reader(plan: &Plan, removed: &[bool], p: usize, v: ValueId) -> Option<usize> {
+    let mut found = None;
+    for (i, s) in plan.steps.iter().enumerate() {
+        if removed[i] || i == p {
+            continue;
+        }
+        for read in s.reads() {
+            if read == v {
+                if found.is_some() {
+                    return None;
+                }
+                found = Some(i);
+            }
+        }
+    }
+    found
+}
+
+/// Whether `v` exists before step `p` runs: an input, a constant, or the output of an
+/// earlier step.
+fn ready_before(plan: &Plan, removed: &[bool], v: ValueId, p: usize) -> bool {
+    match plan.values[v].slot {
+        Slot::Input(_) | Slot::Const(_) => true,
+        Slot::Buffer(_) | Slot::Output(_) => {
+            plan.steps.iter().enumerate().any(|(i, s)| i < p && !removed[i] && s.output == v)
+        }
+    }
+}
+
+/// Whether `b` is declared `[.., 1, n]` with `n` the product output `v`'s declared last
+/// dimension, of no higher rank than `v`.
+fn is_bias(plan: &Plan, b: ValueId, v: ValueId) -> bool {
+    let (Some(bd), Some(vd)) = (&plan.values[b].declared, &plan.values[v].declared) else { return false };
+    let (Some(Dim::Fixed(n)), Some(Dim::Fixed(last))) = (vd.last(), bd.last()) else { return false };
+    n == last && bd.len() <= vd.len() && bd[..bd.len() - 1].iter().all(|d| *d == Dim::Fixed(1))
+}
+
+/// Whether `a` and `b` are declared with the same dims (fixed and equal, or the same
+/// named symbol).
+fn same_declared(plan: &Plan, a: ValueId, b: ValueId) -> bool {
+    let (Some(ad), Some(bd)) = (&plan.values[a].declared, &plan.values[b].declared) else { return false };
+    let same = |x: &Dim, y: &Dim| match (x, y) {
+        (Dim::Fixed(x), Dim::Fixed(y)) => x == y,
+        (Dim::Symbolic(x), Dim::Symbolic(y)) => !x.is_empty() && x == y,
+        _ => false,
+    };
+    ad.len() == bd.len() && ad.iter().zip(bd).all(|(x, y)| same(x, y))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::graph::{Dim, GraphDesc, NodeDesc};
+    use crate::plan::passes::lower;
+    use crate::plan::passes::test_graphs::{node, v};
+    use rivet_kernels::UnaryOp;
+
+    fn f(n: usize) -> Dim {
+        Dim::Fixed(n)
+    }
+
+    /// x[4, 8] · w[8, 6] -> (+ b[6]) -> Gelu -> (+ r[4, 6]) -> Relu, with `extra` nodes.
+    fn mlp(nodes: &[&str], extra: Vec<NodeDesc>, outputs: &[&str]) -> GraphDesc {
+        let (x, w, b, r) = (v("x", &[f(4), f(8)]), v("w", &[f(8), f(6)]), v("b", &[f(6)]), v("r", &[f(4), f(6)]));
+        let y = |name: &str| v(name, &[f(4), f(6)]);
+        let mut all = vec![node("mm", "MatMul", 13, &[x.clone(), w.clone()], y("y0"))];
+        let mut last = "y0".to_string();
+        for (i, &op) in nodes.iter().enumerate() {
+            let out = format!("y{}", i + 1);
+            let n = match op {
+                "AddBias" => node("add_b", "Add", 14, &[y(&last), b.clone()], y(&out)),
+                "AddRes" => node("add_r", "Add", 14, &[r.clone(), y(&last)], y(&out)),
+                _ => node(&format!("act{i}"), op, if op == "Gelu" { 20 } else { 14 }, &[y(&last)], y(&out)),
+            };
+            all.push(n);
+            last = out;
+        }
+        all.extend(extra);
+        GraphDesc {
+            nodes: all,
+            inputs: vec![x, w, b, r],
+            constant_inputs: vec![],
+            outputs: outputs.iter().map(|o| y(o)).collect(),
+            constants: vec![],
+        }
+    }
+
+    fn fused(g: &GraphDesc) -> Plan {
+        let mut plan = lower::run("p", g).unwrap();
+        run(&mut plan, g).unwrap();
+        plan
+    }
+
+    #[test]
+    fn bias_activation_residual_and_activation_fold_into_the_matmul() {
+        let g = mlp(&["AddBias", "Gelu", "AddRes", "Relu"], vec![], &["y4"]);
+        let plan = fused(&g);
+        assert_eq!(plan.steps.len(), 1);
+        let e = plan.steps[0].epilogue.as_deref().expect("fused");
+        let id = |name: &str| plan.values.iter().position(|x| x.name == name);
+        assert_eq!((e.bias, e.residual), (id("b"), id("r")));
+        assert_eq!(e.act, Some(Activation::Unary(UnaryOp::Gelu)));
+        assert_eq!(e.after, Some(Activation::Unary(UnaryOp::Relu)));
+        assert_eq!(e.folded.len(), 4);
+        assert_eq!(plan.values[plan.steps[0].output].name, "y4");
+        // The residual's first reader is now the fused step.
+        assert_eq!(plan.values[id("r").unwrap()].first_reader.map(|r| r.0), Some(0));
+    }
+
+    #[test]
+    fn a_chain_stops_where_the_order_or_the_readers_do_not_allow() {
+        // Two activations in a row: the second stays a step.
+        assert_eq!(fused(&mlp(&["Relu", "Relu"], vec![], &["y2"])).steps.len(), 2);
+        // A bias after the activation is not a bias (it is a residual only if shaped so).
+        assert_eq!(fused(&mlp(&["Relu", "AddBias"], vec![], &["y2"])).steps.len(), 2);
+        // The product's output is also a subgraph output: nothing folds.
+        assert_eq!(fused(&mlp(&["Relu"], vec![], &["y0", "y1"])).steps.len(), 2);
+        // Read by a second node: nothing folds.
+        let y = v("y0", &[f(4), f(6)]);
+        let other = node("neg", "Neg", 13, &[y], v("z", &[f(4), f(6)]));
+        assert_eq!(fused(&mlp(&["Relu"], vec![other], &["y1", "z"])).steps.len(), 3);
+    }
+
+    #[test]
+    fn a_residual_computed_after_the_product_is_not_folded() {
+        // r2 = Neg(x2) is computed after the MatMul: the Add cannot run inside it.
+        let (x, w) = (v("x", &[f(4), f(8)]), v("w", &[f(8), f(6)]));
+        let y = |name: &str| v(name, &[f(4), f(6)]);
+        let g = GraphDesc {
+            nodes: vec![
+                node("mm", "MatMul", 13, &[x.clone(), w.clone()], y("y0")),
+                node("neg", "Neg", 13, &[y("x2")], y("r2")),
+                node("add", "Add", 14, &[y("y0"), y("r2")], y("y1")),
+            ],
+            inputs: vec![x, w, y("x2")],
+            constant_inputs: vec![],
+            outputs: vec![y("y1")],
+            constants: vec![],
+        };
+        assert_eq!(fused(&g).steps.len(), 3);
+    }
+}
