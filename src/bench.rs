@@ -350,7 +350,12 @@ pub fn run_case(case: &Case, rounds: usize, round_ms: f64) -> Result<CaseResult,
     // Same answer first.
     let want = harness::run_prepared(&mut ort, &inputs)?;
     let got = harness::run_prepared(&mut rivet, &inputs)?;
-    harness::compare(&got, &want, 1e-4, 1e-5).map_err(|e| format!("{}: {e}", case.name))?;
+    let same = if case.name.starts_with("real_") {
+        crate::real_models::compare(&got, &want)
+    } else {
+        harness::compare(&got, &want, 1e-4, 1e-5)
+    };
+    same.map_err(|e| format!("{}: {e}", case.name))?;
     // Calibrate each arm: Runs per round so that its rounds take about `round_ms`. (With
     // ORT's count for both, a case where ORT is 40x slower gave Rivet rounds of 5 Runs,
     // whose median was the Run that woke the pool after the settling pause.)

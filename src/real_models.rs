@@ -58,6 +58,34 @@ pub fn real_model(stem: &str) -> Result<(Vec<u8>, Vec<HostTensor>), String> {
     Ok((refill(&bytes).map_err(|e| format!("{stem}: {e}"))?, inputs))
 }
 
+/// Writes the refilled model to `DIR/STEM.onnx` (for `rivet run --model` and `rivet
+/// profile --model`), unless a file of the same size is there already; returns its path.
+pub fn materialise(stem: &str, dir: &std::path::Path) -> Result<std::path::PathBuf, String> {
+    let (model, _) = real_model(stem)?;
+    let path = dir.join(format!("{stem}.onnx"));
+    if std::fs::metadata(&path).map(|m| m.len()).ok() != Some(model.len() as u64) {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        std::fs::write(&path, &model).map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    Ok(path)
+}
+
+/// Output by output: rtol 1e-4 and atol 1e-4 of the output's RMS (an absolute atol would
+/// hold a unit-scale hidden state and GPT-2's logits, RMS 28, to different standards).
+/// Returns the worst |a-b| / (atol + rtol*|b|), as `harness::compare` does.
+pub fn compare(got: &[HostTensor], want: &[HostTensor]) -> Result<f64, String> {
+    if got.len() != want.len() {
+        return Err(format!("{} outputs, expected {}", got.len(), want.len()));
+    }
+    let mut worst = 0.0f64;
+    for (g, w) in got.iter().zip(want) {
+        let rms = (w.data.iter().map(|v| v * v).sum::<f64>() / w.data.len().max(1) as f64).sqrt();
+        let score = harness::compare(std::slice::from_ref(g), std::slice::from_ref(w), 1e-4, 1e-4 * rms)?;
+        worst = worst.max(score);
+    }
+    Ok(worst)
+}
+
 // ------------------------------------------------------------------ protobuf walking
 
 /// One field of a protobuf message: its number, wire type, payload and raw bytes.
