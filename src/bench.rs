@@ -22,6 +22,18 @@ pub struct Case {
     pub fallback: bool,
 }
 
+impl Case {
+    /// The bytes to create sessions from: the project's real models (`real_*`) sit in the
+    /// grid stripped, a few KB each, and are refilled here, one case at a time.
+    pub fn session_model(&self) -> Result<std::borrow::Cow<'_, [u8]>, String> {
+        if self.name.starts_with("real_") {
+            crate::real_models::refill(&self.model).map(Into::into).map_err(|e| format!("{}: {e}", self.name))
+        } else {
+            Ok((&self.model[..]).into())
+        }
+    }
+}
+
 /// The unary ops of the grid, with the attributes they run with.
 pub fn unary_ops() -> Vec<(&'static str, Vec<(&'static str, Attr)>)> {
     let plain = |op| (op, vec![]);
@@ -253,6 +265,11 @@ pub fn grid() -> Vec<Case> {
             let Ok((model, inputs)) = light_model(name, input) else { continue };
             cases.push(Case { name: format!("model_{name}/{tag}"), model, inputs, threads, nodes: 0, fallback: false });
         }
+        // The project's own exported models (tests/models/real), on Rivet alone.
+        for stem in crate::real_models::REAL_MODELS {
+            let Ok((model, inputs)) = crate::real_models::stripped(stem) else { continue };
+            cases.push(Case { name: format!("real_{stem}/{tag}"), model, inputs, threads, nodes: 0, fallback: false });
+        }
         // Quantized models (tests/models/make_quantized.py): ORT's int8 kernels, with Rivet
         // registered and fallback on against ORT alone.
         for (file, shape, nodes) in [("qdq_cnn", [1i64, 3, 64, 64].as_slice(), 40), ("dynamic_mlp", &[1, 64, 128], 14)]
@@ -325,13 +342,20 @@ pub fn run_case(case: &Case, rounds: usize, round_ms: f64) -> Result<CaseResult,
     let env = harness::environment()?;
     let opts = SessionOpts { intra_threads: case.threads, ..Default::default() };
     let strict = SessionOpts { no_fallback: !case.fallback, ..opts.clone() };
-    let mut ort = harness::session(env, &case.model, Arm::OrtCpu, &opts)?;
-    let mut rivet = harness::session(env, &case.model, Arm::Rivet, &strict)?;
+    let model = case.session_model()?;
+    let mut ort = harness::session(env, &model, Arm::OrtCpu, &opts)?;
+    let mut rivet = harness::session(env, &model, Arm::Rivet, &strict)?;
+    drop(model);
     let inputs = harness::prepare(&case.inputs)?;
     // Same answer first.
     let want = harness::run_prepared(&mut ort, &inputs)?;
     let got = harness::run_prepared(&mut rivet, &inputs)?;
-    harness::compare(&got, &want, 1e-4, 1e-5).map_err(|e| format!("{}: {e}", case.name))?;
+    let same = if case.name.starts_with("real_") {
+        crate::real_models::compare(&got, &want)
+    } else {
+        harness::compare(&got, &want, 1e-4, 1e-5)
+    };
+    same.map_err(|e| format!("{}: {e}", case.name))?;
     // Calibrate each arm: Runs per round so that its rounds take about `round_ms`. (With
     // ORT's count for both, a case where ORT is 40x slower gave Rivet rounds of 5 Runs,
     // whose median was the Run that woke the pool after the settling pause.)

@@ -17,7 +17,7 @@ pub fn run_one(case: &Case, arm: Arm, runs: usize) -> Result<(), String> {
     let env = harness::environment()?;
     let opts =
         SessionOpts { intra_threads: Some(1), no_fallback: arm == Arm::Rivet && !case.fallback, ..Default::default() };
-    let mut s = harness::session(env, &case.model, arm, &opts)?;
+    let mut s = harness::session(env, &case.session_model()?, arm, &opts)?;
     let inputs = harness::prepare(&case.inputs)?;
     harness::time_runs(&mut s, &inputs, 10, 0)?;
     harness::measured_runs(&mut s, &inputs, runs)

@@ -10,3 +10,4 @@ pub mod ort_extra;
 pub mod paths;
 pub mod probe_reader;
 pub mod profile;
+pub mod real_models;
