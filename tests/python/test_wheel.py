@@ -23,7 +23,7 @@ ONE_LINER = (
 
 def wheel_path():
     if "RIVET_WHEEL" in os.environ:
-        return pathlib.Path(os.environ["RIVET_WHEEL"])
+        return pathlib.Path(os.environ["RIVET_WHEEL"]).resolve()  # pip runs elsewhere
     found = sorted((ROOT / "target/wheels").glob(f"{PACKAGE}-*.whl"))
     assert len(found) == 1, f"expected one wheel in target/wheels, found {found}: run `cargo xtask wheel`"
     return found[0]
