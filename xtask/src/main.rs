@@ -17,6 +17,8 @@ const USAGE: &str = "usage: cargo xtask <command>
   fuzz [N]        N random graphs (default 10000) compared with ORT's CPU EP
   probe-overhead  the probe's cost per counted event and timed phase, next to tracing and fastrace
   conformance     the ONNX node cases on Rivet alone (`-- --bless` rewrites the expected passes)
+  wheel           build, then target/wheels/onnxruntime_ep_rivet-*.whl (both libraries, no
+                  Python extension module; `pip install` it beside onnxruntime>=1.32)
   test            build, then every check and test: fmt, clippy (with and without probe),
                   Rust unit and end-to-end tests, Python tests";
 
@@ -56,6 +58,7 @@ fn main() -> ExitCode {
                 )
             })
         }),
+        Some("wheel") => setup().and_then(|env| build(&env).and_then(|()| wheel(&env).map(|_| ()))),
         Some("test") => setup().and_then(|env| build(&env).and_then(|()| test(&env))),
         Some("-h" | "--help") | None => {
             println!("{USAGE}");
@@ -135,18 +138,36 @@ fn setup() -> Result<Env> {
     let stamp = venv.join(".rivet-requirements");
     let python = venv_python(&venv);
     let done = python.exists() && std::fs::read_to_string(&stamp).is_ok_and(|s| s == reqs);
+    if !python.exists() {
+        let system = find_python()?;
+        eprintln!("xtask: creating {} with {system}", venv.display());
+        status(Command::new(&system).args(["-m", "venv"]).arg(&venv)).map_err(|e| {
+            format!("{e}\nCould not create the virtual environment: on Debian/Ubuntu install python3-venv")
+        })?;
+    }
+    // The requirements' wheels are kept in a local wheelhouse: .venv installs from it, and
+    // so does the wheel test's fresh venv, which may download nothing.
+    let wheelhouse = wheelhouse();
+    let wheelhouse_stamp = wheelhouse.join(".rivet-requirements");
+    if !std::fs::read_to_string(&wheelhouse_stamp).is_ok_and(|s| s == reqs) {
+        eprintln!("xtask: downloading requirements.txt's wheels into {}", wheelhouse.display());
+        status(
+            Command::new(&python)
+                .args(["-m", "pip", "download", "--disable-pip-version-check", "-q", "-d"])
+                .arg(&wheelhouse)
+                .arg("-r")
+                .arg(root.join("requirements.txt")),
+        )
+        .map_err(|e| format!("{e}\npip could not download the requirements: check that PyPI is reachable"))?;
+        std::fs::write(&wheelhouse_stamp, &reqs).map_err(|e| format!("writing {}: {e}", wheelhouse_stamp.display()))?;
+    }
     if !done {
-        if !python.exists() {
-            let system = find_python()?;
-            eprintln!("xtask: creating {} with {system}", venv.display());
-            status(Command::new(&system).args(["-m", "venv"]).arg(&venv)).map_err(|e| {
-                format!("{e}\nCould not create the virtual environment: on Debian/Ubuntu install python3-venv")
-            })?;
-        }
         eprintln!("xtask: installing requirements.txt into .venv (onnxruntime==1.32.0, onnx, numpy, pytest)");
         status(
             Command::new(&python)
-                .args(["-m", "pip", "install", "--disable-pip-version-check", "-q", "-r"])
+                .args(["-m", "pip", "install", "--disable-pip-version-check", "-q", "--no-index", "--find-links"])
+                .arg(&wheelhouse)
+                .arg("-r")
                 .arg(root.join("requirements.txt")),
         )
         .map_err(|e| format!("{e}\npip could not install the requirements: check that PyPI is reachable"))?;
@@ -160,6 +181,11 @@ fn setup() -> Result<Env> {
         rivet_lib: target.join("release/librivet_ep.so"),
         rivet_probe_lib: target.join("probe/release/librivet_ep.so"),
     })
+}
+
+/// `.venv/wheelhouse`: the wheels of requirements.txt and their dependencies.
+fn wheelhouse() -> PathBuf {
+    root().join(".venv/wheelhouse")
 }
 
 fn find_ort(venv: &Path) -> Result<PathBuf> {
@@ -183,6 +209,32 @@ fn build(env: &Env) -> Result {
             .args(["build", "--release", "-p", "rivet-ep", "--features", "probe-allocator", "--target-dir"])
             .arg(probe_dir),
     )
+}
+
+/// Packs the two libraries `build` made into `target/wheels/` (python/build_wheel.py) and
+/// returns the wheel's path.
+fn wheel(env: &Env) -> Result<PathBuf> {
+    let out = env.rivet_lib.parent().and_then(Path::parent).ok_or("bad library path")?.join("wheels");
+    status(
+        env.apply(&mut Command::new(&env.python))
+            .arg("python/build_wheel.py")
+            .args(["--version", env!("CARGO_PKG_VERSION"), "--readme", "README.md", "--lib"])
+            .arg(&env.rivet_lib)
+            .arg("--probe-lib")
+            .arg(&env.rivet_probe_lib)
+            .arg("--out")
+            .arg(&out),
+    )?;
+    let wheels: Vec<PathBuf> = std::fs::read_dir(&out)
+        .map_err(|e| format!("reading {}: {e}", out.display()))?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "whl"))
+        .collect();
+    match wheels.as_slice() {
+        [one] => Ok(one.clone()),
+        _ => Err(format!("expected one wheel in {}, found {wheels:?}", out.display())),
+    }
 }
 
 fn run(env: &Env, args: &[String]) -> Result {
@@ -347,6 +399,15 @@ fn test(env: &Env) -> Result {
     leakcheck(env, true)?;
     eprintln!("xtask: ONNX conformance (node cases of onnx 1.20.1 on Rivet alone; writes CONFORMANCE.md)");
     status(env.apply(&mut Command::new(&env.python)).arg("tests/conformance/run_conformance.py"))?;
-    eprintln!("xtask: Python tests (the README snippet against the pinned wheel)");
-    status(env.apply(&mut Command::new(&env.python)).args(["-m", "pytest", "-q", "tests/python"]))
+    eprintln!("xtask: the README's Rust example (examples/rivet_ort.rs)");
+    status(env.apply(&mut cargo()).args(["run", "--quiet", "--release", "-p", "rivet", "--example", "rivet_ort"]))?;
+    eprintln!("xtask: the wheel (python/build_wheel.py)");
+    let wheel = wheel(env)?;
+    eprintln!("xtask: Python tests (the README snippet through the wheel in a fresh venv, against the pinned wheel)");
+    status(
+        env.apply(&mut Command::new(&env.python))
+            .args(["-m", "pytest", "-q", "tests/python"])
+            .env("RIVET_WHEEL", wheel)
+            .env("RIVET_WHEELHOUSE", wheelhouse()),
+    )
 }
