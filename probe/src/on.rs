@@ -1,6 +1,6 @@
 //! The probe with the feature on.
 
-use crate::abi::clock;
+use crate::clock;
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering::Relaxed};
 use std::sync::OnceLock;

@@ -13,14 +13,14 @@ pub struct CountingAllocator<A: GlobalAlloc>(pub A);
 unsafe impl<A: GlobalAlloc> GlobalAlloc for CountingAllocator<A> {
     #[inline]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        crate::probe::record_heap_alloc(layout.size());
+        crate::record_heap_alloc(layout.size());
         // SAFETY: forwarded as is; the caller upholds GlobalAlloc's contract.
         unsafe { self.0.alloc(layout) }
     }
 
     #[inline]
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        crate::probe::record_heap_alloc(layout.size());
+        crate::record_heap_alloc(layout.size());
         // SAFETY: as above.
         unsafe { self.0.alloc_zeroed(layout) }
     }
@@ -34,7 +34,7 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for CountingAllocator<A> {
     #[inline]
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         // A reallocation is a new allocation as far as dispatch cost goes.
-        crate::probe::record_heap_alloc(new_size);
+        crate::record_heap_alloc(new_size);
         // SAFETY: as above.
         unsafe { self.0.realloc(ptr, layout, new_size) }
     }

@@ -1,0 +1,43 @@
+//! Cost of recording with the probe on, on one thread and on two at once (each thread
+//! enters a phase and records one status per iteration): shared counters make the
+//! two-thread figure grow, per-thread shards keep it flat.
+//! `cargo run --release -p rivet-probe --features probe --example record_cost`
+
+use std::hint::black_box;
+use std::time::Instant;
+
+use rivet_probe::{Phase, PhaseGuard};
+
+const ITERS: u64 = 10_000_000;
+
+/// Nanoseconds per iteration on each of `threads` threads running at once, best of 5.
+fn ns_per_event(threads: usize) -> f64 {
+    (0..5)
+        .map(|_| {
+            let start = std::sync::Barrier::new(threads);
+            std::thread::scope(|s| {
+                let handles: Vec<_> = (0..threads)
+                    .map(|_| {
+                        s.spawn(|| {
+                            start.wait();
+                            let t = Instant::now();
+                            for i in 0..ITERS {
+                                let _g = PhaseGuard::enter(Phase::TensorBind);
+                                rivet_probe::record_status();
+                                black_box(i);
+                            }
+                            t.elapsed().as_secs_f64() * 1e9 / ITERS as f64
+                        })
+                    })
+                    .collect();
+                handles.into_iter().map(|h| h.join().unwrap()).fold(0.0, f64::max)
+            })
+        })
+        .fold(f64::INFINITY, f64::min)
+}
+
+fn main() {
+    let one = ns_per_event(1);
+    let two = ns_per_event(2);
+    println!("phase enter+exit and one status: 1 thread {one:.2} ns, 2 threads {two:.2} ns ({:.2}x)", two / one);
+}
