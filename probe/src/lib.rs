@@ -1,11 +1,33 @@
-//! The dispatch probe: counts ORT round trips, heap allocations and statuses per dispatch
-//! phase, plus Runs and executed nodes. Behind the `probe` feature; without it every
-//! function here is an empty inline function, `PhaseGuard` is a zero-sized type with no
-//! `Drop`, and `snapshot()` is `Counters::default()`.
+//! The runtime of Rivet's dispatch probe: phases, counters, phase guards, per-call-site
+//! FFI counts and a counting allocator. The `rivet-macros` attributes expand to calls
+//! into this crate (by default as `::rivet_probe`; `crate = "path"` names another path,
+//! e.g. a re-export), so a crate outside Rivet depends on this crate and the macros only.
 //!
-//! Counters are kept twice: per thread, exact (a test's assertion never sees another
-//! thread's work), and in a global relaxed mirror (ORT chooses the Compute thread; the
-//! harness reads the mirror over the C ABI).
+//! With the `probe` feature, work is counted per phase: calls, ORT calls, statuses,
+//! heap allocations and bytes (when [`CountingAllocator`] is the global allocator), and,
+//! with `RIVET_PROFILE_DISPATCH=1`, time. Without it every function is an empty inline
+//! function, [`PhaseGuard`] is a zero-sized type with no `Drop`, and [`snapshot`] is
+//! `Counters::default()`.
+//!
+//! Besides Rivet's seven phases a crate may declare its own (up to
+//! [`MAX_USER_PHASES`]) as statics:
+//!
+//! ```
+//! use rivet_probe::{PhaseGuard, UserPhase};
+//!
+//! static PARSE: UserPhase = UserPhase::new("parse");
+//!
+//! fn parse(s: &str) -> usize {
+//!     let _g = PhaseGuard::enter_user(&PARSE);
+//!     s.split(',').count()
+//! }
+//! assert_eq!(parse("a,b"), 2);
+//! ```
+//!
+//! Counters live in one shard per thread, written only by their thread (no shared
+//! cache line, no atomic read-modify-write), and are merged when read:
+//! [`snapshot`] is the calling thread's shard (exact: a test never sees another
+//! thread's work), [`global_snapshot`] every shard plus those of exited threads.
 
 mod alloc;
 #[cfg(feature = "probe")]
@@ -14,6 +36,10 @@ mod clock;
 mod on;
 
 pub use alloc::CountingAllocator;
+pub use rivet_macros::{dispatch_phase, dispatch_phase_block, ort_ffi, staging_log};
+
+/// Whether this build counts (the `probe` feature).
+pub const ENABLED: bool = cfg!(feature = "probe");
 
 /// Dispatch phases in dispatch order, then the bucket for work outside every phase.
 #[repr(u8)]
@@ -29,7 +55,11 @@ pub enum Phase {
     Unattributed,
 }
 
+/// Rivet's phases plus `unattributed`.
 pub const NUM_PHASES: usize = 8;
+/// How many phases other crates may declare with [`UserPhase`]; a phase declared past
+/// this is charged to `unattributed`.
+pub const MAX_USER_PHASES: usize = 8;
 
 impl Phase {
     pub const ALL: [Phase; NUM_PHASES] = [
@@ -87,15 +117,46 @@ pub struct PhaseCounters {
     pub statuses: u64,
 }
 
-/// A snapshot of every counter. `#[repr(C)]`: the C export writes it as is.
+impl PhaseCounters {
+    fn plus(self, p: &PhaseCounters) -> PhaseCounters {
+        PhaseCounters {
+            calls: self.calls + p.calls,
+            ns: self.ns + p.ns,
+            allocs: self.allocs + p.allocs,
+            bytes: self.bytes + p.bytes,
+            ffi_calls: self.ffi_calls + p.ffi_calls,
+            statuses: self.statuses + p.statuses,
+        }
+    }
+
+    fn minus(self, e: &PhaseCounters) -> PhaseCounters {
+        PhaseCounters {
+            calls: self.calls.saturating_sub(e.calls),
+            ns: self.ns.saturating_sub(e.ns),
+            allocs: self.allocs.saturating_sub(e.allocs),
+            bytes: self.bytes.saturating_sub(e.bytes),
+            ffi_calls: self.ffi_calls.saturating_sub(e.ffi_calls),
+            statuses: self.statuses.saturating_sub(e.statuses),
+        }
+    }
+}
+
+/// A snapshot of every counter. `#[repr(C)]`: a C export writes it as is.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Counters {
     pub phases: [PhaseCounters; NUM_PHASES],
+    /// Phases declared with [`UserPhase`], in the order they were first entered
+    /// ([`user_phase_names`]).
+    pub user_phases: [PhaseCounters; MAX_USER_PHASES],
     /// Fused-node Runs that completed.
     pub runs: u64,
     /// Plan steps executed.
     pub nodes_executed: u64,
+    /// 1 when [`CountingAllocator`] is the process's global allocator (it has served an
+    /// allocation), 0 when allocations are not counted: the `allocs` and `bytes`
+    /// columns then mean "not measured", not "none".
+    pub allocations_counted: u64,
 }
 
 impl Counters {
@@ -103,28 +164,23 @@ impl Counters {
         &self.phases[p as usize]
     }
 
-    /// Every phase added up, `unattributed` included.
+    /// Whether the allocation columns were measured (see `allocations_counted`).
+    pub fn counts_allocations(&self) -> bool {
+        self.allocations_counted != 0
+    }
+
+    /// Every phase added up, `unattributed` and user phases included.
     pub fn total(&self) -> PhaseCounters {
-        self.phases.iter().fold(PhaseCounters::default(), |a, p| PhaseCounters {
-            calls: a.calls + p.calls,
-            ns: a.ns + p.ns,
-            allocs: a.allocs + p.allocs,
-            bytes: a.bytes + p.bytes,
-            ffi_calls: a.ffi_calls + p.ffi_calls,
-            statuses: a.statuses + p.statuses,
-        })
+        self.phases.iter().chain(&self.user_phases).fold(PhaseCounters::default(), |a, p| a.plus(p))
     }
 
     /// Counter-by-counter difference `self - earlier` (saturating).
     pub fn since(&self, earlier: &Counters) -> Counters {
         let mut out = *self;
-        for (o, e) in out.phases.iter_mut().zip(&earlier.phases) {
-            o.calls = o.calls.saturating_sub(e.calls);
-            o.ns = o.ns.saturating_sub(e.ns);
-            o.allocs = o.allocs.saturating_sub(e.allocs);
-            o.bytes = o.bytes.saturating_sub(e.bytes);
-            o.ffi_calls = o.ffi_calls.saturating_sub(e.ffi_calls);
-            o.statuses = o.statuses.saturating_sub(e.statuses);
+        for (o, e) in
+            out.phases.iter_mut().zip(&earlier.phases).chain(out.user_phases.iter_mut().zip(&earlier.user_phases))
+        {
+            *o = o.minus(e);
         }
         out.runs = out.runs.saturating_sub(earlier.runs);
         out.nodes_executed = out.nodes_executed.saturating_sub(earlier.nodes_executed);
@@ -133,66 +189,20 @@ impl Counters {
 }
 
 #[cfg(feature = "probe")]
+use on::note_counting_allocator;
+#[cfg(feature = "probe")]
 pub use on::{
-    ffi_sites, global_snapshot, record_heap_alloc, record_nodes, record_run, record_status, reset, snapshot, trace,
-    trace_enabled, FfiSite, PhaseGuard,
+    allocations_counted, ffi_sites, global_snapshot, record_heap_alloc, record_nodes, record_run, record_status, reset,
+    snapshot, thread_ffi_sites, trace, trace_enabled, user_phase_names, FfiSite, PhaseGuard, UserPhase,
 };
 
 #[cfg(not(feature = "probe"))]
-mod off {
-    use super::{Counters, Phase};
-
-    /// Zero-sized, no `Drop`: entering a phase costs nothing.
-    #[derive(Debug)]
-    pub struct PhaseGuard;
-
-    impl PhaseGuard {
-        #[inline(always)]
-        pub const fn enter(_phase: Phase) -> PhaseGuard {
-            PhaseGuard
-        }
-    }
-
-    /// A call site of an ORT API member (inert without the probe).
-    pub struct FfiSite;
-
-    impl FfiSite {
-        pub const fn new(_member: &'static str) -> FfiSite {
-            FfiSite
-        }
-        #[inline(always)]
-        pub fn hit(&'static self) {}
-    }
-
-    #[inline(always)]
-    pub fn snapshot() -> Counters {
-        Counters::default()
-    }
-    #[inline(always)]
-    pub fn global_snapshot() -> Counters {
-        Counters::default()
-    }
-    #[inline(always)]
-    pub fn reset() {}
-    #[inline(always)]
-    pub fn record_run() {}
-    #[inline(always)]
-    pub fn record_nodes(_n: usize) {}
-    #[inline(always)]
-    pub fn record_status() {}
-    #[inline(always)]
-    pub fn record_heap_alloc(_bytes: usize) {}
-    #[inline(always)]
-    pub fn trace_enabled() -> bool {
-        false
-    }
-    #[inline(always)]
-    pub fn trace(_args: std::fmt::Arguments<'_>) {}
-    /// Per-member FFI counts (none without the probe).
-    pub fn ffi_sites() -> Vec<(&'static str, u64)> {
-        Vec::new()
-    }
-}
+mod off;
 
 #[cfg(not(feature = "probe"))]
-pub use off::*;
+use off::note_counting_allocator;
+#[cfg(not(feature = "probe"))]
+pub use off::{
+    allocations_counted, ffi_sites, global_snapshot, record_heap_alloc, record_nodes, record_run, record_status, reset,
+    snapshot, thread_ffi_sites, trace, trace_enabled, user_phase_names, FfiSite, PhaseGuard, UserPhase,
+};

@@ -1,11 +1,17 @@
 //! The probe with the feature on.
+//!
+//! Every counter lives in a per-thread shard: a fixed array of atomics that only its
+//! thread writes (a relaxed load and store, no read-modify-write, no cache line shared
+//! with another writer) and that readers sum. A thread claims a shard on its first event
+//! and returns it on exit, folding its counts into `RETIRED`. Nothing here allocates or
+//! locks, so the counting allocator can call it.
 
-use crate::clock;
 use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, AtomicU8, AtomicUsize, Ordering::Relaxed};
 use std::sync::OnceLock;
 
-use super::{Counters, Phase, PhaseCounters, NUM_PHASES};
+use crate::clock;
+use crate::{Counters, Phase, PhaseCounters, MAX_USER_PHASES, NUM_PHASES};
 
 const FIELDS: usize = 6; // calls, ns, allocs, bytes, ffi_calls, statuses
 const CALLS: usize = 0;
@@ -14,37 +20,102 @@ const ALLOCS: usize = 2;
 const BYTES: usize = 3;
 const FFI: usize = 4;
 const STATUSES: usize = 5;
-const RUNS: usize = NUM_PHASES * FIELDS;
+const ALL_PHASES: usize = NUM_PHASES + MAX_USER_PHASES;
+const RUNS: usize = ALL_PHASES * FIELDS;
 const NODES: usize = RUNS + 1;
-const SLOTS: usize = NODES + 1;
+/// One slot per `FfiSite`, after the phase counters.
+const SITE_BASE: usize = NODES + 1;
+const MAX_SITES: usize = 128;
+const SLOTS: usize = SITE_BASE + MAX_SITES;
+const UNATTRIBUTED: u8 = Phase::Unattributed as u8;
 
-#[allow(clippy::declare_interior_mutable_const)]
-const ZERO: Cell<u64> = Cell::new(0);
+/// One thread's counters. Aligned so two shards never share a cache line.
+#[repr(align(128))]
+struct Shard {
+    owned: AtomicBool,
+    slots: [AtomicU64; SLOTS],
+}
+
+impl Shard {
+    const fn new() -> Shard {
+        Shard { owned: AtomicBool::new(false), slots: [const { AtomicU64::new(0) }; SLOTS] }
+    }
+
+    /// For the owning thread only: no other thread writes this slot.
+    #[inline(always)]
+    fn bump(&self, slot: usize, n: u64) {
+        let c = &self.slots[slot];
+        c.store(c.load(Relaxed).wrapping_add(n), Relaxed);
+    }
+}
+
+const MAX_SHARDS: usize = 128;
+static SHARDS: [Shard; MAX_SHARDS] = [const { Shard::new() }; MAX_SHARDS];
+/// For threads that found no free shard, and for work during a thread's teardown after
+/// its shard was returned: written with atomic adds.
+static SHARED: Shard = Shard::new();
+/// The counts of threads that exited.
+static RETIRED: Shard = Shard::new();
+
+const UNCLAIMED: u16 = u16::MAX;
+const USE_SHARED: u16 = u16::MAX - 1;
+
+/// Returns the thread's shard when the thread exits.
+struct Release;
+
+impl Drop for Release {
+    fn drop(&mut self) {
+        let Ok(i) = SHARD.try_with(|s| s.replace(USE_SHARED)) else { return };
+        if let Some(shard) = SHARDS.get(i as usize) {
+            for (slot, retired) in shard.slots.iter().zip(&RETIRED.slots) {
+                retired.fetch_add(slot.swap(0, Relaxed), Relaxed);
+            }
+            shard.owned.store(false, std::sync::atomic::Ordering::Release);
+        }
+    }
+}
 
 thread_local! {
     // `const` thread locals without destructors: safe to touch from the allocator (no
-    // lazy initialisation, no allocation, no registration of a destructor).
-    static LOCAL: [Cell<u64>; SLOTS] = const { [ZERO; SLOTS] };
-    static CURRENT: Cell<u8> = const { Cell::new(Phase::Unattributed as u8) };
+    // lazy initialisation, no allocation).
+    static SHARD: Cell<u16> = const { Cell::new(UNCLAIMED) };
+    static CURRENT: Cell<u8> = const { Cell::new(UNATTRIBUTED) };
     /// Tick count when the current phase's clock started; 0 when none runs.
     static CLOCK: Cell<u64> = const { Cell::new(0) };
+    /// Touched once, after the shard is claimed, to register the destructor that returns it.
+    static RELEASE: Release = const { Release };
 }
-
-#[allow(clippy::declare_interior_mutable_const)]
-const AZERO: AtomicU64 = AtomicU64::new(0);
-static GLOBAL: [AtomicU64; SLOTS] = [AZERO; SLOTS];
 
 #[inline(always)]
 fn add(slot: usize, n: u64) {
-    // `try_with`: during thread teardown the thread local may be gone; the global mirror
-    // still counts.
-    let _ = LOCAL.try_with(|l| l[slot].set(l[slot].get() + n));
-    GLOBAL[slot].fetch_add(n, Relaxed);
+    match SHARD.try_with(Cell::get) {
+        Ok(i) if (i as usize) < MAX_SHARDS => SHARDS[i as usize].bump(slot, n),
+        Ok(UNCLAIMED) => claim_and_add(slot, n),
+        _ => {
+            SHARED.slots[slot].fetch_add(n, Relaxed);
+        }
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn claim_and_add(slot: usize, n: u64) {
+    let free = SHARDS
+        .iter()
+        .position(|s| s.owned.compare_exchange(false, true, std::sync::atomic::Ordering::Acquire, Relaxed).is_ok());
+    let index = free.map_or(USE_SHARED, |i| i as u16);
+    let _ = SHARD.try_with(|s| s.set(index));
+    if free.is_some() {
+        // Registering the destructor may allocate; the shard is already set, so a
+        // counted allocation from in there lands in it and does not come back here.
+        let _ = RELEASE.try_with(|_| ());
+    }
+    add(slot, n);
 }
 
 #[inline(always)]
 fn current() -> usize {
-    CURRENT.try_with(Cell::get).unwrap_or(Phase::Unattributed as u8) as usize
+    CURRENT.try_with(Cell::get).unwrap_or(UNATTRIBUTED) as usize
 }
 
 #[inline(always)]
@@ -100,22 +171,38 @@ fn ticks_to_ns(ticks: u64) -> u64 {
     }
 }
 
+// ---- phases ----
+
 /// Work inside this guard is charged to its phase; the previous phase is restored on
-/// every exit (return, `?`, panic).
+/// every exit (return, `?`, panic). A guard belongs to its thread (it is `!Send`), so
+/// a phase cannot follow a task onto another thread.
 #[derive(Debug)]
+#[must_use = "the phase ends when the guard is dropped: bind it with `let _g = ...`"]
 pub struct PhaseGuard {
     prev: u8,
+    _not_send: std::marker::PhantomData<*const ()>,
 }
 
 impl PhaseGuard {
     #[inline]
     pub fn enter(phase: Phase) -> PhaseGuard {
+        PhaseGuard::enter_index(phase as u8)
+    }
+
+    /// Enters a phase another crate declared.
+    #[inline]
+    pub fn enter_user(phase: &'static UserPhase) -> PhaseGuard {
+        PhaseGuard::enter_index(phase.index())
+    }
+
+    #[inline]
+    fn enter_index(phase: u8) -> PhaseGuard {
         if timing() {
             charge_clock(true);
         }
-        let prev = CURRENT.try_with(|c| c.replace(phase as u8)).unwrap_or(Phase::Unattributed as u8);
+        let prev = CURRENT.try_with(|c| c.replace(phase)).unwrap_or(UNATTRIBUTED);
         add(phase as usize * FIELDS + CALLS, 1);
-        PhaseGuard { prev }
+        PhaseGuard { prev, _not_send: std::marker::PhantomData }
     }
 }
 
@@ -124,10 +211,68 @@ impl Drop for PhaseGuard {
     fn drop(&mut self) {
         if timing() {
             // Leaving the outermost phase stops the clock: time outside phases is not charged.
-            charge_clock(self.prev != Phase::Unattributed as u8);
+            charge_clock(self.prev != UNATTRIBUTED);
         }
         let _ = CURRENT.try_with(|c| c.set(self.prev));
     }
+}
+
+/// A phase declared outside Rivet: `static PARSE: UserPhase = UserPhase::new("parse");`.
+/// It takes the next free user slot the first time it is entered.
+pub struct UserPhase {
+    name: &'static str,
+    /// 0: not registered yet; `REGISTERING` while a thread registers it; else the
+    /// phase index + 1.
+    index: AtomicU8,
+}
+
+const REGISTERING: u8 = u8::MAX;
+static USER_NAMES: [OnceLock<&'static str>; MAX_USER_PHASES] = [const { OnceLock::new() }; MAX_USER_PHASES];
+static NEXT_USER: AtomicUsize = AtomicUsize::new(0);
+
+impl UserPhase {
+    pub const fn new(name: &'static str) -> UserPhase {
+        UserPhase { name, index: AtomicU8::new(0) }
+    }
+
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    #[inline]
+    fn index(&'static self) -> u8 {
+        match self.index.load(Relaxed) {
+            0 | REGISTERING => self.register(),
+            i => i - 1,
+        }
+    }
+
+    #[cold]
+    fn register(&'static self) -> u8 {
+        if self.index.compare_exchange(0, REGISTERING, Relaxed, Relaxed).is_ok() {
+            let k = NEXT_USER.fetch_add(1, Relaxed);
+            let index = match USER_NAMES.get(k) {
+                Some(cell) => {
+                    let _ = cell.set(self.name);
+                    (NUM_PHASES + k) as u8
+                }
+                None => UNATTRIBUTED,
+            };
+            self.index.store(index + 1, Relaxed);
+            return index;
+        }
+        loop {
+            match self.index.load(Relaxed) {
+                REGISTERING => std::hint::spin_loop(),
+                i => return i - 1,
+            }
+        }
+    }
+}
+
+/// Names of the user phases entered so far, in `Counters::user_phases` order.
+pub fn user_phase_names() -> Vec<&'static str> {
+    USER_NAMES.iter().map_while(|c| c.get().copied()).collect()
 }
 
 // ---- events ----
@@ -135,6 +280,22 @@ impl Drop for PhaseGuard {
 pub fn record_heap_alloc(bytes: usize) {
     add_phase(ALLOCS, 1);
     add_phase(BYTES, bytes as u64);
+}
+
+static ALLOCATIONS_COUNTED: AtomicBool = AtomicBool::new(false);
+
+/// Called by `CountingAllocator` on every allocation: it is the global allocator.
+#[inline(always)]
+pub(crate) fn note_counting_allocator() {
+    if !ALLOCATIONS_COUNTED.load(Relaxed) {
+        ALLOCATIONS_COUNTED.store(true, Relaxed);
+    }
+}
+
+/// True once `CountingAllocator` has served an allocation, i.e. it is the global
+/// allocator and the allocation columns mean something.
+pub fn allocations_counted() -> bool {
+    ALLOCATIONS_COUNTED.load(Relaxed)
 }
 
 pub fn record_status() {
@@ -151,49 +312,102 @@ pub fn record_nodes(n: usize) {
 
 // ---- FFI call sites ----
 
-/// One `#[ort_ffi]` wrapper: counts its calls and knows its member's name. A site claims
-/// a slot of a fixed table on first use (no allocation, no lock held while counting).
+/// One ORT API call site (the `#[ort_ffi]` expansion puts a static one beside each
+/// call): counts the calls made there and knows the member's name. A site takes a slot
+/// of a fixed table the first time it is hit (no allocation, no lock).
 pub struct FfiSite {
     member: &'static str,
-    hits: AtomicU64,
-    registered: AtomicBool,
+    /// 0: not registered yet; `SITE_REGISTERING` while one thread registers it; else
+    /// the slot + 1 (`SITE_FULL` when the table was full).
+    slot: AtomicU16,
 }
 
-const MAX_SITES: usize = 256;
-static SITES: [OnceLock<&'static FfiSite>; MAX_SITES] = [const { OnceLock::new() }; MAX_SITES];
+const SITE_REGISTERING: u16 = u16::MAX;
+const SITE_FULL: u16 = u16::MAX - 1;
+static SITES: [OnceLock<&'static str>; MAX_SITES] = [const { OnceLock::new() }; MAX_SITES];
 static NEXT_SITE: AtomicUsize = AtomicUsize::new(0);
 
 impl FfiSite {
     pub const fn new(member: &'static str) -> FfiSite {
-        FfiSite { member, hits: AtomicU64::new(0), registered: AtomicBool::new(false) }
+        FfiSite { member, slot: AtomicU16::new(0) }
     }
 
     #[inline]
     pub fn hit(&'static self) {
         add_phase(FFI, 1);
-        self.hits.fetch_add(1, Relaxed);
-        if !self.registered.load(Relaxed) && !self.registered.swap(true, Relaxed) {
-            let slot = NEXT_SITE.fetch_add(1, Relaxed);
-            if let Some(cell) = SITES.get(slot) {
-                let _ = cell.set(self);
+        let slot = match self.slot.load(Relaxed) {
+            0 | SITE_REGISTERING => self.register(),
+            s => s - 1,
+        };
+        if (slot as usize) < MAX_SITES {
+            add(SITE_BASE + slot as usize, 1);
+        }
+    }
+
+    #[cold]
+    fn register(&'static self) -> u16 {
+        if self.slot.compare_exchange(0, SITE_REGISTERING, Relaxed, Relaxed).is_ok() {
+            let k = NEXT_SITE.fetch_add(1, Relaxed);
+            let slot = match SITES.get(k) {
+                Some(cell) => {
+                    let _ = cell.set(self.member);
+                    k as u16
+                }
+                None => SITE_FULL - 1,
+            };
+            self.slot.store(slot + 1, Relaxed);
+            return slot;
+        }
+        loop {
+            match self.slot.load(Relaxed) {
+                SITE_REGISTERING => std::hint::spin_loop(),
+                s => return s - 1,
             }
         }
     }
 }
 
-/// (member, calls) for every ORT API member called so far in the process.
-pub fn ffi_sites() -> Vec<(&'static str, u64)> {
-    let mut out: Vec<(&'static str, u64)> =
-        SITES.iter().filter_map(OnceLock::get).map(|s| (s.member, s.hits.load(Relaxed))).collect();
+fn sites(get: impl Fn(usize) -> u64) -> Vec<(&'static str, u64)> {
+    let mut out: Vec<(&'static str, u64)> = Vec::new();
+    for (k, name) in SITES.iter().enumerate() {
+        let Some(&name) = name.get() else { continue };
+        let n = get(SITE_BASE + k);
+        match out.iter_mut().find(|(m, _)| *m == name) {
+            Some((_, c)) => *c += n,
+            None => out.push((name, n)),
+        }
+    }
     out.sort();
     out
 }
 
+/// (member, calls) for every ORT API member called so far in the process, every thread.
+pub fn ffi_sites() -> Vec<(&'static str, u64)> {
+    sites(global_slot)
+}
+
+/// (member, calls) made by this thread.
+pub fn thread_ffi_sites() -> Vec<(&'static str, u64)> {
+    sites(local_slot)
+}
+
 // ---- snapshots ----
+
+fn local_slot(i: usize) -> u64 {
+    match SHARD.try_with(Cell::get) {
+        Ok(s) if (s as usize) < MAX_SHARDS => SHARDS[s as usize].slots[i].load(Relaxed),
+        Ok(USE_SHARED) => SHARED.slots[i].load(Relaxed),
+        _ => 0,
+    }
+}
+
+fn global_slot(i: usize) -> u64 {
+    SHARDS.iter().chain([&SHARED, &RETIRED]).map(|s| s.slots[i].load(Relaxed)).fold(0, u64::wrapping_add)
+}
 
 fn read(get: impl Fn(usize) -> u64) -> Counters {
     let mut c = Counters::default();
-    for (i, p) in c.phases.iter_mut().enumerate() {
+    for (i, p) in c.phases.iter_mut().chain(c.user_phases.iter_mut()).enumerate() {
         let base = i * FIELDS;
         *p = PhaseCounters {
             calls: get(base + CALLS),
@@ -206,23 +420,27 @@ fn read(get: impl Fn(usize) -> u64) -> Counters {
     }
     c.runs = get(RUNS);
     c.nodes_executed = get(NODES);
+    c.allocations_counted = allocations_counted() as u64;
     c
 }
 
-/// This thread's counters: exact, untouched by other threads.
+/// This thread's counters: exact, untouched by other threads (unless more than 128
+/// threads are counting at once: the rest share one shard).
 pub fn snapshot() -> Counters {
-    LOCAL.with(|l| read(|i| l[i].get()))
+    read(local_slot)
 }
 
-/// Every thread's counters added up (relaxed).
+/// Every thread's counters added up (relaxed), exited threads included.
 pub fn global_snapshot() -> Counters {
-    read(|i| GLOBAL[i].load(Relaxed))
+    read(global_slot)
 }
 
-/// Zeroes this thread's counters and the global mirror.
+/// Zeroes every counter of every thread. Meant for quiet moments: an event another
+/// thread records at the same instant may survive it.
 pub fn reset() {
-    LOCAL.with(|l| l.iter().for_each(|c| c.set(0)));
-    GLOBAL.iter().for_each(|g| g.store(0, Relaxed));
+    for s in SHARDS.iter().chain([&SHARED, &RETIRED]) {
+        s.slots.iter().for_each(|c| c.store(0, Relaxed));
+    }
 }
 
 // ---- tracing ----
