@@ -14,7 +14,7 @@ use std::alloc::{GlobalAlloc, Layout};
 ///
 /// let v = vec![1u8; 10];
 /// // With the `probe` feature, the allocation columns now mean something.
-/// assert_eq!(rivet_probe::allocations_counted(), cfg!(feature = "probe"));
+/// assert_eq!(rivet_probe::allocations_counted(), rivet_probe::ENABLED);
 /// # drop(v);
 /// ```
 pub struct CountingAllocator<A: GlobalAlloc>(pub A);
