@@ -127,11 +127,13 @@ fn profile(args: &[String]) -> Result<(), String> {
     let on_rivet = assigned.iter().filter(|(ep, _, _)| ep == harness::RIVET_EP).count();
     let inputs = harness::prepare(&harness::generate_inputs(&session, &dims)?)?;
     harness::time_runs(&mut session, &inputs, 10, 0)?;
-    let before = probe.global();
+    let (before, members_before) = (probe.global(), probe.ffi_sites());
     harness::time_runs(&mut session, &inputs, 0, iters)?;
     let counts = probe.global().since(&before);
+    let members = probe.ffi_sites();
     println!("model: {label}; {on_rivet}/{} nodes on Rivet; {iters} Runs", assigned.len());
     print!("{}", rivet::profile::table(&probe.phase_names(), &counts, iters as u64));
+    print!("{}", rivet::profile::member_table(&members, &members_before, iters as u64));
     if std::env::var_os("RIVET_PROFILE_DISPATCH").is_none() {
         println!("(ns columns are 0: set RIVET_PROFILE_DISPATCH=1 to time phases)");
     }

@@ -34,6 +34,7 @@ fn probe_library_adds_only_the_probe_exports() {
         [
             "CreateEpFactories",
             "ReleaseEpFactory",
+            "rivet_probe_ffi_site",
             "rivet_probe_num_phases",
             "rivet_probe_phase_name",
             "rivet_probe_reset",
