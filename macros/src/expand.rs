@@ -51,9 +51,21 @@ fn enter_guard(arg: &PhaseArg) -> TokenStream {
         PhaseRef::Rivet(name) => quote_spanned! {name.span()=>
             let __rivet_phase_guard = #krate::PhaseGuard::enter(#krate::Phase::#name);
         },
-        PhaseRef::User(path) => quote_spanned! {path.span()=>
-            let __rivet_phase_guard = #krate::PhaseGuard::enter_user(&#path);
-        },
+        PhaseRef::User(path) => {
+            let check = user_phase_check(krate, path);
+            quote_spanned! {path.span()=>
+                #check
+                let __rivet_phase_guard = #krate::PhaseGuard::enter_user(__rivet_user_phase);
+            }
+        }
+    }
+}
+
+/// `let __rivet_user_phase: &'static UserPhase = &path;`: in both builds, so a user phase
+/// is type-checked (and its static used) with the feature off too; it evaluates nothing.
+fn user_phase_check(krate: &Path, path: &Path) -> TokenStream {
+    quote_spanned! {path.span()=>
+        let __rivet_user_phase: &'static #krate::UserPhase = &#path;
     }
 }
 
@@ -67,7 +79,12 @@ pub fn dispatch_phase_attr(attr: TokenStream, item: TokenStream, probe: bool) ->
         Err(e) => return with_item(e, item),
     };
     if !probe {
-        return item;
+        let PhaseRef::User(path) = &phase.phase else { return item };
+        // Rivet's phases leave the item untouched; a user phase keeps its type check.
+        let check = user_phase_check(&phase.krate, path);
+        let stmts = &func.block.stmts;
+        func.block = Box::new(parse2(quote! { { #check #(#stmts)* } }).expect("a block"));
+        return func.into_token_stream();
     }
     let guard = enter_guard(&phase);
     let stmts = &func.block.stmts;
@@ -228,7 +245,15 @@ mod tests {
         assert_eq!(norm(ort_ffi(TokenStream::new(), item.clone(), false)), norm(item.clone()));
         assert_eq!(norm(ort_ffi(quote!(crate = "x::y"), item.clone(), false)), norm(item.clone()));
         assert_eq!(norm(dispatch_phase_attr(quote!(TensorBind), item.clone(), false)), norm(item.clone()));
-        assert_eq!(norm(dispatch_phase_attr(quote!(crate::PARSE), item.clone(), false)), norm(item.clone()));
+        // A user phase is only type-checked: a reference to its static, nothing run.
+        let user = norm(dispatch_phase_attr(quote!(crate::PARSE), item.clone(), false));
+        assert!(
+            user.contains(
+                "{ let __rivet_user_phase : & 'static :: rivet_probe :: UserPhase = & crate :: PARSE ; let mut p"
+            ),
+            "{user}"
+        );
+        assert!(!user.contains("PhaseGuard"), "{user}");
         let block: TokenStream = "TensorBind, { let a = 1; a + 1 }".parse().unwrap();
         assert_eq!(norm(dispatch_phase_block(block, false)), norm("{ let a = 1; a + 1 }".parse().unwrap()));
     }
@@ -245,7 +270,7 @@ mod tests {
         let phase = norm(dispatch_phase_attr(quote!(TensorBind), item.clone(), true));
         assert!(phase.contains("PhaseGuard :: enter (:: rivet_probe :: Phase :: TensorBind)"), "{phase}");
         let user = norm(dispatch_phase_attr(quote!(self::PARSE), item, true));
-        assert!(user.contains("PhaseGuard :: enter_user (& self :: PARSE)"), "{user}");
+        assert!(user.contains("PhaseGuard :: enter_user (__rivet_user_phase)"), "{user}");
     }
 
     #[test]

@@ -1,6 +1,5 @@
 //! Each misuse of the macros is a compile error at a precise span (`tests/ui/*.stderr`),
 //! the same in both builds: `cargo test -p rivet-macros` and `... --features probe`.
-//! `tests/ui-probe` holds what only the probe's expansion can see (a user phase's type).
 //! Regenerate after an intended change with `TRYBUILD=overwrite cargo test -p rivet-macros --test ui`
 //! (and again with `--features probe`).
 
@@ -8,6 +7,4 @@
 fn misuse_is_reported_where_it_happens() {
     let t = trybuild::TestCases::new();
     t.compile_fail("tests/ui/*.rs");
-    #[cfg(feature = "probe")]
-    t.compile_fail("tests/ui-probe/*.rs");
 }

@@ -36,7 +36,7 @@ fn guards_and_sites_are_zero_sized_without_drop() {
     assert_eq!(std::mem::size_of::<PhaseGuard>(), 0);
     assert!(!std::mem::needs_drop::<PhaseGuard>());
     assert_eq!(std::mem::size_of::<FfiSite>(), 0);
-    assert!(!rivet_probe::ENABLED);
+    const { assert!(!rivet_probe::ENABLED) };
 }
 
 #[test]
