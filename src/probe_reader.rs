@@ -78,4 +78,28 @@ impl ProbeReader {
         }
         out
     }
+
+    /// Starts the library's timeline of phases on every thread.
+    pub fn timeline_start(&self) -> Result<(), String> {
+        // SAFETY: the export's signature.
+        let f = unsafe { self.lib.get::<unsafe extern "C" fn()>(b"rivet_probe_timeline_start") }
+            .map_err(|_| "this probe library has no timeline: rebuild it".to_string())?;
+        // SAFETY: takes nothing, touches only the library's statics.
+        unsafe { f() };
+        Ok(())
+    }
+
+    /// Stops the timeline and writes it to `path` (Chrome trace-event JSON).
+    pub fn timeline_write(&self, path: &Path) -> Result<(), String> {
+        type WriteFn = unsafe extern "C" fn(*const c_char) -> i32;
+        // SAFETY: the export's signature.
+        let f = unsafe { self.lib.get::<WriteFn>(b"rivet_probe_timeline_write") }
+            .map_err(|_| "this probe library has no timeline: rebuild it".to_string())?;
+        let c = std::ffi::CString::new(path.display().to_string()).map_err(|_| "path has a NUL byte".to_string())?;
+        // SAFETY: `c` is NUL-terminated and outlives the call.
+        match unsafe { f(c.as_ptr()) } {
+            0 => Ok(()),
+            _ => Err(format!("could not write the timeline to {}", path.display())),
+        }
+    }
 }

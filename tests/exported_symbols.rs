@@ -39,6 +39,8 @@ fn probe_library_adds_only_the_probe_exports() {
             "rivet_probe_phase_name",
             "rivet_probe_reset",
             "rivet_probe_snapshot",
+            "rivet_probe_timeline_start",
+            "rivet_probe_timeline_write",
         ]
     );
 }

@@ -193,7 +193,8 @@ use on::note_counting_allocator;
 #[cfg(feature = "probe")]
 pub use on::{
     allocations_counted, ffi_sites, global_snapshot, record_heap_alloc, record_nodes, record_run, record_status, reset,
-    snapshot, thread_ffi_sites, trace, trace_enabled, user_phase_names, FfiSite, PhaseGuard, UserPhase,
+    snapshot, thread_ffi_sites, timeline_json, timeline_start, trace, trace_enabled, user_phase_names, FfiSite,
+    PhaseGuard, UserPhase,
 };
 
 #[cfg(not(feature = "probe"))]
@@ -204,5 +205,6 @@ use off::note_counting_allocator;
 #[cfg(not(feature = "probe"))]
 pub use off::{
     allocations_counted, ffi_sites, global_snapshot, record_heap_alloc, record_nodes, record_run, record_status, reset,
-    snapshot, thread_ffi_sites, trace, trace_enabled, user_phase_names, FfiSite, PhaseGuard, UserPhase,
+    snapshot, thread_ffi_sites, timeline_json, timeline_start, trace, trace_enabled, user_phase_names, FfiSite,
+    PhaseGuard, UserPhase,
 };

@@ -180,6 +180,9 @@ fn ticks_to_ns(ticks: u64) -> u64 {
 #[must_use = "the phase ends when the guard is dropped: bind it with `let _g = ...`"]
 pub struct PhaseGuard {
     prev: u8,
+    phase: u8,
+    /// Tick count at entry while a timeline records, else 0.
+    start: u64,
     _not_send: std::marker::PhantomData<*const ()>,
 }
 
@@ -202,7 +205,8 @@ impl PhaseGuard {
         }
         let prev = CURRENT.try_with(|c| c.replace(phase)).unwrap_or(UNATTRIBUTED);
         add(phase as usize * FIELDS + CALLS, 1);
-        PhaseGuard { prev, _not_send: std::marker::PhantomData }
+        let start = if TIMELINE_ON.load(Relaxed) { clock::ticks() } else { 0 };
+        PhaseGuard { prev, phase, start, _not_send: std::marker::PhantomData }
     }
 }
 
@@ -214,7 +218,118 @@ impl Drop for PhaseGuard {
             charge_clock(self.prev != UNATTRIBUTED);
         }
         let _ = CURRENT.try_with(|c| c.set(self.prev));
+        if self.start != 0 {
+            record_event(self.phase, self.start, clock::ticks());
+        }
     }
+}
+
+// ---- timeline ----
+
+/// Phase events kept for one timeline; later ones are counted as dropped.
+const MAX_EVENTS: usize = 1 << 16;
+
+/// One finished phase: its ticks and (lane + 1) << 8 | phase (0 while being written).
+struct Event {
+    start: AtomicU64,
+    end: AtomicU64,
+    lane_phase: AtomicU64,
+}
+
+static TIMELINE_ON: AtomicBool = AtomicBool::new(false);
+static EVENTS: [Event; MAX_EVENTS] =
+    [const { Event { start: AtomicU64::new(0), end: AtomicU64::new(0), lane_phase: AtomicU64::new(0) } }; MAX_EVENTS];
+static NEXT_EVENT: AtomicUsize = AtomicUsize::new(0);
+static NEXT_LANE: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+thread_local! {
+    /// This thread's timeline lane + 1 (0: none yet).
+    static LANE: Cell<u32> = const { Cell::new(0) };
+}
+
+#[cold]
+fn record_event(phase: u8, start: u64, end: u64) {
+    // One lane per thread, numbered in the order threads first record.
+    let lane = LANE
+        .try_with(|l| {
+            if l.get() == 0 {
+                l.set(NEXT_LANE.fetch_add(1, Relaxed) + 1);
+            }
+            l.get() - 1
+        })
+        .unwrap_or(u32::MAX) as u64;
+    let i = NEXT_EVENT.fetch_add(1, Relaxed);
+    if let Some(e) = EVENTS.get(i) {
+        e.start.store(start, Relaxed);
+        e.end.store(end, Relaxed);
+        e.lane_phase.store((lane + 1) << 8 | phase as u64, std::sync::atomic::Ordering::Release);
+    }
+}
+
+/// Starts recording every phase entered on any thread, with its start and end, until
+/// [`timeline_json`]. Costs one relaxed load per phase while off.
+pub fn timeline_start() {
+    if TICKS_PER_NS.load(Relaxed) == 0 {
+        TICKS_PER_NS.store(clock::calibrate().to_bits(), Relaxed);
+    }
+    let n = NEXT_EVENT.swap(0, Relaxed).min(MAX_EVENTS);
+    EVENTS[..n].iter().for_each(|e| e.lane_phase.store(0, Relaxed));
+    TIMELINE_ON.store(true, Relaxed);
+}
+
+/// Stops the timeline and returns it as Chrome trace-event JSON (Perfetto and
+/// chrome://tracing open it): one complete (`"ph":"X"`) event per phase, one lane
+/// (`tid`) per thread, named by a `thread_name` metadata event; times in microseconds
+/// from the first event.
+pub fn timeline_json() -> String {
+    use std::fmt::Write;
+    TIMELINE_ON.store(false, Relaxed);
+    let recorded = NEXT_EVENT.load(Relaxed);
+    let events: Vec<(u64, u64, u64, u8)> = EVENTS[..recorded.min(MAX_EVENTS)]
+        .iter()
+        .filter_map(|e| {
+            let lp = e.lane_phase.load(std::sync::atomic::Ordering::Acquire);
+            (lp != 0).then(|| ((lp >> 8) - 1, e.start.load(Relaxed), e.end.load(Relaxed), lp as u8))
+        })
+        .collect();
+    let t0 = events.iter().map(|e| e.1).min().unwrap_or(0);
+    let per_ns = f64::from_bits(TICKS_PER_NS.load(Relaxed)).max(1e-9);
+    let us = |ticks: u64| ticks as f64 / per_ns / 1000.0;
+    let user = user_phase_names();
+    let name = |p: u8| match Phase::ALL.get(p as usize) {
+        Some(ph) => ph.name(),
+        None => user.get(p as usize - NUM_PHASES).copied().unwrap_or("user"),
+    };
+    let mut lanes: Vec<u64> = events.iter().map(|e| e.0).collect();
+    lanes.sort_unstable();
+    lanes.dedup();
+    let mut out = String::from("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[");
+    let mut first = true;
+    let mut sep = |out: &mut String| {
+        if !first {
+            out.push(',');
+        }
+        first = false;
+    };
+    for lane in &lanes {
+        sep(&mut out);
+        let _ = write!(
+            out,
+            "{{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":{lane},\"args\":{{\"name\":\"rivet thread {lane}\"}}}}"
+        );
+    }
+    for (lane, start, end, phase) in &events {
+        sep(&mut out);
+        let _ = write!(
+            out,
+            "{{\"name\":\"{}\",\"cat\":\"rivet\",\"ph\":\"X\",\"pid\":1,\"tid\":{lane},\"ts\":{:.3},\"dur\":{:.3}}}",
+            name(*phase).replace('"', "'"),
+            us(start - t0),
+            us(end.saturating_sub(*start))
+        );
+    }
+    let _ = write!(out, "],\"otherData\":{{\"dropped_events\":{}}}}}", recorded.saturating_sub(MAX_EVENTS));
+    out
 }
 
 /// A phase declared outside Rivet: `static PARSE: UserPhase = UserPhase::new("parse");`.

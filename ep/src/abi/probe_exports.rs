@@ -63,3 +63,28 @@ pub unsafe extern "C" fn rivet_probe_ffi_site(index: usize, name: *mut c_char, c
     }
     1
 }
+
+/// Starts recording a timeline of every phase on every thread (ORT's pool workers too).
+#[no_mangle]
+pub extern "C" fn rivet_probe_timeline_start() {
+    probe::timeline_start();
+}
+
+/// Stops the timeline and writes it to `path` as Chrome trace-event JSON (Perfetto opens
+/// it). Returns 0 on success, -1 when the file cannot be written or the path is bad.
+///
+/// # Safety
+/// `path` must be a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn rivet_probe_timeline_write(path: *const c_char) -> i32 {
+    if path.is_null() {
+        return -1;
+    }
+    // SAFETY: the caller passes a NUL-terminated path.
+    let path = unsafe { std::ffi::CStr::from_ptr(path) };
+    let Ok(path) = path.to_str() else { return -1 };
+    match std::fs::write(path, probe::timeline_json()) {
+        Ok(()) => 0,
+        Err(_) => -1,
+    }
+}
