@@ -11,7 +11,7 @@ const USAGE: &str = "usage:
   rivet run [--model PATH] [--dim NAME=VALUE]... [--iters N] [--threads N]
       Runs the model (default: a built-in one) on Rivet and on ORT's CPU EP, checks
       Rivet's outputs against ORT's and prints per-Run time for each.
-  rivet profile [--model PATH] [--dim NAME=VALUE]... [--iters N] [--threads N]
+  rivet profile [--model PATH] [--dim NAME=VALUE]... [--iters N] [--threads N] [--trace FILE]
       Runs the model on the probe build of Rivet and prints per-phase counts per Run and
       per node: calls, ns (with RIVET_PROFILE_DISPATCH=1), allocations, bytes, ORT calls,
       statuses. CPU fallback stays on: the table covers the nodes Rivet runs.
@@ -116,7 +116,18 @@ fn load_model(model_path: &Option<String>, dims: &mut HashMap<String, i64>) -> R
 }
 
 fn profile(args: &[String]) -> Result<(), String> {
-    let RunArgs { model: model_path, mut dims, iters, threads } = parse_run_args(args)?;
+    // `--trace FILE` is profile's own; the rest are `run`'s.
+    let mut trace = None;
+    let mut rest = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        if a == "--trace" {
+            trace = Some(std::path::PathBuf::from(it.next().ok_or("--trace needs a file")?));
+        } else {
+            rest.push(a.clone());
+        }
+    }
+    let RunArgs { model: model_path, mut dims, iters, threads } = parse_run_args(&rest)?;
     let (label, bytes) = load_model(&model_path, &mut dims)?;
     let lib = rivet::paths::rivet_probe_lib()?;
     let env = harness::environment_with(&lib)?;
@@ -127,11 +138,28 @@ fn profile(args: &[String]) -> Result<(), String> {
     let on_rivet = assigned.iter().filter(|(ep, _, _)| ep == harness::RIVET_EP).count();
     let inputs = harness::prepare(&harness::generate_inputs(&session, &dims)?)?;
     harness::time_runs(&mut session, &inputs, 10, 0)?;
+    // Reading members and writing the timeline allocate inside the library: keep them
+    // outside the two counter readings.
+    let members_before = probe.ffi_sites();
+    if trace.is_some() {
+        probe.timeline_start()?;
+    }
     let before = probe.global();
     harness::time_runs(&mut session, &inputs, 0, iters)?;
     let counts = probe.global().since(&before);
+    if let Some(path) = &trace {
+        probe.timeline_write(path)?;
+    }
+    let members = probe.ffi_sites();
     println!("model: {label}; {on_rivet}/{} nodes on Rivet; {iters} Runs", assigned.len());
     print!("{}", rivet::profile::table(&probe.phase_names(), &counts, iters as u64));
+    print!("{}", rivet::profile::member_table(&members, &members_before, iters as u64));
+    if let Some(path) = &trace {
+        println!(
+            "timeline of the {iters} Runs (phases on every thread, Chrome trace JSON; open in ui.perfetto.dev): {}",
+            path.display()
+        );
+    }
     if std::env::var_os("RIVET_PROFILE_DISPATCH").is_none() {
         println!("(ns columns are 0: set RIVET_PROFILE_DISPATCH=1 to time phases)");
     }

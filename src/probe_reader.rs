@@ -11,6 +11,7 @@ pub struct ProbeReader {
 
 type SnapshotFn = unsafe extern "C" fn(*mut Counters, i32) -> usize;
 type PhaseNameFn = unsafe extern "C" fn(usize) -> *const c_char;
+type FfiSiteFn = unsafe extern "C" fn(usize, *mut c_char, usize, *mut u64) -> i32;
 
 impl ProbeReader {
     /// Opens the probe build at `path`. Pass the same file ORT loaded: dlopen then returns
@@ -56,5 +57,49 @@ impl ProbeReader {
             names.push(unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned());
         }
         names
+    }
+
+    /// (ORT API member, calls) for every member called so far, every thread.
+    pub fn ffi_sites(&self) -> Vec<(String, u64)> {
+        // SAFETY: the export's signature.
+        let Ok(f) = (unsafe { self.lib.get::<FfiSiteFn>(b"rivet_probe_ffi_site") }) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for i in 0.. {
+            let mut name = [0 as c_char; 128];
+            let mut calls = 0u64;
+            // SAFETY: `name` has 128 writable bytes, `calls` is a writable u64.
+            if unsafe { f(i, name.as_mut_ptr(), name.len(), &mut calls) } == 0 {
+                break;
+            }
+            // SAFETY: the export wrote a NUL-terminated name into `name`.
+            out.push((unsafe { CStr::from_ptr(name.as_ptr()) }.to_string_lossy().into_owned(), calls));
+        }
+        out
+    }
+
+    /// Starts the library's timeline of phases on every thread.
+    pub fn timeline_start(&self) -> Result<(), String> {
+        // SAFETY: the export's signature.
+        let f = unsafe { self.lib.get::<unsafe extern "C" fn()>(b"rivet_probe_timeline_start") }
+            .map_err(|_| "this probe library has no timeline: rebuild it".to_string())?;
+        // SAFETY: takes nothing, touches only the library's statics.
+        unsafe { f() };
+        Ok(())
+    }
+
+    /// Stops the timeline and writes it to `path` (Chrome trace-event JSON).
+    pub fn timeline_write(&self, path: &Path) -> Result<(), String> {
+        type WriteFn = unsafe extern "C" fn(*const c_char) -> i32;
+        // SAFETY: the export's signature.
+        let f = unsafe { self.lib.get::<WriteFn>(b"rivet_probe_timeline_write") }
+            .map_err(|_| "this probe library has no timeline: rebuild it".to_string())?;
+        let c = std::ffi::CString::new(path.display().to_string()).map_err(|_| "path has a NUL byte".to_string())?;
+        // SAFETY: `c` is NUL-terminated and outlives the call.
+        match unsafe { f(c.as_ptr()) } {
+            0 => Ok(()),
+            _ => Err(format!("could not write the timeline to {}", path.display())),
+        }
     }
 }

@@ -34,10 +34,13 @@ fn probe_library_adds_only_the_probe_exports() {
         [
             "CreateEpFactories",
             "ReleaseEpFactory",
+            "rivet_probe_ffi_site",
             "rivet_probe_num_phases",
             "rivet_probe_phase_name",
             "rivet_probe_reset",
             "rivet_probe_snapshot",
+            "rivet_probe_timeline_start",
+            "rivet_probe_timeline_write",
         ]
     );
 }

@@ -35,6 +35,15 @@ fn assigned_nodes_equal_executed_nodes_and_each_run_costs_the_same() {
         harness::run_prepared(&mut s, &inputs).expect("run");
         per_run.push(probe.global().since(&before));
     }
+    // Per-member counts (as `rivet profile` lists them) add up to the phase columns.
+    let (members_before, before) = (probe.ffi_sites(), probe.global());
+    harness::run_prepared(&mut s, &inputs).expect("run");
+    let (members, d) = (probe.ffi_sites(), probe.global().since(&before));
+    let by_member: u64 =
+        members.iter().map(|(m, n)| n - members_before.iter().find(|(b, _)| b == m).map_or(0, |(_, k)| *k)).sum();
+    assert_eq!(by_member, d.total().ffi_calls, "{members:?}");
+    assert!(members.iter().any(|(m, n)| m == "KernelContext_GetInput" && *n > 0), "{members:?}");
+    assert!(d.counts_allocations(), "the probe library counts allocations");
     let first = per_run[0];
     // Two fused nodes (either side of the LpNormalization), one Compute each per Run.
     assert_eq!(first.runs, 2);

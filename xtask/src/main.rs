@@ -377,6 +377,8 @@ fn test(env: &Env) -> Result {
         "rivet-ep",
         "-p",
         "rivet-macros",
+        "-p",
+        "rivet-probe",
         "--all-targets",
         "--features",
         "probe",
@@ -395,6 +397,25 @@ fn test(env: &Env) -> Result {
             .args(["test", "--release", "-p", "rivet-ep", "--features", "probe-allocator", "--target-dir"])
             .arg(probe_dir),
     )?;
+    eprintln!("xtask: the probe without the counting allocator (counts, and allocations reported as not counted)");
+    // Debug profile in the probe's target dir: apart from the release probe-allocator build.
+    status(
+        env.apply(&mut cargo())
+            .args(["test", "-p", "rivet-ep", "--features", "probe", "--target-dir"])
+            .arg(probe_dir)
+            .args(["--test", "probe_ffi_match", "--test", "probe_fake_api", "--test", "probe_phases"]),
+    )?;
+    eprintln!("xtask: the probe runtime and macros with the feature (UI and doc tests in this build too)");
+    status(env.apply(&mut cargo()).args(["test", "-p", "rivet-probe", "-p", "rivet-macros", "--features", "probe"]))?;
+    eprintln!("xtask: tests/probe-user, a crate outside the workspace on the runtime crate alone, feature off and on");
+    for features in [&[][..], &["--features", "probe"][..]] {
+        status(
+            env.apply(&mut cargo())
+                .args(["run", "--quiet", "--manifest-path", "tests/probe-user/Cargo.toml", "--target-dir"])
+                .arg(root().join("target/probe-user"))
+                .args(features),
+        )?;
+    }
     eprintln!("xtask: memcheck of the error-path suites (cargo xtask leakcheck runs more)");
     leakcheck(env, true)?;
     eprintln!("xtask: ONNX conformance (node cases of onnx 1.20.1 on Rivet alone; writes CONFORMANCE.md)");

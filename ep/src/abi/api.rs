@@ -125,8 +125,11 @@ impl Api {
         cstr_to_string(unsafe { (self.ort.GetErrorMessage)(status) })
     }
 
+    /// Every status ORT hands Rivet is released here, once: counting it here counts
+    /// them all.
     #[ort_ffi]
     fn release_status(&self, status: *mut OrtStatus) {
+        probe::record_status();
         // SAFETY: status is non-null, owned by us, released once.
         unsafe { (self.ort.ReleaseStatus)(status) }
     }
@@ -136,7 +139,6 @@ impl Api {
         if status.0.is_null() {
             return Ok(());
         }
-        probe::record_status();
         let msg = self.error_message(status.0);
         self.release_status(status.0);
         Err(Error::ort(msg))
@@ -208,7 +210,6 @@ impl Api {
                 buf.truncate(size.saturating_sub(1));
                 return Ok(String::from_utf8_lossy(&buf).into_owned());
             }
-            probe::record_status();
             self.release_status(status.0);
             if size <= buf.len() {
                 return Err(Error::ort(format_args!("GetSessionConfigEntry failed for {key:?}")));
@@ -355,7 +356,6 @@ impl Api {
         // SAFETY: buf has buf.len() writable bytes.
         let status = unsafe { (self.ort.ReadOpAttr)(a, t, buf.as_mut_ptr().cast(), buf.len(), &mut size) };
         if !status.0.is_null() && size > buf.len() {
-            probe::record_status();
             self.release_status(status.0);
             return Ok(size);
         }

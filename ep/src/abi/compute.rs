@@ -302,6 +302,9 @@ struct Job<'f> {
     panicked: AtomicBool,
 }
 
+/// A task on ORT's pool: its own kernel_invoke phase on the worker that runs it, so a
+/// worker's allocations are attributed and its work shows on the timeline.
+#[dispatch_phase(KernelInvoke)]
 unsafe extern "C" fn run_chunk(data: *mut c_void, index: usize) {
     // SAFETY: `data` is the Job that for_each_chunk keeps alive across ParallelFor.
     let job = unsafe { &*data.cast::<Job<'_>>() };

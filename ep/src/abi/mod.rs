@@ -3,10 +3,7 @@
 //! panics and turns errors into an `OrtStatus`.
 
 pub mod api;
-#[cfg(feature = "probe")]
-pub mod clock;
 mod compute;
-pub mod counting_alloc;
 mod ep;
 mod factory;
 #[cfg(feature = "probe")]

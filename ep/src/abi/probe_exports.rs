@@ -37,3 +37,54 @@ pub extern "C" fn rivet_probe_phase_name(index: usize) -> *const c_char {
 pub extern "C" fn rivet_probe_num_phases() -> usize {
     NUM_PHASES
 }
+
+/// ORT API member `index` (0..) with its call count so far, every thread: writes the
+/// NUL-terminated name (truncated to `cap` bytes) and the count, returns 1; 0 past the
+/// end. The list is sorted by member name.
+///
+/// # Safety
+/// `name` must point to `cap` writable bytes (or be null with `cap` 0), `calls` to a
+/// writable `u64` or be null.
+#[no_mangle]
+pub unsafe extern "C" fn rivet_probe_ffi_site(index: usize, name: *mut c_char, cap: usize, calls: *mut u64) -> i32 {
+    let sites = probe::ffi_sites();
+    let Some((member, n)) = sites.get(index) else { return 0 };
+    if !name.is_null() && cap > 0 {
+        let len = member.len().min(cap - 1);
+        // SAFETY: the caller provides `cap` bytes; `len + 1 <= cap`.
+        unsafe {
+            std::ptr::copy_nonoverlapping(member.as_ptr().cast::<c_char>(), name, len);
+            name.add(len).write(0);
+        }
+    }
+    if !calls.is_null() {
+        // SAFETY: the caller provides a writable u64.
+        unsafe { calls.write(*n) };
+    }
+    1
+}
+
+/// Starts recording a timeline of every phase on every thread (ORT's pool workers too).
+#[no_mangle]
+pub extern "C" fn rivet_probe_timeline_start() {
+    probe::timeline_start();
+}
+
+/// Stops the timeline and writes it to `path` as Chrome trace-event JSON (Perfetto opens
+/// it). Returns 0 on success, -1 when the file cannot be written or the path is bad.
+///
+/// # Safety
+/// `path` must be a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn rivet_probe_timeline_write(path: *const c_char) -> i32 {
+    if path.is_null() {
+        return -1;
+    }
+    // SAFETY: the caller passes a NUL-terminated path.
+    let path = unsafe { std::ffi::CStr::from_ptr(path) };
+    let Ok(path) = path.to_str() else { return -1 };
+    match std::fs::write(path, probe::timeline_json()) {
+        Ok(()) => 0,
+        Err(_) => -1,
+    }
+}

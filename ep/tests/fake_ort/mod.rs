@@ -1,8 +1,10 @@
 //! A fake `OrtApi` for driving Rivet's Compute path without ORT: ort-sys's stub table
-//! with the kernel-context and tensor members replaced by functions over `FakeCtx`.
+//! with the kernel-context, tensor and status members replaced by functions over
+//! `FakeCtx`. Each replaced function counts its own calls, per thread ([`fake_calls`]),
+//! so tests can hold the probe's per-member counts against what the "ORT" side saw.
 #![allow(dead_code)]
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::ffi::{c_char, c_void};
 
 use ort_sys::{ONNXTensorElementDataType, OrtApi, OrtKernelContext, OrtStatusPtr, OrtTensorTypeAndShapeInfo, OrtValue};
@@ -23,12 +25,92 @@ pub struct FakeCtx {
     pub outputs: RefCell<Vec<FakeTensor>>,
 }
 
+/// The members this fake implements; every other member is ort-sys's stub.
+pub const MEMBERS: [&str; 14] = [
+    "KernelContext_GetInput",
+    "GetTensorElementTypeAndShapeDataReference",
+    "GetTensorData",
+    "KernelContext_GetOutput",
+    "GetTensorMutableData",
+    "KernelContext_ParallelFor",
+    "GetTensorTypeAndShape",
+    "GetTensorElementType",
+    "GetDimensionsCount",
+    "GetDimensions",
+    "ReleaseTensorTypeAndShapeInfo",
+    "GetErrorMessage",
+    "ReleaseStatus",
+    "CreateStatus",
+];
+
+thread_local! {
+    /// Calls per member of `MEMBERS`, on this thread. `const`, no allocation: counting
+    /// inside a measured Run does not disturb its allocation count.
+    static CALLS: [Cell<u64>; MEMBERS.len()] = const { [const { Cell::new(0) }; MEMBERS.len()] };
+    /// When set, `KernelContext_GetOutput` fails with a status (and counts the status it made).
+    static FAIL_OUTPUT: Cell<bool> = const { Cell::new(false) };
+    static STATUSES_MADE: Cell<u64> = const { Cell::new(0) };
+}
+
+fn tally(member: &str) {
+    let i = MEMBERS.iter().position(|m| *m == member).expect("a member of MEMBERS");
+    CALLS.with(|c| c[i].set(c[i].get() + 1));
+}
+
+/// (member, calls) on this thread since it started, members never called left out.
+pub fn fake_calls() -> Vec<(&'static str, u64)> {
+    let mut out: Vec<(&'static str, u64)> =
+        CALLS.with(|c| MEMBERS.iter().zip(c).map(|(m, n)| (*m, n.get())).filter(|(_, n)| *n > 0).collect());
+    out.sort();
+    out
+}
+
+/// Error statuses the fake handed to Rivet on this thread.
+pub fn fake_statuses_made() -> u64 {
+    STATUSES_MADE.with(Cell::get)
+}
+
+/// Makes this thread's `KernelContext_GetOutput` calls fail (or succeed again).
+pub fn fail_outputs(fail: bool) {
+    FAIL_OUTPUT.with(|f| f.set(fail));
+}
+
+/// `after - before` of two `fake_calls` / `ffi_sites` readings, zeros left out.
+pub fn delta(after: &[(&'static str, u64)], before: &[(&'static str, u64)]) -> Vec<(&'static str, u64)> {
+    after
+        .iter()
+        .map(|(m, n)| (*m, n - before.iter().find(|(b, _)| b == m).map_or(0, |(_, k)| *k)))
+        .filter(|(_, n)| *n > 0)
+        .collect()
+}
+
+static STUB: OrtApi = ort_sys::stub::api();
+
+unsafe extern "system" fn error_message(status: *const ort_sys::OrtStatus) -> *const c_char {
+    tally("GetErrorMessage");
+    // SAFETY: statuses reaching Rivet are the stub's (made by `get_output` below).
+    unsafe { (STUB.GetErrorMessage)(status) }
+}
+
+unsafe extern "system" fn release_status(status: *mut ort_sys::OrtStatus) {
+    tally("ReleaseStatus");
+    // SAFETY: as above, released once by Rivet.
+    unsafe { (STUB.ReleaseStatus)(status) }
+}
+
+unsafe extern "system" fn create_status(code: ort_sys::OrtErrorCode, msg: *const c_char) -> OrtStatusPtr {
+    tally("CreateStatus");
+    // SAFETY: Rivet passes a NUL-terminated message.
+    unsafe { (STUB.CreateStatus)(code, msg) }
+}
+
 fn ctx_ref<'a>(ctx: *const OrtKernelContext) -> &'a FakeCtx {
     // SAFETY: every context handed to Rivet in these tests is a `FakeCtx`.
     unsafe { &*ctx.cast::<FakeCtx>() }
 }
 
 unsafe extern "system" fn get_input(ctx: *const OrtKernelContext, i: usize, out: *mut *const OrtValue) -> OrtStatusPtr {
+    tally("KernelContext_GetInput");
     // SAFETY: `out` is Rivet's out pointer.
     unsafe { *out = (&ctx_ref(ctx).inputs[i] as *const FakeTensor).cast() };
     OrtStatusPtr::default()
@@ -40,6 +122,7 @@ unsafe extern "system" fn type_and_shape(
     dims: *mut *const i64,
     count: *mut usize,
 ) -> OrtStatusPtr {
+    tally("GetTensorElementTypeAndShapeDataReference");
     // SAFETY: values are FakeTensors; the out pointers are Rivet's.
     unsafe {
         let t = &*v.cast::<FakeTensor>();
@@ -52,6 +135,7 @@ unsafe extern "system" fn type_and_shape(
 }
 
 unsafe extern "system" fn tensor_data(v: *const OrtValue, out: *mut *const c_void) -> OrtStatusPtr {
+    tally("GetTensorData");
     // SAFETY: as above.
     unsafe { *out = (*v.cast::<FakeTensor>()).data.as_ptr().cast() };
     OrtStatusPtr::default()
@@ -64,6 +148,11 @@ unsafe extern "system" fn get_output(
     n: usize,
     out: *mut *mut OrtValue,
 ) -> OrtStatusPtr {
+    tally("KernelContext_GetOutput");
+    if FAIL_OUTPUT.with(Cell::get) {
+        STATUSES_MADE.with(|n| n.set(n.get() + 1));
+        return ort_sys::stub::Error::new_sys(ort_sys::OrtErrorCode::ORT_FAIL, "fake: no output today");
+    }
     let c = ctx_ref(ctx);
     // SAFETY: Rivet passes `n` dims; the output tensors were made before the Run, so
     // resizing them here does not touch the heap counted by the test (capacity suffices).
@@ -81,6 +170,7 @@ unsafe extern "system" fn get_output(
 }
 
 unsafe extern "system" fn mutable_data(v: *mut OrtValue, out: *mut *mut c_void) -> OrtStatusPtr {
+    tally("GetTensorMutableData");
     // SAFETY: as above.
     unsafe { *out = (*v.cast::<FakeTensor>()).data.as_mut_ptr().cast() };
     OrtStatusPtr::default()
@@ -91,6 +181,7 @@ unsafe extern "system" fn type_and_shape_info(
     v: *const OrtValue,
     out: *mut *mut OrtTensorTypeAndShapeInfo,
 ) -> OrtStatusPtr {
+    tally("GetTensorTypeAndShape");
     // SAFETY: Rivet's out pointer.
     unsafe { *out = v.cast_mut().cast() };
     OrtStatusPtr::default()
@@ -99,16 +190,19 @@ unsafe extern "system" fn info_elem(
     _: *const OrtTensorTypeAndShapeInfo,
     out: *mut ONNXTensorElementDataType,
 ) -> OrtStatusPtr {
+    tally("GetTensorElementType");
     // SAFETY: Rivet's out pointer.
     unsafe { *out = ONNXTensorElementDataType::ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT };
     OrtStatusPtr::default()
 }
 unsafe extern "system" fn info_rank(info: *const OrtTensorTypeAndShapeInfo, out: *mut usize) -> OrtStatusPtr {
+    tally("GetDimensionsCount");
     // SAFETY: the info is a FakeTensor (see type_and_shape_info).
     unsafe { *out = (*info.cast::<FakeTensor>()).shape.len() };
     OrtStatusPtr::default()
 }
 unsafe extern "system" fn info_dims(info: *const OrtTensorTypeAndShapeInfo, out: *mut i64, n: usize) -> OrtStatusPtr {
+    tally("GetDimensions");
     // SAFETY: as above; Rivet passes room for `n` dims.
     unsafe {
         let shape = &(*info.cast::<FakeTensor>()).shape;
@@ -116,7 +210,9 @@ unsafe extern "system" fn info_dims(info: *const OrtTensorTypeAndShapeInfo, out:
     }
     OrtStatusPtr::default()
 }
-unsafe extern "system" fn info_release(_: *mut OrtTensorTypeAndShapeInfo) {}
+unsafe extern "system" fn info_release(_: *mut OrtTensorTypeAndShapeInfo) {
+    tally("ReleaseTensorTypeAndShapeInfo");
+}
 
 /// Runs every task on the calling thread, like ORT's pool with one thread.
 unsafe extern "system" fn parallel_for(
@@ -126,6 +222,7 @@ unsafe extern "system" fn parallel_for(
     _batch: usize,
     data: *mut c_void,
 ) -> OrtStatusPtr {
+    tally("KernelContext_ParallelFor");
     for i in 0..total {
         // SAFETY: Rivet's task function with its own data, as ORT would call it.
         unsafe { f(data, i) };
@@ -146,6 +243,9 @@ pub static FAKE_ORT: OrtApi = {
     api.GetDimensionsCount = info_rank;
     api.GetDimensions = info_dims;
     api.ReleaseTensorTypeAndShapeInfo = info_release;
+    api.GetErrorMessage = error_message;
+    api.ReleaseStatus = release_status;
+    api.CreateStatus = create_status;
     api
 };
 

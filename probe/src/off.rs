@@ -1,0 +1,96 @@
+//! The probe with the feature off: the same items, all inert. `PhaseGuard` and
+//! `FfiSite` are zero-sized with no `Drop`; every function is empty and inlined.
+
+use crate::{Counters, Phase};
+
+/// Zero-sized, no `Drop`: entering a phase costs nothing. `!Send`, as with the feature.
+#[derive(Debug)]
+#[must_use = "the phase ends when the guard is dropped: bind it with `let _g = ...`"]
+pub struct PhaseGuard(std::marker::PhantomData<*const ()>);
+
+impl PhaseGuard {
+    #[inline(always)]
+    pub const fn enter(_phase: Phase) -> PhaseGuard {
+        PhaseGuard(std::marker::PhantomData)
+    }
+    #[inline(always)]
+    pub const fn enter_user(_phase: &'static UserPhase) -> PhaseGuard {
+        PhaseGuard(std::marker::PhantomData)
+    }
+}
+
+/// A phase declared outside Rivet (inert without the probe).
+pub struct UserPhase {
+    name: &'static str,
+}
+
+impl UserPhase {
+    pub const fn new(name: &'static str) -> UserPhase {
+        UserPhase { name }
+    }
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+}
+
+/// A call site of an ORT API member (inert without the probe).
+pub struct FfiSite;
+
+impl FfiSite {
+    pub const fn new(_member: &'static str) -> FfiSite {
+        FfiSite
+    }
+    #[inline(always)]
+    pub fn hit(&'static self) {}
+}
+
+#[inline(always)]
+pub fn snapshot() -> Counters {
+    Counters::default()
+}
+#[inline(always)]
+pub fn global_snapshot() -> Counters {
+    Counters::default()
+}
+#[inline(always)]
+pub fn reset() {}
+#[inline(always)]
+pub fn record_run() {}
+#[inline(always)]
+pub fn record_nodes(_n: usize) {}
+#[inline(always)]
+pub fn record_status() {}
+#[inline(always)]
+pub fn record_heap_alloc(_bytes: usize) {}
+#[inline(always)]
+pub(crate) fn note_counting_allocator() {}
+/// Always false: nothing is counted.
+#[inline(always)]
+pub fn allocations_counted() -> bool {
+    false
+}
+#[inline(always)]
+pub fn trace_enabled() -> bool {
+    false
+}
+#[inline(always)]
+pub fn trace(_args: std::fmt::Arguments<'_>) {}
+/// Per-member FFI counts (none without the probe).
+pub fn ffi_sites() -> Vec<(&'static str, u64)> {
+    Vec::new()
+}
+/// This thread's per-member FFI counts (none without the probe).
+pub fn thread_ffi_sites() -> Vec<(&'static str, u64)> {
+    Vec::new()
+}
+/// Names of the user phases entered so far (none without the probe).
+pub fn user_phase_names() -> Vec<&'static str> {
+    Vec::new()
+}
+/// No timeline without the probe.
+#[inline(always)]
+pub fn timeline_start() {}
+/// An empty trace without the probe.
+pub fn timeline_json() -> String {
+    "{\"traceEvents\":[]}".to_string()
+}
