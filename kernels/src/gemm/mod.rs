@@ -45,6 +45,7 @@ mod tests;
 pub(crate) mod x86;
 
 use crate::arch::{self, Level};
+use crate::conv::Im2col;
 use std::cell::RefCell;
 use std::ops::Range;
 
@@ -109,6 +110,8 @@ pub(crate) struct Job<'a> {
     /// Applied to C once its sums are complete, with the activations' build for `level`.
     pub epilogue: Epilogue<'a>,
     pub level: Level,
+    /// `op(B)` is this im2col matrix (`b` is empty), packed from the input block by block.
+    pub im2col: Option<Im2col<'a>>,
 }
 
 thread_local! {
@@ -121,8 +124,25 @@ impl<'a> Job<'a> {
     fn for_packing(m: usize, n: usize, k: usize, a: &'a [f32], trans_a: bool, b: &'a [f32], trans_b: bool) -> Self {
         let (rows, cols) = (0..m, 0..n);
         let (epilogue, level) = (Epilogue::default(), Level::detected());
-        let (packed_a, packed_b) = (None, None);
-        Job { m, n, k, alpha: 1.0, a, trans_a, b, trans_b, beta: 0.0, rows, cols, packed_b, packed_a, epilogue, level }
+        let (packed_a, packed_b, im2col) = (None, None, None);
+        Job {
+            m,
+            n,
+            k,
+            alpha: 1.0,
+            a,
+            trans_a,
+            b,
+            trans_b,
+            beta: 0.0,
+            rows,
+            cols,
+            packed_b,
+            packed_a,
+            epilogue,
+            level,
+            im2col,
+        }
     }
 }
 
@@ -147,13 +167,16 @@ pub struct Gemm<'a> {
     /// `op(B)` packed by [`pack_b`] from this `b`, for this n and k (any m).
     pub packed_b: Option<&'a PackedB>,
     pub epilogue: Epilogue<'a>,
+    /// `op(B)` read from a convolution's input as its im2col matrix (then `b` is empty,
+    /// `trans_b` false, nothing packed for B, and m, n > 1).
+    pub im2col: Option<Im2col<'a>>,
 }
 
 impl<'a> Gemm<'a> {
     /// `c = op(a) op(b)`: alpha 1, beta 0, nothing packed, no epilogue.
     pub fn new(m: usize, n: usize, k: usize, a: &'a [f32], trans_a: bool, b: &'a [f32], trans_b: bool) -> Self {
         let (alpha, beta, packed_a, packed_b, epilogue) = (1.0, 0.0, None, None, Epilogue::default());
-        Gemm { m, n, k, alpha, a, trans_a, b, trans_b, beta, packed_a, packed_b, epilogue }
+        Gemm { m, n, k, alpha, a, trans_a, b, trans_b, beta, packed_a, packed_b, epilogue, im2col: None }
     }
 
     /// Computes the block `rows` × `cols` of C into `c_block` (row-major, `cols.len()`
@@ -190,7 +213,10 @@ impl<'a> Gemm<'a> {
     ) {
         let Gemm { m, n, k, .. } = *self;
         assert_eq!(self.a.len(), m * k, "gemm: `a` must hold m*k elements");
-        assert_eq!(self.b.len(), k * n, "gemm: `b` must hold k*n elements");
+        match self.im2col {
+            None => assert_eq!(self.b.len(), k * n, "gemm: `b` must hold k*n elements"),
+            Some(_) => assert!(m > 1 && n > 1 && !self.trans_b && self.packed_b.is_none(), "gemm: im2col source"),
+        }
         assert!(rows.start <= rows.end && rows.end <= m, "gemm: rows {rows:?} outside 0..{m}");
         assert!(cols.start <= cols.end && cols.end <= n, "gemm: columns {cols:?} outside 0..{n}");
         assert!(cols == (0..n) || (m > 1 && n > 1), "gemm: a matrix-vector product takes all its columns");
@@ -216,8 +242,25 @@ impl<'a> Gemm<'a> {
             assert!(tiles_agree(mr, nr), "gemm: A and B were packed for different tiles");
         }
         let (alpha, beta, a, b, trans_a, trans_b) = (self.alpha, self.beta, self.a, self.b, self.trans_a, self.trans_b);
-        let (epilogue, level) = (self.epilogue, isa.level());
-        let job = Job { m, n, k, alpha, a, trans_a, b, trans_b, beta, rows, cols, packed_b, packed_a, epilogue, level };
+        let (epilogue, level, im2col) = (self.epilogue, isa.level(), self.im2col);
+        let job = Job {
+            m,
+            n,
+            k,
+            alpha,
+            a,
+            trans_a,
+            b,
+            trans_b,
+            beta,
+            rows,
+            cols,
+            packed_b,
+            packed_a,
+            epilogue,
+            level,
+            im2col,
+        };
         arch::gemm(isa, scratch, &job, c_block);
     }
 }

@@ -11,6 +11,9 @@
 
 use super::Job;
 
+/// The line an im2col row of a block is made in (a multiple of every panel width).
+const LINE: usize = 480;
+
 /// Fills `dst` (`kc` rows) with the A panel for rows `i0..i0 + mr` and depth `p0..p0 + kc`.
 #[inline(always)]
 pub(super) fn pack_a<const MR: usize>(job: &Job<'_>, i0: usize, mr: usize, p0: usize, dst: &mut [[f32; MR]]) {
@@ -37,7 +40,22 @@ pub(super) fn pack_b<const NR: usize>(
 ) {
     let (n, k, b) = (job.n, job.k, job.b);
     let panels = dst.chunks_exact_mut(kc).take(nc.div_ceil(NR));
-    if job.trans_b {
+    if let Some(source) = &job.im2col {
+        // Each row of the block made from the input into an L1 line, then spread over
+        // the panels as a row of B is.
+        let mut line = [0.0f32; LINE];
+        for p in 0..kc {
+            let mut j = 0;
+            while j < nc {
+                let len = LINE.min(nc - j);
+                source.span(p0 + p, j0 + j, &mut line[..len]);
+                for (q, src) in line[..len].chunks(NR).enumerate() {
+                    copy_row(&mut dst[(j / NR + q) * kc + p], src, src.len());
+                }
+                j += len;
+            }
+        }
+    } else if job.trans_b {
         // B stored n×k: column j of op(B) is the contiguous row j of B.
         for (jp, panel) in panels.enumerate() {
             let j = j0 + jp * NR;
