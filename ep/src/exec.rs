@@ -307,9 +307,11 @@ struct EpilogueIn<'s> {
 fn epilogue_inputs<'s>(step: &Step, e: &Epilogue, src: &Sources<'s, '_>, shapes: &[Shape]) -> Result<EpilogueIn<'s>> {
     let out = shapes[step.output].as_slice();
     let folded = |k: usize| e.folded.get(k).map_or(("?", "?"), |(n, o)| (n.as_str(), o.as_str()));
+    let adds = || e.folded.iter().enumerate().filter(|(_, (_, op))| op == "Add").map(|(k, _)| k);
     let bad = |id: usize, what: &str| {
-        // The Add that read it: the first folded node that is an Add after any bias.
-        let (name, op) = folded(e.folded.iter().position(|(_, op)| op == "Add").unwrap_or(0));
+        // The Add that read it: the bias is the first folded Add, the residual the last.
+        let add = if Some(id) == e.bias { adds().next() } else { adds().last() };
+        let (name, op) = folded(add.unwrap_or(0));
         Error::invalid(format_args!(
             "node '{name}' ({op}) input '{}': {what}, got shape {} for output {}",
             src.plan.values[id].name,

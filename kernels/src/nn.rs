@@ -257,8 +257,9 @@ mod tests {
                     }
                 }
             }
-            for rms in [false, true] {
-                let x: Vec<f32> = crate::test_values(3 * len, 7).iter().map(|v| v * 4.0 + 1.5).collect();
+            // Rows around 1.5, and noise of 0.01 on a mean of 1e4 (its digits must survive).
+            for (rms, mean, spread) in [(false, 1.5, 4.0), (true, 1.5, 4.0), (false, 1e4, 0.01)] {
+                let x: Vec<f32> = crate::test_values(3 * len, 7).iter().map(|v| v * spread + mean).collect();
                 let (scale, bias) = (crate::test_values(len, 8), crate::test_values(len, 9));
                 let mut y = vec![0.0; x.len()];
                 layer_norm(&x, &scale, Some(&bias), len, 1e-5, rms, &mut y);
@@ -488,17 +489,26 @@ pub fn layer_norm(
     }
     let scale = &scale[..inner];
     for (xs, ys) in x.chunks_exact(inner).zip(y.chunks_exact_mut(inner)) {
-        // Two passes in 16 f32 lanes (the centred second pass keeps the variance accurate).
-        let mean = if rms { 0.0 } else { lanes_sum(xs) / inner as f32 };
-        let var = lanes_sum_of(xs, |v| (v - mean) * (v - mean)) / inner as f32;
+        // Passes in 16 f32 lanes. The mean is kept as hi + lo: `v - hi` is exact for the
+        // values near a large mean, and `lo` (the mean of those differences) corrects hi's
+        // rounding, so a row of 1e4 + small noise keeps its noise's digits.
+        let n = inner as f32;
+        let (hi, lo) = if rms {
+            (0.0, 0.0)
+        } else {
+            let hi = lanes_sum(xs) / n;
+            (hi, lanes_sum_of(xs, |v| v - hi) / n)
+        };
+        let centred = |v: f32| (v - hi) - lo;
+        let var = lanes_sum_of(xs, |v| centred(v) * centred(v)) / n;
         let inv = 1.0 / (var + epsilon).sqrt();
         match bias {
             Some(b) => {
                 for ((o, &v), (&s, &b)) in ys.iter_mut().zip(xs).zip(scale.iter().zip(&b[..inner])) {
-                    *o = (v - mean) * inv * s + b;
+                    *o = centred(v) * inv * s + b;
                 }
             }
-            None => ys.iter_mut().zip(xs).zip(scale).for_each(|((o, &v), &s)| *o = (v - mean) * inv * s),
+            None => ys.iter_mut().zip(xs).zip(scale).for_each(|((o, &v), &s)| *o = centred(v) * inv * s),
         }
     }
 }

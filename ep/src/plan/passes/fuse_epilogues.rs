@@ -117,7 +117,7 @@ fn next_part(plan: &Plan, removed: &[bool], p: usize, stage: Stage) -> Option<(u
                 return None;
             }
             let product = &plan.steps[p];
-            if stage == Stage::Product && !matches!(product.kernel, Kernel::Conv { .. }) && is_bias(plan, other, v) {
+            if stage == Stage::Product && has_columns(plan, product) && is_bias(plan, other, v) {
                 Some((t, Part::Bias(other)))
             } else if stage < Stage::Residual && same_declared(plan, other, v) {
                 Some((t, Part::Residual(other)))
@@ -156,6 +156,17 @@ fn ready_before(plan: &Plan, removed: &[bool], v: ValueId, p: usize) -> bool {
         Slot::Buffer(_) | Slot::Output(_) => {
             plan.steps.iter().enumerate().any(|(i, s)| i < p && !removed[i] && s.output == v)
         }
+    }
+}
+
+/// Whether the product's output's last axis is its columns (n): a Gemm, or a MatMul whose
+/// B is declared a matrix (by a vector B, the last axis is A's rows; a Conv's are
+/// positions).
+fn has_columns(plan: &Plan, product: &Step) -> bool {
+    match product.kernel {
+        Kernel::Gemm { .. } => true,
+        Kernel::MatMul => plan.values[product.inputs[1]].declared.as_ref().is_some_and(|d| d.len() >= 2),
+        _ => false,
     }
 }
 
@@ -251,6 +262,25 @@ mod tests {
         let y = v("y0", &[f(4), f(6)]);
         let other = node("neg", "Neg", 13, &[y], v("z", &[f(4), f(6)]));
         assert_eq!(fused(&mlp(&["Relu"], vec![other], &["y1", "z"])).steps.len(), 3);
+    }
+
+    #[test]
+    fn a_matmul_by_a_vector_takes_an_addend_of_its_rows_as_a_residual_not_a_bias() {
+        // x[4, 8] · w[8] is [4]: an Add of b[4] adds per row of A, not per column.
+        let (x, w, b) = (v("x", &[f(4), f(8)]), v("w", &[f(8)]), v("b", &[f(4)]));
+        let g = GraphDesc {
+            nodes: vec![
+                node("mm", "MatMul", 13, &[x.clone(), w.clone()], v("y0", &[f(4)])),
+                node("add", "Add", 14, &[v("y0", &[f(4)]), b.clone()], v("y1", &[f(4)])),
+            ],
+            inputs: vec![x, w, b],
+            constant_inputs: vec![],
+            outputs: vec![v("y1", &[f(4)])],
+            constants: vec![],
+        };
+        let plan = fused(&g);
+        let e = plan.steps[0].epilogue.as_deref().expect("fused");
+        assert_eq!((e.bias.is_none(), e.residual.is_some()), (true, true), "{e:?}");
     }
 
     #[test]
