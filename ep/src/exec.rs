@@ -310,7 +310,7 @@ fn epilogue_inputs<'s>(step: &Step, e: &Epilogue, src: &Sources<'s, '_>, shapes:
     let adds = || e.folded.iter().enumerate().filter(|(_, (_, op))| op == "Add").map(|(k, _)| k);
     let bad = |id: usize, what: &str| {
         // The Add that read it: the bias is the first folded Add, the residual the last.
-        let add = if Some(id) == e.bias { adds().next() } else { adds().last() };
+        let add = if Some(id) == e.bias { adds().next() } else { adds().next_back() };
         let (name, op) = folded(add.unwrap_or(0));
         Error::invalid(format_args!(
             "node '{name}' ({op}) input '{}': {what}, got shape {} for output {}",
