@@ -410,7 +410,9 @@ mod tests {
     #[test]
     fn split_products_give_the_unsplit_bits_with_and_without_beta() {
         let mut splits = [0; 3];
-        for (m, n, k) in [(64, 256, 512), (33, 300, 200), (2, 1000, 300), (200, 96, 160), (129, 1, 2000)] {
+        for (m, n, k) in
+            [(64, 256, 512), (33, 300, 200), (2, 1000, 300), (200, 96, 160), (129, 1, 2000), (1, 2000, 300)]
+        {
             for (trans_a, trans_b) in [(false, false), (true, false), (false, true), (true, true)] {
                 for (alpha, beta) in [(1.0, 0.0), (1.0, 1.0), (0.7, 0.3)] {
                     let p = Product { m, n, k, alpha, trans_a, trans_b, beta };
@@ -450,7 +452,7 @@ mod tests {
     #[test]
     fn packed_weights_and_epilogues_give_the_whole_products_bits_in_every_split() {
         let mut splits = [0; 3];
-        for (m, n, k) in [(64, 256, 512), (33, 300, 200), (200, 96, 160), (2, 1000, 300)] {
+        for (m, n, k) in [(64, 256, 512), (33, 300, 200), (200, 96, 160), (2, 1000, 300), (1, 2000, 300)] {
             let (a, b) = (values(m * k, 1), values(k * n, 2));
             let (bias, res) = (values(n, 4), values(m * n, 5));
             let epilogue = nn::Epilogue {
@@ -468,10 +470,13 @@ mod tests {
             let mut want = vec![0.0; m * n];
             let g = nn::Gemm { epilogue, ..nn::Gemm::new(m, n, k, &a, false, &b, false) };
             g.compute(&mut nn::GemmScratch::new(), 0..m, 0..n, &mut want);
-            // B packed for another m, as a constant weight packed on an earlier Run.
-            let mut packed = nn::PackedB::new();
+            // B packed for another m, as a constant weight packed on an earlier Run, in
+            // either panel width (64 x 144 takes AVX-512's 48-wide tile).
+            let (mut packed, mut wide) = (nn::PackedB::new(), nn::PackedB::new());
             nn::pack_b(&mut packed, m + 40, n, k, &b, false);
-            for packed_b in [None, Some(&packed)] {
+            nn::pack_b(&mut wide, 64, 144.max(n), k, &values(k * 144.max(n), 9), false);
+            nn::pack_b(&mut wide, 64, n, k, &b, false);
+            for packed_b in [None, Some(&packed), Some(&wide)] {
                 let mut got = vec![f32::NAN; m * n];
                 product_with(p, &a, &b, Extras { packed_b, epilogue }, &mut got, &Serial::default());
                 let same = got.iter().zip(&want).all(|(x, y)| x.to_bits() == y.to_bits());

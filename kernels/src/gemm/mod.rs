@@ -181,8 +181,8 @@ impl<'a> Gemm<'a> {
 
     /// Computes the block `rows` × `cols` of C into `c_block` (row-major, `cols.len()`
     /// wide; it holds that block of C on entry when `beta != 0`, and a residual is read from
-    /// the whole m×n addend). Panics if a range is outside the product, if `m == 1` or
-    /// `n == 1` with a partial column range, if a packed operand was made for another
+    /// the whole m×n addend). Panics if a range is outside the product, if `n == 1` with a
+    /// partial column range, if a packed operand was made for another
     /// product, another kernel build or (A) other rows, if a packed B is used from a column
     /// that is not a multiple of its panel width, or if a length does not match.
     pub fn compute(&self, scratch: &mut GemmScratch, rows: Range<usize>, cols: Range<usize>, c_block: &mut [f32]) {
@@ -219,7 +219,7 @@ impl<'a> Gemm<'a> {
         }
         assert!(rows.start <= rows.end && rows.end <= m, "gemm: rows {rows:?} outside 0..{m}");
         assert!(cols.start <= cols.end && cols.end <= n, "gemm: columns {cols:?} outside 0..{n}");
-        assert!(cols == (0..n) || (m > 1 && n > 1), "gemm: a matrix-vector product takes all its columns");
+        assert!(cols == (0..n) || n > 1, "gemm: a matrix-vector product takes all its columns");
         let len = rows.len() * cols.len();
         assert_eq!(c_block.len(), len, "gemm: `c` must hold rows.len()*cols.len() elements");
         self.epilogue.check(m, n);
@@ -235,7 +235,12 @@ impl<'a> Gemm<'a> {
             let (plevel, nr, pn, pk, pt) = p.key.expect("gemm: B was never packed");
             assert!((pn, pk, pt) == (n, k, self.trans_b), "gemm: B was packed for another product");
             assert!(plevel == isa.level(), "gemm: B was packed for another kernel build");
-            assert!(cols.is_empty() || cols.start.is_multiple_of(nr), "gemm: a packed B is read from whole panels");
+            // A matrix-vector product reads B unpacked, from any column.
+            let vector = m == 1 || n == 1;
+            assert!(
+                vector || cols.is_empty() || cols.start.is_multiple_of(nr),
+                "gemm: a packed B is read from whole panels"
+            );
             (p.data(), nr)
         });
         if let (Some((_, mr)), Some((_, nr))) = (packed_a, packed_b) {

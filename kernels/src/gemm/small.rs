@@ -11,6 +11,7 @@ pub(super) fn applies(job: &Job<'_>) -> bool {
 }
 
 /// `c_rows = alpha * op(A)[rows] · op(B) + beta * c_rows` for `m == 1` or `n == 1`; `k > 0`.
+/// With `m == 1`, only the columns `job.cols` (each computed as in the whole product).
 #[inline(always)]
 pub(super) fn gemv(job: &Job<'_>, c: &mut [f32]) {
     let (m, n, k, alpha) = (job.m, job.n, job.k, job.alpha);
@@ -28,15 +29,17 @@ pub(super) fn gemv(job: &Job<'_>, c: &mut [f32]) {
             axpy(c, alpha * bv, &job.a[p * m + rows.start..][..rows.len()]);
         }
     } else if job.trans_b {
-        // m == 1, B stored n×k: each output is a dot product with a row of B.
-        for (j, o) in c.iter_mut().enumerate() {
+        // m == 1, B stored n×k: each output (of the columns computed) is a dot product
+        // with a row of B.
+        for (o, j) in c.iter_mut().zip(job.cols.clone()) {
             merge(o, dot(job.a, &job.b[j * k..][..k]));
         }
     } else {
-        // m == 1: c += alpha * a[p] * b[p][..] over the rows of B.
+        // m == 1: c += alpha * a[p] * b[p][cols] over the rows of B.
+        let cols = job.cols.clone();
         super::scale(c, job.beta);
         for (p, &av) in job.a.iter().enumerate().take(if rows.is_empty() { 0 } else { k }) {
-            axpy(c, alpha * av, &job.b[p * n..][..n]);
+            axpy(c, alpha * av, &job.b[p * n + cols.start..][..cols.len()]);
         }
     }
 }

@@ -76,8 +76,9 @@ fn check(level: Level, scratch: &mut GemmScratch, t: &Case) {
         assert!(split.iter().zip(&c).all(|(x, y)| x.to_bits() == y.to_bits()), "{level:?} {m}x{n}x{k} split");
     }
     // Blocks of columns (and rows), each computed alone into its own buffer: the same
-    // bits again. The buffers start as C's blocks, for beta.
-    if m > 1 && n > 1 {
+    // bits again (a matrix-vector product of one row too). The buffers start as C's
+    // blocks, for beta.
+    if n > 1 {
         let col_cuts = [0, n / 3, n / 3 + 33.min(n - n / 3), n];
         for rw in [[0, m / 2], [m / 2, m], [0, m]] {
             for cw in col_cuts.windows(2) {
