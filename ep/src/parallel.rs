@@ -90,27 +90,40 @@ pub struct RunScratch {
     pub(crate) packed_a: Mutex<nn::PackedA>,
     pub(crate) packed_b: Mutex<nn::PackedB>,
     pub(crate) conv_parts: Mutex<Vec<f32>>,
-    /// Constant conv filters packed for the GEMM, by the Conv step's output value.
-    pub(crate) filters: Mutex<Vec<PackedFilters>>,
+    /// Constant conv filters packed for the GEMM (one per group), by the Conv step's
+    /// output value.
+    pub(crate) filters: Mutex<Vec<Packed<Vec<nn::PackedA>>>>,
     /// Constant right-hand operands of MatMul and Gemm packed for the GEMM, by the step's
     /// output value.
-    pub(crate) weights: Mutex<Vec<PackedWeights>>,
+    pub(crate) weights: Mutex<Vec<Packed<nn::PackedB>>>,
 }
 
-/// One MatMul's or Gemm's constant `op(B)` packed once, and which tensor it was packed
-/// from (address and length of ORT's constant initializer).
+/// A constant operand packed once, and which tensor it was packed from (address and
+/// length of ORT's constant initializer).
 #[derive(Debug, Default)]
-pub(crate) struct PackedWeights {
-    pub source: Option<(usize, usize)>,
-    pub packed: nn::PackedB,
+pub(crate) struct Packed<T> {
+    source: Option<(usize, usize)>,
+    pub packed: T,
 }
 
-/// One Conv's filters packed once (one per group), and which filters they were packed
-/// from (address and length of ORT's constant initializer).
-#[derive(Debug, Default)]
-pub(crate) struct PackedFilters {
-    pub source: Option<(usize, usize)>,
-    pub packed: Vec<nn::PackedA>,
+/// Entry `key` of `cache`, packed from `w` by `pack` unless it already was (on an earlier
+/// Run, from the same tensor).
+pub(crate) fn packed_once<'c, T: Default>(
+    cache: &'c mut Vec<Packed<T>>,
+    key: usize,
+    w: &[f32],
+    pack: impl FnOnce(&mut T),
+) -> &'c T {
+    if cache.len() <= key {
+        cache.resize_with(key + 1, Default::default);
+    }
+    let entry = &mut cache[key];
+    let source = (w.as_ptr() as usize, w.len());
+    if entry.source != Some(source) {
+        pack(&mut entry.packed);
+        entry.source = Some(source);
+    }
+    &entry.packed
 }
 
 impl Default for RunScratch {

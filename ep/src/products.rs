@@ -18,7 +18,7 @@ use smallvec::SmallVec;
 
 use std::sync::MutexGuard;
 
-use crate::parallel::{lock, PackedWeights, Parallel, TaskScratch, MAX_TASKS, PARALLEL_MIN_LEN};
+use crate::parallel::{lock, packed_once, Packed, Parallel, TaskScratch, MAX_TASKS, PARALLEL_MIN_LEN};
 
 /// Products of at least this many multiply-adds are split by rows over the thread pool.
 const PARALLEL_MIN_MACS: usize = 1 << 18;
@@ -113,16 +113,7 @@ pub(crate) fn convolution(
     let mut cache = constant.map(|_| lock(&par.scratch().filters));
     let filters = match (&mut cache, constant) {
         (Some(cache), Some(key)) => {
-            if cache.len() <= key {
-                cache.resize_with(key + 1, Default::default);
-            }
-            let entry = &mut cache[key];
-            let source = (w.as_ptr() as usize, w.len());
-            if entry.source != Some(source) {
-                conv::pack_filters(w, xs[1], out_c, group, g, &mut entry.packed);
-                entry.source = Some(source);
-            }
-            Some(entry.packed.as_slice())
+            Some(packed_once(cache, key, w, |packed| conv::pack_filters(w, xs[1], out_c, group, g, packed)).as_slice())
         }
         _ => None,
     };
@@ -318,24 +309,17 @@ fn by_columns(g: &nn::Gemm<'_>, width: usize, c: &mut [f32], par: &dyn Parallel)
 }
 
 /// The constant `op(B)` of the step whose output is `key`, packed for an m×n×k product on
-/// the first Run (and again only if ORT hands in another tensor): the cache entry, locked.
+/// the first Run (and again only if ORT hands in another tensor): the cache, locked, with
+/// that entry filled.
 pub(crate) fn packed_weights<'s>(
     par: &'s dyn Parallel,
     key: usize,
     (m, n, k): (usize, usize, usize),
     b: &[f32],
     trans_b: bool,
-) -> MutexGuard<'s, Vec<PackedWeights>> {
+) -> MutexGuard<'s, Vec<Packed<nn::PackedB>>> {
     let mut cache = lock(&par.scratch().weights);
-    if cache.len() <= key {
-        cache.resize_with(key + 1, Default::default);
-    }
-    let entry = &mut cache[key];
-    let source = (b.as_ptr() as usize, b.len());
-    if entry.source != Some(source) {
-        nn::pack_b(&mut entry.packed, m, n, k, b, trans_b);
-        entry.source = Some(source);
-    }
+    packed_once(&mut cache, key, b, |packed| nn::pack_b(packed, m, n, k, b, trans_b));
     cache
 }
 

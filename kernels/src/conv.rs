@@ -544,49 +544,23 @@ mod tests {
                 (0..out_c * in_c * g.kernel.iter().product::<usize>()).map(|i| (i % 5) as f32 - 2.0).collect();
             let (mut col, mut scratch) = (Vec::new(), GemmScratch::new());
             let positions = g.positions();
-            let mut whole = vec![0.0; out_c * positions];
-            conv(&x, &w, None, 1, in_c, out_c, 1, &g, &mut whole, &mut col, &mut scratch, None, &Default::default());
+            let mut run = |filters: Option<&[PackedA]>| {
+                let mut y = vec![0.0; out_c * positions];
+                conv(&x, &w, None, 1, in_c, out_c, 1, &g, &mut y, &mut col, &mut scratch, filters, &Default::default());
+                y
+            };
+            let whole = run(None);
             // The filters packed once give the same bits, whole and by rows.
             let mut filters = Vec::new();
             pack_filters(&w, in_c, out_c, 1, &g, &mut filters);
-            let mut packed = vec![0.0; out_c * positions];
-            conv(
-                &x,
-                &w,
-                None,
-                1,
-                in_c,
-                out_c,
-                1,
-                &g,
-                &mut packed,
-                &mut col,
-                &mut scratch,
-                Some(&filters),
-                &Default::default(),
-            );
+            let packed = run(Some(&filters));
             assert!(packed.iter().zip(&whole).all(|(a, b)| a.to_bits() == b.to_bits()), "packed filters");
             // Filters packed for a convolution of one output position (a matrix-vector
             // product, which needs no packing) serve a larger one later.
             let one = Window3d { out: [1, 1, 1], ..g };
             let mut from_one = Vec::new();
             pack_filters(&w, in_c, out_c, 1, &one, &mut from_one);
-            let mut again = vec![0.0; out_c * positions];
-            conv(
-                &x,
-                &w,
-                None,
-                1,
-                in_c,
-                out_c,
-                1,
-                &g,
-                &mut again,
-                &mut col,
-                &mut scratch,
-                Some(&from_one),
-                &Default::default(),
-            );
+            let again = run(Some(&from_one));
             assert!(again.iter().zip(&whole).all(|(a, b)| a.to_bits() == b.to_bits()), "filters packed at 1 position");
             let (rows, out_w) = (g.out[0] * g.out[1], g.out[2]);
             for cut in [1, 4, rows - 1] {

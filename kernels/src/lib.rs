@@ -54,6 +54,7 @@ pub mod einsum;
 mod gemm;
 mod math;
 pub mod nn;
+mod norm;
 mod pool;
 pub mod random;
 mod reference;

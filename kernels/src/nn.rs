@@ -1,85 +1,7 @@
-//! Layout and neural-network kernels over plain slices: softmax, transpose, concat,
-//! matrix products (the packed SGEMM, re-exported: see [`GemmScratch`]), batch
-//! normalization, global pooling. Shapes are checked by the caller; these functions
+//! Layout and neural-network kernels over plain slices: transpose, concat, matrix
+//! products (the packed SGEMM, re-exported: see [`GemmScratch`]), softmax and layer norm
+//! (re-exported from `norm`), batch normalization, global pooling. Shapes are checked by the caller; these functions
 //! assume consistent lengths (and panic on a mismatch).
-
-/// Softmax (or log-softmax) along the middle axis of `x` viewed as `[outer, n, inner]`.
-pub fn softmax(x: &[f32], y: &mut [f32], outer: usize, n: usize, inner: usize, log: bool) {
-    assert_eq!(x.len(), outer * n * inner);
-    assert_eq!(y.len(), x.len());
-    if n == 0 {
-        return;
-    }
-    if inner == 1 {
-        for (xr, yr) in x.chunks_exact(n).zip(y.chunks_exact_mut(n)) {
-            softmax_row(xr, yr, log);
-        }
-        return;
-    }
-    for o in 0..outer {
-        let base = o * n * inner;
-        for i in 0..inner {
-            let at = |k: usize| base + k * inner + i;
-            let max = (0..n).map(|k| x[at(k)]).fold(f32::NEG_INFINITY, f32::max);
-            let mut sum = 0.0f32;
-            for k in 0..n {
-                let e = (x[at(k)] - max).exp();
-                y[at(k)] = e;
-                sum += e;
-            }
-            for k in 0..n {
-                y[at(k)] = if log { x[at(k)] - max - sum.ln() } else { y[at(k)] / sum };
-            }
-        }
-    }
-}
-
-/// Softmax of one contiguous row: the max and the sum in 16 lanes, `e^x` on the unary
-/// kernel's vectorised build (the row is in L1 between the passes).
-fn softmax_row(x: &[f32], y: &mut [f32], log: bool) {
-    let max = lanes_max(x);
-    y.iter_mut().zip(x).for_each(|(o, &v)| *o = v - max);
-    crate::UnaryOp::Exp.apply_inplace(y);
-    let sum = lanes_sum(y);
-    if log {
-        let ln_sum = sum.ln();
-        for (o, &v) in y.iter_mut().zip(x) {
-            *o = v - max - ln_sum;
-        }
-    } else {
-        let inv = 1.0 / sum;
-        y.iter_mut().for_each(|o| *o *= inv);
-    }
-}
-
-/// The largest element (NaN ignored, as by `f32::max`; -inf for an empty slice), in 16
-/// lanes so that it vectorises.
-fn lanes_max(x: &[f32]) -> f32 {
-    let pick = |a: f32, v: f32| if v > a { v } else { a };
-    let mut lanes = [f32::NEG_INFINITY; 16];
-    let (chunks, tail) = x.as_chunks::<16>();
-    for c in chunks {
-        lanes.iter_mut().zip(c).for_each(|(a, &v)| *a = pick(*a, v));
-    }
-    lanes.iter().chain(tail).fold(f32::NEG_INFINITY, |a, &v| pick(a, v))
-}
-
-/// The sum in 16 lanes (vectorises; each lane sums every 16th element).
-fn lanes_sum(x: &[f32]) -> f32 {
-    lanes_sum_of(x, |v| v)
-}
-
-/// The sum of `f(x)` over `x`, in 16 lanes.
-#[inline(always)]
-fn lanes_sum_of(x: &[f32], f: impl Fn(f32) -> f32) -> f32 {
-    let mut lanes = [0.0f32; 16];
-    let (chunks, tail) = x.as_chunks::<16>();
-    for c in chunks {
-        lanes.iter_mut().zip(c).for_each(|(a, &v)| *a += f(v));
-    }
-    let tail: f32 = tail.iter().map(|&v| f(v)).sum();
-    lanes.iter().sum::<f32>() + tail
-}
 
 /// `y = transpose(x, perm)` for `x` of `shape` (row-major), rank ≤ 8.
 pub fn transpose<T: Copy>(x: &[T], shape: &[usize], perm: &[usize], y: &mut [T]) {
@@ -145,6 +67,8 @@ pub fn concat<T: Copy>(inputs: &[&[T]], widths: &[usize], outer: usize, y: &mut 
         }
     }
 }
+
+pub use crate::norm::{layer_norm, softmax};
 
 pub use crate::gemm::{
     gemm, gemm_block, gemm_cols_packed_a, gemm_rows, gemm_rows_packed, gemm_with, pack_a, pack_a_for, pack_b, row_tile,
@@ -219,64 +143,6 @@ mod tests {
         softmax(&t, &mut logs, 8, 3, 1, true);
         for (l, p) in logs.iter().zip(&rows) {
             assert!((l.exp() - p).abs() < 1e-6);
-        }
-    }
-
-    #[test]
-    fn softmax_and_layer_norm_rows_within_pinned_error_of_f64() {
-        for len in [1, 2, 15, 16, 17, 33, 300, 1000] {
-            let mut x: Vec<f32> = crate::test_values(2 * len, len as u64).iter().map(|v| v * 20.0).collect();
-            if len > 2 {
-                x[1] = f32::NEG_INFINITY;
-            }
-            for log in [false, true] {
-                let mut y = vec![0.0; x.len()];
-                softmax(&x, &mut y, 2, len, 1, log);
-                for (xr, yr) in x.chunks(len).zip(y.chunks(len)) {
-                    let max = xr.iter().fold(f64::NEG_INFINITY, |m, &v| m.max(f64::from(v)));
-                    let sum: f64 = xr.iter().map(|&v| (f64::from(v) - max).exp()).sum();
-                    for (&v, &got) in xr.iter().zip(yr) {
-                        let want = (f64::from(v) - max).exp() / sum;
-                        if log {
-                            let want = f64::from(v) - max - sum.ln();
-                            let ok = if want.is_infinite() {
-                                f64::from(got) == want
-                            } else {
-                                (f64::from(got) - want).abs() <= 1e-5 * (1.0 + want.abs())
-                            };
-                            assert!(ok, "log_softmax len {len}: {got} vs {want}");
-                        } else {
-                            // x - max is rounded to f32 first: e^x then carries |x - max| ulps.
-                            let bound = if want == 0.0 {
-                                0.0
-                            } else {
-                                want * (4e-7 + 1.2e-7 * (f64::from(v) - max).abs()) + 1e-38
-                            };
-                            assert!((f64::from(got) - want).abs() <= bound, "softmax len {len}: {got} vs {want}");
-                        }
-                    }
-                }
-            }
-            // Rows around 1.5, and noise of 0.01 on a mean of 1e4 (its digits must survive).
-            for (rms, mean, spread) in [(false, 1.5, 4.0), (true, 1.5, 4.0), (false, 1e4, 0.01)] {
-                let x: Vec<f32> = crate::test_values(3 * len, 7).iter().map(|v| v * spread + mean).collect();
-                let (scale, bias) = (crate::test_values(len, 8), crate::test_values(len, 9));
-                let mut y = vec![0.0; x.len()];
-                layer_norm(&x, &scale, Some(&bias), len, 1e-5, rms, &mut y);
-                for (xr, yr) in x.chunks(len).zip(y.chunks(len)) {
-                    let n = len as f64;
-                    let mean = if rms { 0.0 } else { xr.iter().map(|&v| f64::from(v)).sum::<f64>() / n };
-                    let var = xr.iter().map(|&v| (f64::from(v) - mean).powi(2)).sum::<f64>() / n;
-                    let inv = 1.0 / (var + 1e-5).sqrt();
-                    for (j, (&v, &got)) in xr.iter().zip(yr).enumerate() {
-                        let want = (f64::from(v) - mean) * inv * f64::from(scale[j]) + f64::from(bias[j]);
-                        assert!(
-                            (f64::from(got) - want).abs() <= 2e-6,
-                            "layer_norm rms={rms} len {len}: {got} vs {want}"
-                        );
-                    }
-                }
-            }
         }
     }
 
@@ -469,46 +335,6 @@ pub fn pad<T: Copy>(x: &[T], shape: &[usize], begin: &[usize], end: &[usize], mo
                 break;
             }
             index[a] = 0;
-        }
-    }
-}
-
-/// Layer normalization (or RMS normalization when `rms`) of `x` viewed as `[outer, inner]`,
-/// each row normalized over its `inner` elements, then `* scale[j] + bias[j]`.
-pub fn layer_norm(
-    x: &[f32],
-    scale: &[f32],
-    bias: Option<&[f32]>,
-    inner: usize,
-    epsilon: f32,
-    rms: bool,
-    y: &mut [f32],
-) {
-    if inner == 0 {
-        return;
-    }
-    let scale = &scale[..inner];
-    for (xs, ys) in x.chunks_exact(inner).zip(y.chunks_exact_mut(inner)) {
-        // Passes in 16 f32 lanes. The mean is kept as hi + lo: `v - hi` is exact for the
-        // values near a large mean, and `lo` (the mean of those differences) corrects hi's
-        // rounding, so a row of 1e4 + small noise keeps its noise's digits.
-        let n = inner as f32;
-        let (hi, lo) = if rms {
-            (0.0, 0.0)
-        } else {
-            let hi = lanes_sum(xs) / n;
-            (hi, lanes_sum_of(xs, |v| v - hi) / n)
-        };
-        let centred = |v: f32| (v - hi) - lo;
-        let var = lanes_sum_of(xs, |v| centred(v) * centred(v)) / n;
-        let inv = 1.0 / (var + epsilon).sqrt();
-        match bias {
-            Some(b) => {
-                for ((o, &v), (&s, &b)) in ys.iter_mut().zip(xs).zip(scale.iter().zip(&b[..inner])) {
-                    *o = centred(v) * inv * s + b;
-                }
-            }
-            None => ys.iter_mut().zip(xs).zip(scale).for_each(|((o, &v), &s)| *o = centred(v) * inv * s),
         }
     }
 }

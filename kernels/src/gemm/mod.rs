@@ -88,17 +88,11 @@ impl GemmScratch {
     }
 }
 
-/// One (row range of a) product, arguments checked.
+/// One block of a checked product, as the driver runs it: the [`Gemm`] (read through
+/// `Deref`), the block, the kernel build, and the packed operands as slices with their
+/// tile widths.
 pub(crate) struct Job<'a> {
-    pub m: usize,
-    pub n: usize,
-    pub k: usize,
-    pub alpha: f32,
-    pub a: &'a [f32],
-    pub trans_a: bool,
-    pub b: &'a [f32],
-    pub trans_b: bool,
-    pub beta: f32,
+    pub g: Gemm<'a>,
     pub rows: Range<usize>,
     /// The columns of C computed (all of them but in [`gemm_block`]); C's row stride is
     /// their count.
@@ -110,11 +104,16 @@ pub(crate) struct Job<'a> {
     /// `op(A)` already packed by [`pack_a`] (for all rows) with tiles of this many rows,
     /// or `None`.
     pub packed_a: Option<(&'a [f32], usize)>,
-    /// Applied to C once its sums are complete, with the activations' build for `level`.
-    pub epilogue: Epilogue<'a>,
+    /// The build the epilogue's activations run on.
     pub level: Level,
-    /// `op(B)` is this im2col matrix (`b` is empty), packed from the input block by block.
-    pub im2col: Option<Im2col<'a>>,
+}
+
+impl<'a> std::ops::Deref for Job<'a> {
+    type Target = Gemm<'a>;
+
+    fn deref(&self) -> &Gemm<'a> {
+        &self.g
+    }
 }
 
 thread_local! {
@@ -125,27 +124,8 @@ impl<'a> Job<'a> {
     /// The whole product with alpha 1 and beta 0: what packing an operand reads (the
     /// other operand may be empty).
     fn for_packing(m: usize, n: usize, k: usize, a: &'a [f32], trans_a: bool, b: &'a [f32], trans_b: bool) -> Self {
-        let (rows, cols) = (0..m, 0..n);
-        let (epilogue, level) = (Epilogue::default(), Level::detected());
-        let (packed_a, packed_b, im2col) = (None, None, None);
-        Job {
-            m,
-            n,
-            k,
-            alpha: 1.0,
-            a,
-            trans_a,
-            b,
-            trans_b,
-            beta: 0.0,
-            rows,
-            cols,
-            packed_b,
-            packed_a,
-            epilogue,
-            level,
-            im2col,
-        }
+        let g = Gemm::new(m, n, k, a, trans_a, b, trans_b);
+        Job { g, rows: 0..m, cols: 0..n, packed_b: None, packed_a: None, level: Level::detected() }
     }
 }
 
@@ -249,26 +229,7 @@ impl<'a> Gemm<'a> {
         if let (Some((_, mr)), Some((_, nr))) = (packed_a, packed_b) {
             assert!(tiles_agree(mr, nr), "gemm: A and B were packed for different tiles");
         }
-        let (alpha, beta, a, b, trans_a, trans_b) = (self.alpha, self.beta, self.a, self.b, self.trans_a, self.trans_b);
-        let (epilogue, level, im2col) = (self.epilogue, isa.level(), self.im2col);
-        let job = Job {
-            m,
-            n,
-            k,
-            alpha,
-            a,
-            trans_a,
-            b,
-            trans_b,
-            beta,
-            rows,
-            cols,
-            packed_b,
-            packed_a,
-            epilogue,
-            level,
-            im2col,
-        };
+        let job = Job { g: *self, rows, cols, packed_b, packed_a, level: isa.level() };
         arch::gemm(isa, scratch, &job, c_block);
     }
 }
