@@ -38,6 +38,8 @@ pub struct RunState {
     /// Per step of a symbolic plan: the last broadcast plan and the input shapes it was
     /// made for, reused while the shapes stay the same from Run to Run.
     broadcasts: Vec<Option<CachedBroadcast>>,
+    /// Per step: the working memory of a family op (empty for other steps).
+    op_scratch: Vec<crate::ops::OpScratch>,
 }
 
 #[derive(Debug)]
@@ -61,7 +63,8 @@ impl RunState {
         };
         let broadcasts = if plan.fixed.is_some() { Vec::new() } else { (0..plan.steps.len()).map(|_| None).collect() };
         let buffers = plan.buffer_types.iter().map(|&t| Buf::new(t).expect("planned types are held")).collect();
-        Self { shapes, buffers, broadcasts }
+        let op_scratch = plan.steps.iter().map(|_| crate::ops::OpScratch::default()).collect();
+        Self { shapes, buffers, broadcasts, op_scratch }
     }
 }
 
@@ -156,6 +159,17 @@ fn run_step<'a>(
             state.shapes[step.output] = shapes::shape_from_data(&plan.values, step, &state.shapes, &ins)?;
             None
         }
+        None if step.op.is_some() => {
+            let mut data: SmallVec<[Option<Data<'_>>; 6]> = SmallVec::new();
+            for &id in &step.inputs {
+                data.push(Some(read(plan, id, inputs, &state.buffers, outs)));
+            }
+            let shape = shapes::op_shape(&plan.values, step, &state.shapes, &data)?
+                .ok_or_else(|| Error::ep(format_args!("{}: no shape with every input known", NodeLabel(step))))?;
+            shapes::check_declared(&plan.values, step, &shape)?;
+            state.shapes[step.output] = shape;
+            None
+        }
         None if matches!(step.kernel, Kernel::Binary(_)) => {
             let (a, b) = (&state.shapes[step.inputs[0]], &state.shapes[step.inputs[1]]);
             let cached = matches!(&state.broadcasts[index], Some(c) if c.a == *a && c.b == *b);
@@ -185,13 +199,15 @@ fn run_step<'a>(
         (Slot::Output(o), _) => {
             let mut dst = outputs.alloc(o, out_shape, out_value.elem_type)?;
             check_len(step, dst.len(), len, out_shape)?;
-            run_kernel(step, &src, &state.shapes, &params, broadcast, &mut dst, par)?;
+            let scratch = &mut state.op_scratch[index];
+            run_kernel(step, &src, &state.shapes, &params, broadcast, &mut dst, par, scratch)?;
             drop((src, params)); // they may borrow `outs`
             outs[o] = Some(dst);
         }
         (Slot::Buffer(b), Some(buf)) => {
             buf.resize(len);
-            let result = run_kernel(step, &src, &state.shapes, &params, broadcast, &mut buf.view_mut(), par);
+            let scratch = &mut state.op_scratch[index];
+            let result = run_kernel(step, &src, &state.shapes, &params, broadcast, &mut buf.view_mut(), par, scratch);
             drop((src, params)); // they may borrow `state.buffers`
             state.buffers[b] = owned.take().expect("taken above");
             result?;
@@ -260,7 +276,29 @@ fn run_typed(
     crate::exec_typed::apply_typed(step, &ins, shapes, params, dst)
 }
 
+/// A family op's step (see `ops::op`), out of line.
+#[inline(never)]
+fn run_op(
+    step: &Step,
+    op: &crate::ops::OpRef,
+    src: &Sources<'_, '_>,
+    shapes: &[Shape],
+    dst: &mut DataMut<'_>,
+    par: &dyn Parallel,
+    scratch: &mut crate::ops::OpScratch,
+) -> Result<()> {
+    let mut ins: SmallVec<[Data<'_>; 6]> = SmallVec::new();
+    let mut in_shapes: SmallVec<[&[usize]; 6]> = SmallVec::new();
+    for &id in &step.inputs {
+        ins.push(src.read(id));
+        in_shapes.push(&shapes[id]);
+    }
+    let x = crate::ops::RunIn { ins: &ins, shapes: &in_shapes, out_shape: &shapes[step.output], par, scratch };
+    op.run(x, dst).map_err(|why| Error::invalid(format_args!("{}: {why}", NodeLabel(step))))
+}
+
 /// Runs a step on the float32 path or the typed one.
+#[allow(clippy::too_many_arguments)]
 fn run_kernel(
     step: &Step,
     src: &Sources<'_, '_>,
@@ -269,7 +307,11 @@ fn run_kernel(
     broadcast: Option<&Broadcast>,
     dst: &mut DataMut<'_>,
     par: &dyn Parallel,
+    scratch: &mut crate::ops::OpScratch,
 ) -> Result<()> {
+    if let Some(op) = &step.op {
+        return run_op(step, op, src, shapes, dst, par, scratch);
+    }
     if step.typed {
         return run_typed(step, src, shapes, params, dst);
     }

@@ -1,6 +1,21 @@
-//! Op families, one module each: an op's parameters, its attribute parsing (the builder
-//! its registration line in `registry::ops::OPS` names) and the math it runs. A family
-//! module depends only on the core (`graph`, `node_attrs`, `data`, `error`) and the
-//! kernels crate, never on the registry, the plan or `exec`, so no import circles back.
+//! Op families, one module each: an op's parameters, its attribute parsing and the math
+//! it runs. A family module depends only on the core (`graph`, `node_attrs`, `data`,
+//! `error`, `parallel`) and the kernels crate, never on the registry, the plan or `exec`,
+//! so no import circles back.
+//!
+//! Two kinds live here. `math` is an older family whose ops are `Kernel` variants
+//! registered in `registry::ops::OPS`. The families in [`FAMILIES`] implement [`Op`]
+//! (`op.rs`): claim, shape and run in the module, one registration line here, no arm in
+//! any central match.
 
+pub mod depth_space;
 pub mod math;
+pub mod op;
+
+pub use op::{Family, Op, OpRef, OpScratch, RunIn, ShapeError, ShapeIn};
+
+/// The families that implement [`Op`], one line each.
+pub static FAMILIES: &[Family] = &[
+    Family { domain: "", op_type: "DepthToSpace", since: (1, 13), types: "any", compile: depth_space::depth_to_space },
+    Family { domain: "", op_type: "SpaceToDepth", since: (1, 13), types: "any", compile: depth_space::space_to_depth },
+];

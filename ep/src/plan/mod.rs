@@ -64,6 +64,8 @@ pub struct Step {
     /// Work fused onto the step's output (a bias, an activation, a residual Add), applied
     /// by the kernel as it writes (set by `passes::fuse_epilogues`).
     pub epilogue: Option<Box<Epilogue>>,
+    /// For `Kernel::Op`: the op of a family in `ops::FAMILIES` that the step runs.
+    pub op: Option<crate::ops::OpRef>,
 }
 
 /// The nodes a fusion pass folded into a product step (Conv, MatMul, Gemm), applied in

@@ -365,6 +365,9 @@ pub enum Kernel {
         softmax: bool,
     },
     Attention(AttentionSpec),
+    /// An op of a family in `ops::FAMILIES`: the step's `op` holds its parameters, shape
+    /// rule and run.
+    Op,
     /// Tile: each axis repeated.
     Tile {
         repeats: ReduceAxes,
@@ -525,6 +528,7 @@ impl Kernel {
                 | Kernel::ShapeOf { .. }
                 | Kernel::SizeOf
                 | Kernel::ConstantOfShape { .. }
+                | Kernel::Op
         )
     }
 

@@ -33,6 +33,8 @@ pub struct Claim {
     /// float16 or bfloat16, for a node of a float32 kernel on that type: the plan casts
     /// its half inputs to float32 and its outputs back.
     pub half: Option<i32>,
+    /// For `Kernel::Op`: the compiled op of each output (by position; `None` if absent).
+    pub ops: Vec<Option<crate::ops::OpRef>>,
 }
 
 /// How many inputs an op takes, and which are data.
@@ -86,6 +88,11 @@ pub fn lookup(domain: &str, op_type: &str) -> Option<&'static OpSpec> {
 
 /// Decides whether Rivet can run `node`, and with which kernel. The `Err` says why not.
 pub fn kernel_for(node: &NodeDesc) -> Result<Claim, String> {
+    if let Some(family) = crate::ops::op::lookup(&node.domain, &node.op_type) {
+        let ops = crate::ops::op::claim(family, node)?;
+        let data = (0..node.inputs.len()).filter(|&i| node.inputs[i].is_some()).collect();
+        return Ok(Claim { kernel: Kernel::Op, data, params: SmallVec::new(), extra: SmallVec::new(), half: None, ops });
+    }
     let spec = lookup(&node.domain, &node.op_type)
         .ok_or_else(|| format!("op {}:{} is not implemented", node.domain, node.op_type))?;
     let (lo, hi) = spec.since;
@@ -215,7 +222,7 @@ pub fn kernel_for(node: &NodeDesc) -> Result<Claim, String> {
         _ => SmallVec::new(),
     };
     let extra = extra_outputs(node, &kernel)?;
-    Ok(Claim { kernel, data, params, extra, half })
+    Ok(Claim { kernel, data, params, extra, half, ops: Vec::new() })
 }
 
 /// `node` with its values of element type `t` seen as float32.
@@ -482,6 +489,10 @@ pub fn markdown_table() -> String {
             attrs,
             types(s.op_type)
         ));
+    }
+    for f in crate::ops::FAMILIES {
+        let name = if f.domain.is_empty() { f.op_type.to_string() } else { format!("{}:{}", f.domain, f.op_type) };
+        out.push_str(&format!("| {name} | {}..={} | (its module) | {} |\n", f.since.0, f.since.1, f.types));
     }
     out.push_str(
         "\n*any*: float32, float64, float16, bfloat16, int8/16/32/64, uint8/16/32/64 and bool; *numbers*: \

@@ -157,6 +157,31 @@ pub fn infer(
     Ok((shape, broadcast))
 }
 
+/// The output shape of a family op's step from its inputs' shapes and whatever input data
+/// is known (`data[k]` for input `k`; missing entries are unknown). `None`: the shape
+/// needs data only a Run has.
+pub fn op_shape(
+    values: &[PlanValue],
+    step: &Step,
+    shapes: &[Shape],
+    data: &[Option<Data<'_>>],
+) -> Result<Option<Shape>> {
+    let op = step.op.as_ref().expect("a family op's step holds its op");
+    let ins: SmallVec<[&[usize]; 6]> = step.inputs.iter().map(|&id| shapes[id].as_slice()).collect();
+    match op.shape(&crate::ops::ShapeIn { shapes: &ins, data }) {
+        Ok(s) => Ok(Some(s)),
+        Err(crate::ops::ShapeError::NeedsData) => Ok(None),
+        Err(crate::ops::ShapeError::Invalid(why)) => {
+            let list: Vec<String> = step
+                .inputs
+                .iter()
+                .map(|&id| format!("'{}' {}", values[id].name, ShapeText(&shapes[id])))
+                .collect();
+            Err(Error::invalid(format_args!("{} (inputs {}): {why}", NodeLabel(step), list.join(", "))))
+        }
+    }
+}
+
 /// `infer` without the check against the output's declaration.
 pub fn infer_shape(
     values: &[PlanValue],
@@ -164,6 +189,12 @@ pub fn infer_shape(
     shapes: &[Shape],
     params: &[&[i64]],
 ) -> Result<(Shape, Option<Broadcast>)> {
+    if step.op.is_some() {
+        return match op_shape(values, step, shapes, &[])? {
+            Some(s) => Ok((s, None)),
+            None => Err(Error::ep(format_args!("{}: its shape comes from its data", NodeLabel(step)))),
+        };
+    }
     // Inputs were checked when they were produced (or bound, for the fused inputs).
     let x = &shapes[step.inputs[0]];
     let fail = |why: std::fmt::Arguments<'_>| {
@@ -233,7 +264,7 @@ pub fn infer_shape(
                 .map_err(|e| fail(format_args!("{e}")))?;
             (rivet_kernels::einsum::output_shape(&eq, &ins).map_err(|e| fail(format_args!("{e}")))?, None)
         }
-        Kernel::Range | Kernel::NonZero | Kernel::OneHot { depth: None, .. } => {
+        Kernel::Range | Kernel::NonZero | Kernel::OneHot { depth: None, .. } | Kernel::Op => {
             return Err(Error::ep(format_args!("{}: its shape comes from its data", NodeLabel(step))))
         }
         Kernel::TopK { axis, k, .. } => {

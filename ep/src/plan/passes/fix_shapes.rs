@@ -29,7 +29,23 @@ fn fixed_shapes(plan: &Plan) -> Result<Option<FixedShapes>> {
     }
     let mut broadcasts = Vec::with_capacity(plan.steps.len());
     for step in &plan.steps {
-        let (shape, b) = shapes::infer_shape(&plan.values, step, &shapes, &[])?;
+        let (shape, b) = if step.op.is_some() {
+            // A family op may read constant inputs' data (Resize's scales, say).
+            let data: Vec<_> = step
+                .inputs
+                .iter()
+                .map(|&id| match plan.values[id].slot {
+                    crate::plan::Slot::Const(c) => Some(plan.constants[c].2.view()),
+                    _ => None,
+                })
+                .collect();
+            match shapes::op_shape(&plan.values, step, &shapes, &data)? {
+                Some(s) => (s, None),
+                None => return Ok(None), // its shape depends on data known only at Run
+            }
+        } else {
+            shapes::infer_shape(&plan.values, step, &shapes, &[])?
+        };
         if shapes::check_declared(&plan.values, step, &shape).is_err() {
             // The model's own shape inference gives another rank (it happens in the
             // untaken branch of an If, say): infer at Run, where a Run that reaches

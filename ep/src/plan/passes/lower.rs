@@ -102,6 +102,7 @@ pub fn run(name: &str, graph: &GraphDesc) -> Result<Plan> {
                         output: wide,
                         constant_weights: false,
                         epilogue: None,
+            op: None,
                     });
                     wide
                 }
@@ -125,6 +126,7 @@ pub fn run(name: &str, graph: &GraphDesc) -> Result<Plan> {
             output,
             constant_weights: false,
             epilogue: None,
+            op: None,
         };
         // A float16 / bfloat16 node of a float32 kernel: its half inputs are cast to
         // float32, the kernel runs, its outputs are cast back.
@@ -138,6 +140,7 @@ pub fn run(name: &str, graph: &GraphDesc) -> Result<Plan> {
             output,
             constant_weights: false,
             epilogue: None,
+            op: None,
         };
         if let Some(h) = claim.half {
             for (k, id) in step_inputs.iter_mut().enumerate() {
@@ -212,13 +215,27 @@ pub fn run(name: &str, graph: &GraphDesc) -> Result<Plan> {
             }
             kernel => {
                 let output = add(&mut values, &mut by_name, &main_name, main_slot, main_dims, main_type);
-                steps.push(step(kernel, step_inputs.clone(), output));
+                let mut s = step(kernel, step_inputs.clone(), output);
+                s.op = claim.ops.first().cloned().flatten();
+                steps.push(s);
             }
         }
         if out_is_half {
             let main = by_name[&main_name];
             let output = add(&mut values, &mut by_name, &out.name, slot, out.dims.clone(), out_type);
             steps.push(cast(out_type, main, output));
+        }
+        // The other outputs of a family's op: a step each, on the same inputs.
+        for (k, op) in claim.ops.iter().enumerate().skip(1) {
+            let (Some(op), Some(extra)) = (op, node.outputs[k].as_ref()) else { continue };
+            let slot = match output_index.get(extra.name.as_str()) {
+                Some(&o) => Slot::Output(o),
+                None => Slot::Buffer(usize::MAX),
+            };
+            let output = add(&mut values, &mut by_name, &extra.name, slot, extra.dims.clone(), extra.elem_type);
+            let mut s = step_of(Kernel::Op, step_inputs.clone(), output, extra.elem_type);
+            s.op = Some(op.clone());
+            steps.push(s);
         }
         // The node's other outputs: a step each, on the same inputs.
         for &(k, kernel) in &claim.extra {
