@@ -78,6 +78,20 @@ macro_rules! define {
             pub fn view(&self) -> Data<'_> {
                 match self { $(Buf::$v(b) => Data::$v(b)),* }
             }
+            /// Grows the buffer to at least `len` elements (zero-filled past its old
+            /// length); never shrinks it, so a buffer shared by values of different sizes
+            /// fills nothing once it has held the largest.
+            pub fn grow(&mut self, len: usize) {
+                match self { $(Buf::$v(b) => if b.len() < len { b.resize(len, Default::default()) }),* }
+            }
+            /// The first `len` elements (at most the buffer's length).
+            pub fn view_prefix(&self, len: usize) -> Data<'_> {
+                match self { $(Buf::$v(b) => Data::$v(&b[..len.min(b.len())])),* }
+            }
+            /// The first `len` elements, to write (at most the buffer's length).
+            pub fn view_mut_prefix(&mut self, len: usize) -> DataMut<'_> {
+                match self { $(Buf::$v(b) => { let n = len.min(b.len()); DataMut::$v(&mut b[..n]) }),* }
+            }
             /// The elements' native-endian bytes.
             pub fn to_ne_bytes(&self) -> Vec<u8> {
                 match self { $(Buf::$v(b) => b.iter().flat_map(|v| v.to_ne_bytes()).collect()),* }

@@ -35,6 +35,9 @@ pub use crate::parallel::{Parallel, Serial, CHUNK_LEN, PARALLEL_MIN_LEN};
 pub struct RunState {
     shapes: Vec<Shape>,
     buffers: Vec<Buf>,
+    /// How many elements of each buffer the value it holds now has (a buffer keeps the
+    /// length of the largest value it held: see `Buf::grow`).
+    buffer_lens: Vec<usize>,
     /// Per step of a symbolic plan: the last broadcast plan and the input shapes it was
     /// made for, reused while the shapes stay the same from Run to Run.
     broadcasts: Vec<Option<CachedBroadcast>>,
@@ -64,7 +67,8 @@ impl RunState {
         let broadcasts = if plan.fixed.is_some() { Vec::new() } else { (0..plan.steps.len()).map(|_| None).collect() };
         let buffers = plan.buffer_types.iter().map(|&t| Buf::new(t).expect("planned types are held")).collect();
         let op_scratch = plan.steps.iter().map(|_| crate::ops::OpScratch::default()).collect();
-        Self { shapes, buffers, broadcasts, op_scratch }
+        let buffer_lens = vec![0; plan.buffer_types.len()];
+        Self { shapes, buffers, buffer_lens, broadcasts, op_scratch }
     }
 }
 
@@ -145,7 +149,7 @@ fn run_step<'a>(
     // int64 tensors the step reads at Run (shapes, axes): only in plans that are not static.
     let mut params: SmallVec<[&[i64]; 1]> = SmallVec::new();
     for &id in &step.params {
-        params.push(read(plan, id, inputs, &state.buffers, outs).i64().unwrap_or(&[]));
+        params.push(read(plan, id, inputs, &state.buffers, &state.buffer_lens, outs).i64().unwrap_or(&[]));
     }
     // Output shape: known since Compile for static plans, inferred here otherwise.
     let inferred;
@@ -154,7 +158,7 @@ fn run_step<'a>(
         None if step.kernel.shape_from_data() => {
             let mut ins: SmallVec<[Data<'_>; 4]> = SmallVec::new();
             for &id in &step.inputs {
-                ins.push(read(plan, id, inputs, &state.buffers, outs));
+                ins.push(read(plan, id, inputs, &state.buffers, &state.buffer_lens, outs));
             }
             state.shapes[step.output] = shapes::shape_from_data(&plan.values, step, &state.shapes, &ins)?;
             None
@@ -162,7 +166,7 @@ fn run_step<'a>(
         None if step.op.is_some() => {
             let mut data: SmallVec<[Option<Data<'_>>; 6]> = SmallVec::new();
             for &id in &step.inputs {
-                data.push(Some(read(plan, id, inputs, &state.buffers, outs)));
+                data.push(Some(read(plan, id, inputs, &state.buffers, &state.buffer_lens, outs)));
             }
             let shape = shapes::op_shape(&plan.values, step, &state.shapes, &data)?
                 .ok_or_else(|| Error::ep(format_args!("{}: no shape with every input known", NodeLabel(step))))?;
@@ -194,7 +198,7 @@ fn run_step<'a>(
     };
     let out_shape = &state.shapes[step.output];
     let len = element_count(out_shape);
-    let src = Sources { plan, inputs, buffers: &state.buffers, outs };
+    let src = Sources { plan, inputs, buffers: &state.buffers, lens: &state.buffer_lens, outs };
     match (out_value.slot, owned.as_mut()) {
         (Slot::Output(o), _) => {
             let mut dst = outputs.alloc(o, out_shape, out_value.elem_type)?;
@@ -205,11 +209,13 @@ fn run_step<'a>(
             outs[o] = Some(dst);
         }
         (Slot::Buffer(b), Some(buf)) => {
-            buf.resize(len);
+            buf.grow(len);
             let scratch = &mut state.op_scratch[index];
-            let result = run_kernel(step, &src, &state.shapes, &params, broadcast, &mut buf.view_mut(), par, scratch);
-            drop((src, params)); // they may borrow `state.buffers`
+            let mut dst = buf.view_mut_prefix(len);
+            let result = run_kernel(step, &src, &state.shapes, &params, broadcast, &mut dst, par, scratch);
+            drop((src, params, dst)); // they may borrow `state.buffers`
             state.buffers[b] = owned.take().expect("taken above");
+            state.buffer_lens[b] = len;
             result?;
         }
         _ => unreachable!("a step writes an output or a buffer"),
@@ -235,12 +241,13 @@ fn read<'s>(
     id: usize,
     inputs: &'s [TensorIn<'_>],
     buffers: &'s [Buf],
+    lens: &'s [usize],
     outs: &'s [Option<DataMut<'_>>],
 ) -> Data<'s> {
     match plan.values[id].slot {
         Slot::Input(i) => inputs[i].data,
         Slot::Const(c) => plan.constants[c].2.view(),
-        Slot::Buffer(b) => buffers[b].view(),
+        Slot::Buffer(b) => buffers[b].view_prefix(lens[b]),
         Slot::Output(o) => outs[o].as_ref().expect("outputs are written before they are read").view(),
     }
 }
@@ -250,13 +257,14 @@ struct Sources<'s, 'a> {
     plan: &'s Plan,
     inputs: &'s [TensorIn<'a>],
     buffers: &'s [Buf],
+    lens: &'s [usize],
     outs: &'s [Option<DataMut<'a>>],
 }
 
 impl<'s> Sources<'s, '_> {
     #[inline(always)]
     fn read(&self, id: usize) -> Data<'s> {
-        read(self.plan, id, self.inputs, self.buffers, self.outs)
+        read(self.plan, id, self.inputs, self.buffers, self.lens, self.outs)
     }
 }
 

@@ -105,9 +105,18 @@ pub(crate) fn convolution(
         // Depthwise: one filter per channel, direct, split over the pool by planes, each
         // task applying the epilogue to its planes while they are in cache.
         let positions = g.positions();
-        return by_planes(x, y, planes, (g.plane(), positions), par, &|mine, x, y| {
-            depthwise::depthwise_planes(x, w, bias, mine.clone(), in_c, g, y);
-            epilogue.apply_rows(&mut y[..mine.len() * positions], positions, mine);
+        let tasks = cores().min(planes);
+        let run = |mine: std::ops::Range<usize>, x: &[f32], y: &mut [f32], s: &mut TaskScratch| {
+            let y = &mut y[..mine.len() * positions];
+            depthwise::depthwise_planes(x, w, bias, mine, in_c, g, y, epilogue, &mut s.col);
+        };
+        if x.len() < PARALLEL_MIN_LEN || tasks < 2 || positions == 0 {
+            return unsplit(par, |s| run(0..planes, x, y, s));
+        }
+        let per_task = planes.div_ceil(tasks);
+        return par.for_each_task(y, per_task * positions, &|start, part, s| {
+            let first = start / positions;
+            run(first..first + part.len() / positions, &x[first * g.plane()..], part, s);
         });
     }
     let mut cache = constant.map(|_| lock(&par.scratch().filters));

@@ -11,6 +11,7 @@
 use std::ops::Range;
 
 use crate::conv::Window3d;
+use crate::gemm::Epilogue;
 use crate::pool::{taps_in_range, width_span};
 
 /// `y[n, c] = sum over taps of w[c, tap] * x[n, c, tap] (+ bias[c])` over `planes` =
@@ -24,12 +25,230 @@ pub fn depthwise(
     g: &Window3d,
     y: &mut [f32],
 ) {
-    depthwise_planes(x, w, bias, 0..planes, channels, g, y);
+    depthwise_planes(x, w, bias, 0..planes, channels, g, y, &Epilogue::default(), &mut Vec::new());
 }
 
 /// [`depthwise`] for the planes `planes` only: `x` and `y` start at the first of them
-/// (for splitting over threads by planes).
+/// (for splitting over threads by planes). `epilogue` (its rows are planes, indexed from
+/// 0 for the whole tensor) is applied to each plane right after it is computed, while it
+/// is in L1. `scratch` grows to what the 2-D path needs (about two padded planes) and is
+/// reused.
+#[allow(clippy::too_many_arguments)]
 pub fn depthwise_planes(
+    x: &[f32],
+    w: &[f32],
+    bias: Option<&[f32]>,
+    planes: Range<usize>,
+    channels: usize,
+    g: &Window3d,
+    y: &mut [f32],
+    epilogue: &Epilogue<'_>,
+    scratch: &mut Vec<f32>,
+) {
+    let positions = g.positions();
+    if Flat::fits(g) {
+        return crate::arch::depthwise_2d(crate::arch::isa(), x, w, bias, planes, channels, g, y, epilogue, scratch);
+    }
+    let first = planes.start;
+    for p in planes {
+        let at = p - first;
+        let (x, y) = (&x[at * g.plane()..][..g.plane()], &mut y[at * positions..][..positions]);
+        depthwise_by_taps(x, w, bias, p..p + 1, channels, g, y);
+        epilogue.apply_rows(y, positions, p..p + 1);
+    }
+}
+
+/// Largest kernel height and width of the 2-D path.
+const MAX_K: usize = 7;
+/// Slack floats past each phase, so the last vector of a tap may read past its plane.
+const SLACK: usize = 16;
+
+/// Layout of the 2-D path. The zero-padded input plane is split into `sh * sw` phase
+/// planes (phase `(a, b)` holds padded rows `a, a + sh, ...` and columns `b, b + sw,
+/// ...`), each `hq` rows of `wq`. Outputs are computed on a grid of `out_h` rows of `wq`
+/// (the columns past `out_w` are discarded): then every tap reads one contiguous run of
+/// one phase plane, `acc[o] += w * phase[o + offset]`, whatever the stride and dilation.
+pub(crate) struct Flat {
+    wq: usize,
+    /// Floats of one phase plane (with slack).
+    phase: usize,
+    /// Floats of the output grid.
+    grid: usize,
+    /// Per tap (height-major): phase plane and offset into it.
+    taps: [(usize, usize); MAX_K * MAX_K],
+    count: usize,
+}
+
+impl Flat {
+    pub(crate) fn new(g: &Window3d) -> Flat {
+        let span = |a: usize| (g.out[a].max(1) - 1) * g.stride[a] + (g.kernel[a] - 1) * g.dilation[a] + 1;
+        let (sh, sw) = (g.stride[1], g.stride[2]);
+        let hp = span(1).max(g.pad_begin[1] + g.input[1]);
+        let wp = span(2).max(g.pad_begin[2] + g.input[2]);
+        let (hq, wq) = (hp.div_ceil(sh), wp.div_ceil(sw));
+        let mut taps = [(0, 0); MAX_K * MAX_K];
+        let mut count = 0;
+        for th in 0..g.kernel[1] {
+            for tw in 0..g.kernel[2] {
+                let (r, c) = (th * g.dilation[1], tw * g.dilation[2]);
+                taps[count] = ((r % sh) * sw + c % sw, (r / sh) * wq + c / sw);
+                count += 1;
+            }
+        }
+        let reach = (g.kernel[2] - 1) * g.dilation[2] / sw;
+        Flat { wq, phase: hq * wq + reach + SLACK, grid: g.out[1] * wq, taps, count }
+    }
+
+    /// Whether a window takes the 2-D path: one depth plane and kernels up to 7x7.
+    pub(crate) fn fits(g: &Window3d) -> bool {
+        let two_d = g.input[0] == 1 && g.kernel[0] == 1 && g.out[0] == 1;
+        let small = (1..=MAX_K).contains(&g.kernel[1]) && (1..=MAX_K).contains(&g.kernel[2]);
+        two_d && small && g.plane() > 0 && g.positions() > 0
+    }
+
+    /// Scratch floats the path needs: the phase planes and the output grid.
+    pub(crate) fn scratch_len(&self, g: &Window3d) -> usize {
+        self.phase * g.stride[1] * g.stride[2] + self.grid
+    }
+}
+
+/// The 2-D path of [`depthwise_planes`], generic over fused multiply-adds (the
+/// `#[target_feature]` builds in `arch::dispatch` pass `true`). Every output sums its
+/// in-range taps height-major from 0, then adds the bias, as `depthwise_by_taps` does
+/// (padding taps add `w * 0`, which can change only the sign of an exact zero); without
+/// fused multiply-adds the bits are the same.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn depthwise_2d<const FMA: bool>(
+    x: &[f32],
+    w: &[f32],
+    bias: Option<&[f32]>,
+    planes: Range<usize>,
+    channels: usize,
+    g: &Window3d,
+    y: &mut [f32],
+    epilogue: &Epilogue<'_>,
+    scratch: &mut Vec<f32>,
+) {
+    let f = Flat::new(g);
+    let (in_h, in_w) = (g.input[1], g.input[2]);
+    let out_w = g.out[2];
+    let (sh, sw) = (g.stride[1], g.stride[2]);
+    let (plane, positions) = (g.plane(), g.positions());
+    let len = f.scratch_len(g);
+    if scratch.len() < len {
+        scratch.resize(len, 0.0);
+    }
+    let (phases, grid) = scratch[..len].split_at_mut(len - f.grid);
+    // The padding is never written: zeroed once, it stays zero for every plane.
+    phases.fill(0.0);
+    let taps = &f.taps[..f.count];
+    let first = planes.start;
+    for (p, dst) in planes.zip(y.chunks_exact_mut(positions)) {
+        let c = p % channels;
+        let wc = &w[c * f.count..][..f.count];
+        let b = bias.map_or(0.0, |b| b[c]);
+        let src = &x[(p - first) * plane..][..plane];
+        for (ih, row) in src.chunks_exact(in_w).enumerate().take(in_h) {
+            let r = ih + g.pad_begin[1];
+            let at = (r % sh) * sw * f.phase + (r / sh) * f.wq;
+            split_row(&mut phases[at..], f.phase, row, g.pad_begin[2], sw);
+        }
+        // Three taps per pass over the grid (the grid stays in L1), in tap order; the
+        // first pass starts the sums from 0 instead of reading the grid.
+        let mut t = 0;
+        while t < taps.len() {
+            let tap = |k: usize| &phases[taps[k].0 * f.phase + taps[k].1..][..grid.len()];
+            let n = (taps.len() - t).min(3);
+            let (w0, p0) = (wc[t], tap(t));
+            let (w1, p1) = if n > 1 { (wc[t + 1], tap(t + 1)) } else { (0.0, p0) };
+            let (w2, p2) = if n > 2 { (wc[t + 2], tap(t + 2)) } else { (0.0, p0) };
+            match (n, t == 0) {
+                (1, true) => pass::<FMA, 1, true>(grid, [w0, w1, w2], [p0, p1, p2]),
+                (1, false) => pass::<FMA, 1, false>(grid, [w0, w1, w2], [p0, p1, p2]),
+                (2, true) => pass::<FMA, 2, true>(grid, [w0, w1, w2], [p0, p1, p2]),
+                (2, false) => pass::<FMA, 2, false>(grid, [w0, w1, w2], [p0, p1, p2]),
+                (_, true) => pass::<FMA, 3, true>(grid, [w0, w1, w2], [p0, p1, p2]),
+                (_, false) => pass::<FMA, 3, false>(grid, [w0, w1, w2], [p0, p1, p2]),
+            }
+            t += n;
+        }
+        for (out, acc) in dst.chunks_exact_mut(out_w).zip(grid.chunks_exact(f.wq)) {
+            for (o, &a) in out.iter_mut().zip(acc) {
+                *o = a + b;
+            }
+        }
+        epilogue.apply_rows(dst, positions, p..p + 1);
+    }
+}
+
+/// One pass of `N` (1 to 3) taps over the grid: `grid[o] += w[k] * p[k][o]` for each tap
+/// in turn (from 0 instead of `grid[o]` when `FIRST`).
+#[inline(always)]
+fn pass<const FMA: bool, const N: usize, const FIRST: bool>(grid: &mut [f32], w: [f32; 3], p: [&[f32]; 3]) {
+    let (p0, p1, p2) = (&p[0][..grid.len()], &p[1][..grid.len()], &p[2][..grid.len()]);
+    for (((a, &v0), &v1), &v2) in grid.iter_mut().zip(p0).zip(p1).zip(p2) {
+        let mut acc = madd::<FMA>(w[0], v0, if FIRST { 0.0 } else { *a });
+        if N > 1 {
+            acc = madd::<FMA>(w[1], v1, acc);
+        }
+        if N > 2 {
+            acc = madd::<FMA>(w[2], v2, acc);
+        }
+        *a = acc;
+    }
+}
+
+/// `a + w * v`, fused or not.
+#[inline(always)]
+fn madd<const FMA: bool>(w: f32, v: f32, a: f32) -> f32 {
+    if FMA {
+        v.mul_add(w, a)
+    } else {
+        a + w * v
+    }
+}
+
+/// Writes one input row into its phase planes: padded column `j = i + pad` goes to phase
+/// column `j % sw`, index `j / sw`; `dst` starts at the row in phase column 0, the phase
+/// planes `phase` floats apart.
+#[inline(always)]
+fn split_row(dst: &mut [f32], phase: usize, input: &[f32], pad: usize, sw: usize) {
+    if sw == 1 {
+        dst[pad..pad + input.len()].copy_from_slice(input);
+        return;
+    }
+    if sw == 2 {
+        // Pairs of columns: one to each phase (which first depends on the pad's parity).
+        let (even, odd) = dst.split_at_mut(phase);
+        let (a, b) = if pad.is_multiple_of(2) { (even, odd) } else { (odd, even) };
+        let (a, b) = (&mut a[pad / 2..], &mut b[pad.div_ceil(2)..]);
+        let pairs = input.chunks_exact(2);
+        if let [last] = pairs.remainder() {
+            a[input.len() / 2] = *last;
+        }
+        for ((a, b), pair) in a.iter_mut().zip(b.iter_mut()).zip(pairs) {
+            *a = pair[0];
+            *b = pair[1];
+        }
+        return;
+    }
+    for q in 0..sw {
+        let first = (q + sw - pad % sw) % sw; // the first input column of phase column q
+        if first >= input.len() {
+            continue;
+        }
+        let count = (input.len() - first).div_ceil(sw);
+        let out = &mut dst[q * phase + (first + pad) / sw..][..count];
+        for (k, o) in out.iter_mut().enumerate() {
+            *o = input[first + k * sw];
+        }
+    }
+}
+
+/// [`depthwise_planes`] for any window: each in-range input row merged into the output
+/// row once per width tap.
+fn depthwise_by_taps(
     x: &[f32],
     w: &[f32],
     bias: Option<&[f32]>,
@@ -101,7 +320,7 @@ mod tests {
 
     #[test]
     fn depthwise_matches_the_grouped_im2col_convolution() {
-        let mut checked = 0;
+        let (mut checked, mut two_d) = (0, 0);
         for dims in 1..=3usize {
             let len = [0, 13, 9, 5][dims];
             for k in [1, 3, 5] {
@@ -133,13 +352,30 @@ mod tests {
                             );
                             let mut got = vec![f32::NAN; want.len()];
                             depthwise(&x, &w, Some(&bias), batch * ch, ch, &g, &mut got);
-                            // The same sums in the same order, but where the old path took a
-                            // dot product with partial sums (one output position).
-                            if g.positions() > 1 {
-                                assert_eq!(got, want, "{g:?}");
-                            } else {
-                                let close = got.iter().zip(&want).all(|(a, b)| (a - b).abs() <= 1e-5 * (1.0 + b.abs()));
-                                assert!(close, "{g:?}: {got:?} vs {want:?}");
+                            // The same sums in the same order, with fused multiply-adds in
+                            // the 2-D path's vector builds.
+                            let close = got.iter().zip(&want).all(|(a, b)| (a - b).abs() <= 1e-5 * (1.0 + b.abs()));
+                            assert!(close, "{g:?}: {got:?} vs {want:?}");
+                            if Flat::fits(&g) {
+                                // Without fused multiply-adds the 2-D path gives the bits of
+                                // the path by taps.
+                                let planes = 0..batch * ch;
+                                let mut by_taps = vec![f32::NAN; want.len()];
+                                depthwise_by_taps(&x, &w, Some(&bias), planes.clone(), ch, &g, &mut by_taps);
+                                let mut rows = vec![f32::NAN; want.len()];
+                                depthwise_2d::<false>(
+                                    &x,
+                                    &w,
+                                    Some(&bias),
+                                    planes,
+                                    ch,
+                                    &g,
+                                    &mut rows,
+                                    &Epilogue::default(),
+                                    &mut Vec::new(),
+                                );
+                                assert_eq!(rows, by_taps, "{g:?}");
+                                two_d += 1;
                             }
                             checked += 1;
                         }
@@ -147,6 +383,6 @@ mod tests {
                 }
             }
         }
-        assert!(checked > 50, "{checked}");
+        assert!(checked > 50 && two_d > 30, "{checked} windows, {two_d} on the 2-D path");
     }
 }

@@ -137,6 +137,38 @@ pub(crate) fn gemm_pack_a(isa: Isa, job: &Job<'_>, dst: &mut [f32]) -> (usize, u
     }
 }
 
+/// Runs the 2-D depthwise path with the build for `isa`.
+#[inline]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn depthwise_2d(
+    isa: Isa,
+    x: &[f32],
+    w: &[f32],
+    bias: Option<&[f32]>,
+    planes: std::ops::Range<usize>,
+    channels: usize,
+    g: &crate::conv::Window3d,
+    y: &mut [f32],
+    epilogue: &crate::gemm::Epilogue<'_>,
+    scratch: &mut Vec<f32>,
+) {
+    match isa.0 {
+        #[cfg(target_arch = "x86_64")]
+        Level::Avx512 => {
+            // SAFETY: an `Isa` never exceeds `Level::detected()`, so this CPU has
+            // avx512f/dq/bw/vl, avx2 and fma, the features `depthwise_avx512` enables.
+            unsafe { x86::depthwise_avx512(x, w, bias, planes, channels, g, y, epilogue, scratch) }
+        }
+        #[cfg(target_arch = "x86_64")]
+        Level::Avx2 => {
+            // SAFETY: an `Isa` never exceeds `Level::detected()`, so this CPU has
+            // avx2 and fma, the features `depthwise_avx2` enables.
+            unsafe { x86::depthwise_avx2(x, w, bias, planes, channels, g, y, epilogue, scratch) }
+        }
+        _ => crate::depthwise::depthwise_2d::<false>(x, w, bias, planes, channels, g, y, epilogue, scratch),
+    }
+}
+
 /// Vector loads and stores through array references, for the intrinsic microkernels:
 /// safe `#[target_feature]` functions (callable from code with the same features).
 #[cfg(target_arch = "x86_64")]
@@ -210,6 +242,42 @@ mod x86 {
             UnaryOp::Gelu => simd::gelu_avx512(io),
             _ => op.run::<true>(io),
         }
+    }
+
+    /// # Safety
+    /// The CPU must support avx2 and fma.
+    #[target_feature(enable = "avx2,fma")]
+    #[allow(clippy::too_many_arguments)]
+    pub(super) unsafe fn depthwise_avx2(
+        x: &[f32],
+        w: &[f32],
+        bias: Option<&[f32]>,
+        planes: std::ops::Range<usize>,
+        channels: usize,
+        g: &crate::conv::Window3d,
+        y: &mut [f32],
+        epilogue: &crate::gemm::Epilogue<'_>,
+        scratch: &mut Vec<f32>,
+    ) {
+        crate::depthwise::depthwise_2d::<true>(x, w, bias, planes, channels, g, y, epilogue, scratch)
+    }
+
+    /// # Safety
+    /// The CPU must support avx512f, avx512dq, avx512bw, avx512vl, avx2 and fma.
+    #[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
+    #[allow(clippy::too_many_arguments)]
+    pub(super) unsafe fn depthwise_avx512(
+        x: &[f32],
+        w: &[f32],
+        bias: Option<&[f32]>,
+        planes: std::ops::Range<usize>,
+        channels: usize,
+        g: &crate::conv::Window3d,
+        y: &mut [f32],
+        epilogue: &crate::gemm::Epilogue<'_>,
+        scratch: &mut Vec<f32>,
+    ) {
+        crate::depthwise::depthwise_2d::<true>(x, w, bias, planes, channels, g, y, epilogue, scratch)
     }
 
     /// # Safety
