@@ -245,3 +245,30 @@ fn a_scan_over_axis_one_runs_on_rivet_alone() {
         assert_matches_ort(&model, &inputs, TOL.0, TOL.1, &format!("Scan {what}"));
     }
 }
+
+/// OptionalGetElement (opset 18) on a plain tensor returns it: float and int64, static and
+/// symbolic, on Rivet alone. (Optional-typed inputs are not tensors and are not claimed:
+/// the conformance cases with them stay unsupported.)
+#[test]
+fn optional_get_element_of_a_tensor_runs_on_rivet_alone() {
+    for (what, dims, n) in [("static", vec![Dim::Fixed(4)], 4), ("symbolic", vec![Dim::Sym("N".into())], 6)] {
+        let model = ModelBuilder::new(18)
+            .input("x", FLOAT, &dims)
+            .input("k", INT64, &dims)
+            .node("OptionalGetElement", "get_x", &["x"], &["y"])
+            .node("OptionalGetElement", "get_k", &["k"], &["z"])
+            .output("y", FLOAT, None)
+            .output("z", INT64, None)
+            .build();
+        let inputs = [
+            HostTensor::f32("x", &[n], (0..n).map(|v| v as f32 - 1.5).collect()),
+            HostTensor::typed(
+                "k",
+                ort::value::TensorElementType::Int64,
+                &[n],
+                (0..n).map(|v| (v * 7 - 3) as f64).collect(),
+            ),
+        ];
+        assert_matches_ort(&model, &inputs, 0.0, 0.0, &format!("OptionalGetElement {what}"));
+    }
+}
