@@ -13,6 +13,7 @@ use std::ffi::{c_void, CStr};
 use std::ptr;
 
 use ort_sys::{OrtGraph, OrtKernelInfo, OrtNode, OrtStatus, OrtValue};
+use smallvec::SmallVec;
 
 use super::api::Api;
 use super::structs::{
@@ -315,11 +316,14 @@ unsafe extern "system" fn scan_release(this: *mut OrtScanKernelHelper) {
     }
 }
 
+/// Axes on the stack: the helpers run every iteration and allocate nothing (up to rank 8).
+type Axes = SmallVec<[usize; 8]>;
+
 /// A tensor's bytes, borrowed for the callback.
-fn tensor_bytes<'a>(api: &Api, v: *const OrtValue) -> Result<(&'a [u8], Vec<usize>, usize)> {
+fn tensor_bytes<'a>(api: &Api, v: *const OrtValue) -> Result<(&'a [u8], Axes, usize)> {
     let (elem, dims) = api.tensor_type_and_shape_ref(v)?;
     let size = crate::data::elem_size(elem).ok_or_else(|| Error::ep("a tensor of a type Rivet does not hold"))?;
-    let shape: Vec<usize> = dims.iter().map(|&d| d.max(0) as usize).collect();
+    let shape: Axes = dims.iter().map(|&d| d.max(0) as usize).collect();
     let len = shape.iter().try_fold(size, |a, &d| a.checked_mul(d)).ok_or_else(|| Error::ep("tensor too large"))?;
     if len == 0 {
         return Ok((&[], shape, size));
@@ -413,7 +417,7 @@ pub(crate) fn transpose_bytes(
     dst: &mut [u8],
 ) -> Result<()> {
     let rank = dims.len();
-    let mut seen = vec![false; rank];
+    let mut seen: SmallVec<[bool; 8]> = smallvec::smallvec![false; rank];
     for &a in perm {
         if a >= rank || std::mem::replace(&mut seen[a], true) {
             return Err(Error::ep(format_args!("Scan Transpose: {perm:?} is no permutation of {rank} axes")));
@@ -428,12 +432,12 @@ pub(crate) fn transpose_bytes(
         return Err(Error::ep("Scan Transpose: buffer sizes do not match the shapes"));
     }
     // Input strides (in elements), read in output order.
-    let mut in_strides = vec![1usize; rank];
+    let mut in_strides: Axes = smallvec::smallvec![1usize; rank];
     for a in (0..rank.saturating_sub(1)).rev() {
         in_strides[a] = in_strides[a + 1] * dims[a + 1];
     }
-    let strides: Vec<usize> = perm.iter().map(|&a| in_strides[a]).collect();
-    let mut index = vec![0usize; rank];
+    let strides: Axes = perm.iter().map(|&a| in_strides[a]).collect();
+    let mut index: Axes = smallvec::smallvec![0usize; rank];
     for chunk in dst.chunks_exact_mut(size) {
         let from = index.iter().zip(&strides).map(|(i, s)| i * s).sum::<usize>() * size;
         chunk.copy_from_slice(&src[from..from + size]);
