@@ -43,6 +43,9 @@ pub enum Attr {
     Ints(Vec<i64>),
     /// A tensor attribute: element type, dims and little-endian data.
     Tensor(i32, Vec<i64>, Vec<u8>),
+    /// A graph attribute (an If branch, a Loop or Scan body): a serialized GraphProto,
+    /// from [`ModelBuilder::graph`].
+    Graph(Vec<u8>),
 }
 
 #[derive(Default)]
@@ -193,12 +196,15 @@ impl ModelBuilder {
         self
     }
 
-    pub fn build(&self) -> Vec<u8> {
+    /// The serialized GraphProto alone, named `name`: a subgraph for [`Attr::Graph`]
+    /// (the opset is the enclosing model's). A subgraph's inputs and outputs are the
+    /// builder's; names it reads but does not define come from the enclosing graph.
+    pub fn graph(&self, name: &str) -> Vec<u8> {
         let mut graph = Buf::default();
         for n in &self.nodes {
             graph.message(1, encode_node(n));
         }
-        graph.string(2, "rivet_graph");
+        graph.string(2, name);
         for i in &self.initializers {
             let mut t = Buf::default();
             for &d in &i.dims {
@@ -222,6 +228,12 @@ impl ModelBuilder {
         for v in &self.value_infos {
             graph.message(13, encode_value_info(v));
         }
+        graph.0
+    }
+
+    /// The serialized ModelProto.
+    pub fn build(&self) -> Vec<u8> {
+        let graph = Buf(self.graph("rivet_graph"));
         let mut model = Buf::default();
         model.int(1, 10); // ir_version
         model.string(2, "rivet");
@@ -291,6 +303,10 @@ fn encode_node(n: &Node) -> Buf {
                 t.bytes(9, raw);
                 m.message(5, t);
                 m.int(20, 4);
+            }
+            Attr::Graph(g) => {
+                m.bytes(6, g);
+                m.int(20, 5);
             }
         }
         b.message(5, m);

@@ -6,8 +6,11 @@ use ort_sys::{OrtGraph, OrtNode, OrtSessionOptions, OrtStatus};
 
 use super::api::Api;
 use super::compute::ComputeInfo;
+use super::control::{self, ControlFlowKernels};
 use super::factory::EP_NAME;
-use super::structs::{OrtEp, OrtEpGraphSupportInfo, OrtNodeComputeInfo, EP_STRUCT_VERSION};
+use super::structs::{
+    OrtEp, OrtEpGraphSupportInfo, OrtKernelRegistry, OrtNodeComputeInfo, EP_STRUCT_VERSION, EP_TABLE_VERSION_24,
+};
 use super::{guard, read};
 use crate::capability::{in_quantized_group, partition};
 use crate::error::{Error, Result};
@@ -28,6 +31,9 @@ pub(super) struct Ep {
     /// `session.disable_cpu_ep_fallback=1`: a node Rivet cannot run fails the session in
     /// Compile, with the node and the reason, instead of ORT's generic message.
     no_fallback: bool,
+    /// ORT's If/Loop/Scan kernels under Rivet's name (runtime 1.24+), for control-flow
+    /// nodes whose bodies run on Rivet.
+    kernels: Option<ControlFlowKernels>,
 }
 
 fn ep<'a>(this: *const OrtEp) -> &'a Ep {
@@ -39,9 +45,12 @@ impl Ep {
     pub(super) fn create(api: Api, options: *const OrtSessionOptions) -> Result<*mut OrtEp> {
         let inject_panic = api.session_config_entry(options, INJECT_PANIC_KEY)?;
         let no_fallback = api.session_config_entry(options, NO_FALLBACK_KEY)?.is_some_and(|v| v.trim() == "1");
+        let kernels = ControlFlowKernels::create(api)?;
+        // The 1.24 table (with GetKernelRegistry) only for a runtime that reads it.
+        let version = if kernels.is_some() { EP_TABLE_VERSION_24 } else { EP_STRUCT_VERSION };
         let ep = Box::new(Ep {
             base: OrtEp {
-                ort_version_supported: EP_STRUCT_VERSION,
+                ort_version_supported: version,
                 get_name,
                 get_capability,
                 compile,
@@ -54,10 +63,13 @@ impl Ep {
                 create_allocator: None,
                 create_sync_stream_for_device: None,
                 get_compiled_model_compatibility_info: None,
+                get_kernel_registry: Some(get_kernel_registry),
+                is_concurrent_run_supported: None,
             },
             api,
             inject_panic,
             no_fallback,
+            kernels,
         });
         Ok(Box::into_raw(ep).cast())
     }
@@ -84,6 +96,16 @@ unsafe extern "system" fn get_capability(
         let (ptrs, nodes) = read::nodes(&ep.api, graph)?;
         let verdicts: Vec<Result<_, String>> = nodes.iter().map(kernel_for).collect();
         let mut claimable: Vec<bool> = verdicts.iter().map(Result::is_ok).collect();
+        // Control-flow nodes whose bodies are Rivet's: ORT's kernel from Rivet's registry.
+        let mut single = vec![false; nodes.len()];
+        if ep.kernels.is_some() {
+            for (i, node) in nodes.iter().enumerate() {
+                if verdicts[i].is_err() && control::claimable(&ep.api, info, ptrs[i], node).is_ok() {
+                    ep.api.add_single_node(info, ptrs[i])?;
+                    single[i] = true;
+                }
+            }
+        }
         let desc = crate::graph::GraphDesc { nodes, ..Default::default() };
         if !ep.no_fallback {
             // ORT fuses these into its int8 kernels, which Rivet does not have yet. (With
@@ -101,7 +123,7 @@ unsafe extern "system" fn get_capability(
             // node or why. Claim each such node alone (a single node cannot close a cycle)
             // so that Compile fails the session naming it and the reason.
             for (i, verdict) in verdicts.iter().enumerate() {
-                if verdict.is_err() {
+                if verdict.is_err() && !single[i] {
                     let owner = ep.api.node_ep_name(ptrs[i])?;
                     if owner.is_empty() || owner == "Rivet" {
                         ep.api.add_nodes_to_fuse(info, &[ptrs[i]])?;
@@ -109,6 +131,18 @@ unsafe extern "system" fn get_capability(
                 }
             }
         }
+        Ok(())
+    })
+}
+
+unsafe extern "system" fn get_kernel_registry(this: *mut OrtEp, out: *mut *const OrtKernelRegistry) -> *mut OrtStatus {
+    let ep = ep(this);
+    guard(&ep.api, "GetKernelRegistry", || {
+        if out.is_null() {
+            return Err(Error::ep("GetKernelRegistry got a null slot"));
+        }
+        // SAFETY: ORT passes a valid slot; the registry lives as long as the EP.
+        unsafe { *out = ep.kernels.as_ref().map_or(std::ptr::null(), ControlFlowKernels::registry) };
         Ok(())
     })
 }

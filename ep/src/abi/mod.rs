@@ -4,6 +4,7 @@
 
 pub mod api;
 mod compute;
+mod control;
 mod ep;
 mod factory;
 #[cfg(feature = "probe")]

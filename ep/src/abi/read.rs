@@ -184,67 +184,60 @@ pub fn nodes(api: &Api, g: *const OrtGraph) -> Result<(Vec<*const OrtNode>, Vec<
 
 /// Reads a fused subgraph: its nodes, the fused node's inputs and outputs in order, and
 /// the constant initializers the nodes read that are not among the fused inputs.
+///
+/// A constant initializer is read from the reading node's own value info, whatever its
+/// size: ORT finds its data in this graph or in an enclosing one (an If branch reading the
+/// outer graph's weight: `ValueInfo_GetInitializerValue` looks in the outer scope, and with
+/// `drop_constant_initializers` such a value is no input of the fused node).
 pub fn fused_graph(api: &Api, g: *const OrtGraph, fused: *const OrtNode) -> Result<(String, GraphDesc)> {
     let name = api.node_name(fused)?;
-    let (_, nodes) = nodes(api, g)?;
+    let (ptrs, nodes) = nodes(api, g)?;
     let fused_desc = node(api, fused)?;
     let inputs: Vec<ValueDesc> = fused_desc.inputs.into_iter().flatten().collect();
     let outputs: Vec<ValueDesc> = fused_desc.outputs.into_iter().flatten().collect();
 
-    let known: HashSet<&str> = inputs
+    let mut known: HashSet<String> = inputs
         .iter()
-        .map(|v| v.name.as_str())
-        .chain(nodes.iter().flat_map(|n| n.outputs.iter().flatten().map(|v| v.name.as_str())))
-        .collect();
-    let missing: HashSet<String> = nodes
-        .iter()
-        .flat_map(|n| n.inputs.iter().flatten())
-        .filter(|v| !known.contains(v.name.as_str()))
         .map(|v| v.name.clone())
+        .chain(nodes.iter().flat_map(|n| n.outputs.iter().flatten().map(|v| v.name.clone())))
         .collect();
     let mut constants = Vec::new();
+    for &n in &ptrs {
+        let mut infos = vec![ptr::null(); api.node_num_inputs(n)?];
+        api.node_inputs(n, &mut infos)?;
+        for vi in infos {
+            if vi.is_null() {
+                continue;
+            }
+            let vname = api.value_info_name(vi)?;
+            if vname.is_empty() || known.contains(&vname) || !api.value_info_is_constant_initializer(vi)? {
+                continue;
+            }
+            // Any type Rivet holds; nodes reading other types are never claimed.
+            if let Some(c) = constant(api, vi, vname.clone())? {
+                constants.push(c);
+            }
+            known.insert(vname);
+        }
+    }
     // The constant initializers among the fused inputs: the same data every Run.
     let mut constant_names: HashSet<String> = HashSet::new();
     let mut inits = vec![ptr::null(); api.graph_num_initializers(g)?];
     api.graph_initializers(g, &mut inits)?;
     for &vi in &inits {
-        if !api.value_info_is_constant_initializer(vi)? {
-            continue;
-        }
-        let vname = api.value_info_name(vi)?;
-        if missing.contains(&vname) {
-            // Any type Rivet holds; nodes reading other types are never claimed.
-            if let Some(c) = constant(api, vi, vname)? {
-                constants.push(c);
-            }
-        } else {
-            constant_names.insert(vname);
+        if api.value_info_is_constant_initializer(vi)? {
+            constant_names.insert(api.value_info_name(vi)?);
         }
     }
     let constant_inputs = inputs.iter().map(|v| constant_names.contains(&v.name)).collect();
-    // A small constant of an enclosing graph (an If branch reading the outer graph's
-    // initializer) is not among this graph's initializers: take the data the node's value
-    // info carried.
-    for v in nodes.iter().flat_map(|n| n.inputs.iter().flatten()) {
-        if !missing.contains(&v.name) || constants.iter().any(|c: &ConstDesc| c.name == v.name) {
-            continue;
-        }
-        let (Some(c), Some(dims)) = (&v.constant, &v.dims) else { continue };
-        let shape: Option<Shape> = dims.iter().map(|d| if let Dim::Fixed(n) = d { Some(*n) } else { None }).collect();
-        let Some(shape) = shape else { continue };
-        let data = match c {
-            Constant::F32(x) => crate::data::Buf::F32(x.clone()),
-            Constant::I64(x) => crate::data::Buf::I64(x.clone()),
-        };
-        if v.elem_type == data.elem_type() {
-            constants.push(ConstDesc { name: v.name.clone(), shape, data });
-        }
-    }
     Ok((name, GraphDesc { nodes, inputs, constant_inputs, outputs, constants }))
 }
 
 fn constant(api: &Api, vi: *const OrtValueInfo, name: String) -> Result<Option<ConstDesc>> {
     let v = api.value_info_initializer_value(vi)?;
+    if v.is_null() {
+        return Err(Error::ort(format_args!("constant initializer '{name}' has no value")));
+    }
     let (elem, dims) = api.tensor_type_and_shape_ref(v)?;
     let shape: SmallVec<[usize; 8]> = dims.iter().map(|&d| d.max(0) as usize).collect();
     let len: usize = shape.iter().product();

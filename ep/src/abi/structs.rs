@@ -55,8 +55,8 @@ pub struct OrtNodeComputeInfo {
     pub release_state: unsafe extern "system" fn(this: *mut OrtNodeComputeInfo, state: *mut c_void),
 }
 
-/// `OrtEp` as of 1.23 (12 slots after the version). 1.24 appended `GetKernelRegistry`,
-/// which ORT does not read from a struct that declares 23.
+/// `OrtEp` as of 1.24 (14 slots after the version): 1.24 appended `GetKernelRegistry` and
+/// `IsConcurrentRunSupported`, which ORT reads only from a struct that declares 24.
 #[repr(C)]
 pub struct OrtEp {
     pub ort_version_supported: u32,
@@ -89,6 +89,74 @@ pub struct OrtEp {
     pub create_sync_stream_for_device: Option<unsafe extern "system" fn()>,
     pub get_compiled_model_compatibility_info:
         Option<unsafe extern "system" fn(this: *mut OrtEp, graph: *const OrtGraph) -> *const c_char>,
+    /// 1.24: the EP's kernels (Rivet's: the control-flow kernels ORT implements).
+    pub get_kernel_registry:
+        Option<unsafe extern "system" fn(this: *mut OrtEp, out: *mut *const OrtKernelRegistry) -> Status>,
+    /// 1.24, optional: NULL means concurrent runs are supported.
+    pub is_concurrent_run_supported: Option<unsafe extern "system" fn()>,
+}
+
+/// The version of the `OrtEp` table Rivet fills when the runtime is 1.24 or newer.
+pub const EP_TABLE_VERSION_24: u32 = 24;
+
+#[repr(C)]
+pub struct OrtKernelRegistry {
+    _p: [u8; 0],
+}
+#[repr(C)]
+pub struct OrtKernelDefBuilder {
+    _p: [u8; 0],
+}
+#[repr(C)]
+pub struct OrtKernelDef {
+    _p: [u8; 0],
+}
+#[repr(C)]
+pub struct OrtDataType {
+    _p: [u8; 0],
+}
+#[repr(C)]
+pub struct OrtKernelImpl {
+    _p: [u8; 0],
+}
+
+/// `OrtKernelCreateFunc`: ORT calls it to make the kernel for one node.
+pub type KernelCreateFn = unsafe extern "system" fn(
+    state: *mut c_void,
+    info: *const ort_sys::OrtKernelInfo,
+    out: *mut *mut OrtKernelImpl,
+) -> Status;
+
+/// `OrtLoopKernelHelper` (1.24): the EP's half of ORT's Loop kernel, which concatenates
+/// the per-iteration scan outputs into the final output.
+#[repr(C)]
+pub struct OrtLoopKernelHelper {
+    pub ort_version_supported: u32,
+    pub release: unsafe extern "system" fn(this: *mut OrtLoopKernelHelper),
+    pub concat_output: unsafe extern "system" fn(
+        this: *mut OrtLoopKernelHelper,
+        stream: *mut c_void,
+        per_iteration: *const *const ort_sys::OrtValue,
+        count: usize,
+        output: *mut c_void,
+        output_bytes: usize,
+    ) -> Status,
+}
+
+/// `OrtScanKernelHelper` (1.24): the EP's half of ORT's Scan kernel, a transpose for
+/// scan axes other than 0.
+#[repr(C)]
+pub struct OrtScanKernelHelper {
+    pub ort_version_supported: u32,
+    pub release: unsafe extern "system" fn(this: *mut OrtScanKernelHelper),
+    pub transpose: unsafe extern "system" fn(
+        this: *mut OrtScanKernelHelper,
+        perm: *const usize,
+        perm_len: usize,
+        input: *const ort_sys::OrtValue,
+        stream: *mut c_void,
+        output: *mut ort_sys::OrtValue,
+    ) -> Status,
 }
 
 /// `OrtEpFactory` as of 1.23 (13 slots after the version).
@@ -130,8 +198,11 @@ pub struct OrtEpFactory {
     pub create_sync_stream_for_device: Option<unsafe extern "system" fn()>,
 }
 
-/// The first entries of `OrtEpApi`, the only ones Rivet calls. ORT owns the table (78
-/// entries in 1.32); we only ever read through a pointer to it.
+/// The first 49 entries of `OrtEpApi` (through `ReleaseKernelImpl`, 1.24): the ones Rivet
+/// calls, typed, and the
+/// others as placeholders. ORT owns the table (78 entries in 1.32);
+/// we only ever read through a pointer to it, and read entries past the fifth only from a
+/// runtime of 1.24 or newer.
 #[repr(C)]
 pub struct OrtEpApi {
     pub create_ep_device: unsafe extern "system" fn(
@@ -151,6 +222,69 @@ pub struct OrtEpApi {
     pub ep_graph_support_info_add_single_node:
         unsafe extern "system" fn(info: *mut OrtEpGraphSupportInfo, node: *const OrtNode) -> Status,
     pub node_compute_context_node_name: unsafe extern "system" fn(ctx: *const OrtNodeComputeContext) -> *const c_char,
+    /// Entries 5..=17: allocator info, memory devices, sync streams, hardware devices.
+    pub _unused_5_17: [Option<unsafe extern "system" fn()>; 13],
+    pub create_kernel_registry: unsafe extern "system" fn(out: *mut *mut OrtKernelRegistry) -> Status,
+    pub release_kernel_registry: unsafe extern "system" fn(r: *mut OrtKernelRegistry),
+    pub kernel_registry_add_kernel: unsafe extern "system" fn(
+        r: *mut OrtKernelRegistry,
+        def: *const OrtKernelDef,
+        create: KernelCreateFn,
+        state: *mut c_void,
+    ) -> Status,
+    pub create_kernel_def_builder: unsafe extern "system" fn(out: *mut *mut OrtKernelDefBuilder) -> Status,
+    pub release_kernel_def_builder: unsafe extern "system" fn(b: *mut OrtKernelDefBuilder),
+    pub kernel_def_builder_set_operator_type:
+        unsafe extern "system" fn(b: *mut OrtKernelDefBuilder, op_type: *const c_char) -> Status,
+    pub kernel_def_builder_set_domain:
+        unsafe extern "system" fn(b: *mut OrtKernelDefBuilder, domain: *const c_char) -> Status,
+    pub kernel_def_builder_set_since_version:
+        unsafe extern "system" fn(b: *mut OrtKernelDefBuilder, start: i32, end: i32) -> Status,
+    pub kernel_def_builder_set_execution_provider:
+        unsafe extern "system" fn(b: *mut OrtKernelDefBuilder, ep: *const c_char) -> Status,
+    pub kernel_def_builder_set_input_mem_type:
+        unsafe extern "system" fn(b: *mut OrtKernelDefBuilder, index: usize, mem: ort_sys::OrtMemType) -> Status,
+    pub _unused_28: Option<unsafe extern "system" fn()>,
+    pub kernel_def_builder_add_type_constraint: unsafe extern "system" fn(
+        b: *mut OrtKernelDefBuilder,
+        arg: *const c_char,
+        types: *const *const OrtDataType,
+        n: usize,
+    ) -> Status,
+    /// Entries 30..=31: input/output aliases.
+    pub _unused_30_31: [Option<unsafe extern "system" fn()>; 2],
+    pub kernel_def_builder_build:
+        unsafe extern "system" fn(b: *mut OrtKernelDefBuilder, out: *mut *mut OrtKernelDef) -> Status,
+    pub release_kernel_def: unsafe extern "system" fn(d: *mut OrtKernelDef),
+    pub kernel_def_get_operator_type: unsafe extern "system" fn(d: *const OrtKernelDef) -> *const c_char,
+    pub kernel_def_get_domain: unsafe extern "system" fn(d: *const OrtKernelDef) -> *const c_char,
+    pub kernel_def_get_since_version:
+        unsafe extern "system" fn(d: *const OrtKernelDef, start: *mut i32, end: *mut i32) -> Status,
+    pub kernel_def_get_execution_provider: unsafe extern "system" fn(d: *const OrtKernelDef) -> *const c_char,
+    /// Entries 38..=39: kernel-def mem types.
+    pub _unused_38_39: [Option<unsafe extern "system" fn()>; 2],
+    pub get_tensor_data_type:
+        unsafe extern "system" fn(elem: ort_sys::ONNXTensorElementDataType, out: *mut *const OrtDataType) -> Status,
+    pub ep_graph_support_info_look_up_kernel: unsafe extern "system" fn(
+        info: *mut OrtEpGraphSupportInfo,
+        node: *const OrtNode,
+        out: *mut *const OrtKernelDef,
+    ) -> Status,
+    /// Entries 42..=44: pre-packed weight cache, KernelInfo_GetEp, incompatibility details.
+    pub _unused_42_44: [Option<unsafe extern "system" fn()>; 3],
+    pub create_if_kernel:
+        unsafe extern "system" fn(info: *const ort_sys::OrtKernelInfo, out: *mut *mut OrtKernelImpl) -> Status,
+    pub create_loop_kernel: unsafe extern "system" fn(
+        info: *const ort_sys::OrtKernelInfo,
+        helper: *mut OrtLoopKernelHelper,
+        out: *mut *mut OrtKernelImpl,
+    ) -> Status,
+    pub create_scan_kernel: unsafe extern "system" fn(
+        info: *const ort_sys::OrtKernelInfo,
+        helper: *mut OrtScanKernelHelper,
+        out: *mut *mut OrtKernelImpl,
+    ) -> Status,
+    pub release_kernel_impl: unsafe extern "system" fn(k: *mut OrtKernelImpl),
 }
 
 #[cfg(test)]
@@ -163,7 +297,8 @@ mod tests {
     #[test]
     fn slot_offsets_match_the_header_order() {
         // version (padded to a pointer) + N slots
-        assert_eq!(size_of::<OrtEp>(), PTR * 13);
+        assert_eq!(size_of::<OrtEp>(), PTR * 15);
+        assert_eq!(offset_of!(OrtEp, get_kernel_registry), PTR * 13);
         assert_eq!(offset_of!(OrtEp, compile), PTR * 3);
         assert_eq!(offset_of!(OrtEp, get_compiled_model_compatibility_info), PTR * 12);
         assert_eq!(size_of::<OrtEpFactory>(), PTR * 14);
@@ -172,6 +307,16 @@ mod tests {
         assert_eq!(offset_of!(OrtEpFactory, is_stream_aware), PTR * 12);
         assert_eq!(size_of::<OrtNodeComputeInfo>(), PTR * 4);
         assert_eq!(offset_of!(OrtEpApi, node_compute_context_node_name), PTR * 4);
+        assert_eq!(offset_of!(OrtEpApi, create_kernel_registry), PTR * 18);
+        assert_eq!(offset_of!(OrtEpApi, kernel_def_builder_set_input_mem_type), PTR * 27);
+        assert_eq!(offset_of!(OrtEpApi, kernel_def_builder_add_type_constraint), PTR * 29);
+        assert_eq!(offset_of!(OrtEpApi, kernel_def_builder_build), PTR * 32);
+        assert_eq!(offset_of!(OrtEpApi, get_tensor_data_type), PTR * 40);
+        assert_eq!(offset_of!(OrtEpApi, kernel_def_get_execution_provider), PTR * 37);
+        assert_eq!(offset_of!(OrtEpApi, ep_graph_support_info_look_up_kernel), PTR * 41);
+        assert_eq!(offset_of!(OrtEpApi, create_if_kernel), PTR * 45);
+        assert_eq!(size_of::<OrtEpApi>(), PTR * 49);
+        assert_eq!(size_of::<OrtLoopKernelHelper>(), PTR * 3);
         assert_eq!(size_of::<OrtNodeFusionOptions>(), 8);
     }
 }

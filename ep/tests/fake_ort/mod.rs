@@ -276,12 +276,153 @@ unsafe extern "system" fn no_single(
 unsafe extern "system" fn no_name(_: *const OrtNodeComputeContext) -> *const c_char {
     c"fake".as_ptr()
 }
+unsafe extern "system" fn stub_create_kernel_registry(_: *mut *mut OrtKernelRegistry) -> *mut ort_sys::OrtStatus {
+    std::ptr::null_mut()
+}
+unsafe extern "system" fn stub_release_kernel_registry(_: *mut OrtKernelRegistry) {}
+unsafe extern "system" fn stub_kernel_registry_add_kernel(
+    _: *mut OrtKernelRegistry,
+    _: *const OrtKernelDef,
+    _: KernelCreateFn,
+    _: *mut c_void,
+) -> *mut ort_sys::OrtStatus {
+    std::ptr::null_mut()
+}
+unsafe extern "system" fn stub_create_kernel_def_builder(_: *mut *mut OrtKernelDefBuilder) -> *mut ort_sys::OrtStatus {
+    std::ptr::null_mut()
+}
+unsafe extern "system" fn stub_release_kernel_def_builder(_: *mut OrtKernelDefBuilder) {}
+unsafe extern "system" fn stub_kernel_def_builder_set_operator_type(
+    _: *mut OrtKernelDefBuilder,
+    _: *const c_char,
+) -> *mut ort_sys::OrtStatus {
+    std::ptr::null_mut()
+}
+unsafe extern "system" fn stub_kernel_def_builder_set_domain(
+    _: *mut OrtKernelDefBuilder,
+    _: *const c_char,
+) -> *mut ort_sys::OrtStatus {
+    std::ptr::null_mut()
+}
+unsafe extern "system" fn stub_kernel_def_builder_set_since_version(
+    _: *mut OrtKernelDefBuilder,
+    _: i32,
+    _: i32,
+) -> *mut ort_sys::OrtStatus {
+    std::ptr::null_mut()
+}
+unsafe extern "system" fn stub_kernel_def_builder_set_execution_provider(
+    _: *mut OrtKernelDefBuilder,
+    _: *const c_char,
+) -> *mut ort_sys::OrtStatus {
+    std::ptr::null_mut()
+}
+unsafe extern "system" fn stub_kernel_def_builder_set_input_mem_type(
+    _: *mut OrtKernelDefBuilder,
+    _: usize,
+    _: ort_sys::OrtMemType,
+) -> *mut ort_sys::OrtStatus {
+    std::ptr::null_mut()
+}
+unsafe extern "system" fn stub_kernel_def_builder_add_type_constraint(
+    _: *mut OrtKernelDefBuilder,
+    _: *const c_char,
+    _: *const *const OrtDataType,
+    _: usize,
+) -> *mut ort_sys::OrtStatus {
+    std::ptr::null_mut()
+}
+unsafe extern "system" fn stub_kernel_def_builder_build(
+    _: *mut OrtKernelDefBuilder,
+    _: *mut *mut OrtKernelDef,
+) -> *mut ort_sys::OrtStatus {
+    std::ptr::null_mut()
+}
+unsafe extern "system" fn stub_release_kernel_def(_: *mut OrtKernelDef) {}
+unsafe extern "system" fn stub_kernel_def_get_operator_type(_: *const OrtKernelDef) -> *const c_char {
+    c"".as_ptr()
+}
+unsafe extern "system" fn stub_kernel_def_get_domain(_: *const OrtKernelDef) -> *const c_char {
+    c"".as_ptr()
+}
+unsafe extern "system" fn stub_kernel_def_get_since_version(
+    _: *const OrtKernelDef,
+    _: *mut i32,
+    _: *mut i32,
+) -> *mut ort_sys::OrtStatus {
+    std::ptr::null_mut()
+}
+unsafe extern "system" fn stub_kernel_def_get_execution_provider(_: *const OrtKernelDef) -> *const c_char {
+    c"".as_ptr()
+}
+unsafe extern "system" fn stub_get_tensor_data_type(
+    _: ort_sys::ONNXTensorElementDataType,
+    _: *mut *const OrtDataType,
+) -> *mut ort_sys::OrtStatus {
+    std::ptr::null_mut()
+}
+unsafe extern "system" fn stub_ep_graph_support_info_look_up_kernel(
+    _: *mut OrtEpGraphSupportInfo,
+    _: *const ort_sys::OrtNode,
+    _: *mut *const OrtKernelDef,
+) -> *mut ort_sys::OrtStatus {
+    std::ptr::null_mut()
+}
+unsafe extern "system" fn stub_create_if_kernel(
+    _: *const ort_sys::OrtKernelInfo,
+    _: *mut *mut OrtKernelImpl,
+) -> *mut ort_sys::OrtStatus {
+    std::ptr::null_mut()
+}
+unsafe extern "system" fn stub_create_loop_kernel(
+    _: *const ort_sys::OrtKernelInfo,
+    _: *mut OrtLoopKernelHelper,
+    _: *mut *mut OrtKernelImpl,
+) -> *mut ort_sys::OrtStatus {
+    std::ptr::null_mut()
+}
+unsafe extern "system" fn stub_create_scan_kernel(
+    _: *const ort_sys::OrtKernelInfo,
+    _: *mut OrtScanKernelHelper,
+    _: *mut *mut OrtKernelImpl,
+) -> *mut ort_sys::OrtStatus {
+    std::ptr::null_mut()
+}
+unsafe extern "system" fn stub_release_kernel_impl(_: *mut OrtKernelImpl) {}
 pub static FAKE_EP: OrtEpApi = OrtEpApi {
     create_ep_device: no_device,
     release_ep_device: no_release,
     ep_graph_support_info_add_nodes_to_fuse: no_fuse,
     ep_graph_support_info_add_single_node: no_single,
     node_compute_context_node_name: no_name,
+    _unused_5_17: [None; 13],
+    create_kernel_registry: stub_create_kernel_registry,
+    release_kernel_registry: stub_release_kernel_registry,
+    kernel_registry_add_kernel: stub_kernel_registry_add_kernel,
+    create_kernel_def_builder: stub_create_kernel_def_builder,
+    release_kernel_def_builder: stub_release_kernel_def_builder,
+    kernel_def_builder_set_operator_type: stub_kernel_def_builder_set_operator_type,
+    kernel_def_builder_set_domain: stub_kernel_def_builder_set_domain,
+    kernel_def_builder_set_since_version: stub_kernel_def_builder_set_since_version,
+    kernel_def_builder_set_execution_provider: stub_kernel_def_builder_set_execution_provider,
+    kernel_def_builder_set_input_mem_type: stub_kernel_def_builder_set_input_mem_type,
+    _unused_28: None,
+    kernel_def_builder_add_type_constraint: stub_kernel_def_builder_add_type_constraint,
+    _unused_30_31: [None; 2],
+    kernel_def_builder_build: stub_kernel_def_builder_build,
+    release_kernel_def: stub_release_kernel_def,
+    kernel_def_get_operator_type: stub_kernel_def_get_operator_type,
+    kernel_def_get_domain: stub_kernel_def_get_domain,
+    kernel_def_get_since_version: stub_kernel_def_get_since_version,
+    kernel_def_get_execution_provider: stub_kernel_def_get_execution_provider,
+    _unused_38_39: [None; 2],
+    get_tensor_data_type: stub_get_tensor_data_type,
+    ep_graph_support_info_look_up_kernel: stub_ep_graph_support_info_look_up_kernel,
+    _unused_42_44: [None; 3],
+    create_if_kernel: stub_create_if_kernel,
+    create_loop_kernel: stub_create_loop_kernel,
+    create_scan_kernel: stub_create_scan_kernel,
+    release_kernel_impl: stub_release_kernel_impl,
 };
 
 pub fn api() -> Api {
