@@ -7,10 +7,13 @@ use ort_sys::{OrtGraph, OrtNode, OrtSessionOptions, OrtStatus};
 use super::api::Api;
 use super::compute::ComputeInfo;
 use super::factory::EP_NAME;
-use super::structs::{OrtEp, OrtEpGraphSupportInfo, OrtNodeComputeInfo, EP_STRUCT_VERSION};
+use super::structs::{
+    OrtEp, OrtEpGraphSupportInfo, OrtEpProfilerImpl, OrtNodeComputeInfo, EP_PROFILING_VERSION, EP_STRUCT_VERSION,
+};
 use super::{guard, read};
 use crate::capability::{in_quantized_group, partition};
 use crate::error::{Error, Result};
+use crate::node_events::NodeEvents;
 use crate::plan::Plan;
 use crate::registry::kernel_for;
 
@@ -28,6 +31,8 @@ pub(super) struct Ep {
     /// `session.disable_cpu_ep_fallback=1`: a node Rivet cannot run fails the session in
     /// Compile, with the node and the reason, instead of ORT's generic message.
     no_fallback: bool,
+    /// The session's recording for ORT's profiler, shared with its fused nodes.
+    events: std::sync::Arc<NodeEvents>,
 }
 
 fn ep<'a>(this: *const OrtEp) -> &'a Ep {
@@ -39,9 +44,15 @@ impl Ep {
     pub(super) fn create(api: Api, options: *const OrtSessionOptions) -> Result<*mut OrtEp> {
         let inject_panic = api.session_config_entry(options, INJECT_PANIC_KEY)?;
         let no_fallback = api.session_config_entry(options, NO_FALLBACK_KEY)?.is_some_and(|v| v.trim() == "1");
+        // `CreateProfiler` (slot 16) is read from a struct declaring 25, on a 1.25+ runtime.
+        let (version, create_profiler) = if api.has_profiling() {
+            (EP_PROFILING_VERSION, Some(create_profiler as ProfilerFn))
+        } else {
+            (EP_STRUCT_VERSION, None)
+        };
         let ep = Box::new(Ep {
             base: OrtEp {
-                ort_version_supported: EP_STRUCT_VERSION,
+                ort_version_supported: version,
                 get_name,
                 get_capability,
                 compile,
@@ -54,10 +65,15 @@ impl Ep {
                 create_allocator: None,
                 create_sync_stream_for_device: None,
                 get_compiled_model_compatibility_info: None,
+                get_kernel_registry: None,
+                is_concurrent_run_supported: None,
+                sync: None,
+                create_profiler,
             },
             api,
             inject_panic,
             no_fallback,
+            events: Default::default(),
         });
         Ok(Box::into_raw(ep).cast())
     }
@@ -68,6 +84,22 @@ impl Ep {
             drop(unsafe { Box::from_raw(this.cast::<Ep>()) });
         }
     }
+}
+
+type ProfilerFn = unsafe extern "system" fn(*mut OrtEp, *mut *mut OrtEpProfilerImpl) -> *mut OrtStatus;
+
+/// ORT asks for the session's profiler (it starts it when profiling is on).
+unsafe extern "system" fn create_profiler(this: *mut OrtEp, out: *mut *mut OrtEpProfilerImpl) -> *mut OrtStatus {
+    let ep = ep(this);
+    guard(&ep.api, "CreateProfiler", || {
+        if out.is_null() {
+            return Err(Error::ep("CreateProfiler got a null out pointer"));
+        }
+        let p = super::profiler::Profiler::into_raw(ep.api, ep.events.clone());
+        // SAFETY: a valid out pointer; ORT owns the profiler and releases it.
+        unsafe { *out = p };
+        Ok(())
+    })
 }
 
 unsafe extern "system" fn get_name(_this: *const OrtEp) -> *const c_char {
@@ -151,7 +183,7 @@ unsafe extern "system" fn compile(
             let panic_here =
                 ep.inject_panic.as_deref().is_some_and(|target| desc.nodes.iter().any(|n| n.name == target));
             // Owned until every graph compiled: on an error, the ones built so far drop.
-            built.push(ComputeInfo::new(ep.api, plan, panic_here));
+            built.push(ComputeInfo::new(ep.api, plan, panic_here, ep.events.clone()));
         }
         for (slot, info) in out.iter_mut().zip(built) {
             *slot = ComputeInfo::into_raw(info);

@@ -102,7 +102,7 @@ pub fn run(name: &str, graph: &GraphDesc) -> Result<Plan> {
                         output: wide,
                         constant_weights: false,
                         epilogue: None,
-            op: None,
+                        op: None,
                     });
                     wide
                 }
@@ -278,6 +278,7 @@ pub fn run(name: &str, graph: &GraphDesc) -> Result<Plan> {
         constants,
         buffer_types: Vec::new(),
         fixed: None,
+        units: Vec::new(),
     })
 }
 
