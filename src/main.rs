@@ -11,10 +11,12 @@ const USAGE: &str = "usage:
   rivet run [--model PATH] [--dim NAME=VALUE]... [--iters N] [--threads N]
       Runs the model (default: a built-in one) on Rivet and on ORT's CPU EP, checks
       Rivet's outputs against ORT's and prints per-Run time for each.
-  rivet profile [--model PATH] [--dim NAME=VALUE]... [--iters N] [--threads N] [--trace FILE]
-      Runs the model on the probe build of Rivet and prints per-phase counts per Run and
-      per node: calls, ns (with RIVET_PROFILE_DISPATCH=1), allocations, bytes, ORT calls,
-      statuses. CPU fallback stays on: the table covers the nodes Rivet runs.
+  rivet profile [--model PATH] [--dim NAME=VALUE]... [--iters N] [--threads N] [--trace FILE] [--top N]
+      Runs the model on the probe build of Rivet and prints the top N nodes (default 20)
+      by total time: time per Run (p50, p90, with RIVET_PROFILE_DISPATCH=1; the probe's
+      own calibrated cost subtracted), output shape, allocations, bytes and ORT calls;
+      then per-phase counts per Run and per node: calls, ns, allocations, bytes, ORT
+      calls, statuses. CPU fallback stays on: the tables cover the nodes Rivet runs.
   rivet bench [--case SUBSTRING]... [--rounds N] [--round-ms MS] [--callgrind] [--out DIR]
       A/B benchmark against ORT's CPU EP in this process: interleaved rounds, p50/p90,
       ratio, ORT drift, rounds won. Writes results.csv and ratios.svg to DIR
@@ -118,11 +120,14 @@ fn load_model(model_path: &Option<String>, dims: &mut HashMap<String, i64>) -> R
 fn profile(args: &[String]) -> Result<(), String> {
     // `--trace FILE` is profile's own; the rest are `run`'s.
     let mut trace = None;
+    let mut top = 20usize;
     let mut rest = Vec::new();
     let mut it = args.iter();
     while let Some(a) = it.next() {
         if a == "--trace" {
             trace = Some(std::path::PathBuf::from(it.next().ok_or("--trace needs a file")?));
+        } else if a == "--top" {
+            top = it.next().ok_or("--top needs a number")?.parse().map_err(|_| "--top takes a whole number")?;
         } else {
             rest.push(a.clone());
         }
@@ -141,6 +146,7 @@ fn profile(args: &[String]) -> Result<(), String> {
     // Reading members and writing the timeline allocate inside the library: keep them
     // outside the two counter readings.
     let members_before = probe.ffi_sites();
+    probe.nodes_reset();
     if trace.is_some() {
         probe.timeline_start()?;
     }
@@ -151,12 +157,14 @@ fn profile(args: &[String]) -> Result<(), String> {
         probe.timeline_write(path)?;
     }
     let members = probe.ffi_sites();
+    let nodes = probe.nodes();
     println!("model: {label}; {on_rivet}/{} nodes on Rivet; {iters} Runs", assigned.len());
+    print!("{}", rivet::profile::node_table(&nodes, iters as u64, top, probe.probe_costs_ns()));
     print!("{}", rivet::profile::table(&probe.phase_names(), &counts, iters as u64));
     print!("{}", rivet::profile::member_table(&members, &members_before, iters as u64));
     if let Some(path) = &trace {
         println!(
-            "timeline of the {iters} Runs (phases on every thread, Chrome trace JSON; open in ui.perfetto.dev): {}",
+            "timeline of the {iters} Runs (phases and nodes on every thread, Chrome trace JSON; open in ui.perfetto.dev): {}",
             path.display()
         );
     }

@@ -3,7 +3,16 @@
 use std::ffi::{c_char, CStr};
 use std::path::Path;
 
-use rivet_ep::probe::Counters;
+use rivet_ep::probe::{Counters, NodeStats};
+
+/// One inner node of a fused node, as the probe counted it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct NodeRow {
+    pub fused: String,
+    pub label: String,
+    pub op_type: String,
+    pub stats: NodeStats,
+}
 
 pub struct ProbeReader {
     lib: libloading::Library,
@@ -101,5 +110,63 @@ impl ProbeReader {
             0 => Ok(()),
             _ => Err(format!("could not write the timeline to {}", path.display())),
         }
+    }
+
+    /// Every node the library registered, with its counts since `nodes_reset`.
+    pub fn nodes(&self) -> Vec<NodeRow> {
+        type CountFn = unsafe extern "C" fn() -> usize;
+        type StatsFn = unsafe extern "C" fn(usize, *mut NodeStats) -> usize;
+        type NameFn = unsafe extern "C" fn(usize, u32, *mut c_char, usize) -> i32;
+        // SAFETY: the exports' signatures.
+        let (Ok(count), Ok(stats), Ok(name)) = (unsafe {
+            (
+                self.lib.get::<CountFn>(b"rivet_probe_node_count"),
+                self.lib.get::<StatsFn>(b"rivet_probe_node_stats"),
+                self.lib.get::<NameFn>(b"rivet_probe_node_name"),
+            )
+        }) else {
+            return Vec::new();
+        };
+        // SAFETY: takes nothing.
+        let n = unsafe { count() };
+        let text = |i: usize, which: u32| {
+            let mut buf = [0 as c_char; 512];
+            // SAFETY: `buf` has 512 writable bytes.
+            if unsafe { name(i, which, buf.as_mut_ptr(), buf.len()) } == 0 {
+                return String::new();
+            }
+            // SAFETY: the export wrote a NUL-terminated string into `buf`.
+            unsafe { CStr::from_ptr(buf.as_ptr()) }.to_string_lossy().into_owned()
+        };
+        let mut rows = Vec::with_capacity(n);
+        for i in 0..n {
+            let mut s = NodeStats::default();
+            // SAFETY: `s` is a writable NodeStats.
+            let size = unsafe { stats(i, &mut s) };
+            if size == 0 {
+                break;
+            }
+            assert_eq!(size, std::mem::size_of::<NodeStats>(), "the probe library's NodeStats layout differs");
+            rows.push(NodeRow { fused: text(i, 0), label: text(i, 1), op_type: text(i, 2), stats: s });
+        }
+        rows
+    }
+
+    /// Zeroes the nodes' counts (after a warm-up).
+    pub fn nodes_reset(&self) {
+        // SAFETY: the export's signature; it touches only the library's statics.
+        if let Ok(f) = unsafe { self.lib.get::<unsafe extern "C" fn()>(b"rivet_probe_nodes_reset") } {
+            // SAFETY: as above.
+            unsafe { f() };
+        }
+    }
+
+    /// The probe's calibrated own cost in ns: (an empty node scope, one phase guard in it).
+    pub fn probe_costs_ns(&self) -> (f64, f64) {
+        type CostFn = unsafe extern "C" fn(u32) -> f64;
+        // SAFETY: the export's signature.
+        let Ok(f) = (unsafe { self.lib.get::<CostFn>(b"rivet_probe_cost_ns") }) else { return (0.0, 0.0) };
+        // SAFETY: reads two statics.
+        unsafe { (f(0), f(1)) }
     }
 }

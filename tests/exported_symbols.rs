@@ -34,7 +34,12 @@ fn probe_library_adds_only_the_probe_exports() {
         [
             "CreateEpFactories",
             "ReleaseEpFactory",
+            "rivet_probe_cost_ns",
             "rivet_probe_ffi_site",
+            "rivet_probe_node_count",
+            "rivet_probe_node_name",
+            "rivet_probe_node_stats",
+            "rivet_probe_nodes_reset",
             "rivet_probe_num_phases",
             "rivet_probe_phase_name",
             "rivet_probe_reset",

@@ -76,6 +76,15 @@ fn element_count(shape: &[usize]) -> usize {
     shape.iter().product()
 }
 
+/// When one node of a Run (a [`crate::plan::NodeUnit`]) started and ended.
+#[derive(Clone, Copy, Debug)]
+pub struct NodeTime {
+    /// Index into `Plan::units`.
+    pub unit: usize,
+    pub start: std::time::Instant,
+    pub end: std::time::Instant,
+}
+
 /// Runs `plan` once.
 pub fn execute<'a>(
     plan: &Plan,
@@ -83,6 +92,19 @@ pub fn execute<'a>(
     inputs: &[TensorIn<'a>],
     outputs: &mut dyn Outputs<'a>,
     par: &dyn Parallel,
+) -> Result<()> {
+    execute_timed(plan, state, inputs, outputs, par, None)
+}
+
+/// Runs `plan` once; with `times`, appends each node's start and end to it (ORT's
+/// profiler is on). Without, no clock is read.
+pub fn execute_timed<'a>(
+    plan: &Plan,
+    state: &mut RunState,
+    inputs: &[TensorIn<'a>],
+    outputs: &mut dyn Outputs<'a>,
+    par: &dyn Parallel,
+    mut times: Option<&mut Vec<NodeTime>>,
 ) -> Result<()> {
     if inputs.len() != plan.inputs.len() {
         return Err(Error::ep(format_args!(
@@ -122,8 +144,26 @@ pub fn execute<'a>(
 
     let mut outs: smallvec::SmallVec<[Option<DataMut<'a>>; 4]> = (0..plan.outputs.len()).map(|_| None).collect();
 
-    for (i, step) in plan.steps.iter().enumerate() {
-        run_step(plan, i, step, state, inputs, &mut outs, outputs, par)?;
+    if plan.units.is_empty() {
+        for (i, step) in plan.steps.iter().enumerate() {
+            run_step(plan, i, step, state, inputs, &mut outs, outputs, par)?;
+        }
+        return Ok(());
+    }
+    for (u, unit) in plan.units.iter().enumerate() {
+        {
+            let _node = probe::NodeScope::enter(unit.probe);
+            let start = times.is_some().then(std::time::Instant::now);
+            for i in unit.steps.clone() {
+                run_step(plan, i, &plan.steps[i], state, inputs, &mut outs, outputs, par)?;
+            }
+            if let (Some(t), Some(start)) = (times.as_deref_mut(), start) {
+                t.push(NodeTime { unit: u, start, end: std::time::Instant::now() });
+            }
+        }
+        if let Some(last) = unit.steps.clone().next_back() {
+            probe::record_node_shape(unit.probe, &state.shapes[plan.steps[last].output]);
+        }
     }
     Ok(())
 }
@@ -269,6 +309,7 @@ impl<'s> Sources<'s, '_> {
 }
 
 /// The typed path of [`run_kernel`], out of line (its frame is larger).
+#[dispatch_phase(KernelInvoke)]
 #[inline(never)]
 fn run_typed(
     step: &Step,
@@ -285,6 +326,7 @@ fn run_typed(
 }
 
 /// A family op's step (see `ops::op`), out of line.
+#[dispatch_phase(KernelInvoke)]
 #[inline(never)]
 fn run_op(
     step: &Step,

@@ -18,6 +18,7 @@ pub mod exec;
 mod exec_typed;
 pub mod graph;
 mod node_attrs;
+pub mod node_events;
 pub mod ops;
 pub mod parallel;
 pub mod plan;

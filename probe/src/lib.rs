@@ -33,6 +33,8 @@ mod alloc;
 #[cfg(feature = "probe")]
 mod clock;
 #[cfg(feature = "probe")]
+mod nodes;
+#[cfg(feature = "probe")]
 mod on;
 
 pub use alloc::CountingAllocator;
@@ -189,6 +191,11 @@ impl Counters {
 }
 
 #[cfg(feature = "probe")]
+pub use nodes::{
+    current_node, node_count, node_names, node_stats, nodes_reset, probe_costs_ns, record_node_shape, register_node,
+    NodeId, NodeScope, NodeStats, MAX_NODES,
+};
+#[cfg(feature = "probe")]
 use on::note_counting_allocator;
 #[cfg(feature = "probe")]
 pub use on::{
@@ -207,4 +214,9 @@ pub use off::{
     allocations_counted, ffi_sites, global_snapshot, record_heap_alloc, record_nodes, record_run, record_status, reset,
     snapshot, thread_ffi_sites, timeline_json, timeline_start, trace, trace_enabled, user_phase_names, FfiSite,
     PhaseGuard, UserPhase,
+};
+#[cfg(not(feature = "probe"))]
+pub use off::{
+    current_node, node_count, node_names, node_stats, nodes_reset, probe_costs_ns, record_node_shape, register_node,
+    NodeId, NodeScope, NodeStats, MAX_NODES,
 };

@@ -94,3 +94,73 @@ pub fn timeline_start() {}
 pub fn timeline_json() -> String {
     "{\"traceEvents\":[]}".to_string()
 }
+
+/// A node registered with the probe (zero-sized and inert without it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NodeId;
+
+impl NodeId {
+    pub const NONE: NodeId = NodeId;
+}
+
+/// No node table without the probe.
+pub const MAX_NODES: usize = 0;
+
+#[inline(always)]
+pub fn register_node(_fused: &str, _label: &str, _op: &str) -> NodeId {
+    NodeId
+}
+#[inline(always)]
+pub fn current_node() -> NodeId {
+    NodeId
+}
+#[inline(always)]
+pub fn record_node_shape(_id: NodeId, _shape: &[usize]) {}
+
+/// Zero-sized, no `Drop`: attributing work to a node costs nothing.
+#[derive(Debug)]
+#[must_use = "the node ends when the scope is dropped: bind it with `let _n = ...`"]
+pub struct NodeScope(std::marker::PhantomData<*const ()>);
+
+impl NodeScope {
+    #[inline(always)]
+    pub const fn enter(_id: NodeId) -> NodeScope {
+        NodeScope(std::marker::PhantomData)
+    }
+    #[inline(always)]
+    pub const fn attach(_id: NodeId) -> NodeScope {
+        NodeScope(std::marker::PhantomData)
+    }
+}
+
+/// What the probe holds for one node (nothing without it).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct NodeStats {
+    pub runs: u64,
+    pub timed: u64,
+    pub sum_ns: u64,
+    pub probe_ns: u64,
+    pub p50_ns: f64,
+    pub p90_ns: f64,
+    pub allocs: u64,
+    pub bytes: u64,
+    pub ffi_calls: u64,
+    pub rank: u64,
+    pub dims: [u64; 8],
+}
+
+/// No nodes without the probe.
+pub fn node_count() -> usize {
+    0
+}
+pub fn node_names(_i: usize) -> Option<(&'static str, &'static str, &'static str)> {
+    None
+}
+pub fn node_stats(_i: usize) -> Option<NodeStats> {
+    None
+}
+pub fn nodes_reset() {}
+pub fn probe_costs_ns() -> (f64, f64) {
+    (0.0, 0.0)
+}

@@ -84,6 +84,8 @@ thread_local! {
     static CLOCK: Cell<u64> = const { Cell::new(0) };
     /// Touched once, after the shard is claimed, to register the destructor that returns it.
     static RELEASE: Release = const { Release };
+    /// Phase guards entered with timing on (see `guards_entered`).
+    static GUARDS: Cell<u64> = const { Cell::new(0) };
 }
 
 #[inline(always)]
@@ -132,21 +134,51 @@ static TIMING: AtomicU8 = AtomicU8::new(TIMING_UNKNOWN);
 /// Clock ticks per nanosecond (f64 bits), measured when timing is switched on.
 static TICKS_PER_NS: AtomicU64 = AtomicU64::new(0);
 
-/// `RIVET_PROFILE_DISPATCH=1`, read once.
+/// `RIVET_PROFILE_DISPATCH=1`, read once. Switching timing on calibrates the clock and
+/// the probe's own cost in a timed node (subtracted from node times).
 #[inline]
-fn timing() -> bool {
+pub(crate) fn timing() -> bool {
     match TIMING.load(Relaxed) {
         TIMING_ON => true,
         TIMING_OFF => false,
         _ => {
             let on = std::env::var_os("RIVET_PROFILE_DISPATCH").is_some_and(|v| v == "1");
-            if on {
+            if on && TICKS_PER_NS.load(Relaxed) == 0 {
                 TICKS_PER_NS.store(clock::calibrate().to_bits(), Relaxed);
             }
             TIMING.store(if on { TIMING_ON } else { TIMING_OFF }, Relaxed);
+            if on {
+                calibrate_probe_cost();
+            }
             on
         }
     }
+}
+
+/// Runs `nodes::calibrate` with this thread's counters, phase and clock saved and put
+/// back, so the calibration's own guards leave no trace in any count.
+#[cold]
+fn calibrate_probe_cost() {
+    add(RUNS, 0); // claims this thread's shard
+    let Ok(i) = SHARD.try_with(Cell::get) else { return };
+    let Some(shard) = SHARDS.get(i as usize) else { return };
+    let saved: [u64; SLOTS] = std::array::from_fn(|k| shard.slots[k].load(Relaxed));
+    let phase = CURRENT.try_with(Cell::get).unwrap_or(UNATTRIBUTED);
+    let clock_mark = CLOCK.try_with(Cell::get).unwrap_or(0);
+    let guards = guards_entered();
+    crate::nodes::calibrate();
+    for (slot, v) in shard.slots.iter().zip(saved) {
+        slot.store(v, Relaxed);
+    }
+    let _ = CURRENT.try_with(|c| c.set(phase));
+    let _ = CLOCK.try_with(|c| c.set(clock_mark));
+    let _ = GUARDS.try_with(|c| c.set(guards));
+}
+
+/// Phase guards this thread entered with timing on (the probe cost inside a node).
+#[inline]
+pub(crate) fn guards_entered() -> u64 {
+    GUARDS.try_with(Cell::get).unwrap_or(0)
 }
 
 /// Charges the ticks since the last clock mark to the current phase, and restarts it.
@@ -162,7 +194,7 @@ fn charge_clock(restart: bool) {
     let _ = CLOCK.try_with(|c| c.set(if restart { now } else { 0 }));
 }
 
-fn ticks_to_ns(ticks: u64) -> u64 {
+pub(crate) fn ticks_to_ns(ticks: u64) -> u64 {
     let per_ns = f64::from_bits(TICKS_PER_NS.load(Relaxed));
     if per_ns > 0.0 {
         (ticks as f64 / per_ns) as u64
@@ -202,6 +234,7 @@ impl PhaseGuard {
     fn enter_index(phase: u8) -> PhaseGuard {
         if timing() {
             charge_clock(true);
+            let _ = GUARDS.try_with(|g| g.set(g.get() + 1));
         }
         let prev = CURRENT.try_with(|c| c.replace(phase)).unwrap_or(UNATTRIBUTED);
         add(phase as usize * FIELDS + CALLS, 1);
@@ -229,7 +262,8 @@ impl Drop for PhaseGuard {
 /// Phase events kept for one timeline; later ones are counted as dropped.
 const MAX_EVENTS: usize = 1 << 16;
 
-/// One finished phase: its ticks and (lane + 1) << 8 | phase (0 while being written).
+/// One finished phase or node: its ticks and `(lane + 1) << 24 | node << 8 | phase`
+/// (phase `NODE_EVENT` for a node; 0 while being written).
 struct Event {
     start: AtomicU64,
     end: AtomicU64,
@@ -247,8 +281,29 @@ thread_local! {
     static LANE: Cell<u32> = const { Cell::new(0) };
 }
 
+const NODE_EVENT: u8 = u8::MAX;
+
+/// Whether a timeline is recording.
+#[inline]
+pub(crate) fn timeline_on() -> bool {
+    TIMELINE_ON.load(Relaxed)
+}
+
+/// Records a node on the timeline (a no-op while none records).
+#[inline]
+pub(crate) fn record_node_event(node: u16, start: u64, end: u64) {
+    if node != u16::MAX && TIMELINE_ON.load(Relaxed) {
+        record_lane_event((node as u64) << 8 | NODE_EVENT as u64, start, end);
+    }
+}
+
 #[cold]
 fn record_event(phase: u8, start: u64, end: u64) {
+    record_lane_event(phase as u64, start, end);
+}
+
+#[cold]
+fn record_lane_event(what: u64, start: u64, end: u64) {
     // One lane per thread, numbered in the order threads first record.
     let lane = LANE
         .try_with(|l| {
@@ -262,13 +317,14 @@ fn record_event(phase: u8, start: u64, end: u64) {
     if let Some(e) = EVENTS.get(i) {
         e.start.store(start, Relaxed);
         e.end.store(end, Relaxed);
-        e.lane_phase.store((lane + 1) << 8 | phase as u64, std::sync::atomic::Ordering::Release);
+        e.lane_phase.store((lane + 1) << 24 | what, std::sync::atomic::Ordering::Release);
     }
 }
 
 /// Starts recording every phase entered on any thread, with its start and end, until
 /// [`timeline_json`]. Costs one relaxed load per phase while off.
 pub fn timeline_start() {
+    let _ = timing(); // calibrates first, so the calibration's guards stay off the timeline
     if TICKS_PER_NS.load(Relaxed) == 0 {
         TICKS_PER_NS.store(clock::calibrate().to_bits(), Relaxed);
     }
@@ -285,11 +341,11 @@ pub fn timeline_json() -> String {
     use std::fmt::Write;
     TIMELINE_ON.store(false, Relaxed);
     let recorded = NEXT_EVENT.load(Relaxed);
-    let events: Vec<(u64, u64, u64, u8)> = EVENTS[..recorded.min(MAX_EVENTS)]
+    let events: Vec<(u64, u64, u64, u64)> = EVENTS[..recorded.min(MAX_EVENTS)]
         .iter()
         .filter_map(|e| {
             let lp = e.lane_phase.load(std::sync::atomic::Ordering::Acquire);
-            (lp != 0).then(|| ((lp >> 8) - 1, e.start.load(Relaxed), e.end.load(Relaxed), lp as u8))
+            (lp != 0).then(|| ((lp >> 24) - 1, e.start.load(Relaxed), e.end.load(Relaxed), lp & 0xff_ffff))
         })
         .collect();
     let t0 = events.iter().map(|e| e.1).min().unwrap_or(0);
@@ -318,15 +374,27 @@ pub fn timeline_json() -> String {
             "{{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":{lane},\"args\":{{\"name\":\"rivet thread {lane}\"}}}}"
         );
     }
-    for (lane, start, end, phase) in &events {
+    let json = |s: &str| s.replace('\\', "\\\\").replace('"', "\\\"");
+    for (lane, start, end, what) in &events {
         sep(&mut out);
-        let _ = write!(
-            out,
-            "{{\"name\":\"{}\",\"cat\":\"rivet\",\"ph\":\"X\",\"pid\":1,\"tid\":{lane},\"ts\":{:.3},\"dur\":{:.3}}}",
-            name(*phase).replace('"', "'"),
-            us(start - t0),
-            us(end.saturating_sub(*start))
-        );
+        let (ts, dur) = (us(start - t0), us(end.saturating_sub(*start)));
+        if *what as u8 == NODE_EVENT {
+            let node = (*what >> 8) as usize;
+            let (fused, label, op) = crate::nodes::node_names(node).unwrap_or(("?", "node", "?"));
+            let _ = write!(
+                out,
+                "{{\"name\":\"{}\",\"cat\":\"rivet.node\",\"ph\":\"X\",\"pid\":1,\"tid\":{lane},\"ts\":{ts:.3},\"dur\":{dur:.3},\"args\":{{\"op_type\":\"{}\",\"fused_node\":\"{}\"}}}}",
+                json(label),
+                json(op),
+                json(fused)
+            );
+        } else {
+            let _ = write!(
+                out,
+                "{{\"name\":\"{}\",\"cat\":\"rivet\",\"ph\":\"X\",\"pid\":1,\"tid\":{lane},\"ts\":{ts:.3},\"dur\":{dur:.3}}}",
+                json(name(*what as u8))
+            );
+        }
     }
     let _ = write!(out, "],\"otherData\":{{\"dropped_events\":{}}}}}", recorded.saturating_sub(MAX_EVENTS));
     out
@@ -395,6 +463,7 @@ pub fn user_phase_names() -> Vec<&'static str> {
 pub fn record_heap_alloc(bytes: usize) {
     add_phase(ALLOCS, 1);
     add_phase(BYTES, bytes as u64);
+    crate::nodes::charge_alloc(bytes);
 }
 
 static ALLOCATIONS_COUNTED: AtomicBool = AtomicBool::new(false);
@@ -450,6 +519,7 @@ impl FfiSite {
     #[inline]
     pub fn hit(&'static self) {
         add_phase(FFI, 1);
+        crate::nodes::charge_ffi();
         let slot = match self.slot.load(Relaxed) {
             0 | SITE_REGISTERING => self.register(),
             s => s - 1,

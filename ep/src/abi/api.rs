@@ -12,9 +12,10 @@ use ort_sys::{
 };
 
 use super::structs::{
-    KernelCreateFn, OrtDataType, OrtEpApi, OrtEpDevice, OrtEpFactory, OrtEpGraphSupportInfo, OrtKernelDef,
-    OrtKernelDefBuilder, OrtKernelImpl, OrtKernelRegistry, OrtLoopKernelHelper, OrtNodeComputeContext,
-    OrtNodeFusionOptions, OrtScanKernelHelper,
+    KernelCreateFn, OrtDataType, OrtEpApi, OrtEpApiProfiling, OrtEpDevice, OrtEpFactory, OrtEpGraphSupportInfo,
+    OrtKernelDef, OrtKernelDefBuilder, OrtKernelImpl, OrtKernelRegistry, OrtLoopKernelHelper, OrtNodeComputeContext,
+    OrtNodeFusionOptions, OrtProfilingEvent, OrtProfilingEventsContainer, OrtScanKernelHelper, EP_API_PROFILING_INDEX,
+    PROFILING_CATEGORY_KERNEL,
 };
 use crate::error::{Error, ErrorKind, Result};
 use crate::probe;
@@ -34,7 +35,12 @@ pub struct Api {
     ort: &'static OrtApi,
     ep: &'static OrtEpApi,
     version: u32,
+    /// `OrtEpApi`'s profiling entries, when the runtime is 1.25 or newer.
+    profiling: Option<&'static OrtEpApiProfiling>,
 }
+
+/// The `OrtApi` version whose runtime has the plugin-EP profiling API.
+const PROFILING_API_VERSION: u32 = 25;
 
 // SAFETY: the tables are immutable function-pointer tables owned by ORT for the process.
 unsafe impl Send for Api {}
@@ -80,20 +86,96 @@ impl Api {
                 "this ONNX Runtime provides neither OrtApi version {ORT_API_VERSION} nor {ORT_API_VERSION_MIN}: Rivet needs ONNX Runtime 1.23 or newer"
             ))
         })?;
+        let ep_table = get_ep_api(ort);
         // SAFETY: GetEpApi returns ORT's static OrtEpApi table (API >= 22).
-        let ep = unsafe { get_ep_api(ort).cast::<OrtEpApi>().as_ref() }
+        let ep = unsafe { ep_table.cast::<OrtEpApi>().as_ref() }
             .ok_or_else(|| Error::ep("OrtApi::GetEpApi returned null"))?;
-        Ok(Api { ort, ep, version })
+        // A runtime that answers GetApi(25) is 1.25 or newer: its OrtEpApi holds the
+        // profiling entries from index 65 on.
+        let profiling = if get_api(base, PROFILING_API_VERSION).is_null() {
+            None
+        } else {
+            // SAFETY: the table of a 1.25+ runtime has more than 72 entries (78 in 1.32),
+            // function pointers in order; entries 65..=72 are the profiling ones.
+            unsafe { ep_table.cast::<*const c_void>().add(EP_API_PROFILING_INDEX).cast::<OrtEpApiProfiling>().as_ref() }
+        };
+        Ok(Api { ort, ep, version, profiling })
     }
 
     /// Wraps tables directly: for tests with a fake `OrtApi`.
     pub fn from_tables(ort: &'static OrtApi, ep: &'static OrtEpApi) -> Api {
-        Api { ort, ep, version: ORT_API_VERSION }
+        Api { ort, ep, version: ORT_API_VERSION, profiling: None }
     }
 
     /// As `from_tables`, claiming an older `OrtApi` version (tests of the fallbacks).
     pub fn from_tables_version(ort: &'static OrtApi, ep: &'static OrtEpApi, version: u32) -> Api {
-        Api { ort, ep, version }
+        Api { ort, ep, version, profiling: None }
+    }
+
+    /// Whether the runtime lets an EP add events to its profile (ORT 1.25+).
+    pub fn has_profiling(&self) -> bool {
+        self.profiling.is_some()
+    }
+
+    fn profiling_table(&self) -> Result<&'static OrtEpApiProfiling> {
+        self.profiling.ok_or_else(|| Error::ep("this ONNX Runtime has no plugin-EP profiling API (1.25+)"))
+    }
+
+    /// An event for ORT's profile (category KERNEL), with string arguments.
+    #[ort_ffi]
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn create_profiling_event(
+        &self,
+        thread: i32,
+        name: &CStr,
+        ts_us: i64,
+        dur_us: i64,
+        keys: &[*const c_char],
+        values: &[*const c_char],
+    ) -> Result<*mut OrtProfilingEvent> {
+        let ep = self.profiling_table()?;
+        let n = keys.len().min(values.len());
+        let pid = std::process::id() as i32;
+        let mut out = ptr::null_mut();
+        // SAFETY: name and every key and value are NUL-terminated strings alive for the
+        // call (ORT copies them); `n` entries of each array are valid.
+        let status = unsafe {
+            (ep.create_profiling_event)(
+                PROFILING_CATEGORY_KERNEL,
+                pid,
+                thread,
+                name.as_ptr(),
+                ts_us,
+                dur_us,
+                keys.as_ptr(),
+                values.as_ptr(),
+                n,
+                &mut out,
+            )
+        };
+        self.check(ort_sys::OrtStatusPtr(status))?;
+        Ok(out)
+    }
+
+    #[ort_ffi]
+    pub(crate) fn release_profiling_event(&self, event: *mut OrtProfilingEvent) {
+        let Ok(ep) = self.profiling_table() else { return };
+        // SAFETY: an event made by create_profiling_event, released once.
+        unsafe { (ep.release_profiling_event)(event) }
+    }
+
+    /// Hands events to ORT's container (it copies them).
+    #[ort_ffi]
+    pub(crate) fn add_profiling_events(
+        &self,
+        container: *mut OrtProfilingEventsContainer,
+        events: &[*mut OrtProfilingEvent],
+    ) -> Result<()> {
+        let ep = self.profiling_table()?;
+        // SAFETY: the container ORT passed to EndProfiling; live events.
+        let status =
+            unsafe { (ep.profiling_events_container_add_events)(container, events.as_ptr().cast(), events.len()) };
+        self.check(ort_sys::OrtStatusPtr(status))
     }
 
     /// Whether `GetTensorElementTypeAndShapeDataReference` exists (API 24).

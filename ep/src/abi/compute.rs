@@ -13,8 +13,9 @@ use super::guard;
 use super::structs::{OrtNodeComputeContext, OrtNodeComputeInfo, EP_STRUCT_VERSION};
 use crate::data::{Buf, Data, DataMut};
 use crate::error::{Error, Result};
-use crate::exec::{execute, Outputs, Parallel, RunState, TensorIn};
+use crate::exec::{execute_timed, NodeTime, Outputs, Parallel, RunState, TensorIn};
 use crate::graph::Shape;
+use crate::node_events::{FusedNodes, NodeEvents};
 use crate::parallel::{run_in_turn, RunScratch};
 use crate::plan::Plan;
 use crate::probe;
@@ -30,6 +31,9 @@ pub(super) struct ComputeInfo {
     /// States for Runs that overlap on this fused node, reused.
     pool: Mutex<Vec<State>>,
     inject_panic: bool,
+    /// The session's recording for ORT's profiler, and this fused node's names in it.
+    events: std::sync::Arc<NodeEvents>,
+    names: std::sync::Arc<FusedNodes>,
 }
 
 /// What one Run works in: the plan's shapes and buffers, and the scratch of its split
@@ -37,16 +41,27 @@ pub(super) struct ComputeInfo {
 struct State {
     run: RunState,
     scratch: RunScratch,
+    /// Node times of the Run, while ORT's profiler records (else empty, untouched).
+    times: Vec<NodeTime>,
 }
 
 impl State {
     fn new(plan: &Plan) -> State {
-        State { run: RunState::new(plan), scratch: RunScratch::default() }
+        State { run: RunState::new(plan), scratch: RunScratch::default(), times: Vec::new() }
     }
 }
 
 impl ComputeInfo {
-    pub(super) fn new(api: Api, plan: Plan, inject_panic: bool) -> Box<ComputeInfo> {
+    pub(super) fn new(
+        api: Api,
+        mut plan: Plan,
+        inject_panic: bool,
+        events: std::sync::Arc<NodeEvents>,
+    ) -> Box<ComputeInfo> {
+        for unit in &mut plan.units {
+            unit.probe = probe::register_node(&plan.name, &unit.label, &unit.op_type);
+        }
+        let names = FusedNodes::of(&plan);
         let state = State::new(&plan);
         Box::new(ComputeInfo {
             base: OrtNodeComputeInfo { ort_version_supported: EP_STRUCT_VERSION, create_state, compute, release_state },
@@ -55,6 +70,8 @@ impl ComputeInfo {
             primary: Mutex::new(state),
             pool: Mutex::new(Vec::new()),
             inject_panic,
+            events,
+            names,
         })
     }
 
@@ -120,14 +137,30 @@ fn run(info: &ComputeInfo, ctx: *mut OrtKernelContext) -> Result<()> {
         Err(TryLockError::WouldBlock) => None,
     };
     if let Some(mut state) = primary {
-        let State { run, scratch } = &mut *state;
         // SAFETY: ORT's context for this Compute, with the inputs of the fused node we compiled.
-        return unsafe { run_plan_with(&info.api, plan, run, scratch, ctx) };
+        return unsafe { run_state(info, &mut state, ctx) };
     }
     let mut state = info.pool.lock().unwrap_or_else(|p| p.into_inner()).pop().unwrap_or_else(|| State::new(plan));
     // SAFETY: as above.
-    let result = unsafe { run_plan_with(&info.api, plan, &mut state.run, &state.scratch, ctx) };
+    let result = unsafe { run_state(info, &mut state, ctx) };
     info.pool.lock().unwrap_or_else(|p| p.into_inner()).push(state);
+    result
+}
+
+/// One Run in `state`; while ORT's profiler records, with the nodes timed and recorded.
+///
+/// # Safety
+/// As [`run_plan`].
+unsafe fn run_state(info: &ComputeInfo, state: &mut State, ctx: *mut OrtKernelContext) -> Result<()> {
+    let State { run, scratch, times } = state;
+    if !info.events.active() {
+        // SAFETY: the caller's guarantees.
+        return unsafe { run_plan_with(&info.api, &info.plan, run, scratch, ctx, None) };
+    }
+    times.clear();
+    // SAFETY: the caller's guarantees.
+    let result = unsafe { run_plan_with(&info.api, &info.plan, run, scratch, ctx, Some(&mut *times)) };
+    info.events.record(&info.names, times);
     result
 }
 
@@ -139,7 +172,7 @@ fn run(info: &ComputeInfo, ctx: *mut OrtKernelContext) -> Result<()> {
 /// the whole call, whose inputs match `plan`.
 pub unsafe fn run_plan(api: &Api, plan: &Plan, state: &mut RunState, ctx: *mut OrtKernelContext) -> Result<()> {
     // SAFETY: the caller's guarantees.
-    unsafe { run_plan_with(api, plan, state, &RunScratch::default(), ctx) }
+    unsafe { run_plan_with(api, plan, state, &RunScratch::default(), ctx, None) }
 }
 
 /// [`run_plan`] with the scratch of the Run's split kernels.
@@ -152,11 +185,12 @@ unsafe fn run_plan_with(
     state: &mut RunState,
     scratch: &RunScratch,
     ctx: *mut OrtKernelContext,
+    times: Option<&mut Vec<NodeTime>>,
 ) -> Result<()> {
     let inputs = bind_inputs(api, ctx, plan.inputs.len())?;
     let mut outputs = OrtOutputs { api, ctx };
     let par = OrtParallel { api, ctx, scratch };
-    execute(plan, state, &inputs, &mut outputs, &par)?;
+    execute_timed(plan, state, &inputs, &mut outputs, &par, times)?;
     probe::record_run();
     Ok(())
 }
@@ -300,6 +334,8 @@ struct Job<'f> {
     chunk_len: usize,
     f: &'f (dyn Fn(usize, &mut [f32]) + Sync),
     panicked: AtomicBool,
+    /// The node whose task this is: a worker's allocations and calls are charged to it.
+    node: probe::NodeId,
 }
 
 /// A task on ORT's pool: its own kernel_invoke phase on the worker that runs it, so a
@@ -308,6 +344,7 @@ struct Job<'f> {
 unsafe extern "C" fn run_chunk(data: *mut c_void, index: usize) {
     // SAFETY: `data` is the Job that for_each_chunk keeps alive across ParallelFor.
     let job = unsafe { &*data.cast::<Job<'_>>() };
+    let _node = probe::NodeScope::attach(job.node);
     let start = index * job.chunk_len;
     if start >= job.len {
         return;
@@ -327,7 +364,14 @@ impl Parallel for OrtParallel<'_> {
         if tasks <= 1 {
             return run_in_turn(out, chunk_len, f);
         }
-        let job = Job { out: out.as_mut_ptr(), len: out.len(), chunk_len, f, panicked: AtomicBool::new(false) };
+        let job = Job {
+            out: out.as_mut_ptr(),
+            len: out.len(),
+            chunk_len,
+            f,
+            panicked: AtomicBool::new(false),
+            node: probe::current_node(),
+        };
         let data = (&job as *const Job<'_>).cast_mut().cast::<c_void>();
         if self.api.parallel_for(self.ctx, run_chunk, tasks, data).is_err() {
             // ORT could not schedule: elementwise chunks are idempotent, run them here.

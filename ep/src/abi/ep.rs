@@ -9,11 +9,13 @@ use super::compute::ComputeInfo;
 use super::control::{self, ControlFlowKernels};
 use super::factory::EP_NAME;
 use super::structs::{
-    OrtEp, OrtEpGraphSupportInfo, OrtKernelRegistry, OrtNodeComputeInfo, EP_STRUCT_VERSION, EP_TABLE_VERSION_24,
+    OrtEp, OrtEpGraphSupportInfo, OrtEpProfilerImpl, OrtKernelRegistry, OrtNodeComputeInfo, EP_PROFILING_VERSION,
+    EP_STRUCT_VERSION, EP_TABLE_VERSION_24,
 };
 use super::{guard, read};
 use crate::capability::{in_quantized_group, partition};
 use crate::error::{Error, Result};
+use crate::node_events::NodeEvents;
 use crate::plan::Plan;
 use crate::registry::kernel_for;
 
@@ -34,6 +36,8 @@ pub(super) struct Ep {
     /// ORT's If/Loop/Scan kernels under Rivet's name (runtime 1.24+), for control-flow
     /// nodes whose bodies run on Rivet.
     kernels: Option<ControlFlowKernels>,
+    /// The session's recording for ORT's profiler, shared with its fused nodes.
+    events: std::sync::Arc<NodeEvents>,
 }
 
 fn ep<'a>(this: *const OrtEp) -> &'a Ep {
@@ -46,8 +50,15 @@ impl Ep {
         let inject_panic = api.session_config_entry(options, INJECT_PANIC_KEY)?;
         let no_fallback = api.session_config_entry(options, NO_FALLBACK_KEY)?.is_some_and(|v| v.trim() == "1");
         let kernels = ControlFlowKernels::create(api)?;
-        // The 1.24 table (with GetKernelRegistry) only for a runtime that reads it.
-        let version = if kernels.is_some() { EP_TABLE_VERSION_24 } else { EP_STRUCT_VERSION };
+        // The 1.24 table (with GetKernelRegistry) only for a runtime that reads it;
+        // `CreateProfiler` (slot 16) from a struct declaring 25, on a 1.25+ runtime.
+        let (version, create_profiler) = if api.has_profiling() && kernels.is_some() {
+            (EP_PROFILING_VERSION, Some(create_profiler as ProfilerFn))
+        } else if kernels.is_some() {
+            (EP_TABLE_VERSION_24, None)
+        } else {
+            (EP_STRUCT_VERSION, None)
+        };
         let ep = Box::new(Ep {
             base: OrtEp {
                 ort_version_supported: version,
@@ -65,11 +76,14 @@ impl Ep {
                 get_compiled_model_compatibility_info: None,
                 get_kernel_registry: Some(get_kernel_registry),
                 is_concurrent_run_supported: None,
+                sync: None,
+                create_profiler,
             },
             api,
             inject_panic,
             no_fallback,
             kernels,
+            events: Default::default(),
         });
         Ok(Box::into_raw(ep).cast())
     }
@@ -80,6 +94,22 @@ impl Ep {
             drop(unsafe { Box::from_raw(this.cast::<Ep>()) });
         }
     }
+}
+
+type ProfilerFn = unsafe extern "system" fn(*mut OrtEp, *mut *mut OrtEpProfilerImpl) -> *mut OrtStatus;
+
+/// ORT asks for the session's profiler (it starts it when profiling is on).
+unsafe extern "system" fn create_profiler(this: *mut OrtEp, out: *mut *mut OrtEpProfilerImpl) -> *mut OrtStatus {
+    let ep = ep(this);
+    guard(&ep.api, "CreateProfiler", || {
+        if out.is_null() {
+            return Err(Error::ep("CreateProfiler got a null out pointer"));
+        }
+        let p = super::profiler::Profiler::into_raw(ep.api, ep.events.clone());
+        // SAFETY: a valid out pointer; ORT owns the profiler and releases it.
+        unsafe { *out = p };
+        Ok(())
+    })
 }
 
 unsafe extern "system" fn get_name(_this: *const OrtEp) -> *const c_char {
@@ -185,7 +215,7 @@ unsafe extern "system" fn compile(
             let panic_here =
                 ep.inject_panic.as_deref().is_some_and(|target| desc.nodes.iter().any(|n| n.name == target));
             // Owned until every graph compiled: on an error, the ones built so far drop.
-            built.push(ComputeInfo::new(ep.api, plan, panic_here));
+            built.push(ComputeInfo::new(ep.api, plan, panic_here, ep.events.clone()));
         }
         for (slot, info) in out.iter_mut().zip(built) {
             *slot = ComputeInfo::into_raw(info);

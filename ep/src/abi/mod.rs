@@ -9,6 +9,7 @@ mod ep;
 mod factory;
 #[cfg(feature = "probe")]
 mod probe_exports;
+mod profiler;
 mod read;
 pub mod structs;
 

@@ -88,3 +88,66 @@ pub unsafe extern "C" fn rivet_probe_timeline_write(path: *const c_char) -> i32 
         Err(_) => -1,
     }
 }
+
+/// How many nodes the probe has registered (each inner node of each fused node compiled).
+#[no_mangle]
+pub extern "C" fn rivet_probe_node_count() -> usize {
+    probe::node_count()
+}
+
+/// Node `index`'s counts since the last `rivet_probe_nodes_reset`: writes them to `out`
+/// and returns `size_of::<NodeStats>()` (for the reader's layout check), or 0 past the end.
+///
+/// # Safety
+/// `out` must be null or point to a writable `NodeStats`.
+#[no_mangle]
+pub unsafe extern "C" fn rivet_probe_node_stats(index: usize, out: *mut probe::NodeStats) -> usize {
+    let Some(s) = probe::node_stats(index) else { return 0 };
+    if !out.is_null() {
+        // SAFETY: the caller provides room for one NodeStats.
+        unsafe { out.write(s) };
+    }
+    std::mem::size_of::<probe::NodeStats>()
+}
+
+/// Node `index`'s names: `which` 0 the fused node, 1 the label, 2 the op type. Writes the
+/// NUL-terminated text (truncated to `cap` bytes) and returns 1; 0 past the end.
+///
+/// # Safety
+/// `buf` must point to `cap` writable bytes (or be null with `cap` 0).
+#[no_mangle]
+pub unsafe extern "C" fn rivet_probe_node_name(index: usize, which: u32, buf: *mut c_char, cap: usize) -> i32 {
+    let Some(names) = probe::node_names(index) else { return 0 };
+    let text = match which {
+        0 => names.0,
+        1 => names.1,
+        _ => names.2,
+    };
+    if !buf.is_null() && cap > 0 {
+        let len = text.len().min(cap - 1);
+        // SAFETY: the caller provides `cap` bytes; `len + 1 <= cap`.
+        unsafe {
+            std::ptr::copy_nonoverlapping(text.as_ptr().cast::<c_char>(), buf, len);
+            buf.add(len).write(0);
+        }
+    }
+    1
+}
+
+/// Zeroes every node's counts (registrations stay).
+#[no_mangle]
+pub extern "C" fn rivet_probe_nodes_reset() {
+    probe::nodes_reset();
+}
+
+/// The probe's calibrated own cost inside a timed node, in ns: `which` 0 an empty node
+/// scope, 1 one phase guard inside it (0 until timing is on).
+#[no_mangle]
+pub extern "C" fn rivet_probe_cost_ns(which: u32) -> f64 {
+    let (node, guard) = probe::probe_costs_ns();
+    if which == 0 {
+        node
+    } else {
+        guard
+    }
+}

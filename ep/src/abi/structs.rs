@@ -1,7 +1,10 @@
 //! The EP-side structs of ORT's plugin ABI, written by hand (ort-sys declares `OrtEpApi`
 //! as opaque and has none of the others). Layouts follow
 //! `onnxruntime_ep_c_api.h`; `tests/abi_layout.rs` checks them against the running 1.32
-//! library. We declare version 23 on every struct we fill and fill every 1.23 slot.
+//! library. We declare version 23 on every struct we fill and fill every 1.23 slot;
+//! `OrtEp` declares 25 when the runtime has the profiling API of 1.25 (its slots 13-15
+//! null, which ORT checks before each call: seen in the 1.32 library's code), and the
+//! profiler declares 25 as ORT requires.
 
 use std::ffi::{c_char, c_void};
 
@@ -30,6 +33,19 @@ pub struct OrtNodeComputeContext {
 pub struct OrtMemoryDevice {
     _p: [u8; 0],
 }
+#[repr(C)]
+pub struct OrtProfilingEvent {
+    _p: [u8; 0],
+}
+#[repr(C)]
+pub struct OrtProfilingEventsContainer {
+    _p: [u8; 0],
+}
+
+/// The `OrtEp` version with `CreateProfiler`, and the one ORT requires of a profiler.
+pub const EP_PROFILING_VERSION: u32 = 25;
+/// `OrtProfilingEventCategory_KERNEL`.
+pub const PROFILING_CATEGORY_KERNEL: i32 = 2;
 
 type Status = *mut OrtStatus;
 
@@ -55,8 +71,10 @@ pub struct OrtNodeComputeInfo {
     pub release_state: unsafe extern "system" fn(this: *mut OrtNodeComputeInfo, state: *mut c_void),
 }
 
-/// `OrtEp` as of 1.24 (14 slots after the version): 1.24 appended `GetKernelRegistry` and
-/// `IsConcurrentRunSupported`, which ORT reads only from a struct that declares 24.
+/// `OrtEp` up to `CreateProfiler` (slot 16, 1.25): 1.24 appended `GetKernelRegistry` and
+/// `IsConcurrentRunSupported` (slots 13-14), 1.25 `Sync` and `CreateProfiler` (15-16).
+/// ORT reads slots 13-14 only from a struct that declares 24 or more and 15-16 from one
+/// that declares 25 or more, each after a null check.
 #[repr(C)]
 pub struct OrtEp {
     pub ort_version_supported: u32,
@@ -94,6 +112,9 @@ pub struct OrtEp {
         Option<unsafe extern "system" fn(this: *mut OrtEp, out: *mut *const OrtKernelRegistry) -> Status>,
     /// 1.24, optional: NULL means concurrent runs are supported.
     pub is_concurrent_run_supported: Option<unsafe extern "system" fn()>,
+    pub sync: Option<unsafe extern "system" fn()>,
+    pub create_profiler:
+        Option<unsafe extern "system" fn(this: *mut OrtEp, profiler: *mut *mut OrtEpProfilerImpl) -> Status>,
 }
 
 /// The version of the `OrtEp` table Rivet fills when the runtime is 1.24 or newer.
@@ -157,6 +178,27 @@ pub struct OrtScanKernelHelper {
         stream: *mut c_void,
         output: *mut ort_sys::OrtValue,
     ) -> Status,
+}
+
+/// `OrtEpProfilerImpl` (1.25). The layout and the calls were checked against the 1.32
+/// library's code: `StartProfiling(this, offset_ns)` is slot 2, `EndProfiling(this,
+/// container)` slot 5, and ORT skips the optional event callbacks when null.
+#[repr(C)]
+pub struct OrtEpProfilerImpl {
+    pub ort_version_supported: u32,
+    pub release: unsafe extern "system" fn(this: *mut OrtEpProfilerImpl),
+    /// `offset_ns`: how long ago ORT's profiling started, on ORT's clock.
+    pub start_profiling: unsafe extern "system" fn(this: *mut OrtEpProfilerImpl, offset_ns: i64) -> Status,
+    pub start_event: Option<unsafe extern "system" fn(this: *mut OrtEpProfilerImpl, correlation_id: u64) -> Status>,
+    pub stop_event: Option<
+        unsafe extern "system" fn(
+            this: *mut OrtEpProfilerImpl,
+            correlation_id: u64,
+            event: *const OrtProfilingEvent,
+        ) -> Status,
+    >,
+    pub end_profiling:
+        unsafe extern "system" fn(this: *mut OrtEpProfilerImpl, container: *mut OrtProfilingEventsContainer) -> Status,
 }
 
 /// `OrtEpFactory` as of 1.23 (13 slots after the version).
@@ -287,6 +329,38 @@ pub struct OrtEpApi {
     pub release_kernel_impl: unsafe extern "system" fn(k: *mut OrtKernelImpl),
 }
 
+/// Where the profiling entries start in `OrtEpApi` (appended in 1.25).
+pub const EP_API_PROFILING_INDEX: usize = 65;
+
+/// Entries 65 to 72 of `OrtEpApi` (1.25+), read only when `GetApi(25)` answers: the
+/// profiling events. ORT copies an event into the container, so the EP releases its own.
+#[repr(C)]
+pub struct OrtEpApiProfiling {
+    pub create_profiling_event: unsafe extern "system" fn(
+        category: i32,
+        process_id: i32,
+        thread_id: i32,
+        name: *const c_char,
+        timestamp_us: i64,
+        duration_us: i64,
+        arg_keys: *const *const c_char,
+        arg_values: *const *const c_char,
+        num_args: usize,
+        out: *mut *mut OrtProfilingEvent,
+    ) -> Status,
+    pub release_profiling_event: unsafe extern "system" fn(event: *mut OrtProfilingEvent),
+    pub profiling_event_get_category: Option<unsafe extern "system" fn()>,
+    pub profiling_event_get_name: Option<unsafe extern "system" fn()>,
+    pub profiling_event_get_timestamp_us: Option<unsafe extern "system" fn()>,
+    pub profiling_event_get_duration_us: Option<unsafe extern "system" fn()>,
+    pub profiling_event_get_arg_value: Option<unsafe extern "system" fn()>,
+    pub profiling_events_container_add_events: unsafe extern "system" fn(
+        container: *mut OrtProfilingEventsContainer,
+        events: *const *const OrtProfilingEvent,
+        num_events: usize,
+    ) -> Status,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -297,10 +371,17 @@ mod tests {
     #[test]
     fn slot_offsets_match_the_header_order() {
         // version (padded to a pointer) + N slots
-        assert_eq!(size_of::<OrtEp>(), PTR * 15);
+        assert_eq!(size_of::<OrtEp>(), PTR * 17);
         assert_eq!(offset_of!(OrtEp, get_kernel_registry), PTR * 13);
         assert_eq!(offset_of!(OrtEp, compile), PTR * 3);
         assert_eq!(offset_of!(OrtEp, get_compiled_model_compatibility_info), PTR * 12);
+        // 0x80 in the 1.32 library's GetProfiler.
+        assert_eq!(offset_of!(OrtEp, create_profiler), 0x80);
+        // 0x10 and 0x28 in its StartProfiling and EndProfiling.
+        assert_eq!(offset_of!(OrtEpProfilerImpl, start_profiling), 0x10);
+        assert_eq!(offset_of!(OrtEpProfilerImpl, end_profiling), 0x28);
+        assert_eq!(size_of::<OrtEpApiProfiling>(), PTR * 8);
+        assert_eq!(offset_of!(OrtEpApiProfiling, profiling_events_container_add_events), PTR * (72 - 65));
         assert_eq!(size_of::<OrtEpFactory>(), PTR * 14);
         assert_eq!(offset_of!(OrtEpFactory, create_ep), PTR * 4);
         assert_eq!(offset_of!(OrtEpFactory, create_data_transfer), PTR * 11);

@@ -122,6 +122,53 @@ pub struct Plan {
     /// Every value's shape and every binary step's broadcast, when all inputs are static:
     /// computed once here, so a Run only checks its inputs.
     pub fixed: Option<FixedShapes>,
+    /// The model's nodes as the steps run them (set by `Plan::build` after the passes;
+    /// empty in a plan built otherwise): what per-node timing and attribution report.
+    pub units: Vec<NodeUnit>,
+}
+
+/// One node of the model as a Run executes it: the consecutive steps lowered from it (a
+/// node may lower to several, e.g. half-precision casts around a float32 kernel), with a
+/// label naming the nodes a fused epilogue folded in: `conv1 (+relu1)`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NodeUnit {
+    pub steps: std::ops::Range<usize>,
+    pub label: String,
+    pub op_type: String,
+    /// The probe's handle for this node (zero-sized without the probe).
+    pub probe: crate::probe::NodeId,
+}
+
+impl NodeUnit {
+    /// The units of `steps`: each run of consecutive steps of one node.
+    pub fn of_steps(steps: &[Step]) -> Vec<NodeUnit> {
+        let mut units: Vec<NodeUnit> = Vec::new();
+        for (i, step) in steps.iter().enumerate() {
+            if let Some(last) = units.last_mut() {
+                if steps[last.steps.start].node_name == step.node_name {
+                    last.steps.end = i + 1;
+                    continue;
+                }
+            }
+            units.push(NodeUnit {
+                steps: i..i + 1,
+                label: step.node_name.clone(),
+                op_type: step.op_type.clone(),
+                probe: crate::probe::NodeId::NONE,
+            });
+        }
+        for unit in &mut units {
+            let folded: Vec<&str> = steps[unit.steps.clone()]
+                .iter()
+                .filter_map(|s| s.epilogue.as_ref())
+                .flat_map(|e| e.folded.iter().map(|(name, _)| name.as_str()))
+                .collect();
+            if !folded.is_empty() {
+                unit.label = format!("{} (+{})", unit.label, folded.join(", +"));
+            }
+        }
+        units
+    }
 }
 
 /// Shapes known at Compile.

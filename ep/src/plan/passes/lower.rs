@@ -278,6 +278,7 @@ pub fn run(name: &str, graph: &GraphDesc) -> Result<Plan> {
         constants,
         buffer_types: Vec::new(),
         fixed: None,
+        units: Vec::new(),
     })
 }
 

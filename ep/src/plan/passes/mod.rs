@@ -42,6 +42,7 @@ impl Plan {
         for pass in PASSES {
             (pass.run)(&mut plan, graph)?;
         }
+        plan.units = crate::plan::NodeUnit::of_steps(&plan.steps);
         Ok(plan)
     }
 }
