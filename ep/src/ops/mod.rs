@@ -8,9 +8,13 @@
 //! (`op.rs`): claim, shape and run in the module, one registration line here, no arm in
 //! any central match.
 
+pub mod center_crop_pad;
+pub mod compress;
 pub mod depth_space;
+pub mod lp_pool;
 pub mod math;
 pub mod op;
+pub mod unique;
 
 pub use op::{Family, Op, OpRef, OpScratch, RunIn, ShapeError, ShapeIn};
 
@@ -18,4 +22,8 @@ pub use op::{Family, Op, OpRef, OpScratch, RunIn, ShapeError, ShapeIn};
 pub static FAMILIES: &[Family] = &[
     Family { domain: "", op_type: "DepthToSpace", since: (1, 13), types: "any", compile: depth_space::depth_to_space },
     Family { domain: "", op_type: "SpaceToDepth", since: (1, 13), types: "any", compile: depth_space::space_to_depth },
+    Family { domain: "", op_type: "LpPool", since: (11, 22), types: "float32", compile: lp_pool::compile },
+    Family { domain: "", op_type: "Unique", since: (11, 11), types: "numbers", compile: unique::compile },
+    Family { domain: "", op_type: "CenterCropPad", since: (18, 18), types: "any", compile: center_crop_pad::compile },
+    Family { domain: "", op_type: "Compress", since: (9, 11), types: "any", compile: compress::compile },
 ];
