@@ -105,6 +105,7 @@ fn typed(mut n: NodeDesc) -> NodeDesc {
         | "SoftmaxCrossEntropyLoss"
         | "GatherND"
         | "ScatterElements"
+        | "Scatter"
         | "ScatterND" => set(&mut n.inputs[1], dtype::INT64),
         "IsNaN" | "IsInf" => set(&mut n.outputs[0], dtype::BOOL),
         "NonZero" | "Shape" | "Size" => set(&mut n.outputs[0], dtype::INT64),
