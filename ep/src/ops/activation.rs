@@ -105,8 +105,11 @@ impl Op for Swish {
 
     fn run(&self, x: RunIn<'_, '_>, out: &mut DataMut<'_>) -> Result<(), String> {
         let (Some(v), Some(y)) = (x.ins[0].f32(), out.f32()) else { return Err("Swish runs float32".into()) };
+        // Through Rivet's vectorized Sigmoid.
         let a = self.alpha;
-        y.iter_mut().zip(v).for_each(|(o, &t)| *o = t / (1.0 + (-a * t).exp()));
+        y.iter_mut().zip(v).for_each(|(o, &t)| *o = a * t);
+        rivet_kernels::UnaryOp::Sigmoid.apply_inplace(y);
+        y.iter_mut().zip(v).for_each(|(o, &t)| *o *= t);
         Ok(())
     }
 }

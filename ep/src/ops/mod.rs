@@ -68,7 +68,7 @@ pub static FAMILIES: &[Family] = &[
         types: "float32, float64",
         compile: normalize::mean_variance_normalization,
     },
-    Family { domain: "", op_type: "Det", since: (11, 22), types: "float32, float64", compile: det::compile },
+    Family { domain: "", op_type: "Det", since: (11, 22), types: "float32", compile: det::compile },
     Family { domain: "", op_type: "PRelu", since: (6, 16), types: "float32", compile: activation::prelu },
     Family { domain: "", op_type: "Swish", since: (24, 24), types: "float32", compile: activation::swish },
     Family { domain: "", op_type: "TensorScatter", since: (24, 24), types: "any", compile: tensor_scatter::compile },

@@ -1,7 +1,7 @@
 //! Normalizations without learned parameters: LpNormalization (each vector along an
 //! axis divided by its L1 or L2 norm; a zero vector gives zeros) and
-//! MeanVarianceNormalization (`(x - mean) / (std + 1e-9)` over the named axes), on
-//! float32 and float64, accumulated in float64.
+//! MeanVarianceNormalization (`(x - mean) / (std + 1e-9)` over the named axes; float32
+//! only, as ORT's CPU EP runs it), accumulated in float64.
 
 use std::sync::Arc;
 
@@ -124,7 +124,9 @@ struct Mvn {
 pub fn mean_variance_normalization(node: &NodeDesc, _output: usize) -> Result<Arc<dyn Op>, String> {
     check_inputs(node, 1, 1)?;
     check_attrs(node, &["axes"])?;
-    float_types(node)?;
+    if input_type(node, 0) != dtype::FLOAT || output_type(node, 0) != dtype::FLOAT {
+        return Err(super::op::util::bad_types(node, "float32"));
+    }
     let axes = ints_attr(node, "axes")?.unwrap_or_else(|| vec![0, 2, 3]);
     Ok(Arc::new(Mvn { axes }))
 }
