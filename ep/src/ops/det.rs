@@ -103,8 +103,10 @@ mod tests {
         assert_eq!(det_in_place(&mut [1.0, 2.0, 3.0, 4.0], 2), -2.0);
         // A row swap is needed (first pivot 0): det = -(2*1 - 0) ... of [[0, 1], [2, 3]] = -2.
         assert_eq!(det_in_place(&mut [0.0, 1.0, 2.0, 3.0], 2), -2.0);
-        let mut a = [2.0, 0.0, 1.0, 1.0, 3.0, 2.0, 1.0, 1.0, 1.0];
-        assert!((det_in_place(&mut a, 3) - 1.0).abs() < 1e-12);
+        let mut a = [2.0, 0.0, 1.0, 1.0, 3.0, 2.0, 1.0, 1.0, 2.0];
+        assert!((det_in_place(&mut a, 3) - 6.0).abs() < 1e-12);
+        // Two equal rows: singular.
+        assert_eq!(det_in_place(&mut [1.0, 2.0, 1.0, 2.0], 2), 0.0);
         assert_eq!(det_in_place(&mut [], 0), 1.0);
     }
 }

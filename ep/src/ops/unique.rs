@@ -160,20 +160,14 @@ fn group<T: Key>(x: &[T], v: View, sorted: bool, w: &mut Vec<usize>) -> usize {
     groups
 }
 
-/// Calls `$f(x)` with the input's elements, for the numeric types.
-macro_rules! with_numbers {
-    ($d:expr, $x:ident => $f:expr) => {
+/// Groups the input's slices (of any numeric type): the group count.
+macro_rules! grouped {
+    ($d:expr, $v:expr, $sorted:expr, $w:expr) => {
+        grouped!(@ $d, $v, $sorted, $w; F32, F64, I8, I16, I32, I64, U8, U16, U32, U64)
+    };
+    (@ $d:expr, $v:expr, $sorted:expr, $w:expr; $($t:ident),*) => {
         match $d {
-            Data::F32($x) => $f,
-            Data::F64($x) => $f,
-            Data::I8($x) => $f,
-            Data::I16($x) => $f,
-            Data::I32($x) => $f,
-            Data::I64($x) => $f,
-            Data::U8($x) => $f,
-            Data::U16($x) => $f,
-            Data::U32($x) => $f,
-            Data::U64($x) => $f,
+            $(Data::$t(x) => group(x, $v, $sorted, $w),)*
             _ => return Err("Unique runs numbers".to_string().into()),
         }
     };
@@ -200,7 +194,7 @@ impl Op for Unique {
         }
         let d = x.data(0)?;
         let mut w = self.shape_work.lock().unwrap_or_else(|e| e.into_inner());
-        let g = with_numbers!(d, x => group(x, v, self.sorted, &mut w));
+        let g = grouped!(d, v, self.sorted, &mut w);
         Ok(match (self.output, axis) {
             (0, Some(a)) => s.iter().enumerate().map(|(k, &d)| if k == a { g } else { d }).collect(),
             _ => Shape::from_slice(&[g]),
@@ -210,34 +204,19 @@ impl Op for Unique {
     fn run(&self, x: RunIn<'_, '_>, out: &mut DataMut<'_>) -> Result<(), String> {
         let (v, _) = self.view(x.shapes[0])?;
         let w = &mut x.scratch.usize;
-        let g = match x.ins[0] {
-            Data::F32(d) => group(d, v, self.sorted, w),
-            Data::F64(d) => group(d, v, self.sorted, w),
-            Data::I8(d) => group(d, v, self.sorted, w),
-            Data::I16(d) => group(d, v, self.sorted, w),
-            Data::I32(d) => group(d, v, self.sorted, w),
-            Data::I64(d) => group(d, v, self.sorted, w),
-            Data::U8(d) => group(d, v, self.sorted, w),
-            Data::U16(d) => group(d, v, self.sorted, w),
-            Data::U32(d) => group(d, v, self.sorted, w),
-            Data::U64(d) => group(d, v, self.sorted, w),
-            _ => return Err("Unique runs numbers".into()),
-        };
+        let g = grouped!(x.ins[0], v, self.sorted, w);
         let n = v.n;
         if self.output == 0 {
-            return match (x.ins[0], out) {
-                (Data::F32(d), DataMut::F32(y)) => Ok(write_values(d, v, g, w, y)),
-                (Data::F64(d), DataMut::F64(y)) => Ok(write_values(d, v, g, w, y)),
-                (Data::I8(d), DataMut::I8(y)) => Ok(write_values(d, v, g, w, y)),
-                (Data::I16(d), DataMut::I16(y)) => Ok(write_values(d, v, g, w, y)),
-                (Data::I32(d), DataMut::I32(y)) => Ok(write_values(d, v, g, w, y)),
-                (Data::I64(d), DataMut::I64(y)) => Ok(write_values(d, v, g, w, y)),
-                (Data::U8(d), DataMut::U8(y)) => Ok(write_values(d, v, g, w, y)),
-                (Data::U16(d), DataMut::U16(y)) => Ok(write_values(d, v, g, w, y)),
-                (Data::U32(d), DataMut::U32(y)) => Ok(write_values(d, v, g, w, y)),
-                (Data::U64(d), DataMut::U64(y)) => Ok(write_values(d, v, g, w, y)),
-                _ => Err("input and output element types differ from the plan's".into()),
-            };
+            macro_rules! values {
+                ($($t:ident),*) => {
+                    match (x.ins[0], out) {
+                        $((Data::$t(d), DataMut::$t(y)) => write_values(d, v, g, w, y),)*
+                        _ => return Err("input and output element types differ from the plan's".into()),
+                    }
+                };
+            }
+            values!(F32, F64, I8, I16, I32, I64, U8, U16, U32, U64);
+            return Ok(());
         }
         let DataMut::I64(y) = out else { return Err("Unique's index outputs are int64".into()) };
         let (gid, first, count) = (&w[n..2 * n], &w[2 * n..3 * n], &w[3 * n..4 * n]);
