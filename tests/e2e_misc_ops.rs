@@ -668,7 +668,7 @@ fn slice_takes_int32_parameters() {
     }
 }
 
-/// A Conv whose input has no declared rank: the weight's rank fixes it.
+/// A Conv or ConvTranspose whose input has no declared rank: the weight's rank fixes it.
 #[test]
 fn conv_of_an_input_of_unknown_rank_runs_on_rivet() {
     for (w_shape, x_shape) in [(vec![3i64, 2, 3, 3], vec![1i64, 2, 6, 5]), (vec![2, 2, 3], vec![2, 2, 7])] {
@@ -690,4 +690,12 @@ fn conv_of_an_input_of_unknown_rank_runs_on_rivet() {
             harness::run(&mut rivet, &good).expect("the session still runs");
         }
     }
+    let model = ModelBuilder::new(13)
+        .input_unshaped("x", FLOAT)
+        .initializer("w", &[2, 3, 3, 3], vals(21, 54, -1.0, 1.0))
+        .node_with("ConvTranspose", "deconv", &["x", "w"], &["y"], &[("strides", Attr::Ints(vec![2, 2]))])
+        .output("y", FLOAT, None)
+        .build();
+    let x = HostTensor::f32("x", &[1, 2, 4, 3], vals(22, 24, -1.0, 1.0));
+    assert_matches_ort(&model, &[x], 1e-5, 1e-5, "ConvTranspose unknown rank");
 }
