@@ -79,6 +79,62 @@ impl Window3d {
     }
 }
 
+/// How a window op pads its input (ONNX `auto_pad`, with the explicit `pads`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Padding {
+    /// `pads`: begins, then ends, per (depth, height, width).
+    Explicit([usize; 6]),
+    Valid,
+    SameUpper,
+    SameLower,
+}
+
+/// The geometry of a window op on an `input` plane (depth, height, width) with kernel
+/// `k`, and the padding after each axis. `ceil`: ceil mode (with explicit padding).
+pub fn window_geometry(
+    input: [usize; 3],
+    k: [usize; 3],
+    strides: [usize; 3],
+    dilations: [usize; 3],
+    padding: Padding,
+    ceil: bool,
+) -> Result<(Window3d, [usize; 3]), String> {
+    let mut out = [0usize; 3];
+    let mut begin = [0usize; 3];
+    let mut end = [0usize; 3];
+    for a in 0..3 {
+        let (n, s, d) = (input[a], strides[a], dilations[a]);
+        let span = d * (k[a].max(1) - 1) + 1;
+        match padding {
+            Padding::Explicit(_) | Padding::Valid => {
+                let (pb, pe) = match padding {
+                    Padding::Explicit(p) => (p[a], p[a + 3]),
+                    _ => (0, 0),
+                };
+                let padded = n + pb + pe;
+                if padded < span {
+                    return Err(format!("window {span} is larger than the padded input {padded}"));
+                }
+                let mut o = if ceil { (padded - span).div_ceil(s) + 1 } else { (padded - span) / s + 1 };
+                // A last window that would start in the end padding is dropped.
+                if ceil && (o - 1) * s >= n + pb {
+                    o -= 1;
+                }
+                (out[a], begin[a], end[a]) = (o, pb, pe);
+            }
+            Padding::SameUpper | Padding::SameLower => {
+                let o = n.div_ceil(s);
+                let total = ((o.max(1) - 1) * s + span).saturating_sub(n);
+                let small = total / 2;
+                let (pb, pe) =
+                    if padding == Padding::SameUpper { (small, total - small) } else { (total - small, small) };
+                (out[a], begin[a], end[a]) = (o, pb, pe);
+            }
+        }
+    }
+    Ok((Window3d { input, out, kernel: k, stride: strides, dilation: dilations, pad_begin: begin }, end))
+}
+
 /// Every (output position, its index) of a window op, in output order.
 pub(crate) fn outputs(g: &Window3d) -> impl Iterator<Item = [usize; 3]> + '_ {
     (0..g.out[0]).flat_map(move |d| (0..g.out[1]).flat_map(move |h| (0..g.out[2]).map(move |w| [d, h, w])))
@@ -339,7 +395,7 @@ pub fn conv(
     }
 }
 
-pub use crate::pool::{max_pool, max_pool_indices, pool, Pool};
+pub use crate::pool::{lp_pool, max_pool, max_pool_indices, pool, Pool};
 
 /// Sizes of a transposed convolution, per spatial axis (depth, height, width).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

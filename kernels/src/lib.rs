@@ -49,6 +49,7 @@ pub mod attention;
 mod binary;
 mod broadcast;
 pub mod conv;
+pub mod deform;
 pub mod depthwise;
 pub mod einsum;
 mod gemm;

@@ -117,6 +117,33 @@ pub fn pool(x: &[f32], planes: usize, g: &Window3d, pool: Pool, pad_end: [usize;
     }
 }
 
+/// LpPool: `(sum |x|^p)^(1/p)` over each window's in-range taps (padding adds nothing).
+pub fn lp_pool(x: &[f32], planes: usize, g: &Window3d, p: i32, y: &mut [f32]) {
+    let (plane, positions) = (g.plane(), g.positions());
+    let pf = p as f32;
+    for (pl, dst) in y.chunks_exact_mut(positions.max(1)).take(planes).enumerate() {
+        let src = &x[pl * plane..(pl + 1) * plane];
+        for (o, out) in outputs(g).zip(dst.iter_mut()) {
+            let mut sum = 0.0f32;
+            for k in taps(g) {
+                if let Some(at) = g.tap(o, k) {
+                    let v = src[at].abs();
+                    sum += match p {
+                        1 => v,
+                        2 => v * v,
+                        _ => v.powi(p),
+                    };
+                }
+            }
+            *out = match p {
+                1 => sum,
+                2 => sum.sqrt(),
+                _ => sum.powf(1.0 / pf),
+            };
+        }
+    }
+}
+
 /// The taps along axis `a` of output `o` that land in the input.
 #[inline(always)]
 pub(crate) fn taps_in_range(g: &Window3d, a: usize, o: usize) -> std::ops::Range<usize> {

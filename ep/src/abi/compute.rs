@@ -195,10 +195,11 @@ unsafe fn run_plan_with(
     Ok(())
 }
 
-/// Reads the fused node's inputs: value, element type and shape, data.
+/// Reads the fused node's inputs: value, element type and shape, data (up to 8 without a heap
+/// allocation).
 #[dispatch_phase(TensorBind)]
-fn bind_inputs<'c>(api: &Api, ctx: *mut OrtKernelContext, count: usize) -> Result<SmallVec<[TensorIn<'c>; 4]>> {
-    let mut inputs: SmallVec<[TensorIn<'c>; 4]> = SmallVec::new();
+fn bind_inputs<'c>(api: &Api, ctx: *mut OrtKernelContext, count: usize) -> Result<SmallVec<[TensorIn<'c>; 8]>> {
+    let mut inputs: SmallVec<[TensorIn<'c>; 8]> = SmallVec::new();
     for i in 0..count {
         let v = api.kernel_input(ctx, i)?;
         let (elem_type, shape) = input_metadata(api, v, i)?;

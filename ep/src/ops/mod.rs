@@ -8,10 +8,20 @@
 //! (`op.rs`): claim, shape and run in the module, one registration line here, no arm in
 //! any central match.
 
+pub mod activation;
+pub mod center_crop_pad;
+pub mod compress;
+pub mod deform_conv;
 pub mod depth_space;
+pub mod det;
+pub mod lp_pool;
 pub mod math;
+pub mod normalize;
 pub mod op;
 pub mod optional;
+pub mod signal;
+pub mod tensor_scatter;
+pub mod unique;
 
 pub use op::{Family, Op, OpRef, OpScratch, RunIn, ShapeError, ShapeIn};
 
@@ -26,4 +36,49 @@ pub static FAMILIES: &[Family] = &[
         types: "any",
         compile: optional::optional_get_element,
     },
+    Family { domain: "", op_type: "LpPool", since: (11, 22), types: "float32", compile: lp_pool::compile },
+    Family { domain: "", op_type: "Unique", since: (11, 11), types: "numbers", compile: unique::compile },
+    Family { domain: "", op_type: "CenterCropPad", since: (18, 18), types: "any", compile: center_crop_pad::compile },
+    Family { domain: "", op_type: "Compress", since: (9, 11), types: "any", compile: compress::compile },
+    Family { domain: "", op_type: "HannWindow", since: (17, 17), types: "float32, float64", compile: signal::hann },
+    Family {
+        domain: "",
+        op_type: "HammingWindow",
+        since: (17, 17),
+        types: "float32, float64",
+        compile: signal::hamming,
+    },
+    Family {
+        domain: "",
+        op_type: "BlackmanWindow",
+        since: (17, 17),
+        types: "float32, float64",
+        compile: signal::blackman,
+    },
+    Family {
+        domain: "",
+        op_type: "MelWeightMatrix",
+        since: (17, 17),
+        types: "float32, float64",
+        compile: signal::mel_weight_matrix,
+    },
+    Family {
+        domain: "",
+        op_type: "LpNormalization",
+        since: (1, 22),
+        types: "float32, float64",
+        compile: normalize::lp_normalization,
+    },
+    Family {
+        domain: "",
+        op_type: "MeanVarianceNormalization",
+        since: (9, 13),
+        types: "float32, float64",
+        compile: normalize::mean_variance_normalization,
+    },
+    Family { domain: "", op_type: "Det", since: (11, 22), types: "float32", compile: det::compile },
+    Family { domain: "", op_type: "PRelu", since: (6, 16), types: "float32", compile: activation::prelu },
+    Family { domain: "", op_type: "Swish", since: (24, 24), types: "float32", compile: activation::swish },
+    Family { domain: "", op_type: "TensorScatter", since: (24, 24), types: "any", compile: tensor_scatter::compile },
+    Family { domain: "", op_type: "DeformConv", since: (19, 22), types: "float32", compile: deform_conv::compile },
 ];

@@ -46,7 +46,10 @@ pub(super) fn dropout(node: &NodeDesc) -> Result<Kernel, String> {
 
 /// The spatial axes (1 to 3) of a window op's input, from its declared rank.
 fn spatial_axes(node: &NodeDesc) -> Result<usize, String> {
-    match input(node, 0).and_then(|v| v.dims.as_ref()) {
+    // A convolution's weight has the input's rank: it fixes an input of unknown rank.
+    let weighted = matches!(node.op_type.as_str(), "Conv" | "ConvTranspose");
+    let dims = |k: usize| input(node, k).and_then(|v| v.dims.as_ref());
+    match dims(0).or_else(|| if weighted { dims(1) } else { None }) {
         Some(dims) if (3..=5).contains(&dims.len()) => Ok(dims.len() - 2),
         Some(dims) => Err(format!("{} on rank {} (Rivet runs 1-D, 2-D and 3-D)", node.op_type, dims.len())),
         None => Err(format!("{} input of unknown rank", node.op_type)),

@@ -535,7 +535,7 @@ fn types(op_type: &str) -> &'static str {
     match op_type {
         "Identity" | "Transpose" | "Flatten" | "Reshape" | "Squeeze" | "Unsqueeze" | "Concat" | "Expand" | "Slice"
         | "Trilu" | "Split" | "Tile" | "GatherND" | "Pad" => "any",
-        "ScatterElements" | "ScatterND" => "any (numbers and halves with a reduction)",
+        "ScatterElements" | "ScatterND" | "Scatter" => "any (numbers and halves with a reduction)",
         "OneHot" => "numeric indices and depth, any values",
         "TopK" => "numbers, halves (int64 indices)",
         "Range" => "float32, float64, int16, int32, int64",

@@ -371,8 +371,9 @@ pub static OPS: &[OpSpec] = &[
                 return Err("Slice needs starts and ends".into());
             }
             for v in n.inputs.iter().skip(1).flatten() {
-                if v.elem_type != crate::graph::dtype::INT64 || !(v.constant.is_some() || v.at_run_ok) {
-                    return Err(format!("Slice parameter '{}' is not an int64 tensor of this graph", v.name));
+                let index = matches!(v.elem_type, crate::graph::dtype::INT64 | crate::graph::dtype::INT32);
+                if !index || !(v.constant.is_some() || v.at_run_ok) {
+                    return Err(format!("Slice parameter '{}' is not an int64 or int32 tensor of this graph", v.name));
                 }
             }
             Ok(Kernel::Slice { has_axes: present(3), has_steps: present(4) })
@@ -645,6 +646,14 @@ pub static OPS: &[OpSpec] = &[
         since: (11, 18),
         arity: Arity::Data { min: 3, max: 3 },
         attrs: &["axis", "reduction"],
+        build: |n| scatter(n, true),
+    },
+    // The deprecated Scatter (opsets 9 and 10) is ScatterElements without a reduction.
+    OpSpec {
+        op_type: "Scatter",
+        since: (9, 10),
+        arity: Arity::Data { min: 3, max: 3 },
+        attrs: &["axis"],
         build: |n| scatter(n, true),
     },
     OpSpec {

@@ -210,36 +210,12 @@ pub(super) fn gemm_shape(
 /// The geometry of a window op on an `input` plane (depth, height, width) with kernel
 /// `k`, and the padding after each axis.
 pub fn window_3d(w: &Window, input: [usize; 3], k: [usize; 3]) -> std::result::Result<(Window3d, [usize; 3]), String> {
-    let mut out = [0usize; 3];
-    let mut begin = [0usize; 3];
-    let mut end = [0usize; 3];
-    for a in 0..3 {
-        let (n, s, d) = (input[a], w.strides[a], w.dilations[a]);
-        let span = d * (k[a].max(1) - 1) + 1;
-        match w.auto_pad {
-            AutoPad::NotSet | AutoPad::Valid => {
-                let (pb, pe) = if w.auto_pad == AutoPad::Valid { (0, 0) } else { (w.pads[a], w.pads[a + 3]) };
-                let padded = n + pb + pe;
-                if padded < span {
-                    return Err(format!("window {span} is larger than the padded input {padded}"));
-                }
-                let mut o = if w.ceil_mode { (padded - span).div_ceil(s) + 1 } else { (padded - span) / s + 1 };
-                // A last window that would start in the end padding is dropped.
-                if w.ceil_mode && (o - 1) * s >= n + pb {
-                    o -= 1;
-                }
-                (out[a], begin[a], end[a]) = (o, pb, pe);
-            }
-            AutoPad::SameUpper | AutoPad::SameLower => {
-                let o = n.div_ceil(s);
-                let total = ((o.max(1) - 1) * s + span).saturating_sub(n);
-                let small = total / 2;
-                let (pb, pe) =
-                    if w.auto_pad == AutoPad::SameUpper { (small, total - small) } else { (total - small, small) };
-                (out[a], begin[a], end[a]) = (o, pb, pe);
-            }
-        }
-    }
-    let g = Window3d { input, out, kernel: k, stride: w.strides, dilation: w.dilations, pad_begin: begin };
-    Ok((g, end))
+    use rivet_kernels::conv::{window_geometry, Padding};
+    let padding = match w.auto_pad {
+        AutoPad::NotSet => Padding::Explicit(w.pads),
+        AutoPad::Valid => Padding::Valid,
+        AutoPad::SameUpper => Padding::SameUpper,
+        AutoPad::SameLower => Padding::SameLower,
+    };
+    window_geometry(input, k, w.strides, w.dilations, padding, w.ceil_mode)
 }
