@@ -58,6 +58,7 @@ mod norm;
 mod pool;
 pub mod random;
 mod reference;
+pub mod rnn;
 pub mod typed;
 mod unary;
 

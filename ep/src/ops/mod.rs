@@ -11,6 +11,7 @@
 pub mod depth_space;
 pub mod math;
 pub mod op;
+pub mod rnn;
 
 pub use op::{Family, Op, OpRef, OpScratch, RunIn, ShapeError, ShapeIn};
 
@@ -18,4 +19,7 @@ pub use op::{Family, Op, OpRef, OpScratch, RunIn, ShapeError, ShapeIn};
 pub static FAMILIES: &[Family] = &[
     Family { domain: "", op_type: "DepthToSpace", since: (1, 13), types: "any", compile: depth_space::depth_to_space },
     Family { domain: "", op_type: "SpaceToDepth", since: (1, 13), types: "any", compile: depth_space::space_to_depth },
+    Family { domain: "", op_type: "RNN", since: (7, 22), types: "float32", compile: rnn::rnn },
+    Family { domain: "", op_type: "GRU", since: (7, 22), types: "float32", compile: rnn::gru },
+    Family { domain: "", op_type: "LSTM", since: (7, 22), types: "float32", compile: rnn::lstm },
 ];
