@@ -297,7 +297,8 @@ impl Op for Recurrent {
                 k => {
                     rec.run(&mut st.rnn, None);
                     let last = if k == 1 { &st.rnn.h } else { &st.rnn.c };
-                    for b in 0..batch {
+                    // A sequence of length 0 has a zero state (as ORT gives), not its initial one.
+                    for b in (0..batch).filter(|&b| st.lens[b] > 0) {
                         out[state_at(dir, b)..][..h].copy_from_slice(&last[b * h..][..h]);
                     }
                 }
