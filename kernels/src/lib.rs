@@ -47,6 +47,7 @@
 mod arch;
 pub mod attention;
 mod binary;
+pub mod boxes;
 mod broadcast;
 pub mod conv;
 pub mod depthwise;

@@ -58,6 +58,12 @@ impl From<String> for ShapeError {
     }
 }
 
+impl From<&str> for ShapeError {
+    fn from(s: &str) -> Self {
+        ShapeError::Invalid(s.to_string())
+    }
+}
+
 /// Per-Run working memory of one step, kept in the Run's state and reused, so a
 /// steady-state Run allocates nothing.
 #[derive(Debug, Default)]
