@@ -53,9 +53,11 @@ impl Nms {
     fn model(&self, max: i64, iou: f32, score: f32) -> Vec<u8> {
         let (b, c, n) = (self.batches as i64, self.classes as i64, self.boxes as i64);
         let (bd, nd): (Dim, Dim) = if self.symbolic { ("B".into(), "N".into()) } else { (b.into(), n.into()) };
-        let mut m = ModelBuilder::new(self.opset)
-            .input("boxes", FLOAT, &[bd.clone(), nd.clone(), 4.into()])
-            .input("scores", FLOAT, &[bd, c.into(), nd]);
+        let mut m = ModelBuilder::new(self.opset).input("boxes", FLOAT, &[bd.clone(), nd.clone(), 4.into()]).input(
+            "scores",
+            FLOAT,
+            &[bd, c.into(), nd],
+        );
         let mut ins = vec!["boxes", "scores", "max", "iou"];
         if self.at_run {
             m = m.input("max", INT64, &[1.into()]).input("iou", FLOAT, &[1.into()]);
@@ -64,7 +66,11 @@ impl Nms {
         }
         if self.score_threshold {
             ins.push("score");
-            m = if self.at_run { m.input("score", FLOAT, &[1.into()]) } else { m.initializer("score", &[1], vec![score]) };
+            m = if self.at_run {
+                m.input("score", FLOAT, &[1.into()])
+            } else {
+                m.initializer("score", &[1], vec![score])
+            };
         }
         let attrs = [("center_point_box", Attr::Int(self.center as i64))];
         m.output("selected", INT64, None).node_with("NonMaxSuppression", "nms", &ins, &["selected"], &attrs).build()
@@ -94,21 +100,48 @@ fn non_max_suppression_matches_ort_with_ties_and_every_option() {
         for score_threshold in [false, true] {
             for at_run in [false, true] {
                 for (max, iou, score) in [(3, 0.3, 0.4), (100, 0.0, 0.0), (0, 0.5, 0.0), (2, 1.0, 0.9), (5, 0.6, 0.5)] {
-                    let c = Nms { batches: 2, classes: 3, boxes: 40, center, symbolic: false, at_run, score_threshold, opset: 11 };
+                    let c = Nms {
+                        batches: 2,
+                        classes: 3,
+                        boxes: 40,
+                        center,
+                        symbolic: false,
+                        at_run,
+                        score_threshold,
+                        opset: 11,
+                    };
                     let what = format!("center {center} score {score_threshold} at_run {at_run} max {max} iou {iou}");
                     assert_matches_ort(&c.model(max, iou, score), &c.inputs(5, max, iou, score), 0.0, 0.0, &what);
                 }
             }
         }
     }
-    let c = Nms { batches: 1, classes: 1, boxes: 30, center: false, symbolic: false, at_run: true, score_threshold: true, opset: 10 };
+    let c = Nms {
+        batches: 1,
+        classes: 1,
+        boxes: 30,
+        center: false,
+        symbolic: false,
+        at_run: true,
+        score_threshold: true,
+        opset: 10,
+    };
     assert_matches_ort(&c.model(4, 0.4, 0.2), &c.inputs(9, 4, 0.4, 0.2), 0.0, 0.0, "opset 10");
 }
 
 #[test]
 fn non_max_suppression_on_symbolic_shapes_and_identical_boxes() {
     env();
-    let c = Nms { batches: 2, classes: 2, boxes: 10, center: false, symbolic: true, at_run: true, score_threshold: false, opset: 11 };
+    let c = Nms {
+        batches: 2,
+        classes: 2,
+        boxes: 10,
+        center: false,
+        symbolic: true,
+        at_run: true,
+        score_threshold: false,
+        opset: 11,
+    };
     let model = c.model(0, 0.0, 0.0);
     let mut rivet = rivet_session(&model);
     let mut ort = ort_session(&model);
@@ -134,7 +167,16 @@ fn non_max_suppression_on_symbolic_shapes_and_identical_boxes() {
 #[test]
 fn non_max_suppression_bad_inputs_name_the_node() {
     env();
-    let c = Nms { batches: 1, classes: 1, boxes: 6, center: false, symbolic: true, at_run: true, score_threshold: false, opset: 11 };
+    let c = Nms {
+        batches: 1,
+        classes: 1,
+        boxes: 6,
+        center: false,
+        symbolic: true,
+        at_run: true,
+        score_threshold: false,
+        opset: 11,
+    };
     let model = c.model(0, 0.0, 0.0);
     let mut s = rivet_session(&model);
     let mut bad = c.inputs(1, 3, 0.5, 0.0);
@@ -168,7 +210,10 @@ fn reverse_sequence_matches_ort_for_both_axes_and_types() {
             let dims: Vec<Dim> = shape.iter().map(|&d| d.into()).collect();
             let model = reverse_model(elem, &dims, time_axis, b.into());
             let n = (t * b * 3) as usize;
-            let x: Vec<f64> = harness::values(3, n, 0.0, 50.0).into_iter().map(|v| if elem == BOOL { (v > 25.0) as u8 as f64 } else { v.floor() }).collect();
+            let x: Vec<f64> = harness::values(3, n, 0.0, 50.0)
+                .into_iter()
+                .map(|v| if elem == BOOL { (v > 25.0) as u8 as f64 } else { v.floor() })
+                .collect();
             let ins = vec![
                 HostTensor::typed("x", e, &shape, x),
                 HostTensor::typed("lens", E::Int64, &[b], vec![6.0, 0.0, 3.0, 1.0]),
@@ -193,13 +238,14 @@ fn reverse_sequence_on_symbolic_shapes_and_bad_lengths() {
         let want = harness::run(&mut ort, &ins).expect("ORT runs");
         harness::compare(&harness::run(&mut rivet, &ins).expect("Rivet runs"), &want, 0.0, 0.0).expect("as ORT");
     }
-    let bad = vec![
-        HostTensor::f32("x", &[2, 3, 1], vec![1.0; 6]),
-        HostTensor::typed("lens", E::Int64, &[2], vec![4.0, 1.0]),
-    ];
+    let bad =
+        vec![HostTensor::f32("x", &[2, 3, 1], vec![1.0; 6]), HostTensor::typed("lens", E::Int64, &[2], vec![4.0, 1.0])];
     let err = harness::run(&mut rivet, &bad).expect_err("a length past the sequence").to_string();
     assert!(err.contains("'rev'") && err.contains("sequence_lens value 4"), "{err}");
-    let ok = vec![HostTensor::f32("x", &[2, 3, 1], vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0]), HostTensor::typed("lens", E::Int64, &[2], vec![3.0, 2.0])];
+    let ok = vec![
+        HostTensor::f32("x", &[2, 3, 1], vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0]),
+        HostTensor::typed("lens", E::Int64, &[2], vec![3.0, 2.0]),
+    ];
     assert_eq!(harness::run(&mut rivet, &ok).expect("still runs")[0].data, [3.0, 2.0, 1.0, 5.0, 4.0, 6.0]);
 }
 
@@ -249,8 +295,11 @@ fn max_unpool_matches_ort_with_and_without_output_shape() {
         ("pads", Attr::Ints(vec![1, 1, 0, 1])),
     ];
     let k3_1d = vec![("kernel_shape", Attr::Ints(vec![3]))];
-    let cases: [(&[(&str, Attr)], Vec<i64>, Vec<i64>); 3] =
-        [(&k2s2, vec![2, 3, 4, 5], vec![8, 10]), (&k3s2p, vec![1, 2, 4, 4], vec![8, 7]), (&k3_1d, vec![2, 2, 6], vec![8])];
+    let cases: [(&[(&str, Attr)], Vec<i64>, Vec<i64>); 3] = [
+        (&k2s2, vec![2, 3, 4, 5], vec![8, 10]),
+        (&k3s2p, vec![1, 2, 4, 4], vec![8, 7]),
+        (&k3_1d, vec![2, 2, 6], vec![8]),
+    ];
     for opset in [9, 11, 22] {
         for (attrs, pooled, out) in &cases {
             let dims: Vec<Dim> = pooled.iter().map(|&d| d.into()).collect();
@@ -261,7 +310,13 @@ fn max_unpool_matches_ort_with_and_without_output_shape() {
                 // A larger output than the pooled shape gives (as for a MaxPool input of odd size).
                 let big: Vec<i64> = out.iter().map(|d| d + 1).collect();
                 let model = unpool_model(opset, &dims, pooled.len(), attrs, true);
-                assert_matches_ort(&model, &unpool_inputs(pooled, &big, 2, true), 0.0, 0.0, &format!("{what} output_shape"));
+                assert_matches_ort(
+                    &model,
+                    &unpool_inputs(pooled, &big, 2, true),
+                    0.0,
+                    0.0,
+                    &format!("{what} output_shape"),
+                );
             }
         }
     }
@@ -284,6 +339,11 @@ fn max_unpool_on_symbolic_shapes_and_bad_indices() {
     let err = harness::run(&mut rivet, &bad).expect_err("an index past the output").to_string();
     assert!(err.contains("'unpool'") && err.contains("index 32"), "{err}");
     let ins = unpool_inputs(&[1, 2, 2, 2], &[4, 4], 3, false);
-    harness::compare(&harness::run(&mut rivet, &ins).expect("still runs"), &harness::run(&mut ort, &ins).unwrap(), 0.0, 0.0)
-        .expect("as ORT");
+    harness::compare(
+        &harness::run(&mut rivet, &ins).expect("still runs"),
+        &harness::run(&mut ort, &ins).unwrap(),
+        0.0,
+        0.0,
+    )
+    .expect("as ORT");
 }

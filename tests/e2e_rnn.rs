@@ -130,7 +130,11 @@ impl Case {
         }
         let state: Vec<Dim> = self.state_dims().iter().map(|&v| v.into()).collect();
         let state: Vec<Dim> = if self.symbolic {
-            state.iter().enumerate().map(|(k, v)| if k == (1 - self.layout) as usize { "N".into() } else { v.clone() }).collect()
+            state
+                .iter()
+                .enumerate()
+                .map(|(k, v)| if k == (1 - self.layout) as usize { "N".into() } else { v.clone() })
+                .collect()
         } else {
             state
         };
@@ -159,7 +163,8 @@ impl Case {
         for k in (0..3).filter(|&k| self.outs[k]) {
             m = m.output(names[k], FLOAT, None);
         }
-        let mut attrs: Vec<(&str, Attr)> = vec![("hidden_size", Attr::Int(h)), ("direction", Attr::Str(self.dir.into()))];
+        let mut attrs: Vec<(&str, Attr)> =
+            vec![("hidden_size", Attr::Int(h)), ("direction", Attr::Str(self.dir.into()))];
         if self.layout != 0 {
             attrs.push(("layout", Attr::Int(self.layout)));
         }
@@ -200,14 +205,14 @@ impl Case {
     fn check_batch_major(&self, what: &str) {
         let time_major = Case { layout: 0, ..self.clone() };
         let ins = self.inputs(7);
-        let to_time_major: Vec<HostTensor> = ins
-            .iter()
-            .map(|t| if t.shape.len() == 3 { permute(t, &[1, 0, 2]) } else { t.clone() })
-            .collect();
+        let to_time_major: Vec<HostTensor> =
+            ins.iter().map(|t| if t.shape.len() == 3 { permute(t, &[1, 0, 2]) } else { t.clone() }).collect();
         let mut ort = common::ort_session(&time_major.model());
         let want = harness::run(&mut ort, &to_time_major).expect("ORT runs the layout-0 layer");
-        let want: Vec<HostTensor> =
-            want.iter().map(|t| if t.shape.len() == 4 { permute(t, &[2, 0, 1, 3]) } else { permute(t, &[1, 0, 2]) }).collect();
+        let want: Vec<HostTensor> = want
+            .iter()
+            .map(|t| if t.shape.len() == 4 { permute(t, &[2, 0, 1, 3]) } else { permute(t, &[1, 0, 2]) })
+            .collect();
         let mut s = rivet_session(&self.model());
         let got = harness::run(&mut s, &ins).unwrap_or_else(|e| panic!("{what}: {e}"));
         harness::compare(&got, &want, RTOL, ATOL).unwrap_or_else(|e| panic!("{what}: {e}"));
@@ -310,7 +315,12 @@ fn activations_with_alpha_and_beta_and_clip() {
         ("RNN", &["LeakyRelu", "Affine"], vec![0.1, 0.7], vec![0.2]),
         ("RNN", &["ScaledTanh", "Elu"], vec![1.5, 0.8], vec![0.6]),
         ("GRU", &["HardSigmoid", "Softsign", "Sigmoid", "ThresholdedRelu"], vec![0.3, 0.1], vec![0.4]),
-        ("LSTM", &["Sigmoid", "Softplus", "Relu", "HardSigmoid", "Tanh", "ScaledTanh"], vec![0.25, 0.9], vec![0.5, 1.2]),
+        (
+            "LSTM",
+            &["Sigmoid", "Softplus", "Relu", "HardSigmoid", "Tanh", "ScaledTanh"],
+            vec![0.25, 0.9],
+            vec![0.5, 1.2],
+        ),
     ];
     for (op, acts, alpha, beta) in lists {
         let attrs = vec![
@@ -322,7 +332,12 @@ fn activations_with_alpha_and_beta_and_clip() {
         c.check(&format!("{op} {acts:?}"));
     }
     for op in OPS {
-        let c = Case { attrs: vec![("clip", Attr::Float(0.3))], init: true, peepholes: op == "LSTM", ..Case::new(op, "bidirectional") };
+        let c = Case {
+            attrs: vec![("clip", Attr::Float(0.3))],
+            init: true,
+            peepholes: op == "LSTM",
+            ..Case::new(op, "bidirectional")
+        };
         c.check(&format!("{op} clip"));
     }
 }
@@ -351,7 +366,11 @@ fn a_wrong_w_at_run_names_the_node_and_the_session_stays_usable() {
         let c = Case { w_input: true, ..Case::new(op, "forward") };
         let mut s = rivet_session(&c.model());
         let mut bad = c.inputs(3);
-        bad[1] = HostTensor::f32("W", &[1, c.gates() * c.hidden + 1, c.input], vec![0.5; (c.gates() * c.hidden + 1) as usize * 4]);
+        bad[1] = HostTensor::f32(
+            "W",
+            &[1, c.gates() * c.hidden + 1, c.input],
+            vec![0.5; (c.gates() * c.hidden + 1) as usize * 4],
+        );
         let err = harness::run(&mut s, &bad).expect_err("a W of the wrong shape fails").to_string();
         assert!(err.contains("'rec'") && err.contains("W must have shape"), "{op}: {err}");
         let good = harness::run(&mut s, &c.inputs(3)).expect("the session still runs");

@@ -82,7 +82,10 @@ impl Nms {
                 let first = out.len();
                 for &i in candidates.iter() {
                     let kept = &out[first..];
-                    if kept.chunks_exact(3).any(|t| suppresses(the_box(t[2] as usize), the_box(i), self.format, self.iou_threshold)) {
+                    if kept
+                        .chunks_exact(3)
+                        .any(|t| suppresses(the_box(t[2] as usize), the_box(i), self.format, self.iou_threshold))
+                    {
                         continue;
                     }
                     out.extend_from_slice(&[batch as i64, class as i64, i as i64]);
@@ -102,8 +105,8 @@ mod tests {
     #[test]
     fn the_onnx_suppress_by_iou_example() {
         let boxes = [
-            0.0, 0.0, 1.0, 1.0, 0.0, 0.1, 1.0, 1.1, 0.0, -0.1, 1.0, 0.9, 0.0, 10.0, 1.0, 11.0, 0.0, 10.1, 1.0, 11.1, 0.0,
-            100.0, 1.0, 101.0,
+            0.0, 0.0, 1.0, 1.0, 0.0, 0.1, 1.0, 1.1, 0.0, -0.1, 1.0, 0.9, 0.0, 10.0, 1.0, 11.0, 0.0, 10.1, 1.0, 11.1,
+            0.0, 100.0, 1.0, 101.0,
         ];
         let scores = [0.9, 0.75, 0.6, 0.95, 0.5, 0.3];
         let nms = Nms {

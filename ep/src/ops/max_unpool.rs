@@ -62,7 +62,10 @@ impl Op for MaxUnpool {
         if self.output_shape {
             let d = x.data(2)?;
             let v = d.i64().ok_or("output_shape is not int64")?;
-            if v.len() != s.len() || v[..2] != [s[0] as i64, s[1] as i64] || v.iter().any(|&d| !(0..=1 << 40).contains(&d)) {
+            if v.len() != s.len()
+                || v[..2] != [s[0] as i64, s[1] as i64]
+                || v.iter().any(|&d| !(0..=1 << 40).contains(&d))
+            {
                 return Err(format!("output_shape {v:?} is not valid for X {s:?}").into());
             }
             return Ok(v.iter().map(|&d| d as usize).collect());
@@ -88,7 +91,10 @@ impl Op for MaxUnpool {
         y.fill(0.0);
         let len = y.len();
         for (&value, &i) in v.iter().zip(idx) {
-            let at = usize::try_from(i).ok().filter(|&i| i < len).ok_or_else(|| format!("index {i} is outside the output's {len} elements"))?;
+            let at = usize::try_from(i)
+                .ok()
+                .filter(|&i| i < len)
+                .ok_or_else(|| format!("index {i} is outside the output's {len} elements"))?;
             y[at] = value;
         }
         Ok(())

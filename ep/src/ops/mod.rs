@@ -22,8 +22,20 @@ pub use op::{Family, Op, OpRef, OpScratch, RunIn, ShapeError, ShapeIn};
 pub static FAMILIES: &[Family] = &[
     Family { domain: "", op_type: "DepthToSpace", since: (1, 13), types: "any", compile: depth_space::depth_to_space },
     Family { domain: "", op_type: "SpaceToDepth", since: (1, 13), types: "any", compile: depth_space::space_to_depth },
-    Family { domain: "", op_type: "NonMaxSuppression", since: (10, 11), types: "float32", compile: nms::non_max_suppression },
-    Family { domain: "", op_type: "ReverseSequence", since: (10, 10), types: "any", compile: reverse_sequence::reverse_sequence },
+    Family {
+        domain: "",
+        op_type: "NonMaxSuppression",
+        since: (10, 11),
+        types: "float32",
+        compile: nms::non_max_suppression,
+    },
+    Family {
+        domain: "",
+        op_type: "ReverseSequence",
+        since: (10, 10),
+        types: "any",
+        compile: reverse_sequence::reverse_sequence,
+    },
     Family { domain: "", op_type: "MaxUnpool", since: (9, 22), types: "float32", compile: max_unpool::max_unpool },
     Family { domain: "", op_type: "RNN", since: (7, 22), types: "float32", compile: rnn::rnn },
     Family { domain: "", op_type: "GRU", since: (7, 22), types: "float32", compile: rnn::gru },

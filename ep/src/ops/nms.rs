@@ -67,7 +67,11 @@ fn one<T: Copy>(v: Option<&[T]>, what: &str) -> Result<Option<T>, String> {
 
 impl NonMaxSuppression {
     /// The selection's parameters from the inputs' shapes and data.
-    fn params<'d>(&self, shapes: &[&[usize]], data: &dyn Fn(usize) -> Result<Data<'d>, ShapeError>) -> Result<Nms, ShapeError> {
+    fn params<'d>(
+        &self,
+        shapes: &[&[usize]],
+        data: &dyn Fn(usize) -> Result<Data<'d>, ShapeError>,
+    ) -> Result<Nms, ShapeError> {
         let (b, s) = (shapes[0], shapes[1]);
         if b.len() != 3 || b[2] != 4 {
             return Err(format!("boxes must be [batches, boxes, 4], got {b:?}").into());
@@ -76,7 +80,10 @@ impl NonMaxSuppression {
             return Err(format!("scores must be [{}, classes, {}], got {s:?}", b[0], b[1]).into());
         }
         let input = |k: usize| self.slot[k].map(data).transpose();
-        let max = one(input(2)?.map(|d| d.i64().ok_or("max_output_boxes_per_class is not int64")).transpose()?, "max_output_boxes_per_class")?;
+        let max = one(
+            input(2)?.map(|d| d.i64().ok_or("max_output_boxes_per_class is not int64")).transpose()?,
+            "max_output_boxes_per_class",
+        )?;
         let f = |k: usize, what: &str| -> Result<Option<f32>, ShapeError> {
             Ok(one(input(k)?.map(|d| d.f32().ok_or(format!("{what} is not float32"))).transpose()?, what)?)
         };

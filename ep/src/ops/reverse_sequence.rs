@@ -74,7 +74,13 @@ struct Reverse<'a> {
 
 impl Move for Reverse<'_> {
     fn apply<T: Copy + Default + PartialEq + Send + Sync>(&self, x: &[T], y: &mut [T]) {
-        let at = |b: usize, t: usize| if self.time_first { (t * self.batch + b) * self.inner } else { (b * self.time + t) * self.inner };
+        let at = |b: usize, t: usize| {
+            if self.time_first {
+                (t * self.batch + b) * self.inner
+            } else {
+                (b * self.time + t) * self.inner
+            }
+        };
         for b in 0..self.batch {
             let len = self.lens[b] as usize;
             for t in 0..self.time {

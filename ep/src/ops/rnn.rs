@@ -74,7 +74,8 @@ fn compile(node: &NodeDesc, output: usize, cell: Cell, extra: &[&str]) -> Result
     check_attrs(node, &allowed)?;
     let max_inputs = if matches!(cell, Cell::Lstm { .. }) { 8 } else { 6 };
     check_inputs(node, 3, max_inputs)?;
-    let float_ok = (0..max_inputs).filter(|&k| k != LENS && input(node, k).is_some()).all(|k| input_type(node, k) == dtype::FLOAT);
+    let float_ok =
+        (0..max_inputs).filter(|&k| k != LENS && input(node, k).is_some()).all(|k| input_type(node, k) == dtype::FLOAT);
     let lens_ok = input(node, LENS).is_none() || input_type(node, LENS) == dtype::INT32;
     let outs_ok = (0..node.outputs.len()).all(|k| node.outputs[k].is_none() || output_type(node, k) == dtype::FLOAT);
     if !float_ok || !lens_ok || !outs_ok || node.outputs.len() > if matches!(cell, Cell::Lstm { .. }) { 3 } else { 2 } {
@@ -98,7 +99,7 @@ fn compile(node: &NodeDesc, output: usize, cell: Cell, extra: &[&str]) -> Result
         None => None,
         Some(_) => {
             let c = float_attr(node, "clip", 0.0)?;
-            if !(c > 0.0) {
+            if c.is_nan() || c <= 0.0 {
                 return Err(format!("{op} clip {c} is not positive"));
             }
             Some(c)
@@ -113,7 +114,17 @@ fn compile(node: &NodeDesc, output: usize, cell: Cell, extra: &[&str]) -> Result
             at += 1;
         }
     }
-    Ok(Arc::new(Recurrent { cell, output, dirs, reverse, hidden: hidden as usize, acts, clip, batch_major: layout == 1, slot }))
+    Ok(Arc::new(Recurrent {
+        cell,
+        output,
+        dirs,
+        reverse,
+        hidden: hidden as usize,
+        acts,
+        clip,
+        batch_major: layout == 1,
+        slot,
+    }))
 }
 
 /// The activations per direction, with alpha and beta taken in order by the functions
@@ -172,7 +183,10 @@ fn activations(node: &NodeDesc, cell: Cell, dirs: usize) -> Result<[[Act; 3]; 2]
         out[i / per][i % per] = act;
     }
     if a.next().is_some() || b.next().is_some() {
-        return Err(format!("{} has more activation_alpha / activation_beta values than its activations use", node.op_type));
+        return Err(format!(
+            "{} has more activation_alpha / activation_beta values than its activations use",
+            node.op_type
+        ));
     }
     Ok(out)
 }
@@ -248,7 +262,8 @@ impl Op for Recurrent {
         let ins = x.ins;
         let xs = self.f32_in(ins, X)?.ok_or("X is missing")?;
         let (w, r) = (self.f32_in(ins, W)?.ok_or("W is missing")?, self.f32_in(ins, R)?.ok_or("R is missing")?);
-        let (bias, h0, c0, p) = (self.f32_in(ins, B)?, self.f32_in(ins, H0)?, self.f32_in(ins, C0)?, self.f32_in(ins, P)?);
+        let (bias, h0, c0, p) =
+            (self.f32_in(ins, B)?, self.f32_in(ins, H0)?, self.f32_in(ins, C0)?, self.f32_in(ins, P)?);
         let st: &mut State = x.scratch.state();
         st.lens.clear();
         match self.at(LENS).map(|i| ins[i]) {

@@ -108,7 +108,7 @@ pub fn run(name: &str, graph: &GraphDesc) -> Result<Plan> {
                         output: wide,
                         constant_weights: false,
                         epilogue: None,
-            op: None,
+                        op: None,
                     });
                     wide
                 }
