@@ -357,3 +357,107 @@ impl Recurrence<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sigmoid(x: f64) -> f64 {
+        1.0 / (1.0 + (-x).exp())
+    }
+
+    /// `m [rows, k] · v`, row `r` of the result.
+    fn dot(m: &[f32], r: usize, v: &[f64]) -> f64 {
+        v.iter().enumerate().map(|(j, &x)| m[r * v.len() + j] as f64 * x).sum()
+    }
+
+    /// One direction of an LSTM with peepholes or a GRU, step by step in f64.
+    fn naive(rec: &Recurrence<'_>, h0: &[f32], c0: &[f32]) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+        let (s, b, n, hid) = (rec.seq, rec.batch, rec.input, rec.hidden);
+        let bias = |k: usize| rec.bias.map_or(0.0, |v| v[k] as f64);
+        let gh = rec.cell.gates() * hid;
+        let mut y = vec![0.0; s * b * hid];
+        let (mut hs, mut cs) =
+            (h0.iter().map(|&v| v as f64).collect::<Vec<_>>(), c0.iter().map(|&v| v as f64).collect::<Vec<_>>());
+        for bi in 0..b {
+            let steps: Vec<usize> =
+                if rec.reverse { (0..rec.lens[bi]).rev().collect() } else { (0..rec.lens[bi]).collect() };
+            for t in steps {
+                let x: Vec<f64> = rec.x[(t * b + bi) * n..][..n].iter().map(|&v| v as f64).collect();
+                let h: Vec<f64> = hs[bi * hid..][..hid].to_vec();
+                let xw = |g: usize| dot(rec.w, g, &x) + bias(g);
+                let hr = |g: usize| dot(rec.r, g, &h) + bias(gh + g);
+                for j in 0..hid {
+                    let c = cs[bi * hid + j];
+                    let (new_h, new_c) = match rec.cell {
+                        Cell::Lstm { .. } => {
+                            let p = |k: usize| rec.peephole.map_or(0.0, |p| p[k * hid + j] as f64);
+                            let i = sigmoid(xw(j) + hr(j) + p(0) * c);
+                            let f = sigmoid(xw(2 * hid + j) + hr(2 * hid + j) + p(2) * c);
+                            let cc = (xw(3 * hid + j) + hr(3 * hid + j)).tanh();
+                            let c = f * c + i * cc;
+                            let o = sigmoid(xw(hid + j) + hr(hid + j) + p(1) * c);
+                            (o * c.tanh(), c)
+                        }
+                        _ => {
+                            let z = sigmoid(xw(j) + hr(j));
+                            let rh: Vec<f64> = (0..hid).map(|k| sigmoid(xw(hid + k) + hr(hid + k)) * h[k]).collect();
+                            let hh = (xw(2 * hid + j) + dot(rec.r, 2 * hid + j, &rh) + bias(gh + 2 * hid + j)).tanh();
+                            ((1.0 - z) * hh + z * h[j], c)
+                        }
+                    };
+                    y[(t * b + bi) * hid + j] = new_h;
+                    cs[bi * hid + j] = new_c;
+                    hs[bi * hid + j] = new_h;
+                }
+            }
+        }
+        (y, hs, cs)
+    }
+
+    #[test]
+    fn lstm_with_peepholes_and_gru_match_a_step_by_step_reference() {
+        let v = |n: usize, seed: u64| crate::test_values(n, seed).into_iter().map(|x| x * 0.7).collect::<Vec<f32>>();
+        let (s, b, n, hid) = (4, 2, 3, 5);
+        for (cell, acts) in [
+            (Cell::Lstm { input_forget: false }, [Act::Sigmoid, Act::Tanh, Act::Tanh]),
+            (Cell::Gru { linear_before_reset: false }, [Act::Sigmoid, Act::Tanh, Act::Tanh]),
+        ] {
+            for reverse in [false, true] {
+                let gh = cell.gates() * hid;
+                let (x, w, r, bias, p) = (v(s * b * n, 1), v(gh * n, 2), v(gh * hid, 3), v(2 * gh, 4), v(3 * hid, 5));
+                let (h0, c0) = (v(b * hid, 6), v(b * hid, 7));
+                let lstm = matches!(cell, Cell::Lstm { .. });
+                let rec = Recurrence {
+                    cell,
+                    seq: s,
+                    batch: b,
+                    input: n,
+                    hidden: hid,
+                    batch_major: false,
+                    x: &x,
+                    w: &w,
+                    r: &r,
+                    bias: Some(&bias),
+                    peephole: lstm.then_some(&p[..]),
+                    lens: &[4, 2],
+                    reverse,
+                    acts,
+                    clip: None,
+                };
+                let mut scratch = RnnScratch::default();
+                scratch.reset_state(b, hid);
+                scratch.h.copy_from_slice(&h0);
+                scratch.c.copy_from_slice(&c0);
+                let mut y = vec![0.0; s * b * hid];
+                rec.run(&mut scratch, Some(YOut { y: &mut y, dirs: 1, dir: 0 }));
+                let (want_y, want_h, want_c) = naive(&rec, &h0, &c0);
+                let close =
+                    |got: &[f32], want: &[f64]| got.iter().zip(want).all(|(&g, &w)| (g as f64 - w).abs() < 1e-5);
+                assert!(close(&y, &want_y), "{cell:?} reverse {reverse}: Y {y:?} vs {want_y:?}");
+                assert!(close(&scratch.h, &want_h), "{cell:?} reverse {reverse}: Y_h");
+                assert!(!lstm || close(&scratch.c, &want_c), "{cell:?} reverse {reverse}: Y_c");
+            }
+        }
+    }
+}
