@@ -41,6 +41,7 @@ pub enum Attr {
     Str(String),
     Floats(Vec<f32>),
     Ints(Vec<i64>),
+    Strs(Vec<String>),
     /// A tensor attribute: element type, dims and little-endian data.
     Tensor(i32, Vec<i64>, Vec<u8>),
     /// A graph attribute (an If branch, a Loop or Scan body): a serialized GraphProto,
@@ -293,6 +294,12 @@ fn encode_node(n: &Node) -> Buf {
                     m.int(8, *v);
                 }
                 m.int(20, 7);
+            }
+            Attr::Strs(vs) => {
+                for v in vs {
+                    m.string(9, v);
+                }
+                m.int(20, 8);
             }
             Attr::Tensor(elem, dims, raw) => {
                 let mut t = Buf::default();

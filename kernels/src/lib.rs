@@ -47,6 +47,7 @@
 mod arch;
 pub mod attention;
 mod binary;
+pub mod boxes;
 mod broadcast;
 pub mod conv;
 pub mod deform;
@@ -59,6 +60,7 @@ mod norm;
 mod pool;
 pub mod random;
 mod reference;
+pub mod rnn;
 pub mod typed;
 mod unary;
 

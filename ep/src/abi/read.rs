@@ -150,6 +150,16 @@ fn attribute(api: &Api, a: *const ort_sys::OrtOpAttr) -> Result<(String, AttrVal
             api.release_value(v);
             value?
         }
+        // NUL-terminated strings one after another; a list ORT cannot hand over is one
+        // Rivet does not accept.
+        OrtOpAttrType::ORT_OP_ATTR_STRINGS => match read_bytes(api, a, t) {
+            Ok(b) => {
+                let b = b.strip_suffix(&[0]).unwrap_or(&b);
+                let list = if b.is_empty() { Vec::new() } else { b.split(|&c| c == 0).collect() };
+                AttrValue::Strings(list.into_iter().map(|s| String::from_utf8_lossy(s).into_owned()).collect())
+            }
+            Err(_) => AttrValue::Other,
+        },
         _ => AttrValue::Other,
     };
     Ok((name, value))

@@ -22,6 +22,11 @@ pub mod optional;
 pub mod signal;
 pub mod tensor_scatter;
 pub mod unique;
+pub mod max_unpool;
+pub mod nms;
+pub mod op;
+pub mod reverse_sequence;
+pub mod rnn;
 
 pub use op::{Family, Op, OpRef, OpScratch, RunIn, ShapeError, ShapeIn};
 
@@ -81,4 +86,20 @@ pub static FAMILIES: &[Family] = &[
     Family { domain: "", op_type: "Swish", since: (24, 24), types: "float32", compile: activation::swish },
     Family { domain: "", op_type: "TensorScatter", since: (24, 24), types: "any", compile: tensor_scatter::compile },
     Family { domain: "", op_type: "DeformConv", since: (19, 22), types: "float32", compile: deform_conv::compile },
+        op_type: "NonMaxSuppression",
+        since: (10, 11),
+        types: "float32",
+        compile: nms::non_max_suppression,
+    },
+    Family {
+        domain: "",
+        op_type: "ReverseSequence",
+        since: (10, 10),
+        types: "any",
+        compile: reverse_sequence::reverse_sequence,
+    },
+    Family { domain: "", op_type: "MaxUnpool", since: (9, 22), types: "float32", compile: max_unpool::max_unpool },
+    Family { domain: "", op_type: "RNN", since: (7, 22), types: "float32", compile: rnn::rnn },
+    Family { domain: "", op_type: "GRU", since: (7, 22), types: "float32", compile: rnn::gru },
+    Family { domain: "", op_type: "LSTM", since: (7, 22), types: "float32", compile: rnn::lstm },
 ];

@@ -58,6 +58,12 @@ impl From<String> for ShapeError {
     }
 }
 
+impl From<&str> for ShapeError {
+    fn from(s: &str) -> Self {
+        ShapeError::Invalid(s.to_string())
+    }
+}
+
 /// Per-Run working memory of one step, kept in the Run's state and reused, so a
 /// steady-state Run allocates nothing.
 #[derive(Debug, Default)]
@@ -66,6 +72,18 @@ pub struct OpScratch {
     pub f64: Vec<f64>,
     pub i64: Vec<i64>,
     pub usize: Vec<usize>,
+    /// A family's own working memory (a kernel's scratch struct), made on the first Run.
+    pub state: Option<Box<dyn std::any::Any + Send + Sync>>,
+}
+
+impl OpScratch {
+    /// The family's state of type `T`, made (once) if it is not there yet.
+    pub fn state<T: Default + Send + Sync + 'static>(&mut self) -> &mut T {
+        if !self.state.as_ref().is_some_and(|s| s.is::<T>()) {
+            self.state = Some(Box::new(T::default()));
+        }
+        self.state.as_mut().and_then(|s| s.downcast_mut::<T>()).expect("made above")
+    }
 }
 
 /// What a step's run gets.
@@ -124,8 +142,8 @@ pub fn claim(family: &Family, node: &NodeDesc) -> Result<Vec<Option<OpRef>>, Str
             node.op_type, node.since_version
         ));
     }
-    if node.outputs.first().is_none_or(Option::is_none) {
-        return Err(format!("{} needs its output", node.op_type));
+    if node.outputs.iter().all(Option::is_none) {
+        return Err(format!("{} needs an output", node.op_type));
     }
     (0..node.outputs.len())
         .map(|k| match node.outputs[k] {

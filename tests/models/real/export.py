@@ -383,6 +383,26 @@ def t5(vocab, d, layers, heads, ff, seq):
     return lambda: (T5Encoder(vocab, d, layers, heads, ff, seq), ins, ["last_hidden_state"])
 
 
+
+class LstmClassifier(nn.Module):
+    """A text classifier: embeddings, a 2-layer bidirectional LSTM, mean over time, a
+    linear head (the ONNX graph: Gather, Transpose, two LSTM nodes, ReduceMean, Gemm)."""
+
+    def __init__(self, vocab, d, hidden, layers, classes):
+        super().__init__()
+        self.emb = nn.Embedding(vocab, d)
+        self.lstm = nn.LSTM(d, hidden, num_layers=layers, bidirectional=True, batch_first=True)
+        self.head = nn.Linear(2 * hidden, classes)
+
+    def forward(self, input_ids):
+        y, _ = self.lstm(self.emb(input_ids))
+        return self.head(y.mean(dim=1))
+
+
+def lstm(vocab, d, hidden, layers, classes, batch, seq):
+    ins = [("input_ids", "int64", [batch, seq], "int", 0, vocab)]
+    return lambda: (LstmClassifier(vocab, d, hidden, layers, classes), ins, ["logits"])
+
 # name -> (factory, [(opset, exporter)]); "ts" is the TorchScript exporter, "dynamo" the
 # torch.export-based one (opset 23 turns scaled_dot_product_attention into Attention).
 TS17, TS20, DY23 = (17, "ts"), (20, "ts"), (23, "dynamo")
@@ -406,6 +426,7 @@ MODELS = {
     "whisper_small": (whisper(80, 1000, 384, 4, 6), [TS17]),
     "t5_tiny": (t5(1024, 128, 2, 4, 512, 64), [TS17, DY23]),
     "t5_small": (t5(4096, 512, 4, 8, 1024, 128), [TS17]),
+    "lstm_tiny": (lstm(1000, 64, 64, 2, 10, 2, 32), [TS17]),
 }
 
 

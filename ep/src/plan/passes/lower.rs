@@ -71,7 +71,13 @@ pub fn run(name: &str, graph: &GraphDesc) -> Result<Plan> {
             }
             step_inputs.push(id);
         }
-        let out = node.outputs[0].as_ref().expect("checked by kernel_for");
+        // A family op's node may omit its first outputs (an RNN's Y): its first present one
+        // is the main step's.
+        let first = match claim.kernel {
+            Kernel::Op => node.outputs.iter().position(Option::is_some).unwrap_or(0),
+            _ => 0,
+        };
+        let out = node.outputs[first].as_ref().expect("checked by kernel_for");
         let slot = match output_index.get(out.name.as_str()) {
             Some(&o) => Slot::Output(o),
             // Numbered by `assign_buffers` once every step is known.
@@ -216,7 +222,7 @@ pub fn run(name: &str, graph: &GraphDesc) -> Result<Plan> {
             kernel => {
                 let output = add(&mut values, &mut by_name, &main_name, main_slot, main_dims, main_type);
                 let mut s = step(kernel, step_inputs.clone(), output);
-                s.op = claim.ops.first().cloned().flatten();
+                s.op = claim.ops.get(first).cloned().flatten();
                 steps.push(s);
             }
         }
@@ -226,7 +232,7 @@ pub fn run(name: &str, graph: &GraphDesc) -> Result<Plan> {
             steps.push(cast(out_type, main, output));
         }
         // The other outputs of a family's op: a step each, on the same inputs.
-        for (k, op) in claim.ops.iter().enumerate().skip(1) {
+        for (k, op) in claim.ops.iter().enumerate().skip(first + 1) {
             let (Some(op), Some(extra)) = (op, node.outputs[k].as_ref()) else { continue };
             let slot = match output_index.get(extra.name.as_str()) {
                 Some(&o) => Slot::Output(o),
