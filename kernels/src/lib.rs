@@ -58,6 +58,8 @@ mod norm;
 mod pool;
 pub mod random;
 mod reference;
+pub mod resize;
+pub mod sample;
 pub mod typed;
 mod unary;
 

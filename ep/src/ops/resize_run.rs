@@ -1,0 +1,130 @@
+//! Running a Resize: one tap table per axis (in the step's scratch), then either a fused
+//! plane kernel (nearest or bilinear over the last two axes, the detectors' cases) or one
+//! pass per changed axis, each split over slabs of the output with the Run's `Parallel`.
+
+use rivet_kernels::resize::{self, Interp, OUTSIDE};
+use smallvec::SmallVec;
+
+use super::resize::{Geometry, Resize};
+use super::OpScratch;
+use crate::parallel::{Parallel, CHUNK_LEN, PARALLEL_MIN_LEN};
+
+/// One axis's table: where its indices and weights sit in the scratch, and its taps.
+#[derive(Clone, Copy, Debug, Default)]
+struct Table {
+    at: usize,
+    taps: usize,
+    identity: bool,
+    outside: bool,
+}
+
+pub(super) fn run(op: &Resize, geo: &Geometry, x: &[f32], y: &mut [f32], par: &dyn Parallel, scratch: &mut OpScratch) {
+    if y.is_empty() {
+        return;
+    }
+    let p = &op.params;
+    let mut tables: SmallVec<[Table; 8]> = SmallVec::new();
+    let (mut total, mut max_taps) = (0, 1);
+    for a in geo {
+        let taps = resize::tap_count(p, a.scale);
+        tables.push(Table { at: total, taps, identity: false, outside: false });
+        total += taps * a.len_out;
+        max_taps = max_taps.max(taps);
+    }
+    scratch.usize.resize(total, 0);
+    scratch.f64.resize(max_taps, 0.0);
+    scratch.f32.resize(total, 0.0);
+    for (a, t) in geo.iter().zip(tables.iter_mut()) {
+        let n = t.taps * a.len_out;
+        let (idx, w) = (&mut scratch.usize[t.at..][..n], &mut scratch.f32[t.at..][..n]);
+        resize::axis_taps(p, a, idx, w, &mut scratch.f64);
+        t.identity = a.len_in == a.len_out && resize::is_identity(a.len_in, t.taps, idx, w);
+        t.outside = idx.contains(&OUTSIDE);
+    }
+    // The passes' working length: their largest intermediate.
+    let order = pass_order(geo, &tables);
+    let (mut mid, mut len) = (0, x.len());
+    for &a in order.iter().take(order.len().saturating_sub(1)) {
+        len = len / geo[a].len_in.max(1) * geo[a].len_out;
+        mid = mid.max(len);
+    }
+    scratch.f32.resize(total + 2 * mid, 0.0);
+    let (weights, bufs) = scratch.f32.split_at_mut(total);
+    let idx = &scratch.usize[..];
+    let weights = &*weights;
+    let table = |k: usize| {
+        let n = tables[k].taps * geo[k].len_out;
+        resize::Table { taps: tables[k].taps, idx: &idx[tables[k].at..][..n], w: &weights[tables[k].at..][..n] }
+    };
+    let r = geo.len();
+    if r >= 2 && tables[..r - 2].iter().all(|t| t.identity) && !tables[r - 2].outside && !tables[r - 1].outside {
+        let (h, w) = (geo[r - 2].len_in, geo[r - 1].len_in);
+        let (rows, cols) = (table(r - 2), table(r - 1));
+        let (plane_in, plane_out) = (h * w, geo[r - 2].len_out * geo[r - 1].len_out);
+        let nearest = matches!(p.interp, Interp::Nearest(_));
+        let bilinear = p.interp == Interp::Linear && tables[r - 2].taps == 2 && tables[r - 1].taps == 2;
+        if nearest {
+            let repeat = resize::repeat_factor(w, cols.idx);
+            let nearest = |x: &[f32], y: &mut [f32]| resize::nearest_planes(x, h, w, rows.idx, cols.idx, repeat, y);
+            over_slabs(x, plane_in, y, plane_out, par, &nearest);
+            return;
+        }
+        if bilinear {
+            over_slabs(x, plane_in, y, plane_out, par, &|x, y| resize::bilinear_planes(x, h, w, rows, cols, y));
+            return;
+        }
+    }
+    if order.is_empty() {
+        y.copy_from_slice(x);
+        return;
+    }
+    let (a, b) = bufs.split_at_mut(mid);
+    let mut bufs = [a, b];
+    let mut dims: SmallVec<[usize; 8]> = geo.iter().map(|a| a.len_in).collect();
+    let mut cur = x.len();
+    for (pi, &axis) in order.iter().enumerate() {
+        let (len_in, len_out) = (geo[axis].len_in, geo[axis].len_out);
+        let inner: usize = dims[axis + 1..].iter().product();
+        let next = cur / len_in.max(1) * len_out;
+        let [b0, b1] = &mut bufs;
+        let (prev, out) = if pi % 2 == 0 { (&*b1, &mut *b0) } else { (&*b0, &mut *b1) };
+        let src: &[f32] = if pi == 0 { x } else { &prev[..cur] };
+        let dst: &mut [f32] = if pi + 1 == order.len() { &mut *y } else { &mut out[..next] };
+        let (t, extra) = (table(axis), op.extrapolation);
+        over_slabs(src, len_in * inner, dst, len_out * inner, par, &|x, y| resize::pass(x, len_in, inner, t, extra, y));
+        dims[axis] = len_out;
+        cur = next;
+    }
+}
+
+/// The axes that change, shrinking ones first (the later passes then work on less).
+fn pass_order(geo: &Geometry, tables: &[Table]) -> SmallVec<[usize; 8]> {
+    let mut order: SmallVec<[usize; 8]> = (0..geo.len()).filter(|&a| !tables[a].identity).collect();
+    order.sort_by(|&a, &b| {
+        let ra = geo[a].len_out as f64 / geo[a].len_in.max(1) as f64;
+        let rb = geo[b].len_out as f64 / geo[b].len_in.max(1) as f64;
+        ra.total_cmp(&rb)
+    });
+    order
+}
+
+/// Runs `f` over whole slabs: `x` of `slab_in` values each, `y` of `slab_out`, split into
+/// chunks of whole slabs across the Run's threads when the output is large.
+fn over_slabs(
+    x: &[f32],
+    slab_in: usize,
+    y: &mut [f32],
+    slab_out: usize,
+    par: &dyn Parallel,
+    f: &(dyn Fn(&[f32], &mut [f32]) + Sync),
+) {
+    if slab_out == 0 || y.is_empty() {
+        return;
+    }
+    let per = if y.len() < PARALLEL_MIN_LEN { y.len() / slab_out } else { (CHUNK_LEN / slab_out).max(1) };
+    par.for_each_chunk(y, per.max(1) * slab_out, &|start, chunk| {
+        let first = start / slab_out;
+        let count = chunk.len() / slab_out;
+        f(&x[first * slab_in..(first + count) * slab_in], chunk)
+    });
+}
