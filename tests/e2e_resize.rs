@@ -4,10 +4,10 @@
 
 mod common;
 
-use common::{assert_matches_ort, rivet_session};
+use common::{assert_matches_ort, env, rivet_session, strict};
 use ort::value::TensorElementType as E;
 use rivet::harness::{self, HostTensor};
-use rivet::model::{Attr, Dim, ModelBuilder, FLOAT, INT64};
+use rivet::model::{Attr, Dim, ModelBuilder, FLOAT, FLOAT16, INT32, INT64, INT8, UINT8};
 
 const TOL: (f64, f64) = (1e-5, 1e-5);
 
@@ -397,4 +397,66 @@ fn bad_sizes_and_grids_name_the_node_and_the_session_keeps_working() {
     ];
     let out = harness::run(&mut s, &good).expect("the session still works");
     assert_eq!(out[0].data, [2.5]);
+}
+
+#[test]
+fn float16_and_integer_types_match_ort() {
+    let modes: [&[(&str, Attr)]; 4] = [
+        &[("mode", s("nearest"))],
+        &[("mode", s("linear"))],
+        &[("mode", s("cubic"))],
+        &[("mode", s("linear")), ("coordinate_transformation_mode", s("align_corners"))],
+    ];
+    for sym in [false, true] {
+        for attrs in modes {
+            // float16 between two casts (the harness feeds and reads float32).
+            let model = ModelBuilder::new(19)
+                .input("x", FLOAT, &dims(&[1, 2, 5, 6], sym))
+                .initializer("scales", &[4], vec![1.0, 1.0, 2.0, 1.5])
+                .node_with("Cast", "to_half", &["x"], &["h"], &[("to", Attr::Int(FLOAT16 as i64))])
+                .node_with("Resize", "resize", &["h", "", "scales"], &["r"], attrs)
+                .node_with("Cast", "to_float", &["r"], &["y"], &[("to", Attr::Int(FLOAT as i64))])
+                .output("y", FLOAT, None)
+                .build();
+            let what = format!("float16 {:?} symbolic={sym}", attrs[attrs.len() - 1].1);
+            assert_matches_ort(&model, &[x("x", &[1, 2, 5, 6], 4)], 2e-3, 2e-3, &what);
+        }
+        for (t, e) in [(INT8, E::Int8), (UINT8, E::Uint8), (INT32, E::Int32)] {
+            let model = ModelBuilder::new(19)
+                .input("x", t, &dims(&[1, 3, 4, 5], sym))
+                .initializer_i64("sizes", &[4], vec![1, 3, 9, 7])
+                .node_with("Resize", "resize", &["x", "", "", "sizes"], &["y"], &[("mode", s("nearest"))])
+                .output("y", t, None)
+                .build();
+            let data = (0..60).map(|i| f64::from((i * 7 % 100) as u8)).collect();
+            let ins = [HostTensor::typed("x", e, &[1, 3, 4, 5], data)];
+            assert_matches_ort(&model, &ins, 0.0, 0.0, &format!("{e:?} nearest symbolic={sym}"));
+        }
+    }
+}
+
+#[test]
+fn what_rivet_does_not_run_is_not_claimed_and_says_why() {
+    let session_error = |model: &[u8]| match harness::session(env(), model, harness::Arm::Rivet, &strict()) {
+        Ok(_) => panic!("the session should fail with fallback off"),
+        Err(e) => e,
+    };
+    // Linear on uint8 (ORT rounds in ways Rivet does not follow).
+    let model = ModelBuilder::new(19)
+        .input("x", UINT8, &[1.into(), 1.into(), 2.into(), 2.into()])
+        .initializer("scales", &[4], vec![1.0, 1.0, 2.0, 2.0])
+        .node_with("Resize", "u8_linear", &["x", "", "scales"], &["y"], &[("mode", s("linear"))])
+        .output("y", UINT8, None)
+        .build();
+    let err = session_error(&model);
+    assert!(err.contains("node 'u8_linear' (Resize)") && err.contains("uint8"), "{err}");
+    // Antialias is for linear and cubic.
+    let model = ModelBuilder::new(19)
+        .input("x", FLOAT, &[1.into(), 1.into(), 4.into(), 4.into()])
+        .initializer("scales", &[4], vec![1.0, 1.0, 0.5, 0.5])
+        .node_with("Resize", "aa_nearest", &["x", "", "scales"], &["y"], &[("antialias", Attr::Int(1))])
+        .output("y", FLOAT, None)
+        .build();
+    let err = session_error(&model);
+    assert!(err.contains("node 'aa_nearest' (Resize)") && err.contains("antialias"), "{err}");
 }

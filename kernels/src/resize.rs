@@ -320,3 +320,37 @@ pub fn bilinear_planes(x: &[f32], h: usize, w: usize, rows: Table<'_>, cols: Tab
 #[cfg(test)]
 #[path = "resize_tests.rs"]
 mod tests;
+
+/// Nearest over every axis at once, for any element type: `tables[a]` maps each output
+/// index of axis `a` to an input index (one tap, no [`OUTSIDE`] entries); `dims` are the
+/// input's lengths. Each output row along the last axis is gathered from its input row.
+pub fn nearest_nd<T: Copy>(x: &[T], dims: &[usize], tables: &[&[usize]], y: &mut [T]) {
+    let r = dims.len();
+    if r == 0 {
+        y.copy_from_slice(&x[..y.len()]);
+        return;
+    }
+    let cols = tables[r - 1];
+    if cols.is_empty() || y.is_empty() {
+        return;
+    }
+    let mut strides = [0usize; 16];
+    let mut acc = 1;
+    for a in (0..r).rev() {
+        strides[a] = acc;
+        acc *= dims[a];
+    }
+    let mut idx = [0usize; 16];
+    for row in y.chunks_exact_mut(cols.len()) {
+        let base: usize = (0..r - 1).map(|a| tables[a][idx[a]] * strides[a]).sum();
+        let src = &x[base..][..dims[r - 1]];
+        row.iter_mut().zip(cols).for_each(|(o, &c)| *o = src[c]);
+        for a in (0..r - 1).rev() {
+            idx[a] += 1;
+            if idx[a] < tables[a].len() {
+                break;
+            }
+            idx[a] = 0;
+        }
+    }
+}

@@ -1,4 +1,5 @@
-//! Resize (opsets 10-19) and Upsample (7-9) on float32: nearest, linear and cubic,
+//! Resize (opsets 10-19) and Upsample (7-9) on float32 and float16 (and nearest on
+//! int8, uint8 and int32): nearest, linear and cubic,
 //! every coordinate transformation, scales or sizes (constant or fed at Run), roi,
 //! antialias, keep_aspect_ratio_policy and axes. The geometry (each axis's output length,
 //! scale and region) comes from the inputs' data here; the tables and passes are in
@@ -17,6 +18,8 @@ use crate::node_attrs::{float_attr, int_attr, runtime_i64, string_attr};
 
 /// The longest output axis Rivet makes (a bound against absurd scales or sizes).
 const MAX_LEN: usize = 1 << 31;
+/// The highest rank Rivet resizes.
+const MAX_RANK: usize = 16;
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Policy {
@@ -132,7 +135,10 @@ pub fn resize(node: &NodeDesc, _output: usize) -> Result<Arc<dyn Op>, String> {
             _ => op.sizes = Some(p),
         }
     }
-    check_types(node, v)?;
+    check_types(node, v, interp, coord)?;
+    if input(node, 0).and_then(|x| x.dims.as_ref()).is_some_and(|d| d.len() > MAX_RANK) {
+        return Err(format!("Resize runs inputs of rank up to {MAX_RANK}"));
+    }
     Ok(Arc::new(op))
 }
 
@@ -153,7 +159,7 @@ pub fn upsample(node: &NodeDesc, _output: usize) -> Result<Arc<dyn Op>, String> 
         (_, Some(AttrValue::Floats(s))) => Some(s.clone()),
         _ => return Err("Upsample-7 needs its scales attribute (floats)".into()),
     };
-    check_types(node, v.max(10))?;
+    check_types(node, v.max(10), interp, Coord::Asymmetric)?;
     Ok(Arc::new(Resize {
         params: Params { interp, coord: Coord::Asymmetric, antialias: false, exclude_outside: false },
         extrapolation: 0.0,
@@ -181,14 +187,22 @@ fn positions(node: &NodeDesc) -> Vec<Option<usize>> {
         .collect()
 }
 
-fn check_types(node: &NodeDesc, v: i32) -> Result<(), String> {
-    let ok_x = input_type(node, 0) == dtype::FLOAT && output_type(node, 0) == dtype::FLOAT;
+fn check_types(node: &NodeDesc, v: i32, interp: Interp, coord: Coord) -> Result<(), String> {
+    let t = input_type(node, 0);
+    // float16 runs in float32 between conversions; the integers only gather (nearest),
+    // without an extrapolation value to convert.
+    let gathers = matches!(interp, Interp::Nearest(_)) && coord != Coord::TfCropAndResize;
+    let ok_t = matches!(t, dtype::FLOAT | dtype::FLOAT16)
+        || (gathers && matches!(t, dtype::INT8 | dtype::UINT8 | dtype::INT32));
+    let ok_x = ok_t && output_type(node, 0) == t;
     let scales_pos = if v == 10 { 1 } else { 2 };
     let ok_scales = input(node, scales_pos).is_none_or(|s| s.elem_type == dtype::FLOAT);
     let ok_roi = v == 10 || input(node, 1).is_none_or(|r| matches!(r.elem_type, dtype::FLOAT | dtype::DOUBLE));
     let ok_sizes = v == 10 || input(node, 3).is_none_or(|s| s.elem_type == dtype::INT64);
     if !(ok_x && ok_scales && ok_roi && ok_sizes) {
-        return Err(bad_types(node, "float32 X and Y, float32 scales, float32/64 roi and int64 sizes"));
+        let runs = "float32 or float16 X and Y (int8, uint8 and int32 in nearest mode without crop), float32 \
+                    scales, float32/64 roi and int64 sizes";
+        return Err(bad_types(node, runs));
     }
     if v > 10 && input(node, 3).is_some_and(|s| s.constant.is_none()) && !runtime_i64(node, 3) {
         return Err(format!("{}'s sizes do not reach Rivet at Run", node.op_type));
@@ -208,6 +222,9 @@ impl Resize {
     /// scales / sizes / roi (through `get`).
     pub(super) fn geometry(&self, shape: &[usize], get: Get<'_, '_>) -> Result<Geometry, ShapeError> {
         let r = shape.len();
+        if r > MAX_RANK {
+            return Err(bad(format!("Resize runs inputs of rank up to {MAX_RANK}, not {r}")));
+        }
         let mut geo: Geometry =
             shape.iter().map(|&len| Axis { len_in: len, len_out: len, scale: 1.0, roi: (0.0, 1.0) }).collect();
         let mut axes: SmallVec<[usize; 8]> = SmallVec::new();
@@ -326,10 +343,6 @@ impl Op for Resize {
         if geo.iter().map(|a| a.len_out).ne(x.out_shape.iter().copied()) {
             return Err("the output's shape is not the one its scales or sizes give".into());
         }
-        let (Data::F32(src), DataMut::F32(dst)) = (ins[0], out) else {
-            return Err("Resize runs float32 input and output".into());
-        };
-        super::resize_run::run(self, &geo, src, dst, x.par, x.scratch);
-        Ok(())
+        super::resize_run::run(self, &geo, ins[0], out, x.par, x.scratch)
     }
 }
