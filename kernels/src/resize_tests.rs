@@ -91,3 +91,17 @@ fn tables_follow_the_onnx_formulas() {
     let (idx, w, taps) = table(&params(Interp::Linear, Coord::HalfPixel), 5, 5);
     assert!(is_identity(5, taps, &idx, &w));
 }
+
+#[test]
+fn the_any_type_gather_matches_the_plane_kernel() {
+    let p = params(Interp::Nearest(Nearest::RoundPreferCeil), Coord::HalfPixel);
+    let (h, w, oh, ow) = (5, 4, 3, 9);
+    let x = input(2 * h * w);
+    let (rows, _, _) = table(&p, h, oh);
+    let (cols, _, _) = table(&p, w, ow);
+    let mut planes = vec![0.0; 2 * oh * ow];
+    nearest_planes(&x, h, w, &rows, &cols, None, &mut planes);
+    let mut any = vec![0.0; 2 * oh * ow];
+    nearest_nd(&x, &[2, h, w], &[&[0, 1], &rows, &cols], &mut any);
+    assert_eq!(any, planes);
+}

@@ -276,3 +276,47 @@ fn step(idx: &mut [usize], axes: &[Col2ImAxis], len: impl Fn(&Col2ImAxis) -> usi
         idx[a] = 0;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reflect_folds_by_the_nearer_border_as_often_as_it_takes() {
+        assert_eq!(reflect(-1.0, -0.5, 3.5), 0.0);
+        assert_eq!(reflect(4.0, -0.5, 3.5), 3.0);
+        // Past two widths the reflection comes back from the other side.
+        assert_eq!(reflect(-5.0, -0.5, 3.5), 3.0);
+        assert_eq!(reflect(2.0, 0.0, 0.0), 0.0);
+    }
+
+    #[test]
+    fn the_identity_affine_grid_samples_the_image_back() {
+        // theta = identity: the grid's points are the pixel centres (align_corners = 0),
+        // so bilinear GridSample returns the image itself.
+        let (h, w) = (3, 4);
+        let mut grid = vec![0.0; h * w * 2];
+        affine_grid(&[1.0, 0.0, 0.0, 0.0, 1.0, 0.0], &[h, w], false, &mut grid);
+        for (g, want) in grid.iter().zip([-0.75, -2.0 / 3.0, -0.25, -2.0 / 3.0]) {
+            assert!((g - want).abs() < 1e-6, "{grid:?}");
+        }
+        let x: Vec<f32> = (0..12).map(|v| v as f32).collect();
+        let mut y = vec![0.0; 12];
+        let p = GridParams { mode: GridMode::Linear, padding: Padding::Zeros, align_corners: false };
+        grid_sample(&p, &x, &[h, w], &grid, &mut y);
+        for (a, b) in y.iter().zip(&x) {
+            assert!((a - b).abs() < 1e-5, "{y:?}");
+        }
+    }
+
+    #[test]
+    fn col2im_sums_overlapping_blocks() {
+        // One channel, 2x2 blocks over a 3x3 image, stride 1: 4 positions; every value 1,
+        // so each pixel counts the blocks covering it.
+        let axis = Col2ImAxis { image: 3, block: 2, dilation: 1, pad: 0, stride: 1, positions: 2 };
+        let x = vec![1.0; 4 * 4];
+        let mut y = vec![f32::NAN; 9];
+        col2im(&[axis, axis], &x, &mut y);
+        assert_eq!(y, [1.0, 2.0, 1.0, 2.0, 4.0, 2.0, 1.0, 2.0, 1.0]);
+    }
+}

@@ -156,7 +156,8 @@ pub fn upsample(node: &NodeDesc, _output: usize) -> Result<Arc<dyn Op>, String> 
     };
     let fixed_scales = match (v, node.attr("scales")) {
         (9.., _) => None,
-        (_, Some(AttrValue::Floats(s))) => Some(s.clone()),
+        (_, Some(AttrValue::Floats(s))) if s.iter().all(|&v| v >= 1.0 && v.is_finite()) => Some(s.clone()),
+        (_, Some(AttrValue::Floats(s))) => return Err(format!("Upsample scales {s:?} must be at least 1")),
         _ => return Err("Upsample-7 needs its scales attribute (floats)".into()),
     };
     check_types(node, v.max(10), interp, Coord::Asymmetric)?;
