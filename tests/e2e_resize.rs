@@ -237,6 +237,14 @@ fn resize_10_and_upsample_match_ort() {
                     .build()
             };
             let what = format!("{mode} symbolic={sym}");
+            // Resize-10 also shrinks (nearest then rounds up a fractional coordinate).
+            let down = ModelBuilder::new(10)
+                .input("x", FLOAT, &dims(&[1, 2, 7, 9], sym))
+                .initializer("scales", &[4], vec![1.0, 1.0, 0.6, 0.45])
+                .node_with("Resize", "n", &["x", "scales"], &["y"], &[("mode", s(mode))])
+                .output("y", FLOAT, None)
+                .build();
+            assert_matches_ort(&down, &[x("x", &[1, 2, 7, 9], 1)], TOL.0, TOL.1, &format!("Resize-10 down {what}"));
             assert_matches_ort(&model(10, "Resize"), &[x("x", &shape, 1)], TOL.0, TOL.1, &format!("Resize-10 {what}"));
             assert_matches_ort(
                 &model(9, "Upsample"),
