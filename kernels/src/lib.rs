@@ -60,7 +60,9 @@ mod norm;
 mod pool;
 pub mod random;
 mod reference;
+pub mod resize;
 pub mod rnn;
+pub mod sample;
 pub mod typed;
 mod unary;
 

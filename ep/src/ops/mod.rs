@@ -10,23 +10,26 @@
 
 pub mod activation;
 pub mod center_crop_pad;
+pub mod col2im;
 pub mod compress;
 pub mod deform_conv;
 pub mod depth_space;
 pub mod det;
+pub mod grid_sample;
 pub mod lp_pool;
 pub mod math;
+pub mod max_unpool;
+pub mod nms;
 pub mod normalize;
 pub mod op;
 pub mod optional;
+pub mod resize;
+mod resize_run;
+pub mod reverse_sequence;
+pub mod rnn;
 pub mod signal;
 pub mod tensor_scatter;
 pub mod unique;
-pub mod max_unpool;
-pub mod nms;
-pub mod op;
-pub mod reverse_sequence;
-pub mod rnn;
 
 pub use op::{Family, Op, OpRef, OpScratch, RunIn, ShapeError, ShapeIn};
 
@@ -86,6 +89,8 @@ pub static FAMILIES: &[Family] = &[
     Family { domain: "", op_type: "Swish", since: (24, 24), types: "float32", compile: activation::swish },
     Family { domain: "", op_type: "TensorScatter", since: (24, 24), types: "any", compile: tensor_scatter::compile },
     Family { domain: "", op_type: "DeformConv", since: (19, 22), types: "float32", compile: deform_conv::compile },
+    Family {
+        domain: "",
         op_type: "NonMaxSuppression",
         since: (10, 11),
         types: "float32",
@@ -102,4 +107,21 @@ pub static FAMILIES: &[Family] = &[
     Family { domain: "", op_type: "RNN", since: (7, 22), types: "float32", compile: rnn::rnn },
     Family { domain: "", op_type: "GRU", since: (7, 22), types: "float32", compile: rnn::gru },
     Family { domain: "", op_type: "LSTM", since: (7, 22), types: "float32", compile: rnn::lstm },
+    Family {
+        domain: "",
+        op_type: "Resize",
+        since: (10, 19),
+        types: "float32, float16; nearest: int8, uint8, int32",
+        compile: resize::resize,
+    },
+    Family {
+        domain: "",
+        op_type: "Upsample",
+        since: (7, 9),
+        types: "float32, float16; nearest: int8, uint8, int32",
+        compile: resize::upsample,
+    },
+    Family { domain: "", op_type: "GridSample", since: (16, 22), types: "float32", compile: grid_sample::grid_sample },
+    Family { domain: "", op_type: "AffineGrid", since: (20, 20), types: "float32", compile: grid_sample::affine_grid },
+    Family { domain: "", op_type: "Col2Im", since: (18, 18), types: "float32", compile: col2im::col2im },
 ];
