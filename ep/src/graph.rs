@@ -84,9 +84,10 @@ pub enum AttrValue {
     String(String),
     Ints(Vec<i64>),
     Floats(Vec<f32>),
+    Strings(Vec<String>),
     /// A tensor attribute of a type Rivet holds: its shape and data.
     Tensor(Shape, crate::data::Buf),
-    /// Kinds Rivet never accepts (graphs, string lists, tensors of other types).
+    /// Kinds Rivet never accepts (graphs, tensors of other types).
     Other,
 }
 

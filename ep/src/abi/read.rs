@@ -128,6 +128,13 @@ fn attribute(api: &Api, a: *const ort_sys::OrtOpAttr) -> Result<(String, AttrVal
             let b = read_bytes(api, a, t)?;
             AttrValue::Floats(b.chunks_exact(4).map(|c| f32::from_ne_bytes(c.try_into().expect("4 bytes"))).collect())
         }
+        OrtOpAttrType::ORT_OP_ATTR_STRINGS => {
+            // Each string followed by a NUL.
+            let b = read_bytes(api, a, t)?;
+            let mut list: Vec<String> = b.split(|&c| c == 0).map(|s| String::from_utf8_lossy(s).into_owned()).collect();
+            list.pop();
+            AttrValue::Strings(list)
+        }
         OrtOpAttrType::ORT_OP_ATTR_TENSOR => {
             let v = api.op_attr_tensor(a)?;
             let read = || -> Result<AttrValue> {

@@ -91,7 +91,14 @@ pub fn kernel_for(node: &NodeDesc) -> Result<Claim, String> {
     if let Some(family) = crate::ops::op::lookup(&node.domain, &node.op_type) {
         let ops = crate::ops::op::claim(family, node)?;
         let data = (0..node.inputs.len()).filter(|&i| node.inputs[i].is_some()).collect();
-        return Ok(Claim { kernel: Kernel::Op, data, params: SmallVec::new(), extra: SmallVec::new(), half: None, ops });
+        return Ok(Claim {
+            kernel: Kernel::Op,
+            data,
+            params: SmallVec::new(),
+            extra: SmallVec::new(),
+            half: None,
+            ops,
+        });
     }
     let spec = lookup(&node.domain, &node.op_type)
         .ok_or_else(|| format!("op {}:{} is not implemented", node.domain, node.op_type))?;

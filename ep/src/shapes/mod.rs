@@ -172,11 +172,8 @@ pub fn op_shape(
         Ok(s) => Ok(Some(s)),
         Err(crate::ops::ShapeError::NeedsData) => Ok(None),
         Err(crate::ops::ShapeError::Invalid(why)) => {
-            let list: Vec<String> = step
-                .inputs
-                .iter()
-                .map(|&id| format!("'{}' {}", values[id].name, ShapeText(&shapes[id])))
-                .collect();
+            let list: Vec<String> =
+                step.inputs.iter().map(|&id| format!("'{}' {}", values[id].name, ShapeText(&shapes[id]))).collect();
             Err(Error::invalid(format_args!("{} (inputs {}): {why}", NodeLabel(step), list.join(", "))))
         }
     }

@@ -102,7 +102,7 @@ pub fn run(name: &str, graph: &GraphDesc) -> Result<Plan> {
                         output: wide,
                         constant_weights: false,
                         epilogue: None,
-            op: None,
+                        op: None,
                     });
                     wide
                 }
