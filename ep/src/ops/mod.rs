@@ -12,53 +12,30 @@ pub mod depth_space;
 pub mod math;
 pub mod ml;
 pub mod op;
+pub mod tfidf;
 
 pub use op::{Family, Op, OpRef, OpScratch, RunIn, ShapeError, ShapeIn};
 
-const ML: &str = "ai.onnx.ml";
-const TREE_IN: &str = "float32, float64, int64, int32";
+/// An `ai.onnx.ml` family.
+const fn ml(op_type: &'static str, since: (i32, i32), types: &'static str, compile: op::Compile) -> Family {
+    Family { domain: "ai.onnx.ml", op_type, since, types, compile }
+}
+
+const NUM: &str = "float32, float64, int64, int32";
 
 /// The families that implement [`Op`], one line each.
 pub static FAMILIES: &[Family] = &[
     Family { domain: "", op_type: "DepthToSpace", since: (1, 13), types: "any", compile: depth_space::depth_to_space },
     Family { domain: "", op_type: "SpaceToDepth", since: (1, 13), types: "any", compile: depth_space::space_to_depth },
-    Family {
-        domain: ML,
-        op_type: "TreeEnsembleClassifier",
-        since: (1, 3),
-        types: TREE_IN,
-        compile: ml::tree::classifier,
-    },
-    Family {
-        domain: ML,
-        op_type: "TreeEnsembleRegressor",
-        since: (1, 3),
-        types: TREE_IN,
-        compile: ml::tree::regressor,
-    },
-    Family {
-        domain: ML,
-        op_type: "TreeEnsemble",
-        since: (5, 5),
-        types: "float32, float64",
-        compile: ml::tree::ensemble,
-    },
-    Family { domain: ML, op_type: "Scaler", since: (1, 1), types: TREE_IN, compile: ml::features::scaler },
-    Family { domain: ML, op_type: "Normalizer", since: (1, 1), types: TREE_IN, compile: ml::features::normalizer },
-    Family { domain: ML, op_type: "Binarizer", since: (1, 1), types: "float32", compile: ml::features::binarizer },
-    Family { domain: ML, op_type: "Imputer", since: (1, 1), types: "float32, int64", compile: ml::features::imputer },
-    Family {
-        domain: ML,
-        op_type: "ArrayFeatureExtractor",
-        since: (1, 1),
-        types: TREE_IN,
-        compile: ml::features::array_feature_extractor,
-    },
-    Family {
-        domain: ML,
-        op_type: "OneHotEncoder",
-        since: (1, 1),
-        types: "float32, float64, int64",
-        compile: ml::features::one_hot_encoder,
-    },
+    Family { domain: "", op_type: "TfIdfVectorizer", since: (9, 9), types: "int32, int64 in", compile: tfidf::tfidf },
+    ml("TreeEnsembleClassifier", (1, 3), NUM, ml::tree::classifier),
+    ml("TreeEnsembleRegressor", (1, 3), NUM, ml::tree::regressor),
+    ml("TreeEnsemble", (5, 5), "float32, float64", ml::tree::ensemble),
+    ml("Scaler", (1, 1), NUM, ml::features::scaler),
+    ml("Normalizer", (1, 1), NUM, ml::features::normalizer),
+    ml("Binarizer", (1, 1), "float32", ml::features::binarizer),
+    ml("Imputer", (1, 1), "float32, int64", ml::features::imputer),
+    ml("ArrayFeatureExtractor", (1, 1), NUM, ml::features::array_feature_extractor),
+    ml("OneHotEncoder", (1, 1), "float32, float64, int64", ml::features::one_hot_encoder),
+    ml("LabelEncoder", (2, 4), "int64, float32 (float64 at 4)", ml::encode::label_encoder),
 ];

@@ -8,6 +8,7 @@
 //! a float64 input in float64; the post transforms are computed in float32 with ORT's
 //! approximations (PROBIT's inverse error function).
 
+pub mod encode;
 pub mod features;
 pub mod post;
 pub mod tree;
