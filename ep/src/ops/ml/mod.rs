@@ -10,6 +10,7 @@
 
 pub mod encode;
 pub mod features;
+pub mod linear;
 pub mod post;
 pub mod tree;
 mod tree_build;

@@ -76,6 +76,14 @@ fn check_v3_attrs(node: &NodeDesc, extra: &[&str]) -> Result<(), String> {
     }
 }
 
+/// ORT takes no base values or one per target / class.
+fn check_base(len: usize, n: usize) -> Result<(), String> {
+    if len != 0 && len != n {
+        return Err(format!("{len} base values for {n} targets or classes (0 or {n})"));
+    }
+    Ok(())
+}
+
 /// The threshold type of input type `t`: float64 for float64, else float32.
 fn is_f64(node: &NodeDesc) -> Result<bool, String> {
     let t = input_type(node, 0);
@@ -99,8 +107,9 @@ pub fn regressor(node: &NodeDesc, _output: usize) -> Result<Arc<dyn Op>, String>
         ],
     )?;
     check_inputs(node, 1, 1)?;
-    if output_type(node, 0) != dtype::FLOAT {
-        return Err(bad_types(node, "a float32 output"));
+    // ORT's CPU kernel takes float32 and float64 features only.
+    if !matches!(input_type(node, 0), dtype::FLOAT | dtype::DOUBLE) || output_type(node, 0) != dtype::FLOAT {
+        return Err(bad_types(node, "float32 or float64 features, float32 out"));
     }
     let agg = match string_attr(node, "aggregate_function", "SUM")? {
         "SUM" => Agg::Sum,
@@ -114,6 +123,7 @@ pub fn regressor(node: &NodeDesc, _output: usize) -> Result<Arc<dyn Op>, String>
     let targets = usize::try_from(targets).ok().filter(|&t| t > 0).ok_or("n_targets must be positive")?;
     fn make<T: Thr>(node: &NodeDesc, agg: Agg, post: Post, targets: usize) -> Result<Arc<dyn Op>, String> {
         let v = build_v3::<T>(node, "target", targets)?;
+        check_base(v.base_values.len(), targets)?;
         let kind = Kind::Regress { agg, base: v.base_values };
         Ok(Arc::new(Trees { forest: v.forest, kind, post, what: What::Scores }))
     }
@@ -150,16 +160,11 @@ pub fn classifier(node: &NodeDesc, output: usize) -> Result<Arc<dyn Op>, String>
     fn make<T: Thr>(node: &NodeDesc, post: Post, labels: Vec<i64>, what: What) -> Result<Arc<dyn Op>, String> {
         let n = labels.len();
         let v = build_v3::<T>(node, "class", n)?;
-        if v.base_values.len() > n {
-            return Err(format!("{} base values for {n} classes", v.base_values.len()));
-        }
+        check_base(v.base_values.len(), n)?;
         let binary_case = n == 2 && v.distinct_ids == 1;
-        // Where ORT writes only one of the two scores, the other is left unwritten: such
-        // models are not claimed.
-        if n == 2 && v.base_values.len() < 2 && (post == Post::Probit || (v.base_values.len() == 1 && !binary_case)) {
-            return Err("a two-class ensemble with fewer than two base values and this post_transform leaves a \
-                        score undefined in ORT"
-                .into());
+        // With one score, ORT's PROBIT writes only the first of the two columns.
+        if n == 2 && v.base_values.is_empty() && post == Post::Probit {
+            return Err("a two-class ensemble without base values and PROBIT leaves a score undefined in ORT".into());
         }
         let kind = Kind::Classify { base: v.base_values, labels, binary_case, all_positive: v.all_positive };
         Ok(Arc::new(Trees { forest: v.forest, kind, post, what }))
@@ -446,9 +451,11 @@ impl<T: Thr> Trees<T> {
             post::apply(self.post, z);
         } else {
             let v = read(score, has, 0);
+            // ORT 1.32 pairs one score as [1 - v, v] for positive weights, [-v, v] for
+            // mixed, and as [logistic(-v), logistic(v)] under LOGISTIC either way.
             (z[0], z[1]) = match add_second {
-                0 | 1 => (1.0 - v, v),
                 _ if self.post == Post::Logistic => (post::logistic(-v), post::logistic(v)),
+                0 | 1 => (1.0 - v, v),
                 _ => (-v, v),
             };
         }
