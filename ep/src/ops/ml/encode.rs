@@ -134,7 +134,8 @@ fn make<K: Elem, V: Elem>(node: &NodeDesc, default: V) -> Result<Arc<dyn Op>, St
 }
 
 pub fn label_encoder(node: &NodeDesc, _output: usize) -> Result<Arc<dyn Op>, String> {
-    refuse_strings(node, &["keys_strings", "values_strings", "default_string", "classes_strings"])?;
+    // ORT fills in default_string (unused by numeric maps).
+    refuse_strings(node, &["keys_strings", "values_strings", "classes_strings"])?;
     check_attrs(
         node,
         &[
@@ -146,6 +147,7 @@ pub fn label_encoder(node: &NodeDesc, _output: usize) -> Result<Arc<dyn Op>, Str
             "values_tensor",
             "default_int64",
             "default_float",
+            "default_string",
             "default_tensor",
         ],
     )?;

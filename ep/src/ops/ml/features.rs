@@ -177,6 +177,10 @@ impl Normalizer {
 
 impl Op for Normalizer {
     fn shape(&self, x: &ShapeIn<'_>) -> Result<Shape, ShapeError> {
+        // ORT's kernel takes rank 1 and 2 only.
+        if x.shapes[0].len() > 2 {
+            return Err(format!("the input must be 1-D or 2-D, got rank {}", x.shapes[0].len()).into());
+        }
         stride(x.shapes[0])?;
         Ok(Shape::from_slice(x.shapes[0]))
     }

@@ -142,8 +142,13 @@ impl Op for Linear {
                             row.copy_from_slice(z);
                             post::apply(self.post, row);
                         } else {
-                            // One score: only PROBIT applies; with two labels it pairs as [1 - s, s].
-                            let s = if self.post == Post::Probit { post::probit(z[0]) } else { z[0] };
+                            // One score: PROBIT or LOGISTIC applies; with two labels it pairs
+                            // as [1 - s, s].
+                            let s = match self.post {
+                                Post::Probit => post::probit(z[0]),
+                                Post::Logistic if width == 2 => post::logistic(z[0]),
+                                _ => z[0],
+                            };
                             if width == 2 {
                                 (row[0], row[1]) = (1.0 - s, s);
                             } else {

@@ -160,11 +160,17 @@ pub fn classifier(node: &NodeDesc, output: usize) -> Result<Arc<dyn Op>, String>
     fn make<T: Thr>(node: &NodeDesc, post: Post, labels: Vec<i64>, what: What) -> Result<Arc<dyn Op>, String> {
         let n = labels.len();
         let v = build_v3::<T>(node, "class", n)?;
-        check_base(v.base_values.len(), n)?;
         let binary_case = n == 2 && v.distinct_ids == 1;
-        // With one score, ORT's PROBIT writes only the first of the two columns.
-        if n == 2 && v.base_values.is_empty() && post == Post::Probit {
-            return Err("a two-class ensemble without base values and PROBIT leaves a score undefined in ORT".into());
+        // Two classes may also have one base value (scikit-learn's boosting models).
+        if !(n == 2 && v.base_values.len() == 1) {
+            check_base(v.base_values.len(), n)?;
+        }
+        // Where ORT writes only one of the two scores (PROBIT, or one base value with
+        // weights on both classes), the other is left unwritten: not claimed.
+        if n == 2 && v.base_values.len() < 2 && (post == Post::Probit || (v.base_values.len() == 1 && !binary_case)) {
+            return Err("a two-class ensemble with fewer than two base values and this post_transform leaves a \
+                        score undefined in ORT"
+                .into());
         }
         let kind = Kind::Classify { base: v.base_values, labels, binary_case, all_positive: v.all_positive };
         Ok(Arc::new(Trees { forest: v.forest, kind, post, what }))
