@@ -113,7 +113,7 @@ macro_rules! magnitude {
     ($($t:ty),*) => {$(
         impl Magnitude for $t {
             fn abs_f32(self) -> f32 {
-                self.abs() as f32
+                self.abs_like() as f32
             }
             fn sq_f32(self) -> f32 {
                 self.wrapping_mul_like(self) as f32
@@ -124,29 +124,32 @@ macro_rules! magnitude {
         }
     )*};
 }
-trait WrappingMulLike {
+/// `x * y` and `|x|` in the type itself, integers wrapping as C++'s do in practice.
+trait WrappingMulLike: Sized {
     fn wrapping_mul_like(self, o: Self) -> Self;
+    fn abs_like(self) -> Self;
 }
-impl WrappingMulLike for f32 {
-    fn wrapping_mul_like(self, o: Self) -> Self {
-        self * o
-    }
+macro_rules! wrapping {
+    (float: $($t:ty),*; int: $($i:ty),*) => {
+        $(impl WrappingMulLike for $t {
+            fn wrapping_mul_like(self, o: Self) -> Self {
+                self * o
+            }
+            fn abs_like(self) -> Self {
+                self.abs()
+            }
+        })*
+        $(impl WrappingMulLike for $i {
+            fn wrapping_mul_like(self, o: Self) -> Self {
+                self.wrapping_mul(o)
+            }
+            fn abs_like(self) -> Self {
+                self.wrapping_abs()
+            }
+        })*
+    };
 }
-impl WrappingMulLike for f64 {
-    fn wrapping_mul_like(self, o: Self) -> Self {
-        self * o
-    }
-}
-impl WrappingMulLike for i64 {
-    fn wrapping_mul_like(self, o: Self) -> Self {
-        self.wrapping_mul(o)
-    }
-}
-impl WrappingMulLike for i32 {
-    fn wrapping_mul_like(self, o: Self) -> Self {
-        self.wrapping_mul(o)
-    }
-}
+wrapping!(float: f32, f64; int: i64, i32);
 magnitude!(f32, f64, i64, i32);
 
 impl Normalizer {
@@ -400,7 +403,8 @@ pub fn one_hot_encoder(node: &NodeDesc, _output: usize) -> Result<Arc<dyn Op>, S
 /// A float as C++ `static_cast<int64_t>` gives it on x86 (NaN and out of range become
 /// the minimum).
 fn to_i64(v: f64) -> i64 {
-    if v.is_nan() || v >= 9.223372036854775807e18 || v < -9.223372036854775808e18 {
+    const LIMIT: f64 = 9_223_372_036_854_775_808.0;
+    if v.is_nan() || !(-LIMIT..LIMIT).contains(&v) {
         i64::MIN
     } else {
         v as i64
