@@ -699,3 +699,92 @@ fn scikit_learn_pipelines_match_ort() {
         }
     }
 }
+
+#[test]
+fn svm_classifier_and_regressor_match_ort_for_every_kernel() {
+    let mut rng = Lcg(13);
+    let vals = |rng: &mut Lcg, n: usize| Attr::Floats((0..n).map(|_| rng.tenth() as f32).collect());
+    let kernels = [
+        ("LINEAR", [0.0f32, 0.0, 0.0]),
+        ("POLY", [0.3, 0.5, 3.0]),
+        ("RBF", [0.4, 0.0, 0.0]),
+        ("SIGMOID", [0.2, 0.1, 0.0]),
+    ];
+    let nf = 3usize;
+    for (kernel, params) in kernels {
+        for (classes, per_class) in [(2usize, vec![2i64, 3]), (3, vec![2, 1, 2])] {
+            let v: usize = per_class.iter().sum::<i64>() as usize;
+            let pairs = classes * (classes - 1) / 2;
+            for proba in [false, true] {
+                for post in ["NONE", "LOGISTIC", "SOFTMAX"] {
+                    let mut a = vec![
+                        ("kernel_type", Attr::Str(kernel.into())),
+                        ("kernel_params", Attr::Floats(params.to_vec())),
+                        ("vectors_per_class", Attr::Ints(per_class.clone())),
+                        ("support_vectors", vals(&mut rng, v * nf)),
+                        ("coefficients", vals(&mut rng, (classes - 1) * v)),
+                        ("rho", vals(&mut rng, pairs)),
+                        ("classlabels_ints", Attr::Ints((0..classes as i64).map(|c| 2 * c + 1).collect())),
+                        ("post_transform", Attr::Str(post.into())),
+                    ];
+                    if proba {
+                        a.push(("prob_a", vals(&mut rng, pairs)));
+                        a.push(("prob_b", vals(&mut rng, pairs)));
+                    }
+                    let dims = [Dim::Sym("N".into()), (nf as i64).into()];
+                    let model = ml_model("SVMClassifier", 1, &a, FLOAT, &dims, &[("l", INT64), ("p", FLOAT)]);
+                    let mut x = features_of(&mut rng, 6, nf);
+                    x.data.iter_mut().for_each(|v| *v /= 2.0);
+                    let what = format!("SVMClassifier {kernel} {classes} classes proba {proba} {post}");
+                    assert_matches_ort(&model, &[x], 1e-5, 1e-5, &what);
+                }
+            }
+        }
+        // SVMRegressor: support vectors, and one_class.
+        for one_class in [0, 1] {
+            let a = vec![
+                ("kernel_type", Attr::Str(kernel.into())),
+                ("kernel_params", Attr::Floats(params.to_vec())),
+                ("n_supports", Attr::Int(4)),
+                ("support_vectors", vals(&mut rng, 4 * nf)),
+                ("coefficients", vals(&mut rng, 4)),
+                ("rho", vals(&mut rng, 1)),
+                ("one_class", Attr::Int(one_class)),
+            ];
+            let model = ml_model("SVMRegressor", 1, &a, FLOAT, &[Dim::Sym("N".into()), 3.into()], &[("y", FLOAT)]);
+            assert_matches_ort(
+                &model,
+                &[features_of(&mut rng, 5, 3)],
+                1e-5,
+                1e-5,
+                &format!("SVMRegressor {kernel} one_class {one_class}"),
+            );
+        }
+    }
+    // Linear (LIBLINEAR) modes: no support vectors.
+    let a = vec![
+        ("kernel_params", Attr::Floats(vec![])),
+        ("coefficients", vals(&mut rng, 3 * nf)),
+        ("rho", vals(&mut rng, 1)),
+        ("classlabels_ints", Attr::Ints(vec![4, 5, 6])),
+        ("post_transform", Attr::Str("SOFTMAX".into())),
+    ];
+    let model =
+        ml_model("SVMClassifier", 1, &a, DOUBLE, &[Dim::Sym("N".into()), 3.into()], &[("l", INT64), ("p", FLOAT)]);
+    let mut x = features(&mut rng, DOUBLE, 4, 3);
+    x.data.iter_mut().for_each(|v| *v = if v.is_nan() { 0.0 } else { *v });
+    assert_matches_ort(&model, &[x], 1e-5, 1e-5, "SVMClassifier linear");
+    let a = vec![
+        ("kernel_params", Attr::Floats(vec![])),
+        ("n_supports", Attr::Int(0)),
+        ("coefficients", vals(&mut rng, 3)),
+        ("rho", vals(&mut rng, 1)),
+    ];
+    let model = ml_model("SVMRegressor", 1, &a, FLOAT, &[Dim::Sym("N".into()), 3.into()], &[("y", FLOAT)]);
+    assert_matches_ort(&model, &[features_of(&mut rng, 4, 3)], 1e-5, 1e-5, "SVMRegressor linear");
+}
+
+/// Float32 features without NaN.
+fn features_of(rng: &mut Lcg, n: usize, c: usize) -> HostTensor {
+    HostTensor::f32("x", &[n as i64, c as i64], (0..n * c).map(|_| rng.tenth() as f32).collect())
+}

@@ -33,6 +33,8 @@ pub static FAMILIES: &[Family] = &[
     ml("TreeEnsemble", (5, 5), "float32, float64", ml::tree::ensemble),
     ml("LinearClassifier", (1, 1), NUM, ml::linear::classifier),
     ml("LinearRegressor", (1, 1), "float32", ml::linear::regressor),
+    ml("SVMClassifier", (1, 1), NUM, ml::svm::classifier),
+    ml("SVMRegressor", (1, 1), "float32", ml::svm::regressor),
     ml("Scaler", (1, 1), NUM, ml::features::scaler),
     ml("Normalizer", (1, 1), NUM, ml::features::normalizer),
     ml("Binarizer", (1, 1), "float32", ml::features::binarizer),

@@ -12,6 +12,7 @@ pub mod encode;
 pub mod features;
 pub mod linear;
 pub mod post;
+pub mod svm;
 pub mod tree;
 mod tree_build;
 
