@@ -347,6 +347,9 @@ impl Op for ArrayFeatureExtractor {
         let s = x.shapes[0];
         let stride = *s.last().ok_or("X has no dimensions")?;
         let Data::I64(idx) = x.ins[1] else { return Err("the indices must be int64".into()) };
+        if idx.is_empty() {
+            return Err("the indices are empty".into());
+        }
         if let Some((i, &v)) = idx.iter().enumerate().find(|(_, &v)| v < 0 || v as u64 >= stride as u64) {
             return Err(format!("index Y[{i}] = {v} is outside 0..{stride}"));
         }
