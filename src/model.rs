@@ -118,12 +118,22 @@ pub struct ModelBuilder {
     outputs: Vec<ValueInfo>,
     initializers: Vec<Initializer>,
     value_infos: Vec<ValueInfo>,
+    /// Opset versions of custom domains (default 1).
+    domain_opsets: Vec<(String, i64)>,
 }
 
 impl ModelBuilder {
     /// A model importing the default ONNX domain at `opset`.
     pub fn new(opset: i64) -> Self {
-        Self { opset, nodes: vec![], inputs: vec![], outputs: vec![], initializers: vec![], value_infos: vec![] }
+        Self {
+            opset,
+            nodes: vec![],
+            inputs: vec![],
+            outputs: vec![],
+            initializers: vec![],
+            value_infos: vec![],
+            domain_opsets: vec![],
+        }
     }
 
     pub fn input(mut self, name: &str, elem_type: i32, dims: &[Dim]) -> Self {
@@ -233,6 +243,27 @@ impl ModelBuilder {
     }
 
     /// The serialized ModelProto.
+    /// Imports `domain` at `version` (custom domains default to 1).
+    pub fn domain_opset(mut self, domain: &str, version: i64) -> Self {
+        self.domain_opsets.push((domain.into(), version));
+        self
+    }
+
+    /// Like `node_with` in another domain.
+    pub fn node_in_domain_with(
+        mut self,
+        domain: &str,
+        op_type: &str,
+        name: &str,
+        inputs: &[&str],
+        outputs: &[&str],
+        attrs: &[(&str, Attr)],
+    ) -> Self {
+        self = self.node_with(op_type, name, inputs, outputs, attrs);
+        self.nodes.last_mut().expect("just added").domain = domain.into();
+        self
+    }
+
     pub fn build(&self) -> Vec<u8> {
         let graph = Buf(self.graph("rivet_graph"));
         let mut model = Buf::default();
@@ -249,8 +280,9 @@ impl ModelBuilder {
         custom.dedup();
         for d in custom {
             let mut o = Buf::default();
+            let version = self.domain_opsets.iter().find(|(n, _)| *n == d).map_or(1, |(_, v)| *v);
             o.string(1, &d);
-            o.int(2, 1);
+            o.int(2, version);
             model.message(8, o);
         }
         model.0

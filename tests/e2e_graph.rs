@@ -6,13 +6,13 @@ use common::{env, ort_session, rivet_session, strict, sweep};
 use rivet::harness::{self, Arm, HostTensor, SessionOpts};
 use rivet::model::{ModelBuilder, FLOAT};
 
-/// Relu -> Binarizer (ai.onnx.ml, not claimed by Rivet) -> Sigmoid, plus a skip edge Relu -> Add
-/// that would make a cycle if Relu and Add were fused across the Binarizer.
+/// Relu -> Gelu (com.microsoft, a contrib op Rivet does not claim) -> Sigmoid, plus a skip edge Relu -> Add
+/// that would make a cycle if Relu and Add were fused across the Gelu.
 fn split_model() -> Vec<u8> {
     ModelBuilder::new(21)
         .input("x", FLOAT, &[2.into(), 8.into()])
         .node("Relu", "relu", &["x"], &["r"])
-        .node_in_domain("ai.onnx.ml", "Binarizer", "binarize", &["r"], &["s"])
+        .node_in_domain("com.microsoft", "Gelu", "contrib_gelu", &["r"], &["s"])
         .node("Sigmoid", "sigmoid", &["s"], &["g"])
         .node("Add", "add", &["g", "r"], &["y"])
         .output("y", FLOAT, None)
@@ -30,7 +30,7 @@ fn an_unsupported_node_is_left_to_the_cpu_ep_and_the_graph_still_matches() {
     assert_eq!(
         assigned,
         vec![
-            expect("CPUExecutionProvider", "binarize", "Binarizer"),
+            expect("CPUExecutionProvider", "contrib_gelu", "Gelu"),
             expect("Rivet", "add", "Add"),
             expect("Rivet", "relu", "Relu"),
             expect("Rivet", "sigmoid", "Sigmoid"),
@@ -46,7 +46,7 @@ fn an_unsupported_node_is_left_to_the_cpu_ep_and_the_graph_still_matches() {
 #[test]
 fn with_fallback_off_an_unsupported_node_fails_session_creation_naming_it() {
     let err = harness::session(env(), &split_model(), Arm::Rivet, &strict()).expect_err("must not be created");
-    assert!(err.contains("node 'binarize' (Binarizer)"), "the message names the node: {err}");
+    assert!(err.contains("node 'contrib_gelu' (Gelu)"), "the message names the node: {err}");
     assert!(err.contains("not implemented"), "and says why: {err}");
     assert!(err.contains("session.disable_cpu_ep_fallback"), "{err}");
 }

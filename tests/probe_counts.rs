@@ -16,7 +16,7 @@ fn assigned_nodes_equal_executed_nodes_and_each_run_costs_the_same() {
         .input("x", FLOAT, &[2.into(), 32.into()])
         .node("Relu", "a", &["x"], &["a"])
         .node("Exp", "b", &["a"], &["b"])
-        .node_in_domain("ai.onnx.ml", "Binarizer", "cpu_only", &["b"], &["c"])
+        .node_in_domain("com.microsoft", "Gelu", "cpu_only", &["b"], &["c"])
         .node("Neg", "d", &["c"], &["d"])
         .node("Add", "e", &["d", "x"], &["y"])
         .output("y", FLOAT, None)
@@ -45,11 +45,11 @@ fn assigned_nodes_equal_executed_nodes_and_each_run_costs_the_same() {
     assert!(members.iter().any(|(m, n)| m == "KernelContext_GetInput" && *n > 0), "{members:?}");
     assert!(d.counts_allocations(), "the probe library counts allocations");
     let first = per_run[0];
-    // Two fused nodes (either side of the Binarizer), one Compute each per Run.
+    // Two fused nodes (either side of the contrib Gelu), one Compute each per Run.
     assert_eq!(first.runs, 2);
     assert_eq!(first.nodes_executed, on_rivet);
     assert_eq!(first.phase(Phase::CallbackEntry).calls, 2);
-    // Fused node 1: x in, Exp out; fused node 2: the Binarizer's output and x in, y out:
+    // Fused node 1: x in, Exp out; fused node 2: the Gelu's output and x in, y out:
     // 3 calls per input, 2 per output.
     assert_eq!(first.total().ffi_calls, (3 + 2) + (2 * 3 + 2));
     assert_eq!(first.phase(Phase::KernelInvoke).calls, 4);

@@ -87,7 +87,7 @@ pub enum AttrValue {
     Strings(Vec<String>),
     /// A tensor attribute of a type Rivet holds: its shape and data.
     Tensor(Shape, crate::data::Buf),
-    /// Kinds Rivet never accepts (graphs, string lists, tensors of other types).
+    /// Kinds Rivet never accepts (graphs, tensors of other types).
     Other,
 }
 

@@ -78,6 +78,8 @@ pub struct TaskScratch {
     pub gemm: nn::GemmScratch,
     pub col: Vec<f32>,
     pub out: Vec<f32>,
+    /// Float64 working memory (the ml ops' float64 scores).
+    pub f64: Vec<f64>,
 }
 
 /// A Run's scratch: one [`TaskScratch`] per task index (index 0 also serves work that is

@@ -17,6 +17,8 @@ def test_rust_example_in_readme_is_the_example_file():
 
 
 def test_unclaimed_node_with_fallback_off_fails_naming_the_node():
+    import math
+
     import numpy as np
     import onnx
     import onnxruntime as ort
@@ -26,12 +28,12 @@ def test_unclaimed_node_with_fallback_off_fails_naming_the_node():
     ort.register_execution_provider_library("rivet_py", lib)
     try:
         g = helper.make_graph(
-            [helper.make_node("Relu", ["x"], ["r"], name="relu"), helper.make_node("Binarizer", ["r"], ["y"], name="the_binarizer", domain="ai.onnx.ml")],
+            [helper.make_node("Relu", ["x"], ["r"], name="relu"), helper.make_node("Gelu", ["r"], ["y"], name="the_contrib_gelu", domain="com.microsoft")],
             "g",
             [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
             [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
         )
-        model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 21), helper.make_opsetid("ai.onnx.ml", 1)])
+        model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 21), helper.make_opsetid("com.microsoft", 1)])
         so = ort.SessionOptions()
         so.add_provider_for_devices([d for d in ort.get_ep_devices() if d.ep_name == "Rivet"], {})
         so.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
@@ -39,14 +41,14 @@ def test_unclaimed_node_with_fallback_off_fails_naming_the_node():
             ort.InferenceSession(model.SerializeToString(), sess_options=so)
             raise AssertionError("session creation should fail")
         except Exception as e:  # onnxruntime raises its own exception types
-            assert "the_binarizer" in str(e), str(e)
+            assert "the_contrib_gelu" in str(e), str(e)
         # With fallback on, the same model runs, split between Rivet and the CPU EP.
         so = ort.SessionOptions()
         so.add_provider_for_devices([d for d in ort.get_ep_devices() if d.ep_name == "Rivet"], {})
         s = ort.InferenceSession(model.SerializeToString(), sess_options=so)
         x = np.array([[1, -2, 3], [-4, 5, 6]], dtype=np.float32)
         r = np.maximum(x, 0)
-        want = (r > 0).astype(np.float32)  # Binarizer, threshold 0
-        np.testing.assert_allclose(s.run(None, {"x": x})[0], want, rtol=1e-6)
+        want = (r * 0.5 * (1 + np.vectorize(math.erf)(r / math.sqrt(2)))).astype(np.float32)  # Gelu
+        np.testing.assert_allclose(s.run(None, {"x": x})[0], want, rtol=1e-5)
     finally:
         ort.unregister_execution_provider_library("rivet_py")
