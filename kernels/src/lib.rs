@@ -56,6 +56,7 @@ mod math;
 pub mod nn;
 mod norm;
 mod pool;
+pub mod qgemm;
 pub mod random;
 mod reference;
 pub mod typed;

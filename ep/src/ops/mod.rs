@@ -11,6 +11,7 @@
 pub mod depth_space;
 pub mod math;
 pub mod op;
+pub mod quant;
 
 pub use op::{Family, Op, OpRef, OpScratch, RunIn, ShapeError, ShapeIn};
 
@@ -18,4 +19,17 @@ pub use op::{Family, Op, OpRef, OpScratch, RunIn, ShapeError, ShapeIn};
 pub static FAMILIES: &[Family] = &[
     Family { domain: "", op_type: "DepthToSpace", since: (1, 13), types: "any", compile: depth_space::depth_to_space },
     Family { domain: "", op_type: "SpaceToDepth", since: (1, 13), types: "any", compile: depth_space::space_to_depth },
+    Family { domain: "", op_type: "QuantizeLinear", since: (10, 25), types: "float32", compile: quant::quantize },
+    Family {
+        domain: "",
+        op_type: "DequantizeLinear",
+        since: (10, 25),
+        types: "(u)int8/16, int32",
+        compile: quant::dequantize,
+    },
+    Family { domain: "", op_type: "DynamicQuantizeLinear", since: (11, 11), types: "float32", compile: quant::dynamic },
+    Family { domain: "", op_type: "MatMulInteger", since: (10, 10), types: "(u)int8", compile: quant::matmul_integer },
+    Family { domain: "", op_type: "QLinearMatMul", since: (10, 21), types: "(u)int8", compile: quant::qlinear_matmul },
+    Family { domain: "", op_type: "ConvInteger", since: (10, 10), types: "(u)int8", compile: quant::conv_integer },
+    Family { domain: "", op_type: "QLinearConv", since: (10, 10), types: "(u)int8", compile: quant::qlinear_conv },
 ];
