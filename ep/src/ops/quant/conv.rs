@@ -127,12 +127,15 @@ impl QConv {
             return Err(format!("{c} input channels and weights {w:?} do not make {g} groups"));
         }
         let kernel = &w[2..];
-        let attr = |v: &Option<Vec<i64>>, name: &str, len: usize, default: usize| -> Result<Vec<usize>, String> {
+        // Fixed arrays, not Vecs: this runs on every Run.
+        let attr = |v: &Option<Vec<i64>>, name: &str, len: usize, default: usize| -> Result<[usize; 6], String> {
+            let mut out = [default; 6];
             match v {
-                None => Ok(vec![default; len]),
-                Some(v) if v.len() == len => Ok(v.iter().map(|&e| e as usize).collect()),
-                Some(v) => Err(format!("{name} {v:?} should have {len} values")),
+                None => {}
+                Some(v) if v.len() == len => out.iter_mut().zip(v).for_each(|(o, &e)| *o = e as usize),
+                Some(v) => return Err(format!("{name} {v:?} should have {len} values")),
             }
+            Ok(out)
         };
         if let Some(ks) = &self.kernel_shape {
             if ks.len() != s || ks.iter().zip(kernel).any(|(&a, &b)| a as usize != b) {
