@@ -204,7 +204,7 @@ fn run_step<'a>(
             None
         }
         None if step.op.is_some() => {
-            let mut data: SmallVec<[Option<Data<'_>>; 8]> = SmallVec::new();
+            let mut data: SmallVec<[Option<Data<'_>>; 9]> = SmallVec::new();
             for &id in &step.inputs {
                 data.push(Some(read(plan, id, inputs, &state.buffers, &state.buffer_lens, outs)));
             }
@@ -337,9 +337,9 @@ fn run_op(
     par: &dyn Parallel,
     scratch: &mut crate::ops::OpScratch,
 ) -> Result<()> {
-    // Up to 8 inputs (LSTM's) without a heap allocation.
-    let mut ins: SmallVec<[Data<'_>; 8]> = SmallVec::new();
-    let mut in_shapes: SmallVec<[&[usize]; 8]> = SmallVec::new();
+    // Nine inline: QLinearConv's inputs, so no op's Run spills to the heap.
+    let mut ins: SmallVec<[Data<'_>; 9]> = SmallVec::new();
+    let mut in_shapes: SmallVec<[&[usize]; 9]> = SmallVec::new();
     for &id in &step.inputs {
         ins.push(src.read(id));
         in_shapes.push(&shapes[id]);

@@ -58,6 +58,7 @@ mod math;
 pub mod nn;
 mod norm;
 mod pool;
+pub mod qgemm;
 pub mod random;
 mod reference;
 pub mod resize;

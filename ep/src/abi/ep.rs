@@ -138,8 +138,8 @@ unsafe extern "system" fn get_capability(
         }
         let desc = crate::graph::GraphDesc { nodes, ..Default::default() };
         if !ep.no_fallback {
-            // ORT fuses these into its int8 kernels, which Rivet does not have yet. (With
-            // fallback off there is no ORT path to keep: the quantization ops fail.)
+            // ORT fuses these groups into its int8 kernels; taking any node of one splits
+            // it. (With fallback off there is no ORT path to keep: Rivet runs them all.)
             for (c, quantized) in claimable.iter_mut().zip(in_quantized_group(&desc)) {
                 *c &= !quantized;
             }

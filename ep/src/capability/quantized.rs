@@ -1,5 +1,5 @@
-//! Float nodes that belong to ORT's int8 fusions, left unclaimed while Rivet has no int8
-//! kernels of its own.
+//! The nodes of ORT's int8 fusions, left unclaimed with CPU fallback on: ORT's fused
+//! int8 kernels beat anything Rivet can do once the group is split.
 //!
 //! ORT fuses a quantized model's groups into int8 kernels (QLinearConv, QGemm,
 //! QLinearAdd, MatMulIntegerToFloat, ...) after partitioning, and only among the nodes
@@ -13,7 +13,14 @@
 //!   as it is after ORT has duplicated shared DequantizeLinear nodes and spread Q/DQ
 //!   pairs across Reshape, Transpose and the like), or
 //! - the rest of an integer product's float tail, `MatMulInteger -> Cast -> Mul (-> Add)`,
-//!   which ORT fuses into MatMulIntegerToFloat.
+//!   which ORT fuses into MatMulIntegerToFloat, or
+//! - a quantization op itself (QuantizeLinear, DequantizeLinear, the integer and QLinear
+//!   products, which Rivet runs) one of whose neighbours (the producer of an input or a
+//!   reader of an output) is another quantization op or a node marked above: any such
+//!   node may be part of a group ORT fuses (`DQ -> op -> Q`, `Q -> DQ` pairs, a
+//!   DynamicQuantizeLinear feeding MatMulInteger, a QOperator chain). Only standalone
+//!   ones stay claimable: a QuantizeLinear of a graph input read by float nodes outside
+//!   every group, a DequantizeLinear whose output is only a graph output.
 
 use std::collections::HashMap;
 
@@ -44,9 +51,8 @@ fn is_integer_product(node: &NodeDesc) -> bool {
     matches!(node.op_type.as_str(), "MatMulInteger" | "ConvInteger") && onnx_domain(node)
 }
 
-/// Per node of `graph`: true when it is a float node of a quantized group ORT can fuse
-/// (see the module docs). The quantization ops themselves are not marked: Rivet claims
-/// none of them.
+/// Per node of `graph`: true when it is a node of a quantized group ORT can fuse (see the
+/// module docs).
 pub fn in_quantized_group(graph: &GraphDesc) -> Vec<bool> {
     let nodes = &graph.nodes;
     let mut producer: HashMap<&str, usize> = HashMap::new();
@@ -88,6 +94,17 @@ pub fn in_quantized_group(graph: &GraphDesc) -> Vec<bool> {
                 None => break,
             }
         }
+    }
+    // The quantization ops next to another one or to a marked float node.
+    let is_quant = |n: &NodeDesc| is_quantization_op(n) || is_quantize(n);
+    let float_marks = marked.clone();
+    for (i, node) in nodes.iter().enumerate() {
+        if !is_quant(node) {
+            continue;
+        }
+        let producers = node.inputs.iter().flatten().filter_map(|v| producer.get(v.name.as_str()).copied());
+        let mut neighbours = producers.chain(readers(node));
+        marked[i] = neighbours.any(|j| float_marks[j] || is_quant(&nodes[j]));
     }
     marked
 }
@@ -132,7 +149,8 @@ mod tests {
             node("Tanh", &["soft"], "out"),
         ]);
         // `pre` feeds a QuantizeLinear and `soft` reads a DequantizeLinear; `out` is float.
-        assert_eq!(m, ["pre", "conv", "soft"]);
+        // Every Q and DQ touches the group.
+        assert_eq!(m, ["pre", "xq", "xd", "wd", "conv", "yq", "yd", "soft"]);
     }
 
     #[test]
@@ -145,7 +163,22 @@ mod tests {
             node("Add", &["scaled", "bias"], "biased"),
             node("Gelu", &["biased"], "out"),
         ]);
-        assert_eq!(m, ["accf", "scaled", "biased"]);
+        assert_eq!(m, ["xq", "acc", "accf", "scaled", "biased"]);
+    }
+
+    #[test]
+    fn standalone_quantization_ops_stay_claimable() {
+        let m = marked(vec![
+            node("QuantizeLinear", &["x", "s", "z"], "xq"),
+            node("Cast", &["xq"], "xf"),
+            node("Tanh", &["xf"], "t"),
+            node("DequantizeLinear", &["w", "s", "z"], "wd"),
+            node("MatMulInteger", &["a", "b"], "ab"),
+        ]);
+        assert!(m.is_empty(), "{m:?}");
+        // A DequantizeLinear read by a float node: the float node is left to ORT, so is it.
+        let m = marked(vec![node("DequantizeLinear", &["w", "s", "z"], "wd"), node("MatMul", &["x", "wd"], "y")]);
+        assert_eq!(m, ["wd", "y"]);
     }
 
     #[test]

@@ -19,19 +19,20 @@ pub mod grid_sample;
 pub mod lp_pool;
 pub mod math;
 pub mod max_unpool;
+pub mod ml;
 pub mod nms;
 pub mod normalize;
 pub mod op;
 pub mod optional;
+pub mod quant;
 pub mod resize;
 mod resize_run;
 pub mod reverse_sequence;
 pub mod rnn;
 pub mod signal;
 pub mod tensor_scatter;
-pub mod unique;
-pub mod ml;
 pub mod tfidf;
+pub mod unique;
 
 pub use op::{Family, Op, OpRef, OpScratch, RunIn, ShapeError, ShapeIn};
 
@@ -148,4 +149,17 @@ pub static FAMILIES: &[Family] = &[
     ml("ArrayFeatureExtractor", (1, 1), NUM, ml::features::array_feature_extractor),
     ml("OneHotEncoder", (1, 1), "float32, float64, int64", ml::features::one_hot_encoder),
     ml("LabelEncoder", (2, 4), "int64, float32 (float64 at 4)", ml::encode::label_encoder),
+    Family { domain: "", op_type: "QuantizeLinear", since: (10, 25), types: "float32", compile: quant::quantize },
+    Family {
+        domain: "",
+        op_type: "DequantizeLinear",
+        since: (10, 25),
+        types: "(u)int8/16, int32",
+        compile: quant::dequantize,
+    },
+    Family { domain: "", op_type: "DynamicQuantizeLinear", since: (11, 11), types: "float32", compile: quant::dynamic },
+    Family { domain: "", op_type: "MatMulInteger", since: (10, 10), types: "(u)int8", compile: quant::matmul_integer },
+    Family { domain: "", op_type: "QLinearMatMul", since: (10, 21), types: "(u)int8", compile: quant::qlinear_matmul },
+    Family { domain: "", op_type: "ConvInteger", since: (10, 10), types: "(u)int8", compile: quant::conv_integer },
+    Family { domain: "", op_type: "QLinearConv", since: (10, 10), types: "(u)int8", compile: quant::qlinear_conv },
 ];

@@ -72,6 +72,9 @@ pub struct OpScratch {
     pub f64: Vec<f64>,
     pub i64: Vec<i64>,
     pub usize: Vec<usize>,
+    /// Packed integer operands (the quantized products).
+    pub i16: Vec<i16>,
+    pub i32: Vec<i32>,
     /// A family's own working memory (a kernel's scratch struct), made on the first Run.
     pub state: Option<Box<dyn std::any::Any + Send + Sync>>,
 }

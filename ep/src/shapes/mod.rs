@@ -167,7 +167,7 @@ pub fn op_shape(
     data: &[Option<Data<'_>>],
 ) -> Result<Option<Shape>> {
     let op = step.op.as_ref().expect("a family op's step holds its op");
-    let ins: SmallVec<[&[usize]; 8]> = step.inputs.iter().map(|&id| shapes[id].as_slice()).collect();
+    let ins: SmallVec<[&[usize]; 9]> = step.inputs.iter().map(|&id| shapes[id].as_slice()).collect();
     match op.shape(&crate::ops::ShapeIn { shapes: &ins, data }) {
         Ok(s) => Ok(Some(s)),
         Err(crate::ops::ShapeError::NeedsData) => Ok(None),

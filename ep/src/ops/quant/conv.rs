@@ -1,0 +1,310 @@
+//! ConvInteger (`y = conv(x - zx, w - zw)` in int32) and QLinearConv (that convolution
+//! plus an int32 bias, requantized per output channel: `y = round((sx · sw[m] / sy) ·
+//! acc) + zy`), over 1 to 3 spatial axes with strides, dilations, pads or `auto_pad`, and
+//! groups. Each group is one integer GEMM: the weights (minus their zero points, one or
+//! one per output channel) times the input's im2col (minus its zero point, padding 0).
+//! uint8 and int8; scales float32.
+
+use std::sync::Arc;
+
+use rivet_kernels::conv::Window3d;
+use rivet_kernels::qgemm::{self, packed_a_len, packed_b_len, packed_k, requantize_row};
+
+use super::super::op::util::{bad_types, check_attrs, check_inputs, input, input_type, output_type};
+use super::super::{Op, RunIn, ShapeError, ShapeIn};
+use super::{float_at, int_at, is_q8, numel, pack_a_any, per_channel, scalar_float, scalar_int, sub};
+use crate::data::{Data, DataMut};
+use crate::graph::dtype::{FLOAT, INT32};
+use crate::graph::{NodeDesc, Shape};
+use crate::node_attrs::{int_attr, ints_attr, string_attr};
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum AutoPad {
+    NotSet,
+    Valid,
+    SameUpper,
+    SameLower,
+}
+
+#[derive(Debug)]
+struct QConv {
+    /// QLinearConv (else ConvInteger).
+    qlinear: bool,
+    auto_pad: AutoPad,
+    group: usize,
+    kernel_shape: Option<Vec<i64>>,
+    strides: Option<Vec<i64>>,
+    dilations: Option<Vec<i64>>,
+    pads: Option<Vec<i64>>,
+}
+
+const ATTRS: [&str; 6] = ["auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"];
+
+pub fn conv_integer(node: &NodeDesc, _output: usize) -> Result<Arc<dyn Op>, String> {
+    check_attrs(node, &ATTRS)?;
+    check_inputs(node, 2, 4)?;
+    let (x, w) = (input_type(node, 0), input_type(node, 1));
+    let zps_ok = (input(node, 2).is_none() || input_type(node, 2) == x)
+        && (input(node, 3).is_none() || input_type(node, 3) == w);
+    if !is_q8(x) || !is_q8(w) || !zps_ok || output_type(node, 0) != INT32 {
+        return Err(bad_types(node, "uint8 or int8 input and weights (zero points of their types) to int32"));
+    }
+    compile(node, false)
+}
+
+pub fn qlinear_conv(node: &NodeDesc, _output: usize) -> Result<Arc<dyn Op>, String> {
+    check_attrs(node, &ATTRS)?;
+    check_inputs(node, 8, 9)?;
+    let t = |k| input_type(node, k);
+    let y = output_type(node, 0);
+    let ok = is_q8(t(0))
+        && is_q8(t(3))
+        && is_q8(y)
+        && t(2) == t(0)
+        && t(5) == t(3)
+        && t(7) == y
+        && [1, 4, 6].into_iter().all(|k| t(k) == FLOAT)
+        && (input(node, 8).is_none() || t(8) == INT32);
+    if !ok {
+        return Err(bad_types(node, "uint8 or int8 with float32 scales, zero points of each's type and an int32 bias"));
+    }
+    compile(node, true)
+}
+
+fn compile(node: &NodeDesc, qlinear: bool) -> Result<Arc<dyn Op>, String> {
+    let auto_pad = match string_attr(node, "auto_pad", "NOTSET")? {
+        "NOTSET" => AutoPad::NotSet,
+        "VALID" => AutoPad::Valid,
+        "SAME_UPPER" => AutoPad::SameUpper,
+        "SAME_LOWER" => AutoPad::SameLower,
+        p => return Err(format!("{} auto_pad '{p}' is not supported", node.op_type)),
+    };
+    let group = int_attr(node, "group", 1)?;
+    if !(1..=1 << 20).contains(&group) {
+        return Err(format!("{} group {group} is not positive", node.op_type));
+    }
+    let positive = |name: &str| -> Result<Option<Vec<i64>>, String> {
+        let v = ints_attr(node, name)?;
+        if v.as_ref().is_some_and(|v| v.iter().any(|&e| !(1..=1 << 20).contains(&e))) {
+            return Err(format!("{} {name} must be positive", node.op_type));
+        }
+        Ok(v)
+    };
+    let pads = ints_attr(node, "pads")?;
+    if pads.as_ref().is_some_and(|p| p.iter().any(|&e| !(0..=1 << 20).contains(&e))) {
+        return Err(format!("{} pads must not be negative", node.op_type));
+    }
+    Ok(Arc::new(QConv {
+        qlinear,
+        auto_pad,
+        group: group as usize,
+        kernel_shape: positive("kernel_shape")?,
+        strides: positive("strides")?,
+        dilations: positive("dilations")?,
+        pads,
+    }))
+}
+
+impl QConv {
+    /// Input positions of x, its zero point, w and its zero point.
+    fn slots(&self) -> [usize; 4] {
+        if self.qlinear {
+            [0, 2, 3, 5]
+        } else {
+            [0, 2, 1, 3]
+        }
+    }
+
+    /// The window geometry and the output shape for input `x` and weights `w`.
+    fn geometry(&self, x: &[usize], w: &[usize]) -> Result<(Window3d, Shape), String> {
+        let r = x.len();
+        if !(3..=5).contains(&r) || w.len() != r {
+            return Err(format!("input {x:?} and weights {w:?} must both be [N, C, 1 to 3 spatial axes]"));
+        }
+        let s = r - 2;
+        let (c, m, g) = (x[1], w[0], self.group);
+        if w[1] * g != c || m % g != 0 {
+            return Err(format!("{c} input channels and weights {w:?} do not make {g} groups"));
+        }
+        let kernel = &w[2..];
+        // Fixed arrays, not Vecs: this runs on every Run.
+        let attr = |v: &Option<Vec<i64>>, name: &str, len: usize, default: usize| -> Result<[usize; 6], String> {
+            let mut out = [default; 6];
+            match v {
+                None => {}
+                Some(v) if v.len() == len => out.iter_mut().zip(v).for_each(|(o, &e)| *o = e as usize),
+                Some(v) => return Err(format!("{name} {v:?} should have {len} values")),
+            }
+            Ok(out)
+        };
+        if let Some(ks) = &self.kernel_shape {
+            if ks.len() != s || ks.iter().zip(kernel).any(|(&a, &b)| a as usize != b) {
+                return Err(format!("kernel_shape {ks:?} differs from the weights' {kernel:?}"));
+            }
+        }
+        let strides = attr(&self.strides, "strides", s, 1)?;
+        let dilations = attr(&self.dilations, "dilations", s, 1)?;
+        let pads = attr(&self.pads, "pads", 2 * s, 0)?;
+        let mut geo = Window3d {
+            input: [1; 3],
+            out: [1; 3],
+            kernel: [1; 3],
+            stride: [1; 3],
+            dilation: [1; 3],
+            pad_begin: [0; 3],
+        };
+        let mut out = Shape::from_slice(&[x[0], m]);
+        for a in 0..s {
+            let (len, k, st, dil) = (x[2 + a], kernel[a], strides[a], dilations[a]);
+            let span = dil * (k.max(1) - 1) + 1;
+            let (begin, end) = match self.auto_pad {
+                AutoPad::NotSet => (pads[a], pads[s + a]),
+                AutoPad::Valid => (0, 0),
+                AutoPad::SameUpper | AutoPad::SameLower => {
+                    let o = len.div_ceil(st);
+                    let total = ((o.max(1) - 1) * st + span).saturating_sub(len);
+                    if self.auto_pad == AutoPad::SameUpper {
+                        (total / 2, total - total / 2)
+                    } else {
+                        (total - total / 2, total / 2)
+                    }
+                }
+            };
+            if k == 0 || len + begin + end < span {
+                return Err(format!(
+                    "a kernel of {k} (dilation {dil}) does not fit axis {} of {x:?} with its padding",
+                    a + 2
+                ));
+            }
+            let o = (len + begin + end - span) / st + 1;
+            let at = 3 - s + a;
+            geo.input[at] = len;
+            geo.out[at] = o;
+            geo.kernel[at] = k;
+            geo.stride[at] = st;
+            geo.dilation[at] = dil;
+            geo.pad_begin[at] = begin;
+            out.push(o);
+        }
+        Ok((geo, out))
+    }
+}
+
+impl Op for QConv {
+    fn shape(&self, x: &ShapeIn<'_>) -> Result<Shape, ShapeError> {
+        let [ix, _, iw, _] = self.slots();
+        Ok(self.geometry(x.shapes[ix], x.shapes[iw])?.1)
+    }
+
+    fn run(&self, x: RunIn<'_, '_>, out: &mut DataMut<'_>) -> Result<(), String> {
+        let [ix, izx, iw, izw] = self.slots();
+        let (xs, ws) = (x.shapes[ix], x.shapes[iw]);
+        let (geo, _) = self.geometry(xs, ws)?;
+        let (batch, c, m, g) = (xs[0], xs[1], ws[0], self.group);
+        let (cg, mg) = (c / g, m / g);
+        let taps: usize = geo.kernel.iter().product();
+        let (k, p, plane) = (cg * taps, geo.positions(), geo.plane());
+        let zx = scalar_int(x.ins.get(izx).copied(), x.shapes.get(izx).copied(), "the input's zero point")?;
+        let zw_data = x.ins.get(izw).copied();
+        let zw_per = match x.shapes.get(izw) {
+            Some(s) => per_channel(s, m, "the weights' zero point")?,
+            None => false,
+        };
+        let zw0 = zw_data.and_then(|z| int_at(z, 0)).unwrap_or(0);
+        let zw = |row: usize| if zw_per { zw_data.and_then(|z| int_at(z, row)).unwrap_or(0) } else { zw0 };
+
+        let s = &mut *x.scratch;
+        let (la, lb) = (packed_a_len(m, k), packed_b_len(k, p));
+        s.i16.resize(la + lb, 0);
+        let (pa, pb) = s.i16.split_at_mut(la);
+        // Every output channel's weights, packed once for all images: row `m` at `m · kp`.
+        if numel(ws) != m * k {
+            return Err("the weights have fewer elements than their shape".into());
+        }
+        pack_a_any(x.ins[iw], m, k, k, zw, pa)?;
+        let (mut zy, mut bias) = (0, None);
+        if self.qlinear {
+            let sx = scalar_float(x.ins[1], x.shapes[1], "the input's scale")?;
+            let sy = scalar_float(x.ins[6], x.shapes[6], "the output's scale")?;
+            let sw_per = per_channel(x.shapes[4], m, "the weights' scale")?;
+            s.f32.resize(m, 0.0);
+            for (row, o) in s.f32.iter_mut().enumerate() {
+                let sw = float_at(x.ins[4], if sw_per { row } else { 0 }).ok_or("the weights' scale is short")?;
+                *o = sx * sw / sy;
+            }
+            zy = scalar_int(Some(x.ins[7]), Some(x.shapes[7]), "the output's zero point")?;
+            if let Some(&b) = x.ins.get(8) {
+                let Data::I32(b) = b else { return Err("the bias is not int32".into()) };
+                if b.len() != m || x.shapes[8].len() != 1 {
+                    return Err(format!("the bias must be 1-D of {m} values, has shape {:?}", x.shapes[8]));
+                }
+                bias = Some(b);
+            }
+            s.i32.resize(mg * p, 0);
+        }
+        let kp = packed_k(k);
+        for n in 0..batch {
+            for grp in 0..g {
+                let at = (n * c + grp * cg) * plane;
+                match sub(x.ins[ix], at, cg * plane)? {
+                    Data::U8(v) => qgemm::pack_im2col(v, cg, &geo, zx, pb),
+                    Data::I8(v) => qgemm::pack_im2col(v, cg, &geo, zx, pb),
+                    _ => return Err("the input is not uint8 or int8".into()),
+                }
+                let a = &pa[grp * mg * kp..(grp + 1) * mg * kp];
+                let rows = (n * m + grp * mg) * p..(n * m + (grp + 1) * mg) * p;
+                match out {
+                    DataMut::I32(y) if !self.qlinear => qgemm::qgemm_packed(mg, p, k, a, pb, &mut y[rows], p),
+                    DataMut::U8(y) if self.qlinear => {
+                        qgemm::qgemm_packed(mg, p, k, a, pb, &mut s.i32, p);
+                        requantize_rows(&s.i32, p, grp * mg, bias, &s.f32, zy, &mut y[rows]);
+                    }
+                    DataMut::I8(y) if self.qlinear => {
+                        qgemm::qgemm_packed(mg, p, k, a, pb, &mut s.i32, p);
+                        requantize_rows(&s.i32, p, grp * mg, bias, &s.f32, zy, &mut y[rows]);
+                    }
+                    _ => return Err("the output element type differs from the plan's".into()),
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Each output channel's row of accumulators (channels from `first`) plus its bias,
+/// requantized with its scale.
+fn requantize_rows<T: qgemm::QInt>(
+    acc: &[i32],
+    p: usize,
+    first: usize,
+    bias: Option<&[i32]>,
+    scales: &[f32],
+    zy: i32,
+    y: &mut [T],
+) {
+    for (r, (arow, yrow)) in acc.chunks_exact(p).zip(y.chunks_exact_mut(p)).enumerate() {
+        let b = bias.map_or(0, |b| b[first + r]);
+        requantize_row(arow, b, scales[first + r], zy, yrow);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn op(auto_pad: AutoPad, strides: Option<Vec<i64>>, pads: Option<Vec<i64>>) -> QConv {
+        QConv { qlinear: false, auto_pad, group: 1, kernel_shape: None, strides, dilations: None, pads }
+    }
+
+    #[test]
+    fn output_sizes_follow_pads_strides_and_auto_pad() {
+        let (_, s) = op(AutoPad::NotSet, None, Some(vec![1, 1, 1, 1])).geometry(&[1, 2, 5, 5], &[3, 2, 3, 3]).unwrap();
+        assert_eq!(s.as_slice(), [1, 3, 5, 5]);
+        let (g, s) = op(AutoPad::SameLower, Some(vec![2, 2]), None).geometry(&[1, 2, 6, 6], &[3, 2, 3, 3]).unwrap();
+        assert_eq!((s.as_slice(), g.pad_begin), (&[1, 3, 3, 3][..], [0, 1, 1]));
+        let (_, s) = op(AutoPad::Valid, None, None).geometry(&[2, 1, 9], &[4, 1, 4]).unwrap();
+        assert_eq!(s.as_slice(), [2, 4, 6]);
+        assert!(op(AutoPad::NotSet, None, None).geometry(&[1, 3, 5, 5], &[3, 2, 3, 3]).is_err());
+        assert!(op(AutoPad::NotSet, None, None).geometry(&[1, 2, 2, 2], &[3, 2, 3, 3]).is_err());
+    }
+}

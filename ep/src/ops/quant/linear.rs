@@ -1,0 +1,322 @@
+//! QuantizeLinear (`y = clamp(round_half_even(x / scale) + zero_point)`), DequantizeLinear
+//! (`y = (x - zero_point) · scale`) and DynamicQuantizeLinear (uint8, the scale and zero
+//! point from the input's range), per tensor, per axis (`axis`) or per block
+//! (`block_size` along `axis`), float32 with 8- and 16-bit integers (and int32 input to
+//! DequantizeLinear). Not claimed: float16/bfloat16 data or scales, the float8, int4 and
+//! float4 types, `precision` other than float32.
+
+use std::sync::Arc;
+
+use rivet_kernels::qgemm::{requantize, QInt};
+
+use super::super::op::util::{bad_types, check_attrs, check_inputs, input, input_type, output_type};
+use super::super::{Op, RunIn, ShapeError, ShapeIn};
+use super::{float_at, int_at, numel};
+use crate::data::{Data, DataMut};
+use crate::graph::dtype::{FLOAT, INT16, INT32, INT8, UINT16, UINT8};
+use crate::graph::{NodeDesc, Shape};
+use crate::node_attrs::int_attr;
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Kind {
+    Quantize,
+    Dequantize,
+}
+
+/// QuantizeLinear or DequantizeLinear.
+#[derive(Debug)]
+struct Linear {
+    kind: Kind,
+    axis: i64,
+    /// 0: per tensor or per axis (by the scale's shape); else blocks of this length.
+    block: usize,
+}
+
+/// How the parameters map onto `x` seen as `[outer, dim, inner]` around the axis.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Per {
+    Tensor,
+    Axis,
+    /// Blocks of this many along the axis: parameter `(o·blocks + d / block)·inner + i`.
+    Block(usize),
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Layout {
+    per: Per,
+    outer: usize,
+    dim: usize,
+    inner: usize,
+}
+
+pub fn quantize(node: &NodeDesc, _output: usize) -> Result<Arc<dyn Op>, String> {
+    check_attrs(node, &["axis", "saturate", "block_size", "output_dtype", "precision"])?;
+    check_inputs(node, 2, 3)?;
+    let y = output_type(node, 0);
+    let int_ok = matches!(y, UINT8 | INT8) || (node.since_version >= 21 && matches!(y, UINT16 | INT16));
+    if input_type(node, 0) != FLOAT || input_type(node, 1) != FLOAT || !int_ok {
+        return Err(bad_types(node, "float32 (with a float32 scale) to uint8, int8, uint16 or int16"));
+    }
+    if input(node, 2).is_some() && input_type(node, 2) != y {
+        return Err(bad_types(node, "a zero point of the output's type"));
+    }
+    let dtype = int_attr(node, "output_dtype", 0)?;
+    if dtype != 0 && dtype != y as i64 {
+        return Err(format!("QuantizeLinear output_dtype {dtype} differs from the output's type"));
+    }
+    let precision = int_attr(node, "precision", 0)?;
+    if precision != 0 && precision != FLOAT as i64 {
+        return Err(format!("QuantizeLinear precision {precision} is not supported (float32 only)"));
+    }
+    // `saturate` only concerns the float8 types, which are not claimed.
+    int_attr(node, "saturate", 1)?;
+    compile(node, Kind::Quantize)
+}
+
+pub fn dequantize(node: &NodeDesc, _output: usize) -> Result<Arc<dyn Op>, String> {
+    check_attrs(node, &["axis", "block_size", "output_dtype"])?;
+    check_inputs(node, 2, 3)?;
+    let x = input_type(node, 0);
+    let int_ok = matches!(x, UINT8 | INT8 | INT32) || (node.since_version >= 21 && matches!(x, UINT16 | INT16));
+    if !int_ok || input_type(node, 1) != FLOAT || output_type(node, 0) != FLOAT {
+        return Err(bad_types(node, "uint8, int8, uint16, int16 or int32 to float32 (with a float32 scale)"));
+    }
+    if input(node, 2).is_some() && input_type(node, 2) != x {
+        return Err(bad_types(node, "a zero point of the input's type"));
+    }
+    let dtype = int_attr(node, "output_dtype", 0)?;
+    if dtype != 0 && dtype != FLOAT as i64 {
+        return Err(format!("DequantizeLinear output_dtype {dtype} is not supported (float32 only)"));
+    }
+    compile(node, Kind::Dequantize)
+}
+
+fn compile(node: &NodeDesc, kind: Kind) -> Result<Arc<dyn Op>, String> {
+    let axis = int_attr(node, "axis", 1)?;
+    let block = int_attr(node, "block_size", 0)?;
+    if block < 0 {
+        return Err(format!("{} block_size {block} is negative", node.op_type));
+    }
+    Ok(Arc::new(Linear { kind, axis, block: block as usize }))
+}
+
+impl Linear {
+    /// Checks the scale's (and zero point's) shape against `x`'s and says how they apply.
+    fn layout(&self, x: &[usize], scale: &[usize], zp: Option<&[usize]>) -> Result<Layout, String> {
+        if zp.is_some_and(|z| z != scale) {
+            return Err(format!("the zero point's shape {:?} differs from the scale's {scale:?}", zp.unwrap_or(&[])));
+        }
+        let total = numel(x);
+        if self.block == 0 && scale.len() <= 1 && numel(scale) == 1 {
+            return Ok(Layout { per: Per::Tensor, outer: 1, dim: 1, inner: total });
+        }
+        let r = x.len() as i64;
+        let axis = if self.axis < 0 { self.axis + r } else { self.axis };
+        if !(0..r).contains(&axis) {
+            return Err(format!("axis {} is out of range for rank {r}", self.axis));
+        }
+        let a = axis as usize;
+        let (outer, dim, inner) = (numel(&x[..a]), x[a], numel(&x[a + 1..]));
+        if self.block == 0 {
+            if scale.len() != 1 || scale[0] != dim {
+                return Err(format!("a per-axis scale must be 1-D of length {dim} (axis {a} of {x:?}), is {scale:?}"));
+            }
+            return Ok(Layout { per: Per::Axis, outer, dim, inner });
+        }
+        let blocks = dim.div_ceil(self.block);
+        let fits = scale.len() == x.len() && (0..x.len()).all(|d| scale[d] == if d == a { blocks } else { x[d] });
+        if !fits {
+            return Err(format!(
+                "a blocked scale for {x:?} with block_size {} on axis {a} must have shape with {blocks} on the axis, is {scale:?}",
+                self.block
+            ));
+        }
+        Ok(Layout { per: Per::Block(self.block), outer, dim, inner })
+    }
+}
+
+impl Op for Linear {
+    fn shape(&self, x: &ShapeIn<'_>) -> Result<Shape, ShapeError> {
+        self.layout(x.shapes[0], x.shapes[1], x.shapes.get(2).copied())?;
+        Ok(Shape::from_slice(x.shapes[0]))
+    }
+
+    fn run(&self, x: RunIn<'_, '_>, out: &mut DataMut<'_>) -> Result<(), String> {
+        let l = self.layout(x.shapes[0], x.shapes[1], x.shapes.get(2).copied())?;
+        let (scale, zp) = (x.ins[1], x.ins.get(2).copied());
+        match (self.kind, x.ins[0], out) {
+            (Kind::Quantize, Data::F32(v), DataMut::U8(y)) => quantize_as(v, scale, zp, &l, y),
+            (Kind::Quantize, Data::F32(v), DataMut::I8(y)) => quantize_as(v, scale, zp, &l, y),
+            (Kind::Quantize, Data::F32(v), DataMut::U16(y)) => quantize_as(v, scale, zp, &l, y),
+            (Kind::Quantize, Data::F32(v), DataMut::I16(y)) => quantize_as(v, scale, zp, &l, y),
+            (Kind::Dequantize, Data::U8(v), DataMut::F32(y)) => dequantize_as(v, scale, zp, &l, y),
+            (Kind::Dequantize, Data::I8(v), DataMut::F32(y)) => dequantize_as(v, scale, zp, &l, y),
+            (Kind::Dequantize, Data::U16(v), DataMut::F32(y)) => dequantize_as(v, scale, zp, &l, y),
+            (Kind::Dequantize, Data::I16(v), DataMut::F32(y)) => dequantize_as(v, scale, zp, &l, y),
+            (Kind::Dequantize, Data::I32(v), DataMut::F32(y)) => dequantize_as(v, scale, zp, &l, y),
+            _ => Err("input and output element types differ from the plan's".into()),
+        }
+    }
+}
+
+/// Calls `f(x range, scale, zero point)` for each run of `x` sharing one parameter pair.
+fn for_runs(
+    l: &Layout,
+    scale: Data<'_>,
+    zp: Option<Data<'_>>,
+    mut f: impl FnMut(std::ops::Range<usize>, f32, i32),
+) -> Result<(), String> {
+    let param = |k: usize| -> Result<(f32, i32), String> {
+        let s = float_at(scale, k).ok_or("the scale has fewer elements than its shape")?;
+        let z = match zp {
+            Some(z) => int_at(z, k).ok_or("the zero point has fewer elements than its shape")?,
+            None => 0,
+        };
+        Ok((s, z))
+    };
+    match l.per {
+        Per::Tensor => {
+            let (s, z) = param(0)?;
+            f(0..l.inner, s, z);
+        }
+        Per::Axis => {
+            for o in 0..l.outer {
+                for d in 0..l.dim {
+                    let (s, z) = param(d)?;
+                    let at = (o * l.dim + d) * l.inner;
+                    f(at..at + l.inner, s, z);
+                }
+            }
+        }
+        Per::Block(b) => {
+            let blocks = l.dim.div_ceil(b);
+            for o in 0..l.outer {
+                for d in 0..l.dim {
+                    let at = (o * l.dim + d) * l.inner;
+                    for i in 0..l.inner {
+                        let (s, z) = param((o * blocks + d / b) * l.inner + i)?;
+                        f(at + i..at + i + 1, s, z);
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn quantize_as<T: QInt>(
+    x: &[f32],
+    scale: Data<'_>,
+    zp: Option<Data<'_>>,
+    l: &Layout,
+    y: &mut [T],
+) -> Result<(), String> {
+    for_runs(l, scale, zp, |r, s, z| {
+        for (o, &v) in y[r.clone()].iter_mut().zip(&x[r]) {
+            *o = requantize::<T>(v / s, z);
+        }
+    })
+}
+
+fn dequantize_as<T: QInt>(
+    x: &[T],
+    scale: Data<'_>,
+    zp: Option<Data<'_>>,
+    l: &Layout,
+    y: &mut [f32],
+) -> Result<(), String> {
+    for_runs(l, scale, zp, |r, s, z| {
+        for (o, &v) in y[r.clone()].iter_mut().zip(&x[r]) {
+            *o = v.to_i32().wrapping_sub(z) as f32 * s;
+        }
+    })
+}
+
+/// DynamicQuantizeLinear: output 0 is `x` quantized to uint8, 1 the scale, 2 the zero point.
+#[derive(Debug)]
+struct Dynamic {
+    output: usize,
+}
+
+pub fn dynamic_quantize(node: &NodeDesc, output: usize) -> Result<Arc<dyn Op>, String> {
+    check_attrs(node, &[])?;
+    check_inputs(node, 1, 1)?;
+    let want = [UINT8, FLOAT, UINT8];
+    let outs_ok = (0..node.outputs.len().min(3)).all(|k| node.outputs[k].is_none() || output_type(node, k) == want[k]);
+    if input_type(node, 0) != FLOAT || !outs_ok || node.outputs.len() > 3 {
+        return Err(bad_types(node, "float32 to uint8, a float32 scale and a uint8 zero point"));
+    }
+    Ok(Arc::new(Dynamic { output }))
+}
+
+/// The scale and zero point of `x` as ORT computes them: the range widened to hold 0,
+/// `scale = (max - min) / 255` (1 for an all-zero range), `zp = round(clamp(-min / scale))`.
+fn dynamic_params(x: &[f32]) -> (f32, i32) {
+    let (mut lo, mut hi) = (f32::INFINITY, f32::NEG_INFINITY);
+    for &v in x {
+        lo = lo.min(v);
+        hi = hi.max(v);
+    }
+    let (lo, hi) = (lo.min(0.0), hi.max(0.0));
+    let scale = if hi == lo { 1.0 } else { (hi - lo) / 255.0 };
+    let zp = (0.0 - lo / scale).clamp(0.0, 255.0).round_ties_even() as i32;
+    (scale, zp)
+}
+
+impl Op for Dynamic {
+    fn shape(&self, x: &ShapeIn<'_>) -> Result<Shape, ShapeError> {
+        Ok(if self.output == 0 { Shape::from_slice(x.shapes[0]) } else { Shape::new() })
+    }
+
+    fn run(&self, x: RunIn<'_, '_>, out: &mut DataMut<'_>) -> Result<(), String> {
+        let Data::F32(v) = x.ins[0] else { return Err("DynamicQuantizeLinear input is not float32".into()) };
+        let (scale, zp) = dynamic_params(v);
+        match (self.output, out) {
+            (0, DataMut::U8(y)) => {
+                for (o, &e) in y.iter_mut().zip(v) {
+                    *o = requantize::<u8>(e / scale, zp);
+                }
+            }
+            (1, DataMut::F32(y)) if y.len() == 1 => y[0] = scale,
+            (2, DataMut::U8(y)) if y.len() == 1 => y[0] = zp as u8,
+            _ => return Err("output element types differ from the plan's".into()),
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layouts_follow_the_scale_shape() {
+        let op = Linear { kind: Kind::Quantize, axis: 1, block: 0 };
+        assert_eq!(op.layout(&[2, 3, 4], &[], None).unwrap().per, Per::Tensor);
+        let l = op.layout(&[2, 3, 4], &[3], Some(&[3])).unwrap();
+        assert_eq!((l.per, l.outer, l.dim, l.inner), (Per::Axis, 2, 3, 4));
+        assert!(op.layout(&[2, 3, 4], &[4], None).is_err());
+        assert!(op.layout(&[2, 3, 4], &[3], Some(&[])).is_err());
+        let blocked = Linear { kind: Kind::Quantize, axis: -1, block: 3 };
+        assert_eq!(blocked.layout(&[2, 3, 4], &[2, 3, 2], None).unwrap().per, Per::Block(3));
+        assert!(blocked.layout(&[2, 3, 4], &[2, 3, 1], None).is_err());
+    }
+
+    #[test]
+    fn blocked_quantize_uses_each_blocks_scale() {
+        let op = Linear { kind: Kind::Quantize, axis: 1, block: 2 };
+        let l = op.layout(&[1, 3], &[1, 2], None).unwrap();
+        let mut y = [0u8; 3];
+        quantize_as(&[2.0, 4.0, 9.0], Data::F32(&[2.0, 3.0]), None, &l, &mut y).unwrap();
+        assert_eq!(y, [1, 2, 3]);
+    }
+
+    #[test]
+    fn dynamic_parameters_cover_zero() {
+        assert_eq!(dynamic_params(&[0.0, 0.0]), (1.0, 0));
+        let (s, z) = dynamic_params(&[1.0, 2.0, 2.55]);
+        assert_eq!((s, z), (0.01, 0));
+        let (s, z) = dynamic_params(&[-2.55, -1.0]);
+        assert_eq!((s, z), (0.01, 255));
+    }
+}

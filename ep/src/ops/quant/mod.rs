@@ -1,0 +1,128 @@
+//! The quantization ops: QuantizeLinear, DequantizeLinear and DynamicQuantizeLinear
+//! (`linear`), the integer and quantized matrix products MatMulInteger and QLinearMatMul
+//! (`matmul`), and the integer and quantized convolutions ConvInteger and QLinearConv
+//! (`conv`). Integer outputs are those of ORT's CPU kernels bit for bit: i32 products,
+//! then `round_half_even(acc · scale) + zero_point` clamped, the scale `(sa · sb) / sy`
+//! in float32.
+//!
+//! With CPU fallback on, `capability::quantized` keeps every one of these that touches a
+//! group ORT fuses into its own int8 kernels unclaimed (claiming it would stop the fusion).
+
+mod conv;
+mod linear;
+mod matmul;
+
+pub use conv::{conv_integer, qlinear_conv};
+pub use linear::{dequantize, dynamic_quantize as dynamic, quantize};
+pub use matmul::{matmul_integer, qlinear_matmul};
+
+use crate::data::Data;
+use rivet_kernels::qgemm;
+
+use crate::graph::dtype;
+
+/// Whether `t` is one of the integer types the quantized tensors here may have.
+fn is_q8(t: i32) -> bool {
+    matches!(t, dtype::UINT8 | dtype::INT8)
+}
+
+/// Element `i` of an integer tensor (the 8- and 16-bit integers and int32) as i32.
+fn int_at(d: Data<'_>, i: usize) -> Option<i32> {
+    match d {
+        Data::U8(v) => v.get(i).map(|&x| x as i32),
+        Data::I8(v) => v.get(i).map(|&x| x as i32),
+        Data::U16(v) => v.get(i).map(|&x| x as i32),
+        Data::I16(v) => v.get(i).map(|&x| x as i32),
+        Data::I32(v) => v.get(i).copied(),
+        _ => None,
+    }
+}
+
+/// A scale tensor's element `i` (float32, or float16 as float32).
+fn float_at(d: Data<'_>, i: usize) -> Option<f32> {
+    match d {
+        Data::F32(v) => v.get(i).copied(),
+        Data::F16(v) => v.get(i).map(|&h| rivet_kernels::typed::f16_to_f32(h)),
+        _ => None,
+    }
+}
+
+/// Elements of a shape.
+fn numel(s: &[usize]) -> usize {
+    s.iter().product()
+}
+
+/// The one value of a scalar (or one-element) quantization parameter `what`.
+fn scalar_int(d: Option<Data<'_>>, shape: Option<&[usize]>, what: &str) -> Result<i32, String> {
+    match (d, shape) {
+        (None, _) => Ok(0),
+        (Some(d), Some(s)) if s.len() <= 1 && numel(s) == 1 => {
+            int_at(d, 0).ok_or_else(|| format!("{what} is not an integer"))
+        }
+        (Some(_), s) => Err(format!("{what} must be a scalar (one element), has shape {:?}", s.unwrap_or(&[]))),
+    }
+}
+
+fn scalar_float(d: Data<'_>, shape: &[usize], what: &str) -> Result<f32, String> {
+    if shape.len() > 1 || numel(shape) != 1 {
+        return Err(format!("{what} must be a scalar (one element), has shape {shape:?}"));
+    }
+    float_at(d, 0).ok_or_else(|| format!("{what} is not float32 or float16"))
+}
+
+/// Packs an 8-bit A (see `rivet_kernels::qgemm::pack_a`).
+fn pack_a_any(
+    a: Data<'_>,
+    m: usize,
+    k: usize,
+    lda: usize,
+    za: impl Fn(usize) -> i32,
+    out: &mut [i16],
+) -> Result<(), String> {
+    match a {
+        Data::U8(v) => qgemm::pack_a(v, m, k, lda, za, out),
+        Data::I8(v) => qgemm::pack_a(v, m, k, lda, za, out),
+        _ => return Err("an integer operand is not uint8 or int8".into()),
+    }
+    Ok(())
+}
+
+/// Packs an 8-bit B (see `rivet_kernels::qgemm::pack_b`).
+fn pack_b_any(
+    b: Data<'_>,
+    k: usize,
+    n: usize,
+    ldb: usize,
+    zb: impl Fn(usize) -> i32,
+    out: &mut [i16],
+) -> Result<(), String> {
+    match b {
+        Data::U8(v) => qgemm::pack_b(v, k, n, ldb, false, zb, out),
+        Data::I8(v) => qgemm::pack_b(v, k, n, ldb, false, zb, out),
+        _ => return Err("an integer operand is not uint8 or int8".into()),
+    }
+    Ok(())
+}
+
+/// A zero point or scale that is one value, or one per column / channel (`count` of
+/// them, in a tensor whose dims other than the last are 1).
+fn per_channel(shape: &[usize], count: usize, what: &str) -> Result<bool, String> {
+    let n = numel(shape);
+    if n == 1 && shape.len() <= 1 {
+        return Ok(false);
+    }
+    if n == count && shape.last() == Some(&count) {
+        return Ok(true);
+    }
+    Err(format!("{what} must be a scalar or have {count} elements (one per channel), has shape {shape:?}"))
+}
+
+/// Elements `at..at + len` of an 8-bit tensor.
+fn sub<'a>(d: Data<'a>, at: usize, len: usize) -> Result<Data<'a>, String> {
+    let short = || "an operand has fewer elements than its shape".to_string();
+    Ok(match d {
+        Data::U8(v) => Data::U8(v.get(at..at + len).ok_or_else(short)?),
+        Data::I8(v) => Data::I8(v.get(at..at + len).ok_or_else(short)?),
+        _ => return Err("an integer operand is not uint8 or int8".into()),
+    })
+}

@@ -1,0 +1,608 @@
+//! The quantization ops against ORT's CPU EP, every output compared exactly (rtol = atol =
+//! 0): QuantizeLinear and DequantizeLinear (per tensor, per axis, blocked; 8- and 16-bit
+//! and int32), DynamicQuantizeLinear, MatMulInteger, QLinearMatMul, ConvInteger and
+//! QLinearConv, on static and symbolic shapes; bad inputs are errors naming the node; and,
+//! with CPU fallback on, the Q/DQ nodes of groups ORT fuses stay ORT's.
+
+mod common;
+
+use common::{assert_matches_ort, env, ort_session, strict};
+use ort::value::TensorElementType as E;
+use rivet::harness::{self, Arm, HostTensor, SessionOpts};
+use rivet::model::{Attr, Dim, ModelBuilder, FLOAT, FLOAT16, INT16, INT32, INT8, UINT16, UINT8};
+
+fn elem(code: i32) -> E {
+    match code {
+        FLOAT => E::Float32,
+        INT8 => E::Int8,
+        UINT8 => E::Uint8,
+        INT16 => E::Int16,
+        UINT16 => E::Uint16,
+        INT32 => E::Int32,
+        _ => unreachable!(),
+    }
+}
+
+fn range(code: i32) -> (f64, f64) {
+    match code {
+        INT8 => (-128.0, 127.0),
+        UINT8 => (0.0, 255.0),
+        INT16 => (-32768.0, 32767.0),
+        UINT16 => (0.0, 65535.0),
+        INT32 => (-1e6, 1e6),
+        _ => unreachable!(),
+    }
+}
+
+/// `n` seeded integers of type `code` over its whole range.
+fn ints(code: i32, seed: u64, n: usize) -> Vec<f64> {
+    let (lo, hi) = range(code);
+    harness::values(seed, n, lo, hi + 1.0).into_iter().map(f64::floor).collect()
+}
+
+fn len(shape: &[i64]) -> usize {
+    shape.iter().product::<i64>() as usize
+}
+
+fn tensor(name: &str, code: i32, shape: &[i64], data: Vec<f64>) -> HostTensor {
+    HostTensor::typed(name, elem(code), shape, data)
+}
+
+fn dims(shape: &[i64]) -> Vec<Dim> {
+    shape.iter().map(|&d| d.into()).collect()
+}
+
+/// Floats for quantizing with `scale`: many exact ties (`(k + 0.5) · scale`), values far
+/// outside every type's range, and plain ones.
+fn to_quantize(n: usize, scale: f64, seed: u64) -> Vec<f64> {
+    harness::values(seed, n, -1.0, 1.0)
+        .into_iter()
+        .enumerate()
+        .map(|(i, v)| match i % 4 {
+            0 => ((v * 300.0).floor() + 0.5) * scale,
+            1 => v * 70000.0 * scale,
+            _ => v * 200.0 * scale,
+        })
+        .map(|v| v as f32 as f64)
+        .collect()
+}
+
+/// A model of one node `op` (named "q") of opset `opset`.
+struct One {
+    b: ModelBuilder,
+    inputs: Vec<String>,
+}
+
+impl One {
+    fn new(opset: i64) -> Self {
+        One { b: ModelBuilder::new(opset), inputs: Vec::new() }
+    }
+    fn input(mut self, name: &str, code: i32, dims: &[Dim]) -> Self {
+        self.b = self.b.input(name, code, dims);
+        self.inputs.push(name.into());
+        self
+    }
+    /// A constant input (a Constant node, which ORT folds into an initializer).
+    fn constant(mut self, name: &str, code: i32, shape: &[i64], data: &[f64]) -> Self {
+        let bytes: Vec<u8> = data
+            .iter()
+            .flat_map(|&v| match code {
+                FLOAT => (v as f32).to_le_bytes().to_vec(),
+                FLOAT16 => f16_bits(v as f32).to_le_bytes().to_vec(),
+                UINT8 => vec![v as u8],
+                INT8 => vec![v as i8 as u8],
+                UINT16 => (v as u16).to_le_bytes().to_vec(),
+                INT16 => (v as i16).to_le_bytes().to_vec(),
+                INT32 => (v as i32).to_le_bytes().to_vec(),
+                _ => unreachable!(),
+            })
+            .collect();
+        let value = Attr::Tensor(code, shape.to_vec(), bytes);
+        self.b = self.b.node_with("Constant", &format!("const_{name}"), &[], &[name], &[("value", value)]);
+        self.inputs.push(name.into());
+        self
+    }
+    /// No input at this position.
+    #[allow(dead_code)]
+    fn skip(mut self) -> Self {
+        self.inputs.push(String::new());
+        self
+    }
+    fn node(self, op: &str, attrs: &[(&str, Attr)], outputs: &[(&str, i32)]) -> Vec<u8> {
+        let ins: Vec<&str> = self.inputs.iter().map(String::as_str).collect();
+        let outs: Vec<&str> = outputs.iter().map(|(n, _)| *n).collect();
+        let mut b = self.b.node_with(op, "q", &ins, &outs, attrs);
+        for &(name, code) in outputs {
+            b = b.output(name, code, None);
+        }
+        b.build()
+    }
+}
+
+/// Compares with ORT where ORT's CPU EP has a kernel for the model (it lacks some type
+/// pairs); returns whether it had one.
+fn matches_ort_if_it_runs(model: &[u8], inputs: &[HostTensor], what: &str) -> bool {
+    let opts = SessionOpts { record_assignment: true, ..Default::default() };
+    match harness::session(env(), model, Arm::OrtCpu, &opts) {
+        Err(e) if e.contains("Could not find an implementation") => {
+            eprintln!("{what}: ORT's CPU EP has no kernel");
+            return false;
+        }
+        Err(e) => panic!("{what}: ORT session: {e}"),
+        Ok(_) => {}
+    }
+    assert_matches_ort(model, inputs, 0.0, 0.0, what);
+    true
+}
+
+/// float32 to float16 bits, round to nearest even (normal values only: the scales here).
+fn f16_bits(x: f32) -> u16 {
+    let b = x.to_bits();
+    let sign = ((b >> 16) & 0x8000) as u16;
+    let exp = ((b >> 23) & 0xff) as i32 - 127 + 15;
+    assert!((1..31).contains(&exp), "{x} is not a normal float16");
+    let man = b & 0x7f_ffff;
+    let (mut h, rest) = (((exp as u32) << 10) | (man >> 13), man & 0x1fff);
+    if rest > 0x1000 || (rest == 0x1000 && h & 1 == 1) {
+        h += 1;
+    }
+    sign | h as u16
+}
+
+#[test]
+fn quantize_linear_per_tensor_matches_ort_for_each_type_and_opset() {
+    let shape = [3, 10];
+    for (opset, code) in [(10, UINT8), (13, INT8), (19, UINT8), (21, UINT16), (21, INT16), (23, INT8), (25, UINT8)] {
+        for zp in [None, Some(if code == UINT8 || code == UINT16 { 7.0 } else { -3.0 })] {
+            if zp.is_none() && code != UINT8 {
+                continue; // without a zero point the output is uint8
+            }
+            let mut m = One::new(opset).input("x", FLOAT, &["N".into(), 10.into()]).input("s", FLOAT, &[]);
+            if let Some(z) = zp {
+                m = m.constant("z", code, &[], &[z]);
+            }
+            let model = m.node("QuantizeLinear", &[], &[("y", code)]);
+            let scale = 0.25;
+            let inputs = [tensor("x", FLOAT, &shape, to_quantize(30, scale, 1)), tensor("s", FLOAT, &[], vec![scale])];
+            assert_matches_ort(&model, &inputs, 0.0, 0.0, &format!("QuantizeLinear-{opset} to {code} zp {zp:?}"));
+        }
+    }
+}
+
+#[test]
+fn quantize_and_dequantize_per_axis_match_ort() {
+    let shape = [2, 3, 4];
+    for (axis, dim) in [(1, 3), (-1, 4), (0, 2)] {
+        for code in [UINT8, INT8, INT16] {
+            let opset = if code == INT16 { 21 } else { 13 };
+            let scales: Vec<f64> = (0..dim).map(|i| 0.5 + 0.25 * i as f64).collect();
+            let zps: Vec<f64> = ints(code, 3, dim as usize).into_iter().map(|z| (z / 4.0).floor()).collect();
+            let attrs = [("axis", Attr::Int(axis))];
+            let q = One::new(opset)
+                .input("x", FLOAT, &dims(&shape))
+                .constant("s", FLOAT, &[dim], &scales)
+                .constant("z", code, &[dim], &zps)
+                .node("QuantizeLinear", &attrs, &[("y", code)]);
+            let x = to_quantize(len(&shape), 0.5, 4);
+            assert_matches_ort(&q, &[tensor("x", FLOAT, &shape, x)], 0.0, 0.0, &format!("Q axis {axis} {code}"));
+            let dq = One::new(opset)
+                .input("x", code, &dims(&shape))
+                .constant("s", FLOAT, &[dim], &scales)
+                .constant("z", code, &[dim], &zps)
+                .node("DequantizeLinear", &attrs, &[("y", FLOAT)]);
+            let x = tensor("x", code, &shape, ints(code, 5, len(&shape)));
+            assert_matches_ort(&dq, &[x], 0.0, 0.0, &format!("DQ axis {axis} {code}"));
+        }
+    }
+}
+
+#[test]
+fn blocked_quantize_and_dequantize_match_ort() {
+    // [3, 10] in blocks of 4 along axis 1 (the last block short), and of 2 along axis 0.
+    for (axis, block, sshape) in [(1, 4, [3, 3]), (0, 2, [2, 10])] {
+        let shape = [3, 10];
+        let n = len(&sshape);
+        let scales: Vec<f64> = (0..n).map(|i| 0.25 * (1 + i % 5) as f64).collect();
+        let zps: Vec<f64> = (0..n).map(|i| (i % 7) as f64 - 3.0).collect();
+        let attrs = [("axis", Attr::Int(axis)), ("block_size", Attr::Int(block))];
+        let q = One::new(21)
+            .input("x", FLOAT, &dims(&shape))
+            .constant("s", FLOAT, &sshape, &scales)
+            .constant("z", INT8, &sshape, &zps)
+            .node("QuantizeLinear", &attrs, &[("y", INT8)]);
+        let x = to_quantize(30, 0.25, 6);
+        assert_matches_ort(&q, &[tensor("x", FLOAT, &shape, x)], 0.0, 0.0, &format!("blocked Q axis {axis}"));
+        let dq = One::new(21)
+            .input("x", INT8, &dims(&shape))
+            .constant("s", FLOAT, &sshape, &scales)
+            .constant("z", INT8, &sshape, &zps)
+            .node("DequantizeLinear", &attrs, &[("y", FLOAT)]);
+        let x = tensor("x", INT8, &shape, ints(INT8, 7, 30));
+        assert_matches_ort(&dq, &[x], 0.0, 0.0, &format!("blocked DQ axis {axis}"));
+    }
+}
+
+#[test]
+fn dequantize_linear_per_tensor_matches_ort_for_each_type() {
+    for (opset, code) in [(10, UINT8), (13, INT8), (10, INT32), (21, UINT16), (21, INT16), (25, INT8)] {
+        for zp in [false, true] {
+            let mut m = One::new(opset).input("x", code, &["N".into(), 5.into()]).input("s", FLOAT, &[]);
+            if zp {
+                m = m.constant("z", code, &[], &[if code == INT32 { 0.0 } else { ints(code, 8, 1)[0] }]);
+            }
+            let model = m.node("DequantizeLinear", &[], &[("y", FLOAT)]);
+            let inputs = [tensor("x", code, &[4, 5], ints(code, 9, 20)), tensor("s", FLOAT, &[], vec![0.0371])];
+            assert_matches_ort(&model, &inputs, 0.0, 0.0, &format!("DequantizeLinear-{opset} {code} zp {zp}"));
+        }
+    }
+}
+
+#[test]
+fn dynamic_quantize_linear_matches_ort_on_mixed_positive_negative_and_zero_ranges() {
+    let model = ModelBuilder::new(11)
+        .input("x", FLOAT, &["N".into(), 8.into()])
+        .node("DynamicQuantizeLinear", "q", &["x"], &["y", "s", "z"])
+        .output("y", UINT8, None)
+        .output("s", FLOAT, None)
+        .output("z", UINT8, None)
+        .build();
+    let mixed: Vec<f64> = harness::values(10, 24, -3.0, 5.0);
+    let cases = [
+        mixed.clone(),
+        mixed.iter().map(|v| v.abs()).collect(),
+        mixed.iter().map(|v| -v.abs() * 7.0).collect(),
+        vec![0.0; 24],
+        (0..24).map(|i| i as f64 * 0.5 - 2.0).collect(),
+    ];
+    for (k, x) in cases.into_iter().enumerate() {
+        let x: Vec<f32> = x.into_iter().map(|v| v as f32).collect();
+        assert_matches_ort(&model, &[HostTensor::f32("x", &[3, 8], x)], 0.0, 0.0, &format!("case {k}"));
+    }
+}
+
+#[test]
+fn matmul_integer_matches_ort_with_batches_broadcasting_and_zero_points() {
+    let shapes: [(&[i64], &[i64]); 4] =
+        [(&[5, 7], &[7, 4]), (&[2, 3, 5, 7], &[7, 9]), (&[5, 7], &[2, 7, 4]), (&[7], &[7, 66])];
+    let mut compared = 0;
+    for (at, bt) in [(UINT8, UINT8), (UINT8, INT8), (INT8, INT8), (INT8, UINT8)] {
+        for (ashape, bshape) in shapes {
+            let n = bshape[bshape.len() - 1];
+            // b's zero point: none, one, one per column ([n] for a 2-D b, else [batch, 1, n]).
+            for zps in 0..3 {
+                let adims: Vec<Dim> =
+                    dims(ashape).into_iter().enumerate().map(|(i, d)| if i == 0 { "A".into() } else { d }).collect();
+                let mut m = One::new(10).input("a", at, &adims).input("b", bt, &dims(bshape));
+                if zps > 0 {
+                    let zshape: Vec<i64> = match (zps, bshape.len()) {
+                        (1, _) => vec![],
+                        (_, 2) => vec![n],
+                        _ => {
+                            bshape.iter().enumerate().map(|(i, &d)| if i == bshape.len() - 2 { 1 } else { d }).collect()
+                        }
+                    };
+                    let zb = ints(bt, 12, len(&zshape));
+                    m = m.constant("za", at, &[], &[ints(at, 13, 1)[0]]).constant("zb", bt, &zshape, &zb);
+                }
+                let model = m.node("MatMulInteger", &[], &[("y", INT32)]);
+                let inputs = [
+                    tensor("a", at, ashape, ints(at, 14, len(ashape))),
+                    tensor("b", bt, bshape, ints(bt, 15, len(bshape))),
+                ];
+                let what = format!("MatMulInteger {at}x{bt} {ashape:?}x{bshape:?} zero points {zps}");
+                compared += usize::from(matches_ort_if_it_runs(&model, &inputs, &what));
+            }
+        }
+    }
+    assert!(compared >= 24, "only {compared} cases ran on ORT");
+}
+
+#[test]
+fn matmul_integer_is_the_integer_product() {
+    let (m, k, n) = (3, 70, 5);
+    let model = One::new(10)
+        .input("a", UINT8, &dims(&[m, k]))
+        .input("b", INT8, &dims(&[k, n]))
+        .constant("za", UINT8, &[], &[200.0])
+        .constant("zb", INT8, &[n], &[-128.0, 0.0, 5.0, 127.0, -1.0])
+        .node("MatMulInteger", &[], &[("y", INT32)]);
+    let (a, b) = (ints(UINT8, 20, (m * k) as usize), ints(INT8, 21, (k * n) as usize));
+    let zb = [-128.0, 0.0, 5.0, 127.0, -1.0];
+    let mut rivet = harness::session(env(), &model, Arm::Rivet, &strict()).expect("session");
+    let got =
+        harness::run(&mut rivet, &[tensor("a", UINT8, &[m, k], a.clone()), tensor("b", INT8, &[k, n], b.clone())])
+            .expect("run");
+    let (m, k, n) = (m as usize, k as usize, n as usize);
+    let want: Vec<f64> =
+        (0..m * n).map(|o| (0..k).map(|p| (a[o / n * k + p] - 200.0) * (b[p * n + o % n] - zb[o % n])).sum()).collect();
+    assert_eq!(got[0].data, want);
+}
+
+#[test]
+fn qlinear_matmul_matches_ort_per_tensor_and_per_column() {
+    let mut compared = 0;
+    let (ashape, bshape): (&[i64], &[i64]) = (&[2, 4, 33], &[33, 6]);
+    for (opset, at, bt, yt) in
+        [(10, UINT8, UINT8, UINT8), (10, UINT8, INT8, UINT8), (21, INT8, INT8, INT8), (21, UINT8, INT8, INT8)]
+    {
+        for per_column in [false, true] {
+            let (sb, zb): (Vec<f64>, Vec<f64>) = if per_column {
+                (
+                    (0..6).map(|j| 0.002 + 0.0007 * j as f64).collect(),
+                    if bt == INT8 { vec![0.0; 6] } else { ints(bt, 30, 6) },
+                )
+            } else {
+                (vec![0.0031], vec![if bt == INT8 { 0.0 } else { 131.0 }])
+            };
+            let sshape: Vec<i64> = if per_column { vec![6] } else { vec![] };
+            let model = One::new(opset)
+                .input("a", at, &["B".into(), 4.into(), 33.into()])
+                .constant("sa", FLOAT, &[], &[0.013])
+                .constant("za", at, &[], &[if at == UINT8 { 120.0 } else { -5.0 }])
+                .input("b", bt, &dims(bshape))
+                .constant("sb", FLOAT, &sshape, &sb)
+                .constant("zb", bt, &sshape, &zb)
+                .constant("sy", FLOAT, &[], &[0.021])
+                .constant("zy", yt, &[], &[if yt == UINT8 { 100.0 } else { 3.0 }])
+                .node("QLinearMatMul", &[], &[("y", yt)]);
+            let inputs = [
+                tensor("a", at, ashape, ints(at, 31, len(ashape))),
+                tensor("b", bt, bshape, ints(bt, 32, len(bshape))),
+            ];
+            let what = format!("QLinearMatMul-{opset} {at}x{bt}->{yt} per column {per_column}");
+            compared += usize::from(matches_ort_if_it_runs(&model, &inputs, &what));
+        }
+    }
+    assert!(compared >= 6, "only {compared} cases ran on ORT");
+}
+
+#[test]
+fn qlinear_matmul_with_float16_scales_matches_ort() {
+    let model = One::new(21)
+        .input("a", UINT8, &dims(&[3, 20]))
+        .constant("sa", FLOAT16, &[], &[0.0125])
+        .constant("za", UINT8, &[], &[113.0])
+        .input("b", UINT8, &dims(&[20, 4]))
+        .constant("sb", FLOAT16, &[], &[0.0039])
+        .constant("zb", UINT8, &[], &[126.0])
+        .constant("sy", FLOAT16, &[], &[0.0217])
+        .constant("zy", UINT8, &[], &[90.0])
+        .node("QLinearMatMul", &[], &[("y", UINT8)]);
+    let inputs = [tensor("a", UINT8, &[3, 20], ints(UINT8, 40, 60)), tensor("b", UINT8, &[20, 4], ints(UINT8, 41, 80))];
+    assert_matches_ort(&model, &inputs, 0.0, 0.0, "QLinearMatMul float16 scales");
+}
+
+/// Conv attribute sets: pads, strides, dilations, groups, auto_pad.
+fn conv_cases() -> Vec<(Vec<i64>, Vec<i64>, Vec<(&'static str, Attr)>)> {
+    vec![
+        (vec![1, 3, 7, 7], vec![4, 3, 3, 3], vec![]),
+        (vec![2, 4, 9, 8], vec![6, 2, 3, 2], vec![("group", Attr::Int(2)), ("pads", Attr::Ints(vec![1, 0, 2, 1]))]),
+        (
+            vec![1, 2, 10, 10],
+            vec![3, 2, 3, 3],
+            vec![
+                ("strides", Attr::Ints(vec![2, 3])),
+                ("dilations", Attr::Ints(vec![2, 1])),
+                ("pads", Attr::Ints(vec![1, 1, 1, 1])),
+            ],
+        ),
+        (
+            vec![1, 3, 8, 8],
+            vec![3, 1, 3, 3],
+            vec![("group", Attr::Int(3)), ("auto_pad", Attr::Str("SAME_UPPER".into()))],
+        ),
+        (
+            vec![1, 2, 7, 6],
+            vec![2, 2, 2, 2],
+            vec![("auto_pad", Attr::Str("SAME_LOWER".into())), ("strides", Attr::Ints(vec![2, 2]))],
+        ),
+        (vec![2, 3, 11], vec![5, 3, 4], vec![("strides", Attr::Ints(vec![2])), ("pads", Attr::Ints(vec![2, 1]))]),
+    ]
+}
+
+#[test]
+fn conv_integer_matches_ort() {
+    let mut compared = 0;
+    for (xs, ws, attrs) in conv_cases() {
+        for (xt, wt) in [(UINT8, UINT8), (UINT8, INT8), (INT8, INT8)] {
+            let model = One::new(10)
+                .input("x", xt, &std::iter::once(Dim::from("N")).chain(dims(&xs[1..])).collect::<Vec<_>>())
+                .input("w", wt, &dims(&ws))
+                .constant("zx", xt, &[], &[if xt == UINT8 { 97.0 } else { -7.0 }])
+                .constant("zw", wt, &[], &[if wt == UINT8 { 130.0 } else { 2.0 }])
+                .node("ConvInteger", &attrs, &[("y", INT32)]);
+            let inputs = [tensor("x", xt, &xs, ints(xt, 50, len(&xs))), tensor("w", wt, &ws, ints(wt, 51, len(&ws)))];
+            let what = format!("ConvInteger {xt}x{wt} {xs:?} {ws:?} {attrs:?}");
+            compared += usize::from(matches_ort_if_it_runs(&model, &inputs, &what));
+        }
+    }
+    assert!(compared >= 18, "only {compared} cases ran on ORT");
+}
+
+#[test]
+fn qlinear_conv_matches_ort_with_per_channel_weights_and_bias() {
+    let mut compared = 0;
+    for (xs, ws, attrs) in conv_cases() {
+        let m = ws[0];
+        for (xt, wt, per_channel, bias) in
+            [(UINT8, INT8, true, true), (UINT8, UINT8, false, true), (INT8, INT8, true, false)]
+        {
+            let sw: Vec<f64> =
+                if per_channel { (0..m).map(|i| 0.003 + 0.001 * i as f64).collect() } else { vec![0.004] };
+            let zw = vec![if wt == UINT8 { 128.0 } else { 0.0 }; sw.len()];
+            let sshape: Vec<i64> = if per_channel { vec![m] } else { vec![] };
+            let mut b = One::new(10)
+                .input("x", xt, &std::iter::once(Dim::from("N")).chain(dims(&xs[1..])).collect::<Vec<_>>())
+                .constant("sx", FLOAT, &[], &[0.02])
+                .constant("zx", xt, &[], &[if xt == UINT8 { 110.0 } else { -3.0 }])
+                .input("w", wt, &dims(&ws))
+                .constant("sw", FLOAT, &sshape, &sw)
+                .constant("zw", wt, &sshape, &zw)
+                .constant("sy", FLOAT, &[], &[0.05])
+                .constant("zy", xt, &[], &[if xt == UINT8 { 120.0 } else { 4.0 }]);
+            if bias {
+                b = b.constant(
+                    "bias",
+                    INT32,
+                    &[m],
+                    &(0..m).map(|i| (i * 731 % 2001) as f64 - 1000.0).collect::<Vec<_>>(),
+                );
+            }
+            let model = b.node("QLinearConv", &attrs, &[("y", xt)]);
+            let inputs = [tensor("x", xt, &xs, ints(xt, 60, len(&xs))), tensor("w", wt, &ws, ints(wt, 61, len(&ws)))];
+            let what = format!("QLinearConv {xt}x{wt} per channel {per_channel} {xs:?} {ws:?} {attrs:?}");
+            compared += usize::from(matches_ort_if_it_runs(&model, &inputs, &what));
+        }
+    }
+    assert!(compared >= 18, "only {compared} cases ran on ORT");
+}
+
+#[test]
+fn bad_quantization_inputs_are_errors_naming_the_node_and_the_session_still_runs() {
+    // A per-axis scale whose length is not the axis's (its length is symbolic).
+    let model = One::new(13).input("x", FLOAT, &[2.into(), 3.into()]).input("s", FLOAT, &["S".into()]).node(
+        "QuantizeLinear",
+        &[("axis", Attr::Int(1))],
+        &[("y", UINT8)],
+    );
+    let mut s = harness::session(env(), &model, Arm::Rivet, &strict()).expect("session");
+    let x = HostTensor::f32("x", &[2, 3], vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+    let err = harness::run(&mut s, &[x.clone(), HostTensor::f32("s", &[2], vec![1.0, 2.0])]).expect_err("bad scale");
+    assert!(err.contains("node 'q' (QuantizeLinear)") && err.contains("per-axis scale"), "{err}");
+    let out = harness::run(&mut s, &[x, HostTensor::f32("s", &[3], vec![1.0, 2.0, 4.0])]).expect("still runs");
+    assert_eq!(out[0].data, [1.0, 1.0, 1.0, 4.0, 2.0, 2.0]);
+
+    // Operands whose inner sizes differ at Run.
+    let model = One::new(10)
+        .input("a", UINT8, &[2.into(), "K".into()])
+        .input("b", UINT8, &["L".into(), 2.into()])
+        .node("MatMulInteger", &[], &[("y", INT32)]);
+    let mut s = harness::session(env(), &model, Arm::Rivet, &strict()).expect("session");
+    let bad = [tensor("a", UINT8, &[2, 3], vec![1.0; 6]), tensor("b", UINT8, &[2, 2], vec![1.0; 4])];
+    let err = harness::run(&mut s, &bad).expect_err("K differs");
+    assert!(err.contains("node 'q' (MatMulInteger)") && err.contains("do not chain"), "{err}");
+    let good = [tensor("a", UINT8, &[2, 3], vec![1.0; 6]), tensor("b", UINT8, &[3, 2], vec![2.0; 6])];
+    assert_eq!(harness::run(&mut s, &good).expect("still runs")[0].data, [6.0; 4]);
+
+    // A bias of the wrong length.
+    let model = One::new(10)
+        .input("x", UINT8, &dims(&[1, 1, 3, 3]))
+        .constant("sx", FLOAT, &[], &[1.0])
+        .constant("zx", UINT8, &[], &[0.0])
+        .constant("w", UINT8, &[2, 1, 1, 1], &[1.0, 2.0])
+        .constant("sw", FLOAT, &[], &[1.0])
+        .constant("zw", UINT8, &[], &[0.0])
+        .constant("sy", FLOAT, &[], &[1.0])
+        .constant("zy", UINT8, &[], &[0.0])
+        .input("bias", INT32, &["C".into()])
+        .node("QLinearConv", &[], &[("y", UINT8)]);
+    let mut s = harness::session(env(), &model, Arm::Rivet, &strict()).expect("session");
+    let x = tensor("x", UINT8, &[1, 1, 3, 3], (1..=9).map(f64::from).collect());
+    let err = harness::run(&mut s, &[x.clone(), tensor("bias", INT32, &[3], vec![0.0; 3])]).expect_err("bias");
+    assert!(err.contains("node 'q' (QLinearConv)") && err.contains("bias"), "{err}");
+    let out = harness::run(&mut s, &[x, tensor("bias", INT32, &[2], vec![1.0, 0.0])]).expect("still runs");
+    let want: Vec<f64> = (1..=9).map(|v| v as f64 + 1.0).chain((1..=9).map(|v| 2.0 * v as f64)).collect();
+    assert_eq!(out[0].data, want);
+}
+
+#[test]
+fn types_rivet_does_not_quantize_are_not_claimed() {
+    let q_f16 = One::new(21).input("x", FLOAT16, &dims(&[4])).input("s", FLOAT16, &[]).node(
+        "QuantizeLinear",
+        &[],
+        &[("y", UINT8)],
+    );
+    let err = harness::session(env(), &q_f16, Arm::Rivet, &strict()).expect_err("float16 input");
+    assert!(err.contains("node 'q' (QuantizeLinear)") && err.contains("float16"), "{err}");
+    let dq_f16 = One::new(21).input("x", UINT8, &dims(&[4])).input("s", FLOAT16, &[]).node(
+        "DequantizeLinear",
+        &[],
+        &[("y", FLOAT16)],
+    );
+    let err = harness::session(env(), &dq_f16, Arm::Rivet, &strict()).expect_err("float16 scale");
+    assert!(err.contains("node 'q' (DequantizeLinear)") && err.contains("float16"), "{err}");
+}
+
+/// The ops Rivet takes in `model` with CPU fallback on, sorted, and whether its outputs are
+/// ORT's alone bit for bit.
+fn claims_with_fallback(model: &[u8], inputs: &[HostTensor]) -> Vec<String> {
+    let want = harness::run(&mut ort_session(model), inputs).expect("ORT run");
+    let opts = SessionOpts { record_assignment: true, ..Default::default() };
+    let mut s = harness::session(env(), model, Arm::Rivet, &opts).expect("session with fallback");
+    let assigned = rivet::ort_extra::graph_assignment(&s).expect("assignment");
+    let mut ops: Vec<String> =
+        assigned.into_iter().filter(|(ep, _, _)| ep == harness::RIVET_EP).map(|(_, _, op)| op).collect();
+    ops.sort();
+    let got = harness::run(&mut s, inputs).expect("run");
+    harness::compare(&got, &want, 0.0, 0.0).expect("the outputs are ORT's");
+    ops
+}
+
+const QUANT_OPS: [&str; 7] = [
+    "QuantizeLinear",
+    "DequantizeLinear",
+    "DynamicQuantizeLinear",
+    "MatMulInteger",
+    "QLinearMatMul",
+    "ConvInteger",
+    "QLinearConv",
+];
+
+#[test]
+fn quantized_models_keep_their_quantization_ops_on_ort_with_fallback_on() {
+    // The models ORT's quantization tool made (tests/models/make_quantized.py).
+    for (name, shape) in [("qdq_cnn.onnx", [1i64, 3, 64, 64].as_slice()), ("dynamic_mlp.onnx", &[1, 64, 128])] {
+        let path = rivet::paths::workspace_root().join("tests/models").join(name);
+        let bytes = std::fs::read(&path).expect("model");
+        let x: Vec<f32> = harness::values(3, len(shape), -2.0, 2.0).into_iter().map(|v| v as f32).collect();
+        let ops = claims_with_fallback(&bytes, &[HostTensor::f32("x", shape, x)]);
+        assert!(ops.iter().all(|op| !QUANT_OPS.contains(&op.as_str())), "{name}: Rivet took {ops:?}");
+    }
+    // A QDQ MatMul group (Q -> DQ, DQ of a weight -> MatMul -> Q -> DQ) then float work:
+    // every Q and DQ stays ORT's.
+    let w: Vec<f64> = ints(INT8, 70, 16 * 8);
+    let model = One::new(21)
+        .input("x", FLOAT, &dims(&[4, 16]))
+        .b
+        .initializer("sx", &[], vec![0.02])
+        .initializer("sy", &[], vec![0.05])
+        .node_with("Constant", "zx", &[], &["zxv"], &[("value", Attr::Tensor(UINT8, vec![], vec![128]))])
+        .node_with(
+            "Constant",
+            "wq",
+            &[],
+            &["wqv"],
+            &[("value", Attr::Tensor(INT8, vec![16, 8], w.iter().map(|&v| v as i8 as u8).collect()))],
+        )
+        .initializer("sw", &[], vec![0.01])
+        .node("QuantizeLinear", "qx", &["x", "sx", "zxv"], &["xq"])
+        .node("DequantizeLinear", "dqx", &["xq", "sx", "zxv"], &["xd"])
+        .node("DequantizeLinear", "dqw", &["wqv", "sw"], &["wd"])
+        .node("MatMul", "mm", &["xd", "wd"], &["h"])
+        .node("QuantizeLinear", "qh", &["h", "sy", "zxv"], &["hq"])
+        .node("DequantizeLinear", "dqh", &["hq", "sy", "zxv"], &["hd"])
+        .node("Softmax", "soft", &["hd"], &["p"])
+        .node("Relu", "relu", &["p"], &["y"])
+        .output("y", FLOAT, None)
+        .build();
+    let x: Vec<f32> = harness::values(71, 64, -2.0, 2.0).into_iter().map(|v| v as f32).collect();
+    assert_eq!(claims_with_fallback(&model, &[HostTensor::f32("x", &[4, 16], x)]), ["Relu"]);
+}
+
+#[test]
+fn standalone_quantization_ops_are_claimed_with_fallback_on() {
+    // x -> QuantizeLinear -> output, and a DequantizeLinear of a graph input to an output:
+    // no group for ORT to fuse, so Rivet takes both.
+    let model = ModelBuilder::new(21)
+        .input("x", FLOAT, &dims(&[3, 5]))
+        .input("w", INT8, &dims(&[3, 5]))
+        .initializer("s", &[], vec![0.1])
+        .node("QuantizeLinear", "q", &["x", "s"], &["xq"])
+        .node("DequantizeLinear", "dq", &["w", "s"], &["wd"])
+        .output("xq", UINT8, None)
+        .output("wd", FLOAT, None)
+        .build();
+    let x: Vec<f32> = harness::values(80, 15, -5.0, 30.0).into_iter().map(|v| v as f32).collect();
+    let inputs = [HostTensor::f32("x", &[3, 5], x), tensor("w", INT8, &[3, 5], ints(INT8, 81, 15))];
+    assert_eq!(claims_with_fallback(&model, &inputs), ["DequantizeLinear", "QuantizeLinear"]);
+}
