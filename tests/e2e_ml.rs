@@ -294,7 +294,7 @@ fn float64_thresholds_from_as_tensor_attributes_match_ort() {
         &[7.into(), 3.into()],
         &[("l", INT64), ("p", FLOAT)],
     );
-    let err = harness::session(env(), &model, Arm::Rivet, &strict()).err().expect("not claimed");
+    let Err(err) = harness::session(env(), &model, Arm::Rivet, &strict()) else { panic!("not claimed") };
     assert!(err.contains("threshold type"), "{err}");
 }
 
@@ -402,7 +402,7 @@ fn string_labels_and_zipmap_style_models_are_not_claimed() {
     a.push(("classlabels_strings".into(), Attr::Strs(vec!["a".into(), "b".into()])));
     let model =
         ml_model("TreeEnsembleClassifier", 3, &attrs_ref(&a), FLOAT, &[1.into(), 2.into()], &[("l", 8), ("p", FLOAT)]);
-    let err = harness::session(env(), &model, Arm::Rivet, &strict()).err().expect("not claimed");
+    let Err(err) = harness::session(env(), &model, Arm::Rivet, &strict()) else { panic!("not claimed") };
     assert!(err.contains("string labels"), "{err}");
 }
 
@@ -574,7 +574,8 @@ fn label_encoder_maps_numbers_at_opsets_2_and_4_like_ort() {
     let ints = vec![3.0, -1.0, 7.0, 3.0, 100.0];
     // A NaN of the other sign still matches a NaN key (ORT compares NaN as equal).
     let floats = vec![0.5, -0.0, f64::NAN, 2.5, 9.0, -f64::NAN];
-    let cases: Vec<(i64, i32, i32, Vec<(&str, Attr)>, Vec<f64>)> = vec![
+    type Case<'a> = (i64, i32, i32, Vec<(&'a str, Attr)>, Vec<f64>);
+    let cases: Vec<Case> = vec![
         (
             2,
             INT64,

@@ -295,7 +295,8 @@ fn max_unpool_matches_ort_with_and_without_output_shape() {
         ("pads", Attr::Ints(vec![1, 1, 0, 1])),
     ];
     let k3_1d = vec![("kernel_shape", Attr::Ints(vec![3]))];
-    let cases: [(&[(&str, Attr)], Vec<i64>, Vec<i64>); 3] = [
+    type Case<'a> = (&'a [(&'a str, Attr)], Vec<i64>, Vec<i64>);
+    let cases: [Case; 3] = [
         (&k2s2, vec![2, 3, 4, 5], vec![8, 10]),
         (&k3s2p, vec![1, 2, 4, 4], vec![8, 7]),
         (&k3_1d, vec![2, 2, 6], vec![8]),

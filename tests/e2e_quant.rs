@@ -373,7 +373,9 @@ fn qlinear_matmul_with_float16_scales_matches_ort() {
 }
 
 /// Conv attribute sets: pads, strides, dilations, groups, auto_pad.
-fn conv_cases() -> Vec<(Vec<i64>, Vec<i64>, Vec<(&'static str, Attr)>)> {
+type ConvCase = (Vec<i64>, Vec<i64>, Vec<(&'static str, Attr)>);
+
+fn conv_cases() -> Vec<ConvCase> {
     vec![
         (vec![1, 3, 7, 7], vec![4, 3, 3, 3], vec![]),
         (vec![2, 4, 9, 8], vec![6, 2, 3, 2], vec![("group", Attr::Int(2)), ("pads", Attr::Ints(vec![1, 0, 2, 1]))]),

@@ -311,7 +311,8 @@ fn lstm_peepholes_and_input_forget_gru_linear_before_reset() {
 fn activations_with_alpha_and_beta_and_clip() {
     env();
     let strs = |v: &[&str]| Attr::Strs(v.iter().map(|s| s.to_string()).collect());
-    let lists: [(&str, &[&str], Vec<f32>, Vec<f32>); 4] = [
+    type Lists<'a> = [(&'a str, &'a [&'a str], Vec<f32>, Vec<f32>); 4];
+    let lists: Lists = [
         ("RNN", &["LeakyRelu", "Affine"], vec![0.1, 0.7], vec![0.2]),
         ("RNN", &["ScaledTanh", "Elu"], vec![1.5, 0.8], vec![0.6]),
         ("GRU", &["HardSigmoid", "Softsign", "Sigmoid", "ThresholdedRelu"], vec![0.3, 0.1], vec![0.4]),
