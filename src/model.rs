@@ -274,8 +274,15 @@ impl ModelBuilder {
         opset.string(1, "");
         opset.int(2, self.opset);
         model.message(8, opset);
-        let mut custom =
-            self.nodes.iter().filter(|n| !n.domain.is_empty()).map(|n| n.domain.clone()).collect::<Vec<_>>();
+        // The domains of the graph's nodes, and any imported explicitly (for subgraphs'
+        // nodes, which the builder of the outer graph does not see).
+        let mut custom = self
+            .nodes
+            .iter()
+            .filter(|n| !n.domain.is_empty())
+            .map(|n| n.domain.clone())
+            .chain(self.domain_opsets.iter().map(|(d, _)| d.clone()))
+            .collect::<Vec<_>>();
         custom.sort();
         custom.dedup();
         for d in custom {

@@ -124,14 +124,20 @@ fn with_fallback_off_an_if_model_runs_on_rivet_alone() {
     }
 }
 
-/// y = If(sum(x) > 0, then: Det(x), else: ReduceSum(x)): Rivet has no Det.
+/// y = If(sum(x) > 0, then: ReduceSum(Gelu(x)), else: ReduceSum(x)), the Gelu being
+/// com.microsoft's contrib op, which Rivet does not claim.
 fn if_with_an_unsupported_branch_node() -> Vec<u8> {
-    let then = ModelBuilder::new(17).node("Det", "then_det", &["x"], &["d"]).output("d", FLOAT, None).graph("then");
+    let then = ModelBuilder::new(17)
+        .node_in_domain("com.microsoft", "Gelu", "then_gelu", &["x"], &["g"])
+        .node_with("ReduceSum", "then_sum", &["g"], &["d"], &[("keepdims", Attr::Int(0))])
+        .output("d", FLOAT, None)
+        .graph("then");
     let other = ModelBuilder::new(17)
         .node_with("ReduceSum", "else_sum", &["x"], &["r"], &[("keepdims", Attr::Int(0))])
         .output("r", FLOAT, None)
         .graph("else");
     ModelBuilder::new(17)
+        .domain_opset("com.microsoft", 1)
         .input("x", FLOAT, &[Dim::Fixed(3), Dim::Fixed(3)])
         .initializer("zero", &[], vec![0.0])
         .node_with("ReduceSum", "sum", &["x"], &["s"], &[("keepdims", Attr::Int(0))])
@@ -157,7 +163,7 @@ fn an_if_whose_branch_rivet_cannot_run_is_not_claimed() {
     let assigned = rivet::ort_extra::graph_assignment(&rivet).expect("assignment info");
     let on = |node: &str| assigned.iter().find(|(_, n, _)| n == node).map(|(ep, _, _)| ep.clone());
     assert_eq!(on("if").as_deref(), Some(harness::ORT_CPU_EP), "{assigned:?}");
-    assert_eq!(on("then_det").as_deref(), Some(harness::ORT_CPU_EP), "{assigned:?}");
+    assert_eq!(on("then_gelu").as_deref(), Some(harness::ORT_CPU_EP), "{assigned:?}");
     assert_eq!(on("else_sum").as_deref(), Some(harness::RIVET_EP), "{assigned:?}");
     let mut ort = ort_session(&model);
     for sign in [1.0f32, -1.0] {
@@ -168,10 +174,10 @@ fn an_if_whose_branch_rivet_cannot_run_is_not_claimed() {
         harness::compare(&got, &want, TOL.0, TOL.1).expect("fallback on");
     }
     let err = match harness::session(env(), &model, Arm::Rivet, &strict()) {
-        Ok(_) => panic!("a strict session cannot build: Rivet has no Det"),
+        Ok(_) => panic!("a strict session cannot build: Rivet has no com.microsoft Gelu"),
         Err(e) => e,
     };
-    assert!(err.contains("Rivet cannot run node 'then_det' (Det)"), "Rivet's own message for the inner node: {err}");
+    assert!(err.contains("Rivet cannot run node 'then_gelu' (Gelu)"), "Rivet's own message for the inner node: {err}");
 }
 
 /// A Loop of M = 4 iterations: s <- s + x, scan output s * s (ORT concatenates the

@@ -1,6 +1,13 @@
 //! `rivet profile --trace`'s timeline through real ORT: Chrome trace-event JSON with a
-//! complete event per phase, on the Compute thread and on ORT's pool worker that ran a
+//! complete event per phase, on the Compute thread and on any ORT pool worker that ran a
 //! split kernel's tasks, one named lane each.
+//!
+//! Whether ORT's worker takes a task of a split kernel is up to ORT's scheduler: on a
+//! loaded machine the calling thread can run every task of all 20 Runs before the worker
+//! wakes (seen: 2 failures in 5 runs at load 13 on 2 cores when this test required a
+//! second lane). So the test requires the Compute thread's lane and a name for every lane
+//! that ran kernel work; one lane per thread, pool threads included, is pinned without a
+//! scheduler by `probe/tests/timeline.rs` (three threads, three named lanes).
 
 use rivet::harness::{self, Arm, HostTensor, SessionOpts};
 use rivet::model::{ModelBuilder, FLOAT};
@@ -41,8 +48,16 @@ fn a_split_kernel_shows_on_the_compute_thread_and_on_the_pool_worker() {
         complete.iter().filter(|e| e["name"] == "kernel_invoke").map(|e| e["tid"].as_u64().unwrap()).collect();
     lanes.sort_unstable();
     lanes.dedup();
-    assert!(lanes.len() >= 2, "kernel work on the Compute thread and the pool worker: lanes {lanes:?}");
-    let named = events.iter().filter(|e| e["ph"] == "M" && e["name"] == "thread_name").count();
-    assert!(named >= lanes.len());
+    // The Compute thread's lane (the one its callback_entry events are on) ran kernel work.
+    let compute_lane = complete.iter().find(|e| e["name"] == "callback_entry").unwrap()["tid"].as_u64().unwrap();
+    assert!(lanes.contains(&compute_lane), "kernel work on the Compute thread: lanes {lanes:?}");
+    let named: Vec<u64> = events
+        .iter()
+        .filter(|e| e["ph"] == "M" && e["name"] == "thread_name")
+        .map(|e| e["tid"].as_u64().unwrap())
+        .collect();
+    for lane in &lanes {
+        assert!(named.contains(lane), "lane {lane} ran kernel work and is named: named {named:?}");
+    }
     assert_eq!(trace["otherData"]["dropped_events"], 0);
 }
