@@ -10,7 +10,7 @@ use ort::value::TensorElementType;
 use crate::harness::{self, HostTensor};
 
 /// The stored models (file stems in `tests/models/real/`), CNNs first, tiny before small.
-pub const REAL_MODELS: [&str; 30] = [
+pub const REAL_MODELS: [&str; 32] = [
     "resnet18_op17",
     "mobilenet_v2_op17",
     "efficientnet_b0_op17",
@@ -33,6 +33,8 @@ pub const REAL_MODELS: [&str; 30] = [
     "t5_tiny_op17",
     "t5_tiny_op23",
     "lstm_tiny_op17",
+    "yolo_tiny_op17",
+    "cond_tiny_op17",
     "bert_small_op17",
     "gpt2_small_prefill_op17",
     "gpt2_small_decode_op17",

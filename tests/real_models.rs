@@ -71,6 +71,37 @@ fn the_project_s_small_transformers_match_ort_on_rivet_alone() {
     check_real_models(&stems);
 }
 
+/// cond_tiny's If on `x.mean() > 0`, with the stored input (mean about 0.5: the first
+/// branch, a Conv and a Relu) and with its negation (the second, a MatMul, an Add and a
+/// Tanh, reading outer-graph weights): each on Rivet alone against ORT, and the `branch`
+/// output (1 for the first) saying both sides took the branch the input asks for.
+#[test]
+fn cond_tiny_matches_ort_on_each_branch_of_its_if() {
+    let stem = "cond_tiny_op17";
+    let (model, stored) = real_model(stem).expect("the stored real models");
+    let mut rivet = rivet_session(&model);
+    let assigned = rivet::ort_extra::graph_assignment(&rivet).expect("assignment");
+    assert!(assigned.iter().any(|(_, _, op)| op == "If"), "{stem}: no If node");
+    if let Some((ep, node, op)) = assigned.iter().find(|(ep, _, _)| ep != harness::RIVET_EP) {
+        panic!("{stem}: node {node} ({op}) ran on {ep}");
+    }
+    let mut ort = ort_session(&model);
+    let mut negated = stored.clone();
+    negated[0].data.iter_mut().for_each(|v| *v = -*v);
+    let mut logits = Vec::new();
+    for (inputs, branch) in [(&stored, 1.0), (&negated, 0.0)] {
+        let want = harness::run(&mut ort, inputs).expect("ORT run");
+        let got = harness::run(&mut rivet, inputs).expect("Rivet run");
+        assert_informative(stem, &want);
+        let worst = real_models::compare(&got, &want).unwrap_or_else(|e| panic!("{stem}: {e}"));
+        eprintln!("{stem}, branch {branch}: worst difference {worst:.3} of the tolerance");
+        assert_eq!(want[1].data, [branch], "{stem}: ORT took the other branch");
+        assert_eq!(got[1].data, [branch], "{stem}: Rivet took the other branch");
+        logits.push(got[0].data.clone());
+    }
+    assert_ne!(logits[0], logits[1]);
+}
+
 /// Not a check: writes every refilled model to `target/real-models/` for `rivet run` and
 /// `rivet profile` (`cargo test --release --test real_models materialise -- --ignored`).
 #[test]

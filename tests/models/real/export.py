@@ -403,6 +403,83 @@ def lstm(vocab, d, hidden, layers, classes, batch, seq):
     ins = [("input_ids", "int64", [batch, seq], "int", 0, vocab)]
     return lambda: (LstmClassifier(vocab, d, hidden, layers, classes), ins, ["logits"])
 
+class ConvBnSilu(nn.Sequential):
+    def __init__(self, cin, cout, k=3, stride=1):
+        super().__init__(nn.Conv2d(cin, cout, k, stride, k // 2, bias=False), nn.BatchNorm2d(cout), nn.SiLU())
+
+
+class YoloTiny(nn.Module):
+    """A YOLO-style detector: a stride-2 Conv-BN-SiLU backbone down to strides 8, 16 and
+    32, an FPN top-down path (nearest 2x Upsample, exported as Resize, and Concat), a
+    1x1 head per scale with `anchors` boxes of 5 + `classes` values per cell, all scales
+    reshaped to [1, N, 5 + classes] and concatenated, then a Sigmoid."""
+
+    def __init__(self, classes, anchors=3):
+        super().__init__()
+        self.a, self.k = anchors, 5 + classes
+        self.stem = nn.Sequential(ConvBnSilu(3, 16, stride=2), ConvBnSilu(16, 32, stride=2), ConvBnSilu(32, 32))
+        self.c3 = ConvBnSilu(32, 64, stride=2)  # stride 8
+        self.c4 = ConvBnSilu(64, 96, stride=2)  # stride 16
+        self.c5 = ConvBnSilu(96, 128, stride=2)  # stride 32
+        self.up = nn.Upsample(scale_factor=2, mode="nearest")
+        self.l5 = ConvBnSilu(128, 64, k=1)
+        self.f4 = ConvBnSilu(64 + 96, 64)
+        self.l4 = ConvBnSilu(64, 32, k=1)
+        self.f3 = ConvBnSilu(32 + 64, 48)
+        self.heads = nn.ModuleList(nn.Conv2d(c, anchors * self.k, 1) for c in (48, 64, 128))
+
+    def flat(self, head, x):
+        b, _, h, w = x.shape
+        return head(x).view(b, self.a, self.k, h, w).permute(0, 1, 3, 4, 2).reshape(b, -1, self.k)
+
+    def forward(self, x):
+        p3 = self.c3(self.stem(x))
+        p4 = self.c4(p3)
+        p5 = self.c5(p4)
+        t5 = self.l5(p5)
+        n4 = self.f4(torch.cat([self.up(t5), p4], 1))
+        n3 = self.f3(torch.cat([self.up(self.l4(n4)), p3], 1))
+        outs = [self.flat(h, t) for h, t in zip(self.heads, (n3, n4, p5))]
+        return torch.sigmoid(torch.cat(outs, 1))
+
+
+def yolo(image, classes):
+    ins = [("images", "float32", [1, 3, image, image], "uniform", -1, 1)]
+    return lambda: (YoloTiny(classes), ins, ["detections"])
+
+
+class CondTiny(nn.Module):
+    """A data-dependent branch (scripted, so the `if` exports as an If node): a conv stem,
+    then a 3x3 conv + Relu when the input's mean is positive, else a per-pixel Linear +
+    Tanh; both branches read the outer graph's weights. Outputs the pooled logits and which
+    branch ran (int64, 1 for the first), so a test can tell the branches apart."""
+
+    script = True
+
+    def __init__(self, c, classes):
+        super().__init__()
+        self.stem = nn.Conv2d(3, c, 3, padding=1)
+        self.conv = nn.Conv2d(c, c, 3, padding=1)
+        self.mix = nn.Linear(c, c)
+        self.head = nn.Linear(c, classes)
+
+    def forward(self, x):
+        h = self.stem(x)
+        if bool(x.mean() > 0):
+            y = torch.relu(self.conv(h))
+            branch = torch.ones([], dtype=torch.int64)
+        else:
+            y = torch.tanh(self.mix(h.permute(0, 2, 3, 1))).permute(0, 3, 1, 2)
+            branch = torch.zeros([], dtype=torch.int64)
+        return self.head(y.mean([2, 3])), branch
+
+
+def cond(c, classes, image):
+    # The stored input's mean is about 0.5: the first branch; its negation takes the other.
+    ins = [("x", "float32", [1, 3, image, image], "uniform", -0.5, 1.5)]
+    return lambda: (CondTiny(c, classes), ins, ["logits", "branch"])
+
+
 # name -> (factory, [(opset, exporter)]); "ts" is the TorchScript exporter, "dynamo" the
 # torch.export-based one (opset 23 turns scaled_dot_product_attention into Attention).
 TS17, TS20, DY23 = (17, "ts"), (20, "ts"), (23, "dynamo")
@@ -427,6 +504,8 @@ MODELS = {
     "t5_tiny": (t5(1024, 128, 2, 4, 512, 64), [TS17, DY23]),
     "t5_small": (t5(4096, 512, 4, 8, 1024, 128), [TS17]),
     "lstm_tiny": (lstm(1000, 64, 64, 2, 10, 2, 32), [TS17]),
+    "yolo_tiny": (yolo(160, 8), [TS17]),
+    "cond_tiny": (cond(16, 10, 32), [TS17]),
 }
 
 
@@ -507,7 +586,7 @@ def export(name, factory, opset, exporter):
         if exporter == "ts":
             buf = io.BytesIO()
             torch.onnx.export(
-                model, args, buf, opset_version=opset, input_names=names, output_names=outs, dynamo=False,
+                torch.jit.script(model) if getattr(model, "script", False) else model, args, buf, opset_version=opset, input_names=names, output_names=outs, dynamo=False,
                 do_constant_folding=True,
             )
             proto = onnx.load_from_string(buf.getvalue())
