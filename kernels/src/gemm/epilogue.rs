@@ -30,6 +30,9 @@ pub enum Activation {
     Unary(UnaryOp),
     /// `min(max(x, min), max)`, NaN passing through (as ONNX Runtime's Clip).
     Clip { min: f32, max: f32 },
+    /// SiLU, `x * sigmoid(x)`: the exporters' Sigmoid + Mul pair, with the Sigmoid op's
+    /// own kernel and an exact multiply, so it gives the pair's bits.
+    Silu,
 }
 
 impl Activation {
@@ -41,6 +44,15 @@ impl Activation {
                 let v = if *o < min { min } else { *o };
                 *o = if v > max { max } else { v };
             }),
+            Activation::Silu => {
+                let mut s = [0.0f32; 256];
+                for chunk in xs.chunks_mut(256) {
+                    let s = &mut s[..chunk.len()];
+                    s.copy_from_slice(chunk);
+                    UnaryOp::Sigmoid.apply_inplace_at(level, s);
+                    chunk.iter_mut().zip(s.iter()).for_each(|(x, &g)| *x *= g);
+                }
+            }
         }
     }
 }

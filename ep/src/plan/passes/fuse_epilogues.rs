@@ -36,7 +36,31 @@ pub fn run(plan: &mut Plan, _graph: &GraphDesc) -> Result<()> {
             continue;
         }
         let mut stage = Stage::Product;
-        while let Some((t, part)) = next_part(plan, &removed, p, stage) {
+        loop {
+            // SiLU: a Sigmoid of the output and a Mul of the output by it, both folded.
+            if stage < Stage::Act || stage == Stage::Residual {
+                if let Some((sig, mul)) = silu_at(plan, &removed, p) {
+                    let names = [sig, mul].map(|t| (plan.steps[t].node_name.clone(), plan.steps[t].op_type.clone()));
+                    let output = plan.steps[mul].output;
+                    let step = &mut plan.steps[p];
+                    let e = step.epilogue.get_or_insert_with(Default::default);
+                    if stage < Stage::Act {
+                        e.act = Some(Activation::Silu);
+                        stage = Stage::Act;
+                    } else {
+                        e.after = Some(Activation::Silu);
+                        stage = Stage::After;
+                    }
+                    e.folded.extend(names);
+                    step.output = output;
+                    for t in [sig, mul] {
+                        removed[t] = true;
+                        absorbed_into[t] = p;
+                    }
+                    continue;
+                }
+            }
+            let Some((t, part)) = next_part(plan, &removed, p, stage) else { break };
             let folded = &plan.steps[t];
             let (name, op, output) = (folded.node_name.clone(), folded.op_type.clone(), folded.output);
             let step = &mut plan.steps[p];
@@ -127,6 +151,39 @@ fn next_part(plan: &Plan, removed: &[bool], p: usize, stage: Stage) -> Option<(u
         }
         _ => None,
     }
+}
+
+/// For product step `p` whose output `v` (a buffer) is read exactly by a Sigmoid of `v`
+/// and a Mul of `v` by that Sigmoid's output, which nothing else reads: the two steps.
+fn silu_at(plan: &Plan, removed: &[bool], p: usize) -> Option<(usize, usize)> {
+    let v = plan.steps[p].output;
+    if !matches!(plan.values[v].slot, Slot::Buffer(_)) {
+        return None;
+    }
+    let plain = |s: &Step| !s.typed && s.params.is_empty() && s.epilogue.is_none();
+    let readers: Vec<usize> =
+        (0..plan.steps.len()).filter(|&i| !removed[i] && i != p && plan.steps[i].reads().any(|r| r == v)).collect();
+    let [a, b] = readers[..] else { return None };
+    let is_sigmoid = |i: usize| {
+        let s = &plan.steps[i];
+        plain(s) && matches!(s.kernel, Kernel::Unary(rivet_kernels::UnaryOp::Sigmoid)) && s.inputs[..] == [v]
+    };
+    let (sig, mul) = if is_sigmoid(a) {
+        (a, b)
+    } else if is_sigmoid(b) {
+        (b, a)
+    } else {
+        return None;
+    };
+    let g = plan.steps[sig].output;
+    let m = &plan.steps[mul];
+    let pair = m.inputs[..] == [v, g] || m.inputs[..] == [g, v];
+    if !(plain(m) && matches!(m.kernel, Kernel::Binary(BinaryOp::Mul)) && pair) {
+        return None;
+    }
+    // The Sigmoid's output is a buffer read by the Mul alone, which runs after it.
+    let g_readers = (0..plan.steps.len()).filter(|&i| !removed[i] && plan.steps[i].reads().any(|r| r == g)).count();
+    (matches!(plan.values[g].slot, Slot::Buffer(_)) && g_readers == 1 && sig < mul).then_some((sig, mul))
 }
 
 /// The one step (other than `p`) that reads `v`, reading it once.
@@ -248,6 +305,43 @@ mod tests {
         assert_eq!(plan.values[plan.steps[0].output].name, "y4");
         // The residual's first reader is now the fused step.
         assert_eq!(plan.values[id("r").unwrap()].first_reader.map(|r| r.0), Some(0));
+    }
+
+    #[test]
+    fn a_sigmoid_and_a_mul_by_it_fold_as_silu_and_a_residual_may_follow() {
+        let y = |name: &str| v(name, &[f(4), f(6)]);
+        let silu = |mul_first: bool| {
+            let sig = node("sig", "Sigmoid", 13, &[y("y0")], y("g"));
+            let ins = if mul_first { [y("g"), y("y0")] } else { [y("y0"), y("g")] };
+            let mul = node("mul", "Mul", 14, &ins, y("s"));
+            let add = node("add_r", "Add", 14, &[y("s"), v("r", &[f(4), f(6)])], y("z"));
+            mlp(&[], vec![sig, mul, add], &["z"])
+        };
+        for mul_first in [false, true] {
+            let plan = fused(&silu(mul_first));
+            assert_eq!(plan.steps.len(), 1, "{mul_first}");
+            let e = plan.steps[0].epilogue.as_deref().expect("fused");
+            assert_eq!(e.act, Some(Activation::Silu));
+            assert!(e.residual.is_some());
+            assert_eq!(e.folded.len(), 3);
+        }
+        // The Sigmoid's output also read elsewhere: nothing of the pair folds.
+        let mut g = silu(false);
+        g.nodes.push(node("neg", "Neg", 13, &[y("g")], y("n")));
+        g.outputs.push(y("n"));
+        let plan = fused(&g);
+        assert!(plan.steps.iter().all(|s| s.epilogue.as_ref().is_none_or(|e| e.act != Some(Activation::Silu))));
+        // A Mul by another value: not SiLU.
+        let sig = node("sig", "Sigmoid", 13, &[y("y0")], y("g"));
+        let mul = node("mul", "Mul", 14, &[y("y0"), v("r", &[f(4), f(6)])], y("s"));
+        let plan = fused(&mlp(&[], vec![sig, mul], &["s", "g"]));
+        assert_eq!(plan.steps.len(), 3);
+        // A Mul by something made from the Sigmoid, not by the Sigmoid itself: not SiLU.
+        let sig = node("sig", "Sigmoid", 13, &[y("y0")], y("g"));
+        let neg = node("neg", "Neg", 13, &[y("g")], y("h"));
+        let mul = node("mul", "Mul", 14, &[y("y0"), y("h")], y("s"));
+        let plan = fused(&mlp(&[], vec![sig, neg, mul], &["s"]));
+        assert_eq!(plan.steps.len(), 4);
     }
 
     #[test]
