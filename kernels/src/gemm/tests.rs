@@ -289,6 +289,12 @@ fn unfused(level: Level, g: &Gemm<'_>, c0: &[f32]) -> Vec<f32> {
     let act = |x: &mut [f32], act: Option<Activation>| match act {
         Some(Activation::Unary(op)) => op.apply_inplace_at(level, x),
         Some(Activation::Clip { min, max }) => x.iter_mut().for_each(|v| *v = v.max(min).min(max)),
+        // The unfused pair: a Sigmoid op over the whole tensor, then a Mul.
+        Some(Activation::Silu) => {
+            let mut g = x.to_vec();
+            crate::UnaryOp::Sigmoid.apply_inplace_at(level, &mut g);
+            x.iter_mut().zip(&g).for_each(|(v, &s)| *v *= s);
+        }
         None => {}
     };
     for (i, row) in c.chunks_exact_mut(n.max(1)).enumerate().take(m) {
@@ -327,6 +333,7 @@ fn epilogues_give_the_unfused_bits_whole_split_and_packed() {
                 after: Some(Activation::Unary(UnaryOp::Sigmoid)),
             },
             Epilogue { residual: Some(res), ..Epilogue::default() },
+            Epilogue { bias: Bias::Rows(rb), act: Some(Activation::Silu), residual: Some(res), ..Epilogue::default() },
         ]
     };
     let leak = |v: Vec<f32>| -> &'static [f32] { Vec::leak(v) };
