@@ -344,7 +344,14 @@ fn run_op(
         ins.push(src.read(id));
         in_shapes.push(&shapes[id]);
     }
-    let x = crate::ops::RunIn { ins: &ins, shapes: &in_shapes, out_shape: &shapes[step.output], par, scratch };
+    let x = crate::ops::RunIn {
+        ins: &ins,
+        shapes: &in_shapes,
+        out_shape: &shapes[step.output],
+        constant: step.constant_inputs,
+        par,
+        scratch,
+    };
     op.run(x, dst).map_err(|why| Error::invalid(format_args!("{}: {why}", NodeLabel(step))))
 }
 

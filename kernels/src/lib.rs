@@ -63,6 +63,7 @@ pub mod random;
 mod reference;
 pub mod resize;
 pub mod rnn;
+pub mod roi_align;
 pub mod sample;
 pub mod typed;
 mod unary;

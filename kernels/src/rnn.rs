@@ -6,6 +6,9 @@
 //! (a small GEMM, or a GEMV for batch 1, with `R^T` packed once per call) and applies the
 //! cell's gates. A sequence shorter than the batch's keeps its state once it has ended:
 //! its later (earlier, in reverse) steps are neither computed nor written.
+//!
+//! Constant weights can be packed once ([`PackedWeights`]) and handed to every call;
+//! the products then give the same bits as when packed per call.
 
 use crate::gemm::{pack_b, Gemm, GemmScratch, PackedB};
 use crate::UnaryOp;
@@ -114,6 +117,46 @@ pub struct Recurrence<'a> {
     /// The cell's activations (f, g, h), `cell.activations()` of them.
     pub acts: [Act; 3],
     pub clip: Option<f32>,
+    /// `w` and `r` already packed by [`PackedWeights::pack`] (from these `w` and `r`);
+    /// `None`: packed in the scratch by each call.
+    pub packed: Option<&'a PackedWeights>,
+}
+
+/// One direction's `W^T` and `R^T` packed for the GEMM (`R^T` in two parts for the GRU
+/// without linear_before_reset), made once for constant weights.
+#[derive(Debug, Default)]
+pub struct PackedWeights {
+    w: PackedB,
+    r: [PackedB; 2],
+}
+
+/// The row counts the weights are packed for: a packed B serves products of any m (with
+/// the same bits), these only choose the panel width.
+const PACK_ROWS_W: usize = 64;
+const PACK_ROWS_R: usize = 8;
+
+/// `r` split as the recurrent products read it: the whole, or (GRU without
+/// linear_before_reset) its z, r part and its h part.
+fn r_parts(cell: Cell, hidden: usize, r: &[f32]) -> (&[f32], &[f32]) {
+    if matches!(cell, Cell::Gru { linear_before_reset: false }) {
+        r.split_at(2 * hidden * hidden)
+    } else {
+        (r, &[])
+    }
+}
+
+impl PackedWeights {
+    /// Packs one direction's `w` (`[gates·hidden, input]`) and `r` (`[gates·hidden,
+    /// hidden]`). Panics if a length does not match.
+    pub fn pack(&mut self, cell: Cell, input: usize, hidden: usize, w: &[f32], r: &[f32]) {
+        let gh = cell.gates() * hidden;
+        pack_b(&mut self.w, PACK_ROWS_W, gh, input, w, true);
+        let (first, h) = r_parts(cell, hidden, r);
+        pack_b(&mut self.r[0], PACK_ROWS_R, first.len() / hidden, hidden, first, true);
+        if !h.is_empty() {
+            pack_b(&mut self.r[1], PACK_ROWS_R, hidden, hidden, h, true);
+        }
+    }
 }
 
 /// Where a direction's hidden states go: `y` is `[seq, dirs, batch, hidden]`, or
@@ -183,7 +226,13 @@ impl Recurrence<'_> {
         tmp.resize(batch * hid, 0.0);
         row.resize(gh, 0.0);
         // The projection of every time step, with the biases the state does not scale.
-        Gemm::new(rows, gh, self.input, self.x, false, self.w, true).compute(gemm, 0..rows, 0..gh, proj);
+        let packed_w = self.packed.map(|p| &p.w);
+        Gemm { packed_b: packed_w, ..Gemm::new(rows, gh, self.input, self.x, false, self.w, true) }.compute(
+            gemm,
+            0..rows,
+            0..gh,
+            proj,
+        );
         let gru_lbr = matches!(self.cell, Cell::Gru { linear_before_reset: true });
         if let Some(b) = self.bias {
             let (wb, rb) = b.split_at(gh);
@@ -193,16 +242,22 @@ impl Recurrence<'_> {
                 }
             }
         }
-        // R^T packed once: for the GRU without linear_before_reset, its z, r part and its
-        // h part are two products.
+        // R^T packed once per call unless it was already: for the GRU without
+        // linear_before_reset, its z, r part and its h part are two products.
         let split = matches!(self.cell, Cell::Gru { linear_before_reset: false });
-        let (r_first, r_h) = if split { self.r.split_at(2 * hid * hid) } else { (self.r, &[][..]) };
+        let (r_first, r_h) = r_parts(self.cell, hid, self.r);
         let n_first = if split { 2 * hid } else { gh };
-        let [pk0, pk1] = packed;
-        pack_b(pk0, batch, n_first, hid, r_first, true);
-        if split {
-            pack_b(pk1, batch, hid, hid, r_h, true);
-        }
+        let (pk0, pk1) = match self.packed {
+            Some(p) => (&p.r[0], &p.r[1]),
+            None => {
+                let [pk0, pk1] = packed;
+                pack_b(pk0, batch, n_first, hid, r_first, true);
+                if split {
+                    pack_b(pk1, batch, hid, hid, r_h, true);
+                }
+                (&*pk0, &*pk1)
+            }
+        };
         let x_row = |t: usize, b: usize| if self.batch_major { b * seq + t } else { t * batch + b };
         for step in 0..seq {
             let t = if self.reverse { seq - 1 - step } else { step };
@@ -444,6 +499,7 @@ mod tests {
                     reverse,
                     acts,
                     clip: None,
+                    packed: None,
                 };
                 let mut scratch = RnnScratch::default();
                 scratch.reset_state(b, hid);
@@ -457,6 +513,16 @@ mod tests {
                 assert!(close(&y, &want_y), "{cell:?} reverse {reverse}: Y {y:?} vs {want_y:?}");
                 assert!(close(&scratch.h, &want_h), "{cell:?} reverse {reverse}: Y_h");
                 assert!(!lstm || close(&scratch.c, &want_c), "{cell:?} reverse {reverse}: Y_c");
+                // The weights packed once give the same bits.
+                let mut pw = PackedWeights::default();
+                pw.pack(cell, n, hid, &w, &r);
+                let mut again = vec![0.0; s * b * hid];
+                scratch.reset_state(b, hid);
+                scratch.h.copy_from_slice(&h0);
+                scratch.c.copy_from_slice(&c0);
+                Recurrence { packed: Some(&pw), ..rec }
+                    .run(&mut scratch, Some(YOut { y: &mut again, dirs: 1, dir: 0 }));
+                assert!(again.iter().zip(&y).all(|(a, b)| a.to_bits() == b.to_bits()), "{cell:?}: packed once");
             }
         }
     }

@@ -29,6 +29,7 @@ pub mod resize;
 mod resize_run;
 pub mod reverse_sequence;
 pub mod rnn;
+pub mod roi_align;
 pub mod signal;
 pub mod tensor_scatter;
 pub mod tfidf;
@@ -131,6 +132,7 @@ pub static FAMILIES: &[Family] = &[
         types: "float32, float16; nearest: int8, uint8, int32",
         compile: resize::upsample,
     },
+    Family { domain: "", op_type: "RoiAlign", since: (10, 22), types: "float32", compile: roi_align::roi_align },
     Family { domain: "", op_type: "GridSample", since: (16, 22), types: "float32", compile: grid_sample::grid_sample },
     Family { domain: "", op_type: "AffineGrid", since: (20, 20), types: "float32", compile: grid_sample::affine_grid },
     Family { domain: "", op_type: "Col2Im", since: (18, 18), types: "float32", compile: col2im::col2im },

@@ -94,6 +94,10 @@ pub struct RunIn<'a, 'd> {
     pub ins: &'a [Data<'d>],
     pub shapes: &'a [&'a [usize]],
     pub out_shape: &'a [usize],
+    /// Bit `k` set: input `k` is a constant (an initializer ORT hands in every Run, or one
+    /// the plan holds): the same data at the same address every Run, so an op may keep
+    /// work derived from it (packed weights) keyed by that address.
+    pub constant: u32,
     pub par: &'a dyn Parallel,
     pub scratch: &'a mut OpScratch,
 }

@@ -6,11 +6,12 @@
 //! (a step reads only the node's inputs, not another step's output): the Y_h and Y_c
 //! steps keep only the last state and write no sequence. The recurrence itself is
 //! `rivet_kernels::rnn` (one GEMM for the input projection of every time step, a small
-//! GEMM per step for the hidden state).
+//! GEMM per step for the hidden state). Constant W and R (initializers) are packed for
+//! the GEMM once, on the first Run, and shared by every later (and concurrent) Run.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
-use rivet_kernels::rnn::{Act, Cell, Recurrence, RnnScratch, YOut};
+use rivet_kernels::rnn::{Act, Cell, PackedWeights, Recurrence, RnnScratch, YOut};
 
 use super::op::util::{check_attrs, check_inputs, input, input_type, output_type};
 use super::{Op, RunIn, ShapeError, ShapeIn};
@@ -42,6 +43,16 @@ struct Recurrent {
     batch_major: bool,
     /// Where each input position is among the step's inputs (the present ones, in order).
     slot: [Option<usize>; 8],
+    /// Constant W and R packed once (on the first Run that sees them constant).
+    packed: OnceLock<Packed>,
+}
+
+/// W and R packed per direction, and the tensors they were packed from (address and
+/// length of W, then of R).
+#[derive(Debug)]
+struct Packed {
+    source: [(usize, usize); 2],
+    dirs: Vec<PackedWeights>,
 }
 
 pub fn rnn(node: &NodeDesc, output: usize) -> Result<Arc<dyn Op>, String> {
@@ -124,6 +135,7 @@ fn compile(node: &NodeDesc, output: usize, cell: Cell, extra: &[&str]) -> Result
         clip,
         batch_major: layout == 1,
         slot,
+        packed: OnceLock::new(),
     }))
 }
 
@@ -228,6 +240,29 @@ impl Recurrent {
         Ok(Dims { seq, batch, input: x[2] })
     }
 
+    /// The packed weights when W and R are constants (packed on the first call), else
+    /// `None` (each Run packs R in its scratch).
+    fn packed(&self, constant: u32, w: &[f32], r: &[f32], input: usize) -> Option<&Packed> {
+        let is_const = |k: usize| self.at(k).is_some_and(|i| i < 32 && constant & (1 << i) != 0);
+        if !(is_const(W) && is_const(R)) {
+            return None;
+        }
+        let source = [(w.as_ptr() as usize, w.len()), (r.as_ptr() as usize, r.len())];
+        let p = self.packed.get_or_init(|| {
+            let (gh, h) = (self.cell.gates() * self.hidden, self.hidden);
+            let dirs = (0..self.dirs)
+                .map(|d| {
+                    let mut p = PackedWeights::default();
+                    p.pack(self.cell, input, h, &w[d * gh * input..][..gh * input], &r[d * gh * h..][..gh * h]);
+                    p
+                })
+                .collect();
+            Packed { source, dirs }
+        });
+        // Another tensor than the one packed (not expected of a constant): pack per Run.
+        (p.source == source).then_some(p)
+    }
+
     fn f32_in<'d>(&self, ins: &[Data<'d>], k: usize) -> Result<Option<&'d [f32]>, String> {
         match self.at(k) {
             None => Ok(None),
@@ -264,6 +299,7 @@ impl Op for Recurrent {
         let (w, r) = (self.f32_in(ins, W)?.ok_or("W is missing")?, self.f32_in(ins, R)?.ok_or("R is missing")?);
         let (bias, h0, c0, p) =
             (self.f32_in(ins, B)?, self.f32_in(ins, H0)?, self.f32_in(ins, C0)?, self.f32_in(ins, P)?);
+        let packed = self.packed(x.constant, w, r, input);
         let st: &mut State = x.scratch.state();
         st.lens.clear();
         match self.at(LENS).map(|i| ins[i]) {
@@ -306,6 +342,7 @@ impl Op for Recurrent {
                 reverse: self.reverse || dir == 1,
                 acts: self.acts[dir],
                 clip: self.clip,
+                packed: packed.map(|p| &p.dirs[dir]),
             };
             match self.output {
                 0 => rec.run(&mut st.rnn, Some(YOut { y: out, dirs: d, dir })),

@@ -58,6 +58,9 @@ pub struct Step {
     /// A Conv whose filters are constant (an initializer ORT hands in every Run, or one
     /// the plan holds): packed once and reused (see `mark_constant_weights`).
     pub constant_weights: bool,
+    /// For `Kernel::Op`: bit `k` is set when step input `k` (below 32) is the same data
+    /// every Run (set by `mark_constant_weights`; see `ops::RunIn::constant`).
+    pub constant_inputs: u32,
     /// Whether the step runs on the typed path (`exec::apply_typed`): a kernel over other
     /// element types than float32. The float32 path is the tuned one.
     pub typed: bool,

@@ -107,6 +107,7 @@ pub fn run(name: &str, graph: &GraphDesc) -> Result<Plan> {
                         params: SmallVec::new(),
                         output: wide,
                         constant_weights: false,
+                        constant_inputs: 0,
                         epilogue: None,
                         op: None,
                     });
@@ -131,6 +132,7 @@ pub fn run(name: &str, graph: &GraphDesc) -> Result<Plan> {
             params: params.clone(),
             output,
             constant_weights: false,
+            constant_inputs: 0,
             epilogue: None,
             op: None,
         };
@@ -145,6 +147,7 @@ pub fn run(name: &str, graph: &GraphDesc) -> Result<Plan> {
             params: SmallVec::new(),
             output,
             constant_weights: false,
+            constant_inputs: 0,
             epilogue: None,
             op: None,
         };

@@ -1,7 +1,8 @@
 //! Pre-pack marking: Conv steps whose filters never change, and MatMul and Gemm steps
 //! whose B never changes (a fused input that is a constant initializer, or a constant the
 //! plan holds), are marked, so a Run packs them once for the GEMM and reuses them instead
-//! of packing them again each Run.
+//! of packing them again each Run. Family ops (`Kernel::Op`) get the same fact for each
+//! of their inputs (`Step::constant_inputs`), handed to their Run.
 
 use crate::error::Result;
 use crate::graph::GraphDesc;
@@ -10,13 +11,19 @@ use crate::registry::Kernel;
 
 pub fn run(plan: &mut Plan, graph: &GraphDesc) -> Result<()> {
     let constant_inputs = &graph.constant_inputs;
+    let is_constant = |slot: &Slot| match *slot {
+        Slot::Const(_) => true,
+        Slot::Input(i) => constant_inputs.get(i).copied().unwrap_or(false),
+        Slot::Output(_) | Slot::Buffer(_) => false,
+    };
     for step in &mut plan.steps {
+        if matches!(step.kernel, Kernel::Op) {
+            step.constant_inputs = (step.inputs.iter().take(32).enumerate())
+                .filter(|&(_, &id)| is_constant(&plan.values[id].slot))
+                .fold(0, |mask, (k, _)| mask | 1 << k);
+        }
         if matches!(step.kernel, Kernel::Conv { .. } | Kernel::MatMul | Kernel::Gemm { .. }) && !step.typed {
-            step.constant_weights = match plan.values[step.inputs[1]].slot {
-                Slot::Const(_) => true,
-                Slot::Input(i) => constant_inputs.get(i).copied().unwrap_or(false),
-                Slot::Output(_) | Slot::Buffer(_) => false,
-            };
+            step.constant_weights = is_constant(&plan.values[step.inputs[1]].slot);
         }
     }
     Ok(())
