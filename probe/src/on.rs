@@ -374,7 +374,19 @@ pub fn timeline_json() -> String {
             "{{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":{lane},\"args\":{{\"name\":\"rivet thread {lane}\"}}}}"
         );
     }
-    let json = |s: &str| s.replace('\\', "\\\\").replace('"', "\\\"");
+    // JSON string escapes: backslash, quote and every control character.
+    let json = |s: &str| {
+        let mut o = String::with_capacity(s.len());
+        for c in s.chars() {
+            match c {
+                '\\' => o.push_str("\\\\"),
+                '"' => o.push_str("\\\""),
+                c if (c as u32) < 0x20 => o.push_str(&format!("\\u{:04x}", c as u32)),
+                c => o.push(c),
+            }
+        }
+        o
+    };
     for (lane, start, end, what) in &events {
         sep(&mut out);
         let (ts, dur) = (us(start - t0), us(end.saturating_sub(*start)));

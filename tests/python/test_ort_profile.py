@@ -91,3 +91,38 @@ def test_inner_nodes_appear_in_orts_profile_once_per_run(tmp_path):
         np.testing.assert_allclose(plain.run(None, {"x": x})[0], s.run(None, {"x": x})[0], rtol=1e-6)
     finally:
         ort.unregister_execution_provider_library("rivet_prof")
+
+
+def test_unnamed_nodes_are_one_event_each(tmp_path):
+    """ONNX allows empty (and repeated empty) node names: a chain of unnamed nodes is
+    still one event per node per Run, each with its own op type (not one merged node)."""
+    import numpy as np
+    import onnxruntime as ort
+    from onnx import TensorProto, helper
+
+    nodes = [helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Exp", ["a"], ["b"]), helper.make_node("Tanh", ["b"], ["y"])]
+    g = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+    )
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)]).SerializeToString()
+    lib = os.environ.get("RIVET_EP_LIB", str(ROOT / "target/release/librivet_ep.so"))
+    ort.register_execution_provider_library("rivet_prof2", lib)
+    try:
+        so = ort.SessionOptions()
+        so.add_provider_for_devices([d for d in ort.get_ep_devices() if d.ep_name == "Rivet"], {})
+        so.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
+        so.enable_profiling = True
+        so.profile_file_prefix = str(tmp_path / "unnamed")
+        s = ort.InferenceSession(model, sess_options=so)
+        s.run(None, {"x": np.ones((4, 8), np.float32)})
+        events = json.loads(pathlib.Path(s.end_profiling()).read_text())
+        if isinstance(events, dict):
+            events = events["traceEvents"]
+        ours = [e for e in events if e.get("cat") == "Kernel" and e.get("args", {}).get("provider") == "Rivet"]
+        ops = [e["args"]["op_name"] for e in sorted(ours, key=lambda e: e["ts"])]
+        assert ops == ["Relu", "Exp", "Tanh"], [(e["name"], e["args"]["op_name"]) for e in ours]
+    finally:
+        ort.unregister_execution_provider_library("rivet_prof2")

@@ -47,6 +47,9 @@ pub struct PlanValue {
 #[derive(Clone, Debug)]
 pub struct Step {
     pub node_name: String,
+    /// The index of the model node (in the fused subgraph) it was lowered from: names
+    /// may be empty or repeat, so steps are grouped into nodes by this.
+    pub node: usize,
     pub op_type: String,
     pub kernel: Kernel,
     pub inputs: SmallVec<[ValueId; 2]>,
@@ -148,14 +151,19 @@ impl NodeUnit {
         let mut units: Vec<NodeUnit> = Vec::new();
         for (i, step) in steps.iter().enumerate() {
             if let Some(last) = units.last_mut() {
-                if steps[last.steps.start].node_name == step.node_name {
+                if steps[last.steps.start].node == step.node {
                     last.steps.end = i + 1;
                     continue;
                 }
             }
+            let label = if step.node_name.is_empty() {
+                format!("(unnamed {} #{})", step.op_type, step.node)
+            } else {
+                step.node_name.clone()
+            };
             units.push(NodeUnit {
                 steps: i..i + 1,
-                label: step.node_name.clone(),
+                label,
                 op_type: step.op_type.clone(),
                 probe: crate::probe::NodeId::NONE,
             });

@@ -56,7 +56,7 @@ pub fn run(name: &str, graph: &GraphDesc) -> Result<Plan> {
         graph.outputs.iter().enumerate().map(|(i, v)| (v.name.as_str(), i)).collect();
 
     let mut steps = Vec::with_capacity(graph.nodes.len());
-    for (node, claim) in graph.nodes.iter().zip(claims) {
+    for (node_index, (node, claim)) in graph.nodes.iter().zip(claims).enumerate() {
         let mut step_inputs: SmallVec<[ValueId; 2]> = SmallVec::new();
         for &pos in &claim.data {
             let input = node.inputs[pos].as_ref().expect("data inputs are present");
@@ -100,6 +100,7 @@ pub fn run(name: &str, graph: &GraphDesc) -> Result<Plan> {
                     let wide = add(&mut values, &mut by_name, &name, Slot::Buffer(usize::MAX), dims, dtype::INT64);
                     steps.push(Step {
                         node_name: node.name.clone(),
+                        node: node_index,
                         op_type: node.op_type.clone(),
                         typed: true,
                         kernel: Kernel::Cast { to: dtype::INT64 },
@@ -125,6 +126,7 @@ pub fn run(name: &str, graph: &GraphDesc) -> Result<Plan> {
         let out_type = out.elem_type;
         let step_of = |kernel: Kernel, inputs: SmallVec<[ValueId; 2]>, output, out_type| Step {
             node_name: node.name.clone(),
+            node: node_index,
             op_type: node.op_type.clone(),
             typed: kernel.is_typed() || out_type != dtype::FLOAT,
             kernel,
@@ -140,6 +142,7 @@ pub fn run(name: &str, graph: &GraphDesc) -> Result<Plan> {
         // float32, the kernel runs, its outputs are cast back.
         let cast = |kernel_to: i32, input: ValueId, output: ValueId| Step {
             node_name: node.name.clone(),
+            node: node_index,
             op_type: node.op_type.clone(),
             typed: true,
             kernel: Kernel::Cast { to: kernel_to },
