@@ -58,6 +58,11 @@ fn a_split_kernel_shows_on_the_compute_thread_and_on_the_pool_worker() {
         .collect();
     for lane in &lanes {
         assert!(named.contains(lane), "lane {lane} ran kernel work and is named: named {named:?}");
+        // And it shows which node that work was for: the node's event on the Compute
+        // thread, a task of it on a worker.
+        let of_node =
+            |e: &&&Value| e["tid"].as_u64() == Some(*lane) && (e["cat"] == "rivet.node" || e["cat"] == "rivet.task");
+        assert!(complete.iter().any(|e| of_node(&e) && e["name"] == "relu"), "lane {lane} has relu's events");
     }
     assert_eq!(trace["otherData"]["dropped_events"], 0);
 }

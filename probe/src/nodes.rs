@@ -132,6 +132,8 @@ pub struct NodeScope {
     /// This thread's phase-guard count at entry (timed scopes).
     guards: u64,
     timed: bool,
+    /// A worker's task of the node (its timeline event is a task's, not the node's Run).
+    task: bool,
     _not_send: std::marker::PhantomData<*const ()>,
 }
 
@@ -144,6 +146,7 @@ impl NodeScope {
         }
         let timed = crate::on::timing();
         let mut scope = NodeScope::attach(id);
+        scope.task = false;
         if timed || crate::on::timeline_on() {
             scope.timed = timed;
             scope.guards = crate::on::guards_entered();
@@ -153,11 +156,22 @@ impl NodeScope {
     }
 
     /// Attributes this thread's work to node `id` (a pool worker running its task),
-    /// without counting a Run or timing it.
+    /// without counting a Run or timing it. On a timeline, a thread that was not inside
+    /// the node already (a worker, not the Run's thread running a task itself) gets an
+    /// event of its own for the task.
     #[inline]
     pub fn attach(id: NodeId) -> NodeScope {
         let prev = CURRENT.try_with(|c| c.replace(id.0)).unwrap_or(u16::MAX);
-        NodeScope { id: id.0, prev, start: 0, guards: 0, timed: false, _not_send: std::marker::PhantomData }
+        let start = if prev != id.0 && crate::on::timeline_on() { clock::ticks() } else { 0 };
+        NodeScope {
+            id: id.0,
+            prev,
+            start,
+            guards: 0,
+            timed: false,
+            task: start != 0,
+            _not_send: std::marker::PhantomData,
+        }
     }
 
     /// Ends the timing: the ticks measured and the phase guards entered meanwhile.
@@ -168,7 +182,7 @@ impl NodeScope {
         }
         let end = clock::ticks();
         let start = std::mem::replace(&mut self.start, 0);
-        crate::on::record_node_event(self.id, start, end);
+        crate::on::record_node_event(self.id, start, end, self.task);
         Some((end.wrapping_sub(start), crate::on::guards_entered().wrapping_sub(self.guards)))
     }
 }

@@ -282,6 +282,8 @@ thread_local! {
 }
 
 const NODE_EVENT: u8 = u8::MAX;
+/// A pool worker's share of a node: one task it ran.
+const TASK_EVENT: u8 = u8::MAX - 1;
 
 /// Whether a timeline is recording.
 #[inline]
@@ -291,9 +293,10 @@ pub(crate) fn timeline_on() -> bool {
 
 /// Records a node on the timeline (a no-op while none records).
 #[inline]
-pub(crate) fn record_node_event(node: u16, start: u64, end: u64) {
+pub(crate) fn record_node_event(node: u16, start: u64, end: u64, task: bool) {
     if node != u16::MAX && TIMELINE_ON.load(Relaxed) {
-        record_lane_event((node as u64) << 8 | NODE_EVENT as u64, start, end);
+        let kind = if task { TASK_EVENT } else { NODE_EVENT };
+        record_lane_event((node as u64) << 8 | kind as u64, start, end);
     }
 }
 
@@ -390,12 +393,13 @@ pub fn timeline_json() -> String {
     for (lane, start, end, what) in &events {
         sep(&mut out);
         let (ts, dur) = (us(start - t0), us(end.saturating_sub(*start)));
-        if *what as u8 == NODE_EVENT {
+        if *what as u8 == NODE_EVENT || *what as u8 == TASK_EVENT {
             let node = (*what >> 8) as usize;
             let (fused, label, op) = crate::nodes::node_names(node).unwrap_or(("?", "node", "?"));
+            let cat = if *what as u8 == NODE_EVENT { "rivet.node" } else { "rivet.task" };
             let _ = write!(
                 out,
-                "{{\"name\":\"{}\",\"cat\":\"rivet.node\",\"ph\":\"X\",\"pid\":1,\"tid\":{lane},\"ts\":{ts:.3},\"dur\":{dur:.3},\"args\":{{\"op_type\":\"{}\",\"fused_node\":\"{}\"}}}}",
+                "{{\"name\":\"{}\",\"cat\":\"{cat}\",\"ph\":\"X\",\"pid\":1,\"tid\":{lane},\"ts\":{ts:.3},\"dur\":{dur:.3},\"args\":{{\"op_type\":\"{}\",\"fused_node\":\"{}\"}}}}",
                 json(label),
                 json(op),
                 json(fused)
