@@ -13,8 +13,8 @@ const USAGE: &str = "usage:
       Rivet's outputs against ORT's and prints per-Run time for each.
   rivet profile [--model PATH] [--dim NAME=VALUE]... [--iters N] [--threads N] [--trace FILE] [--top N]
       Runs the model on the probe build of Rivet and prints the top N nodes (default 20)
-      by total time: time per Run (p50, p90, with RIVET_PROFILE_DISPATCH=1; the probe's
-      own calibrated cost subtracted), output shape, allocations, bytes and ORT calls;
+      by total time: time per Run (p50, p90, the probe's own calibrated cost subtracted;
+      RIVET_PROFILE_DISPATCH=0 turns timing off), output shape, allocations, bytes and ORT calls;
       then per-phase counts per Run and per node: calls, ns, allocations, bytes, ORT
       calls, statuses. CPU fallback stays on: the tables cover the nodes Rivet runs.
   rivet bench [--case SUBSTRING]... [--rounds N] [--round-ms MS] [--callgrind] [--out DIR]
@@ -118,6 +118,11 @@ fn load_model(model_path: &Option<String>, dims: &mut HashMap<String, i64>) -> R
 }
 
 fn profile(args: &[String]) -> Result<(), String> {
+    // Time nodes and phases unless the user says otherwise (RIVET_PROFILE_DISPATCH=0): the
+    // probe library reads the variable once, when it loads, which is after this.
+    if std::env::var_os("RIVET_PROFILE_DISPATCH").is_none() {
+        std::env::set_var("RIVET_PROFILE_DISPATCH", "1");
+    }
     // `--trace FILE` is profile's own; the rest are `run`'s.
     let mut trace = None;
     let mut top = 20usize;
@@ -168,8 +173,8 @@ fn profile(args: &[String]) -> Result<(), String> {
             path.display()
         );
     }
-    if std::env::var_os("RIVET_PROFILE_DISPATCH").is_none() {
-        println!("(ns columns are 0: set RIVET_PROFILE_DISPATCH=1 to time phases)");
+    if std::env::var_os("RIVET_PROFILE_DISPATCH").is_some_and(|v| v != "1") {
+        println!("(ns columns are 0: RIVET_PROFILE_DISPATCH is not 1, so phases and nodes are not timed)");
     }
     Ok(())
 }

@@ -116,3 +116,25 @@ fn rivet_profile_prints_the_top_nodes_by_time_above_the_phase_table() {
     let phases = lines.iter().position(|l| l.starts_with("phase (per Run)")).expect(&text);
     assert!(phases > head, "the node table comes first: {text}");
 }
+
+#[test]
+fn rivet_profile_times_nodes_by_default() {
+    let model_file = std::env::temp_dir().join(format!("rivet-profile-default-{}.onnx", std::process::id()));
+    std::fs::write(&model_file, model()).unwrap();
+    let run = |dispatch: Option<&str>| {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_rivet"));
+        c.args(["profile", "--model", model_file.to_str().unwrap(), "--iters", "5", "--threads", "1"]);
+        match dispatch {
+            Some(v) => c.env("RIVET_PROFILE_DISPATCH", v),
+            None => c.env_remove("RIVET_PROFILE_DISPATCH"),
+        };
+        let out = c.output().expect("rivet profile runs");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let default = run(None);
+    let off = run(Some("0"));
+    let _ = std::fs::remove_file(&model_file);
+    assert!(default.contains("nodes by total time"), "{default}");
+    assert!(off.contains("by ORT calls and allocations") && off.contains("not timed"), "{off}");
+}
