@@ -98,6 +98,8 @@ pub struct RunScratch {
     /// Constant right-hand operands of MatMul and Gemm packed for the GEMM, by the step's
     /// output value.
     pub(crate) weights: Mutex<Vec<Packed<nn::PackedB>>>,
+    /// Constant conv filters packed for the direct kernel, by the Conv step's output value.
+    pub(crate) direct: Mutex<Vec<Packed<Vec<f32>>>>,
 }
 
 /// A constant operand packed once, and which tensor it was packed from (address and
@@ -137,6 +139,7 @@ impl Default for RunScratch {
             conv_parts: Mutex::default(),
             filters: Mutex::default(),
             weights: Mutex::default(),
+            direct: Mutex::default(),
         }
     }
 }

@@ -13,7 +13,7 @@
 //!
 //! Every split gives the unsplit product's bits (`tests` below).
 
-use rivet_kernels::{conv, depthwise, nn};
+use rivet_kernels::{conv, depthwise, direct, nn};
 use smallvec::SmallVec;
 
 use std::sync::MutexGuard;
@@ -119,6 +119,10 @@ pub(crate) fn convolution(
             run(first..first + part.len() / positions, &x[first * g.plane()..], part, s);
         });
     }
+    let kk = xs[1] / group * g.kernel.iter().product::<usize>();
+    if let (Some(key), true) = (constant, direct::fits(g, out_c / group, kk)) {
+        return direct_conv(x, w, bias, xs, out_c, group, g, y, par, key, epilogue);
+    }
     let mut cache = constant.map(|_| lock(&par.scratch().filters));
     let filters = match (&mut cache, constant) {
         (Some(cache), Some(key)) => {
@@ -130,6 +134,72 @@ pub(crate) fn convolution(
         unsplit(par, |s| {
             conv::conv(x, w, bias, xs[0], xs[1], out_c, group, g, y, &mut s.col, &mut s.gemm, filters, epilogue)
         });
+    }
+}
+
+/// A convolution on the direct kernel (`rivet_kernels::direct`), its constant filters
+/// packed on the first Run (entry `key` of the Run's cache). Each group's output channels
+/// are split over the pool in whole 16-channel blocks, every task writing its own rows of
+/// the output in place: at one thread the tasks run in turn and cost nothing (no copy, no
+/// packing again), and every split gives the whole convolution's bits.
+#[allow(clippy::too_many_arguments)]
+fn direct_conv(
+    x: &[f32],
+    w: &[f32],
+    bias: Option<&[f32]>,
+    xs: &[usize],
+    out_c: usize,
+    group: usize,
+    g: &conv::Window3d,
+    y: &mut [f32],
+    par: &dyn Parallel,
+    key: usize,
+    epilogue: &nn::Epilogue<'_>,
+) {
+    let (in_c, cg, mg) = (xs[1], xs[1] / group, out_c / group);
+    let kk = cg * g.kernel.iter().product::<usize>();
+    let (positions, plane) = (g.positions(), g.plane());
+    let mut cache = lock(&par.scratch().direct);
+    let packed = packed_once(&mut cache, key, w, |p| direct::pack_filters(w, out_c, group, kk, p));
+    let src = direct::source(g);
+    let mut padded = lock(&par.scratch().conv_parts);
+    let blocks = mg.div_ceil(direct::BLOCK);
+    let tasks = cores().min(blocks);
+    let per_task = blocks.div_ceil(tasks.max(1)) * direct::BLOCK;
+    let group_w = blocks * kk * direct::BLOCK;
+    for n in 0..xs[0] {
+        for gi in 0..group {
+            let xg = &x[(n * in_c + gi * cg) * plane..][..cg * plane];
+            let input: &[f32] = if src.copy {
+                direct::pad_planes(xg, cg, g, src, &mut padded);
+                &padded
+            } else {
+                xg
+            };
+            let block = (n * out_c + gi * mg) * positions..(n * out_c + (gi + 1) * mg) * positions;
+            let run = direct::Direct {
+                x: input,
+                src,
+                cg,
+                g,
+                w: &packed[gi * group_w..][..group_w],
+                bias: bias.map(|b| &b[gi * mg..][..mg]),
+                epilogue: nn::Epilogue {
+                    bias: nn::Bias::None,
+                    residual: epilogue.residual.map(|r| &r[block.clone()]),
+                    ..*epilogue
+                },
+            };
+            let yg = &mut y[block];
+            if tasks < 2 || mg * positions * kk < PARALLEL_MIN_MACS * 16 {
+                unsplit(par, |s| run.run(0..mg, yg, &mut s.col));
+            } else {
+                par.for_each_task(yg, per_task * positions, &|start, part, s| {
+                    let first = start / positions;
+                    run.run(first..first + part.len() / positions, part, &mut s.col);
+                });
+            }
+        }
     }
 }
 
@@ -158,6 +228,33 @@ fn conv_in_parallel(
     let tasks = cores().min(rows);
     if tasks < 2 || mg < 2 || mg * positions * kk < PARALLEL_MIN_MACS * 16 {
         return false;
+    }
+    let pointwise = g.kernel == [1; 3] && g.stride == [1; 3] && g.pad_begin == [0; 3] && g.out == g.input;
+    if let (true, 1, Some(filters)) = (pointwise && kk < mg, group, filters) {
+        // A 1x1 convolution that widens (16 -> 96 channels, say): split by output
+        // channels, in place, each task packing the input (smaller than its output) for
+        // itself. One thread pays the input's packing once more per task rather than a
+        // copy of the output.
+        let rows = mg.div_ceil(tasks).next_multiple_of(filters[0].strip_rows().max(1));
+        for n in 0..xs[0] {
+            let block = n * out_c * positions..(n + 1) * out_c * positions;
+            let epilogue = nn::Epilogue {
+                bias: bias.map_or(nn::Bias::None, nn::Bias::Rows),
+                residual: epilogue.residual.map(|r| &r[block.clone()]),
+                ..*epilogue
+            };
+            let xn = &x[n * in_c * plane..][..in_c * plane];
+            let product = nn::Gemm {
+                packed_a: Some(&filters[0]),
+                epilogue,
+                ..nn::Gemm::new(mg, positions, kk, w, false, xn, false)
+            };
+            par.for_each_task(&mut y[block], rows * positions, &|start, part, s| {
+                let r0 = start / positions;
+                product.compute(&mut s.gemm, r0..r0 + part.len() / positions, 0..positions, part);
+            });
+        }
+        return true;
     }
     let rows_per_task = rows.div_ceil(tasks);
     let part_len = mg * rows_per_task * out_w;
@@ -478,6 +575,96 @@ mod tests {
         }
         if cores() > 1 {
             assert!(splits[1] > 0 && splits[2] > 0, "{splits:?}");
+        }
+    }
+
+    /// A convolution as the plan runs it (split over the pool by its shape; `Serial` runs
+    /// the tasks in turn, as a one-thread session does) against the kernels' unsplit
+    /// call for its path: the same bits, on the direct kernel, on the GEMM split by output
+    /// channels (a widening 1x1) and on the GEMM split by rows; with batches and groups;
+    /// on the first Run (packing the filters) and on the second (reading them packed).
+    #[test]
+    fn split_convolutions_give_the_unsplit_bits_on_every_path() {
+        use conv::{window_geometry, Padding};
+        // (batch, in_c, out_c, group, size, kernel, stride, pad)
+        for (batch, in_c, out_c, group, hw, k, s, p) in [
+            (1, 64, 96, 1, 20, 3, 1, 1),
+            (2, 48, 80, 1, 21, 3, 2, 1),
+            (2, 64, 96, 2, 20, 3, 1, 1),
+            (2, 16, 96, 1, 56, 1, 1, 0),
+            (1, 96, 24, 1, 56, 1, 1, 0),
+            (1, 160, 320, 1, 7, 1, 1, 0),
+        ] {
+            let pads = Padding::Explicit([0, p, p, 0, p, p]);
+            let (g, _) = window_geometry([1, hw, hw], [1, k, k], [1, s, s], [1; 3], pads, false).unwrap();
+            let (cg, mg) = (in_c / group, out_c / group);
+            let (kk, positions, plane) = (cg * k * k, g.positions(), g.plane());
+            let (x, w, bias) = (values(batch * in_c * plane, 1), values(out_c * kk, 2), values(out_c, 3));
+            let residual = values(batch * out_c * positions, 4);
+            let epilogue = nn::Epilogue {
+                act: Some(nn::Activation::Unary(rivet_kernels::UnaryOp::Relu)),
+                residual: Some(&residual),
+                ..nn::Epilogue::default()
+            };
+            let mut want = vec![0.0; batch * out_c * positions];
+            let direct = direct::fits(&g, mg, kk);
+            if direct {
+                let mut packed = Vec::new();
+                direct::pack_filters(&w, out_c, group, kk, &mut packed);
+                let src = direct::source(&g);
+                let group_w = packed.len() / group;
+                let mut padded = Vec::new();
+                for n in 0..batch {
+                    for gi in 0..group {
+                        let xg = &x[(n * in_c + gi * cg) * plane..][..cg * plane];
+                        let input: &[f32] = if src.copy {
+                            direct::pad_planes(xg, cg, &g, src, &mut padded);
+                            &padded
+                        } else {
+                            xg
+                        };
+                        let block = (n * out_c + gi * mg) * positions..(n * out_c + (gi + 1) * mg) * positions;
+                        let run = direct::Direct {
+                            x: input,
+                            src,
+                            cg,
+                            g: &g,
+                            w: &packed[gi * group_w..][..group_w],
+                            bias: Some(&bias[gi * mg..][..mg]),
+                            epilogue: nn::Epilogue { residual: Some(&residual[block.clone()]), ..epilogue },
+                        };
+                        run.run(0..mg, &mut want[block], &mut Vec::new());
+                    }
+                }
+            } else {
+                let mut filters = Vec::new();
+                conv::pack_filters(&w, in_c, out_c, group, &g, &mut filters);
+                let (mut col, mut scratch) = (Vec::new(), nn::GemmScratch::new());
+                let f = Some(filters.as_slice());
+                conv::conv(
+                    &x,
+                    &w,
+                    Some(&bias),
+                    batch,
+                    in_c,
+                    out_c,
+                    group,
+                    &g,
+                    &mut want,
+                    &mut col,
+                    &mut scratch,
+                    f,
+                    &epilogue,
+                );
+            }
+            let xs = [batch, in_c, hw, hw];
+            let par = Serial::default();
+            for run in ["first", "second"] {
+                let mut got = vec![f32::NAN; want.len()];
+                convolution(&x, &w, Some(&bias), &xs, out_c, group, &g, &mut got, &par, Some(0), &epilogue);
+                let same = got.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits());
+                assert!(same, "{batch}x{in_c}->{out_c} g{group} {hw}x{hw} k{k} s{s} direct {direct}, {run} Run");
+            }
         }
     }
 

@@ -52,6 +52,7 @@ mod broadcast;
 pub mod conv;
 pub mod deform;
 pub mod depthwise;
+pub mod direct;
 pub mod einsum;
 mod gemm;
 mod math;

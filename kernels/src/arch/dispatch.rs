@@ -169,6 +169,27 @@ pub(crate) fn depthwise_2d(
     }
 }
 
+/// Runs the direct convolution with the build for `isa`. Panics below AVX-512 (its
+/// callers ask [`crate::direct::fits`] first).
+#[inline]
+pub(crate) fn direct(
+    isa: Isa,
+    d: &crate::direct::Direct<'_>,
+    channels: std::ops::Range<usize>,
+    y: &mut [f32],
+    carry: &mut Vec<f32>,
+) {
+    match isa.0 {
+        #[cfg(target_arch = "x86_64")]
+        Level::Avx512 => {
+            // SAFETY: an `Isa` never exceeds `Level::detected()`, so this CPU has
+            // avx512f/dq/bw/vl, avx2 and fma, the features `direct_avx512` enables.
+            unsafe { crate::direct::x86::direct_avx512(d, channels, y, carry) }
+        }
+        _ => panic!("direct convolution: needs AVX-512"),
+    }
+}
+
 /// Vector loads and stores through array references, for the intrinsic microkernels:
 /// safe `#[target_feature]` functions (callable from code with the same features).
 #[cfg(target_arch = "x86_64")]

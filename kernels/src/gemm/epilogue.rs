@@ -37,7 +37,7 @@ pub enum Activation {
 
 impl Activation {
     #[inline(always)]
-    fn apply(&self, level: Level, xs: &mut [f32]) {
+    pub(crate) fn apply(&self, level: Level, xs: &mut [f32]) {
         match *self {
             Activation::Unary(op) => op.apply_inplace_at(level, xs),
             Activation::Clip { min, max } => xs.iter_mut().for_each(|o| {

@@ -166,8 +166,8 @@ impl<'a> Gemm<'a> {
     /// wide; it holds that block of C on entry when `beta != 0`, and a residual is read from
     /// the whole m×n addend). Panics if a range is outside the product, if `n == 1` with a
     /// partial column range, if a packed operand was made for another
-    /// product, another kernel build or (A) other rows, if a packed B is used from a column
-    /// that is not a multiple of its panel width, or if a length does not match.
+    /// product or another kernel build, if a packed A is used from a row or a packed B from
+    /// a column that is not a multiple of its tile's, or if a length does not match.
     pub fn compute(&self, scratch: &mut GemmScratch, rows: Range<usize>, cols: Range<usize>, c_block: &mut [f32]) {
         let level = self.packed_level().unwrap_or_else(Level::detected);
         self.compute_at(level, scratch, rows, cols, c_block);
@@ -211,7 +211,7 @@ impl<'a> Gemm<'a> {
             let (plevel, pm, _, pk, pt) = p.0.key.expect("gemm: A was never packed");
             assert!((pm, pk, pt) == (m, k, self.trans_a), "gemm: A was packed for another product");
             assert!(plevel == isa.level(), "gemm: A was packed for another kernel build");
-            assert!(rows == (0..m), "gemm: a packed A covers all rows");
+            assert!(rows.start.is_multiple_of(p.1), "gemm: a packed A is read from whole strips");
             (p.0.data(), p.1)
         });
         let packed_b = self.packed_b.map(|p| {
@@ -481,7 +481,7 @@ pub(crate) fn run<const MR: usize, const NR: usize>(
         assert_eq!(nr, NR, "gemm: B was packed for another tile");
         p.as_chunks::<NR>().0
     });
-    debug_assert!(job.packed_a.is_none() || rows == (0..job.m), "a packed A covers all rows");
+    debug_assert!(job.packed_a.is_none() || rows.start.is_multiple_of(MR), "a packed A is read from whole strips");
     let strips = job.m.div_ceil(MR);
     let mut j0 = cols.start;
     while j0 < cols.end {

@@ -65,6 +65,12 @@ impl PackedA {
     pub fn new() -> Self {
         Self::default()
     }
+
+    /// The rows of the tile it was packed for (0 before the first packing): a product on
+    /// it may start only at a multiple of them.
+    pub fn strip_rows(&self) -> usize {
+        self.1
+    }
 }
 
 /// Packs `op(A)` (`a` stored m×k, or k×m when `trans_a`) for an m×n×k product, for

@@ -1,0 +1,288 @@
+//! Direct convolution on AVX-512: no im2col, vectorised over output channels.
+//!
+//! A tile is `R` consecutive outputs of one output row (R <= 6, or 8 with one or two
+//! blocks) by `16 * NB` output channels (NB <= 4): `R * NB` zmm accumulators. Each step
+//! of depth (input channel, kernel row, kernel column) loads `NB` filter vectors (the
+//! 16-channel blocks' weights for that tap, packed once: [`pack_filters`]) and broadcasts
+//! `R` input elements straight from the (zero-padded) NCHW input, at row
+//! `oy * sy + ky * dy` and column `(ox + r) * sx + kx * dx` of channel `c`, then makes
+//! `R * NB` fused multiply-adds. Every output sums its taps in depth
+//! order from zero, in one chain, whatever the tile and whatever the split.
+//!
+//! The GEMM path packs an im2col block of `op(B)` for each product and wastes the empty
+//! part of its 32- or 48-column edge panels; at the small spatial sizes of a CNN's late
+//! layers (7x7, 14x14) and its strided convolutions that packing and waste was a third
+//! to a half of the time. Here nothing is packed per Run but the zero-padded copy of the
+//! input (when the convolution pads), and a tile's edge costs nothing: a row's last
+//! `out_w % 6` outputs take a narrower tile.
+//!
+//! The tile is written to NCHW through a transposed store; bias, activation and residual
+//! are applied to the tile first (each in the order the unfused ops would), so a fused
+//! Conv + bias + Relu + Add gives the bits of the separate steps on this sum.
+
+use crate::arch::{self, Level};
+use crate::conv::Window3d;
+use crate::gemm::Epilogue;
+
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod x86;
+
+/// Output channels per filter block (one zmm).
+pub const BLOCK: usize = 16;
+/// The least depth (input channels × taps) the direct path takes: below it the
+/// transposed store costs more than im2col's packing saves.
+const MIN_DEPTH: usize = 16;
+/// The most positions of a 1x1 convolution (stride 1, no padding) the direct path takes:
+/// past them the GEMM's packed panels of B read the input better than the direct
+/// kernel's broadcasts, one plane per step of depth.
+const MAX_POINTWISE_POSITIONS: usize = 256;
+
+/// Whether the direct kernel runs a convolution of `mg` output channels per group and
+/// depth `kk` (input channels per group × taps) on `g` on this CPU: AVX-512, one or two
+/// spatial axes, a width stride of 1 or 2.
+pub fn fits(g: &Window3d, mg: usize, kk: usize) -> bool {
+    let pointwise = g.kernel == [1; 3] && g.stride == [1; 3] && g.pad_begin == [0; 3];
+    Level::detected() == Level::Avx512
+        && g.input[0] == 1
+        && g.kernel[0] == 1
+        && g.out[0] == 1
+        && g.pad_begin[0] == 0
+        && matches!(g.stride[2], 1 | 2)
+        && mg >= BLOCK
+        && kk >= MIN_DEPTH
+        && g.positions() > 0
+        && g.plane() > 0
+        && (!pointwise || g.positions() <= MAX_POINTWISE_POSITIONS)
+}
+
+/// Floats of the packed filters of `out_c` channels in `group` groups of depth `kk`.
+pub fn packed_len(out_c: usize, group: usize, kk: usize) -> usize {
+    group * (out_c / group).div_ceil(BLOCK) * kk * BLOCK
+}
+
+/// Packs `w` (`[out_c, kk]`, `kk` = input channels per group × taps, tap-minor) for the
+/// direct kernel into `dst`: per group, per block of 16 output channels, `kk` rows of 16
+/// lanes (zero past the group's channels).
+pub fn pack_filters(w: &[f32], out_c: usize, group: usize, kk: usize, dst: &mut Vec<f32>) {
+    let mg = out_c / group;
+    let blocks = mg.div_ceil(BLOCK);
+    dst.clear();
+    dst.resize(packed_len(out_c, group, kk), 0.0);
+    for gi in 0..group {
+        for b in 0..blocks {
+            let block = &mut dst[(gi * blocks + b) * kk * BLOCK..][..kk * BLOCK];
+            for lane in 0..BLOCK.min(mg - b * BLOCK) {
+                let filter = &w[(gi * mg + b * BLOCK + lane) * kk..][..kk];
+                for (k, &v) in filter.iter().enumerate() {
+                    block[k * BLOCK + lane] = v;
+                }
+            }
+        }
+    }
+}
+
+/// The input one group's convolution reads: its planes zero-padded so that every tap of
+/// every output is inside, `rows` × `cols` each (or the input itself when no output
+/// reads past it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Source {
+    pub rows: usize,
+    pub cols: usize,
+    /// Whether the planes need a padded copy.
+    pub copy: bool,
+}
+
+/// The padded planes `g` needs.
+pub fn source(g: &Window3d) -> Source {
+    let [_, in_h, in_w] = g.input;
+    let [_, out_h, out_w] = g.out;
+    let [_, kh, kw] = g.kernel;
+    let reach = |a: usize, o: usize, k: usize| (o - 1) * g.stride[a] + (k - 1) * g.dilation[a] + 1;
+    let rows = (in_h + g.pad_begin[1]).max(reach(1, out_h, kh));
+    let cols = (in_w + g.pad_begin[2]).max(reach(2, out_w, kw));
+    let copy = g.pad_begin[1] > 0 || g.pad_begin[2] > 0 || rows > in_h || cols > in_w;
+    Source { rows, cols, copy }
+}
+
+/// Copies one group's `cg` input planes into `dst`, zero-padded as `src` says.
+pub fn pad_planes(x: &[f32], cg: usize, g: &Window3d, src: Source, dst: &mut Vec<f32>) {
+    let [_, in_h, in_w] = g.input;
+    let (pt, pl) = (g.pad_begin[1], g.pad_begin[2]);
+    let plane = src.rows * src.cols;
+    dst.clear();
+    dst.resize(cg * plane, 0.0);
+    for c in 0..cg {
+        let (xp, dp) = (&x[c * in_h * in_w..][..in_h * in_w], &mut dst[c * plane..][..plane]);
+        for (y, row) in xp.chunks_exact(in_w).enumerate() {
+            dp[(y + pt) * src.cols + pl..][..in_w].copy_from_slice(row);
+        }
+    }
+}
+
+/// What one call of the direct kernel computes: output channels `channels` (of the
+/// group's `mg`) of one group, into `y` (those channels' rows of the group's
+/// `[mg, positions]` output).
+pub struct Direct<'a> {
+    /// The group's input planes, as [`source`] describes them (padded or not).
+    pub x: &'a [f32],
+    pub src: Source,
+    /// Input channels of the group.
+    pub cg: usize,
+    pub g: &'a Window3d,
+    /// The group's packed filters (all its blocks, from [`pack_filters`]).
+    pub w: &'a [f32],
+    /// The group's `mg` biases.
+    pub bias: Option<&'a [f32]>,
+    /// The epilogue's activation, residual (the group's `[mg, positions]` block) and
+    /// second activation; its bias is ignored (`bias` is it).
+    pub epilogue: Epilogue<'a>,
+}
+
+impl Direct<'_> {
+    /// Computes output channels `channels` (a range starting at a multiple of 16) into
+    /// `y` (`channels.len() * positions` elements); `carry` is working memory (it grows to
+    /// at most 64 floats per position, for deep convolutions). Panics on a length
+    /// mismatch or off AVX-512.
+    pub fn run(&self, channels: std::ops::Range<usize>, y: &mut [f32], carry: &mut Vec<f32>) {
+        let positions = self.g.positions();
+        assert!(channels.start.is_multiple_of(BLOCK), "direct: channels start at a block");
+        assert_eq!(y.len(), channels.len() * positions, "direct: output length");
+        let kk = self.cg * self.g.kernel[1] * self.g.kernel[2];
+        assert!(self.w.len() >= channels.end.div_ceil(BLOCK) * kk * BLOCK, "direct: packed filters");
+        assert_eq!(self.x.len(), self.cg * self.src.rows * self.src.cols, "direct: input planes");
+        arch::direct(arch::isa(), self, channels, y, carry);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::conv::{self, window_geometry, Padding};
+    use crate::gemm::{Activation, GemmScratch};
+    use crate::UnaryOp;
+
+    fn values(n: usize, seed: u32) -> Vec<f32> {
+        let mut s = seed.wrapping_mul(2654435761).wrapping_add(1);
+        (0..n)
+            .map(|_| {
+                s ^= s << 13;
+                s ^= s >> 17;
+                s ^= s << 5;
+                (s % 2001) as f32 / 1000.0 - 1.0
+            })
+            .collect()
+    }
+
+    /// The direct convolution of one case against the im2col + GEMM one (same sums in
+    /// another order: within a few ulp of the depth's magnitude), whole and split by
+    /// channel blocks (the same bits).
+    #[allow(clippy::too_many_arguments)]
+    fn check(
+        in_c: usize,
+        out_c: usize,
+        group: usize,
+        hw: [usize; 2],
+        k: [usize; 2],
+        s: [usize; 2],
+        d: usize,
+        pad: [usize; 4],
+        fused: bool,
+    ) {
+        if Level::detected() != Level::Avx512 {
+            return;
+        }
+        let pads = Padding::Explicit([0, pad[0], pad[1], 0, pad[2], pad[3]]);
+        let (g, _) =
+            window_geometry([1, hw[0], hw[1]], [1, k[0], k[1]], [1, s[0], s[1]], [1, d, d], pads, false).unwrap();
+        let (cg, mg) = (in_c / group, out_c / group);
+        let kk = cg * k[0] * k[1];
+        let positions = g.positions();
+        let x = values(in_c * g.plane(), 1);
+        let w = values(out_c * kk, 2);
+        let bias = values(out_c, 3);
+        let residual = values(out_c * positions, 4);
+        let relu = Some(Activation::Unary(UnaryOp::Relu));
+        let clip = Some(Activation::Clip { min: 0.0, max: 0.5 });
+        let ep = |res: Option<&'static [f32]>| -> Epilogue<'static> {
+            if fused {
+                Epilogue { act: relu, residual: res, after: clip, ..Epilogue::default() }
+            } else {
+                Epilogue::default()
+            }
+        };
+        let residual: &'static [f32] = Box::leak(residual.into_boxed_slice());
+        let mut want = vec![0.0; out_c * positions];
+        let (mut col, mut scratch) = (Vec::new(), GemmScratch::new());
+        let res = fused.then_some(residual);
+        conv::conv(&x, &w, Some(&bias), 1, in_c, out_c, group, &g, &mut want, &mut col, &mut scratch, None, &ep(res));
+        let mut packed = Vec::new();
+        pack_filters(&w, out_c, group, kk, &mut packed);
+        let src = source(&g);
+        let blocks = mg.div_ceil(BLOCK);
+        let mut got = vec![f32::NAN; out_c * positions];
+        let mut split = vec![f32::NAN; out_c * positions];
+        let mut padded = Vec::new();
+        for gi in 0..group {
+            let xg = &x[gi * cg * g.plane()..][..cg * g.plane()];
+            let xs: &[f32] = if src.copy {
+                pad_planes(xg, cg, &g, src, &mut padded);
+                &padded
+            } else {
+                xg
+            };
+            let block = gi * mg * positions..(gi + 1) * mg * positions;
+            let run = Direct {
+                x: xs,
+                src,
+                cg,
+                g: &g,
+                w: &packed[gi * blocks * kk * BLOCK..][..blocks * kk * BLOCK],
+                bias: Some(&bias[gi * mg..][..mg]),
+                epilogue: ep(res.map(|r| &r[block.clone()])),
+            };
+            let mut carry = Vec::new();
+            run.run(0..mg, &mut got[block.clone()], &mut carry);
+            // Split after the first block: the same bits.
+            let cut = BLOCK.min(mg);
+            let (a, b) = split[block].split_at_mut(cut * positions);
+            run.run(0..cut, a, &mut carry);
+            run.run(cut..mg, b, &mut carry);
+        }
+        let depth = kk as f32;
+        for (i, (&a, &b)) in got.iter().zip(&want).enumerate() {
+            assert!((a - b).abs() <= 4e-7 * depth * (1.0 + b.abs()), "{i}: direct {a} im2col {b}");
+        }
+        assert_eq!(
+            got.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+            split.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+        );
+    }
+
+    #[test]
+    fn pointwise_convs_match_the_gemm_path() {
+        check(64, 16, 1, [7, 7], [1, 1], [1, 1], 1, [0; 4], false);
+        check(96, 96, 1, [14, 14], [1, 1], [1, 1], 1, [0; 4], true);
+        check(80, 37, 1, [5, 9], [1, 1], [1, 1], 1, [0; 4], true);
+        check(64, 130, 1, [3, 3], [1, 1], [2, 2], 1, [0; 4], false);
+    }
+
+    #[test]
+    fn spatial_convs_match_the_gemm_path() {
+        check(16, 32, 1, [10, 11], [3, 3], [1, 1], 1, [1, 1, 1, 1], true);
+        check(8, 64, 1, [9, 13], [3, 3], [2, 2], 1, [1, 1, 1, 1], false);
+        check(8, 20, 1, [12, 12], [5, 5], [2, 2], 1, [2, 1, 2, 0], true);
+        check(12, 48, 1, [11, 8], [3, 3], [1, 2], 2, [2, 2, 1, 2], false);
+        check(3, 32, 1, [23, 23], [7, 7], [2, 2], 1, [3, 3, 3, 3], true);
+        check(32, 16, 1, [6, 6], [3, 1], [1, 1], 1, [0; 4], false);
+        check(64, 128, 2, [7, 7], [3, 3], [1, 1], 1, [1, 1, 1, 1], true);
+        check(16, 80, 1, [1, 40], [1, 5], [1, 1], 1, [0, 2, 0, 2], true);
+    }
+
+    #[test]
+    fn deep_convs_sum_in_chunks_with_the_same_result() {
+        // 1200 input channels of 1x1 and 130 of 3x3: two chunks each.
+        check(1200, 48, 1, [5, 5], [1, 1], [1, 1], 1, [0; 4], true);
+        check(130, 64, 1, [7, 7], [3, 3], [1, 1], 1, [1, 1, 1, 1], true);
+        check(300, 20, 1, [6, 5], [3, 3], [2, 2], 1, [1, 0, 1, 1], false);
+    }
+}
