@@ -229,8 +229,7 @@ fn conv_in_parallel(
     if tasks < 2 || mg < 2 || mg * positions * kk < PARALLEL_MIN_MACS * 16 {
         return false;
     }
-    let pointwise = g.kernel == [1; 3] && g.stride == [1; 3] && g.pad_begin == [0; 3] && g.out == g.input;
-    if let (true, 1, Some(filters)) = (pointwise && kk < mg, group, filters) {
+    if let (true, 1, Some(filters)) = (g.is_pointwise() && kk < mg, group, filters) {
         // A 1x1 convolution that widens (16 -> 96 channels, say): split by output
         // channels, in place, each task packing the input (smaller than its output) for
         // itself. One thread pays the input's packing once more per task rather than a

@@ -69,6 +69,12 @@ impl Window3d {
         self.out.iter().product()
     }
 
+    /// Whether it is a 1x1 window of stride 1 with no padding: the output is the input's
+    /// plane, and a convolution on it is one product with the input as its right operand.
+    pub fn is_pointwise(&self) -> bool {
+        self.kernel == [1; 3] && self.stride == [1; 3] && self.pad_begin == [0; 3] && self.out == self.input
+    }
+
     /// Input offset within a plane of tap `k` of output `o`, or `None` in the padding.
     #[inline(always)]
     pub(crate) fn tap(&self, o: [usize; 3], k: [usize; 3]) -> Option<usize> {
@@ -364,7 +370,7 @@ pub fn conv(
     let kk = cg * g.kernel.iter().product::<usize>();
     let positions = g.positions();
     let plane = g.plane();
-    let is_pointwise = g.kernel == [1; 3] && g.stride == [1; 3] && g.pad_begin == [0; 3] && g.out == g.input;
+    let is_pointwise = g.is_pointwise();
     if !is_pointwise && !implicit(mg, positions) && col.len() < kk * positions {
         col.resize(kk * positions, 0.0);
     }

@@ -41,7 +41,6 @@ const MAX_POINTWISE_POSITIONS: usize = 256;
 /// depth `kk` (input channels per group × taps) on `g` on this CPU: AVX-512, one or two
 /// spatial axes, a width stride of 1 or 2.
 pub fn fits(g: &Window3d, mg: usize, kk: usize) -> bool {
-    let pointwise = g.kernel == [1; 3] && g.stride == [1; 3] && g.pad_begin == [0; 3];
     Level::detected() == Level::Avx512
         && g.input[0] == 1
         && g.kernel[0] == 1
@@ -52,7 +51,7 @@ pub fn fits(g: &Window3d, mg: usize, kk: usize) -> bool {
         && kk >= MIN_DEPTH
         && g.positions() > 0
         && g.plane() > 0
-        && (!pointwise || g.positions() <= MAX_POINTWISE_POSITIONS)
+        && (!g.is_pointwise() || g.positions() <= MAX_POINTWISE_POSITIONS)
 }
 
 /// Floats of the packed filters of `out_c` channels in `group` groups of depth `kk`.

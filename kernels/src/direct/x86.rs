@@ -47,7 +47,7 @@ pub(crate) fn direct_avx512(d: &Direct<'_>, channels: Range<usize>, y: &mut [f32
     let cols_in = d.src.cols;
     let plane = d.src.rows * cols_in;
     let positions = g.positions();
-    let flat = kh == 1 && kw == 1 && sy == 1 && sx == 1 && !d.src.copy;
+    let flat = g.is_pointwise();
     let (rows, cols) = if flat { (1, positions) } else { (g.out[1], g.out[2]) };
     let geo = Geo {
         rows,
