@@ -1,58 +1,10 @@
-//! Layout and neural-network kernels over plain slices: transpose, concat, matrix
+//! Layout and neural-network kernels over plain slices: transpose and expand (re-exported
+//! from `movement`), concat, matrix
 //! products (the packed SGEMM, re-exported: see [`GemmScratch`]), softmax and layer norm
 //! (re-exported from `norm`), batch normalization, global pooling. Shapes are checked by the caller; these functions
 //! assume consistent lengths (and panic on a mismatch).
 
-/// `y = transpose(x, perm)` for `x` of `shape` (row-major), rank ≤ 8.
-pub fn transpose<T: Copy>(x: &[T], shape: &[usize], perm: &[usize], y: &mut [T]) {
-    let rank = shape.len();
-    assert_eq!(perm.len(), rank);
-    assert!(rank <= 8);
-    assert_eq!(x.len(), shape.iter().product::<usize>());
-    assert_eq!(y.len(), x.len());
-    if x.is_empty() {
-        return;
-    }
-    let mut in_strides = [0usize; 8];
-    let mut acc = 1;
-    for d in (0..rank).rev() {
-        in_strides[d] = acc;
-        acc *= shape[d];
-    }
-    // Output dims and the input stride each output axis walks.
-    let mut dims = [1usize; 8];
-    let mut strides = [0usize; 8];
-    for (o, &p) in perm.iter().enumerate() {
-        dims[o] = shape[p];
-        strides[o] = in_strides[p];
-    }
-    let mut index = [0usize; 8];
-    let mut offset = 0usize;
-    let last = rank.saturating_sub(1);
-    let (last_dim, last_stride) = if rank == 0 { (1, 0) } else { (dims[last], strides[last]) };
-    let mut out = y.chunks_exact_mut(last_dim);
-    loop {
-        let row = out.next().expect("as many rows as index combinations");
-        for (j, o) in row.iter_mut().enumerate() {
-            *o = x[offset + j * last_stride];
-        }
-        // Advance the index over all but the last axis.
-        let mut d = last;
-        loop {
-            if d == 0 {
-                return;
-            }
-            d -= 1;
-            index[d] += 1;
-            offset += strides[d];
-            if index[d] < dims[d] {
-                break;
-            }
-            offset -= strides[d] * dims[d];
-            index[d] = 0;
-        }
-    }
-}
+pub use crate::movement::{expand, transpose};
 
 /// Concatenation along an axis: each input is `[outer, widths[i]]` (its axis length
 /// times the inner size), the output `[outer, sum(widths)]`.
@@ -144,35 +96,6 @@ mod tests {
         for (l, p) in logs.iter().zip(&rows) {
             assert!((l.exp() - p).abs() < 1e-6);
         }
-    }
-
-    #[test]
-    fn transpose_matches_index_arithmetic() {
-        let shape = [2, 3, 4, 5];
-        let perm = [3, 1, 0, 2];
-        let x: Vec<f32> = (0..120).map(|i| i as f32).collect();
-        let mut y = vec![0.0; 120];
-        transpose(&x, &shape, &perm, &mut y);
-        let out_shape: Vec<usize> = perm.iter().map(|&p| shape[p]).collect();
-        let mut k = 0;
-        for a in 0..out_shape[0] {
-            for b in 0..out_shape[1] {
-                for c in 0..out_shape[2] {
-                    for d in 0..out_shape[3] {
-                        let mut idx = [0; 4];
-                        for (o, v) in [a, b, c, d].into_iter().enumerate() {
-                            idx[perm[o]] = v;
-                        }
-                        let src = ((idx[0] * 3 + idx[1]) * 4 + idx[2]) * 5 + idx[3];
-                        assert_eq!(y[k], src as f32);
-                        k += 1;
-                    }
-                }
-            }
-        }
-        let mut s = [0.0];
-        transpose(&[7.0], &[], &[], &mut s);
-        assert_eq!(s, [7.0]);
     }
 
     #[test]
@@ -339,152 +262,7 @@ pub fn pad<T: Copy>(x: &[T], shape: &[usize], begin: &[usize], end: &[usize], mo
     }
 }
 
-thread_local! {
-    static LSE_SCRATCH: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
-/// How `reduce` combines the elements of each reduced group.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ReduceOp {
-    Sum,
-    Mean,
-    Max,
-    Min,
-    Prod,
-    L1,
-    L2,
-    LogSum,
-    LogSumExp,
-    SumSquare,
-}
-
-/// Reduces `x` of `shape` over the axes flagged in `reduced` into `y` (the output with
-/// those axes of size 1, or removed: the layout is the same). An empty group gives the
-/// op's identity (0 for sums, 1 for Prod, -inf for Max / LogSum(Exp), +inf for Min, NaN
-/// for Mean).
-pub fn reduce(x: &[f32], shape: &[usize], reduced: &[bool], op: ReduceOp, y: &mut [f32]) {
-    let rank = shape.len();
-    // Output strides with the reduced axes contributing nothing.
-    let mut out_strides = [0usize; 8];
-    let mut acc = 1usize;
-    for a in (0..rank).rev() {
-        if !reduced[a] {
-            out_strides[a] = acc;
-            acc *= shape[a];
-        }
-    }
-    let group: usize = (0..rank).filter(|&a| reduced[a]).map(|a| shape[a]).product();
-    let init = match op {
-        ReduceOp::Prod => 1.0,
-        ReduceOp::Max | ReduceOp::LogSumExp => f32::NEG_INFINITY,
-        ReduceOp::Min => f32::INFINITY,
-        _ => 0.0,
-    };
-    y.iter_mut().for_each(|v| *v = init);
-    // Visits x in order with its output index and whether it is the first element of its
-    // group (every reduced index zero): Max/Min start from that element, as ORT does.
-    let for_each = |f: &mut dyn FnMut(usize, f32, bool)| {
-        let mut index = [0usize; 8];
-        let mut out = 0usize;
-        let mut nonzero_reduced = 0usize;
-        for &v in x {
-            f(out, v, nonzero_reduced == 0);
-            for a in (0..rank).rev() {
-                if index[a] == 0 && reduced[a] {
-                    nonzero_reduced += 1;
-                }
-                index[a] += 1;
-                out += out_strides[a];
-                if index[a] < shape[a] {
-                    break;
-                }
-                out -= out_strides[a] * shape[a];
-                index[a] = 0;
-                if reduced[a] {
-                    nonzero_reduced -= 1;
-                }
-            }
-        }
-    };
-    match op {
-        ReduceOp::Sum | ReduceOp::Mean | ReduceOp::LogSum => for_each(&mut |o, v, _| y[o] += v),
-        ReduceOp::L1 => for_each(&mut |o, v, _| y[o] += v.abs()),
-        ReduceOp::L2 | ReduceOp::SumSquare => for_each(&mut |o, v, _| y[o] += v * v),
-        ReduceOp::Prod => for_each(&mut |o, v, _| y[o] *= v),
-        // A NaN propagates only from a group's first element, like ORT's CPU EP (a running
-        // `std::max` seeded with the first element); later NaNs fail the comparison.
-        ReduceOp::Max => for_each(&mut |o, v, first| {
-            if first || v > y[o] {
-                y[o] = v
-            }
-        }),
-        ReduceOp::Min => for_each(&mut |o, v, first| {
-            if first || v < y[o] {
-                y[o] = v
-            }
-        }),
-        ReduceOp::LogSumExp => {
-            // max + ln(sum exp(x - max)): the maxima in y, the sums in a per-thread
-            // scratch (grown once, then reused).
-            for_each(&mut |o, v, _| {
-                if v > y[o] || v.is_nan() {
-                    y[o] = v
-                }
-            });
-            LSE_SCRATCH.with(|scratch| {
-                let mut sums = scratch.borrow_mut();
-                sums.clear();
-                sums.resize(y.len(), 0.0);
-                let maxes: &[f32] = y;
-                for_each(&mut |o, v, _| {
-                    if maxes[o].is_finite() {
-                        sums[o] += (v - maxes[o]).exp()
-                    }
-                });
-                for (m, &s) in y.iter_mut().zip(sums.iter()) {
-                    if m.is_finite() {
-                        *m += s.ln();
-                    }
-                }
-            });
-        }
-    }
-    match op {
-        ReduceOp::Mean => y.iter_mut().for_each(|v| *v /= group as f32),
-        ReduceOp::L2 => y.iter_mut().for_each(|v| *v = v.sqrt()),
-        ReduceOp::LogSum => y.iter_mut().for_each(|v| *v = v.ln()),
-        _ => {}
-    }
-}
-
-/// Broadcasts `x` of `shape` to `out_shape` (numpy rules; `shape` may have fewer axes).
-pub fn expand<T: Copy>(x: &[T], shape: &[usize], out_shape: &[usize], y: &mut [T]) {
-    let rank = out_shape.len();
-    let pad = rank - shape.len();
-    // Input stride per output axis; 0 where the input is broadcast.
-    let mut strides = [0usize; 8];
-    let mut acc = 1usize;
-    for a in (0..shape.len()).rev() {
-        if shape[a] != 1 {
-            strides[a + pad] = acc;
-        }
-        acc *= shape[a];
-    }
-    let mut index = [0usize; 8];
-    let mut src = 0usize;
-    for o in y.iter_mut() {
-        *o = x[src];
-        for a in (0..rank).rev() {
-            index[a] += 1;
-            src += strides[a];
-            if index[a] < out_shape[a] {
-                break;
-            }
-            src -= strides[a] * out_shape[a];
-            index[a] = 0;
-        }
-    }
-}
+pub use crate::reduce::{reduce, ReduceOp};
 
 /// Cumulative sum along the middle axis of `x` viewed as `[outer, n, inner]`, with the
 /// element type's `zero` and `add` (wrapping for integers).
@@ -602,52 +380,5 @@ pub fn trilu<T: Copy + Default>(x: &[T], rows: usize, cols: usize, k: i64, upper
                 ys[i * cols + j] = if keep { xs[i * cols + j] } else { T::default() };
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod reduce_nan_tests {
-    use super::*;
-
-    fn max_min(x: &[f32], shape: &[usize], reduced: &[bool], n_out: usize) -> (Vec<f32>, Vec<f32>) {
-        let (mut mx, mut mn) = (vec![0.0; n_out], vec![0.0; n_out]);
-        reduce(x, shape, reduced, ReduceOp::Max, &mut mx);
-        reduce(x, shape, reduced, ReduceOp::Min, &mut mn);
-        (mx, mn)
-    }
-
-    /// ORT 1.32's CPU EP: [NaN, 1, 2] -> NaN, [1, NaN, 2] -> 2 / 1, [1, 2, NaN] -> 2 / 1
-    /// (checked with onnxruntime 1.32.0, ReduceMax/ReduceMin over axis 0).
-    #[test]
-    fn max_min_propagate_nan_only_from_the_first_element() {
-        let n = f32::NAN;
-        let (mx, mn) = max_min(&[n, 1.0, 2.0], &[3], &[true], 1);
-        assert!(mx[0].is_nan() && mn[0].is_nan());
-        assert_eq!(max_min(&[1.0, n, 2.0], &[3], &[true], 1), (vec![2.0], vec![1.0]));
-        assert_eq!(max_min(&[1.0, 2.0, n], &[3], &[true], 1), (vec![2.0], vec![1.0]));
-    }
-
-    /// The same rule over a strided axis (matches ORT: [NaN, 6] / [NaN, 4]) and over two
-    /// reduced axes, where "first" is the first element of each group in row-major order.
-    /// ORT's multi-axis paths combine per-chunk maxima, so a NaN that starts a later chunk
-    /// is dropped there (it gives [2, 8] for the second case); this kernel gives [2, 9]. Only
-    /// NaN placement differs; the README's ops notes say so.
-    #[test]
-    fn first_element_rule_holds_for_strided_and_multi_axis_groups() {
-        let n = f32::NAN;
-        // [3, 2] over axis 0: column 0 = [NaN, 5, 7], column 1 = [4, NaN, 6].
-        let x = [n, 4.0, 5.0, n, 7.0, 6.0];
-        let (mx, mn) = max_min(&x, &[3, 2], &[true, false], 2);
-        assert!(mx[0].is_nan() && mn[0].is_nan());
-        assert_eq!((mx[1], mn[1]), (6.0, 4.0));
-        // [2, 2, 2] over axes 0 and 2: group j = x[:, j, :]; group 1 starts with 3.
-        let x = [1.0, n, 3.0, 8.0, 2.0, 0.5, n, 9.0];
-        let (mx, mn) = max_min(&x, &[2, 2, 2], &[true, false, true], 2);
-        assert_eq!((mx[0], mn[0]), (2.0, 0.5));
-        assert_eq!((mx[1], mn[1]), (9.0, 3.0));
-        // Size-1 axes before the reduced one must not shift the first-element flag.
-        let (mx, _) = max_min(&[n, 1.0, 2.0, n], &[1, 2, 2], &[false, false, true], 2);
-        assert!(mx[0].is_nan());
-        assert_eq!(mx[1], 2.0);
     }
 }

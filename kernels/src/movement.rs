@@ -1,0 +1,277 @@
+//! Data movement over plain slices: Transpose and Expand, any element type, rank ≤ 8.
+//!
+//! Both first merge the axes that move together (consecutive in the input and in the
+//! output, or all broadcast) and drop those of size 1, so a transpose that swaps two heads
+//! of `[1, 256, 8, 64]` is a walk over 2 048 contiguous runs of 64, and an Expand of
+//! `[1, 2, 1, 256, 64]` to 4 heads is 8 copies of 16 384 elements. What is left is then
+//! copied run by run (`copy_from_slice`), filled run by run (a broadcast innermost axis),
+//! or, when the innermost output axis is strided in the input, transposed in 8 × 8
+//! tiles so that the reads and the writes both stay within a few cache lines.
+
+use smallvec::SmallVec;
+
+/// One output axis after merging: its length, its stride in the input (0 where Expand
+/// broadcasts) and its stride in the output.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Axis {
+    len: usize,
+    src: usize,
+    dst: usize,
+}
+
+/// A plane of two output axes transposed in tiles: `rows` is contiguous in the input,
+/// `cols` is the innermost output axis.
+#[derive(Clone, Copy, Debug)]
+struct Plane {
+    rows: Axis,
+    cols: Axis,
+}
+
+type Axes = SmallVec<[Axis; 8]>;
+
+/// The side of a transposed tile (8 × 8 four-byte elements: eight 256-bit vectors).
+const TILE: usize = 8;
+
+/// `y = transpose(x, perm)` for `x` of `shape` (row-major), rank ≤ 8.
+pub fn transpose<T: Copy>(x: &[T], shape: &[usize], perm: &[usize], y: &mut [T]) {
+    let rank = shape.len();
+    assert_eq!(perm.len(), rank);
+    assert!(rank <= 8);
+    assert_eq!(x.len(), shape.iter().product::<usize>());
+    assert_eq!(y.len(), x.len());
+    if x.is_empty() {
+        return;
+    }
+    let mut in_strides = [0usize; 8];
+    let mut acc = 1;
+    for d in (0..rank).rev() {
+        in_strides[d] = acc;
+        acc *= shape[d];
+    }
+    let axes = merged(perm.iter().map(|&p| (shape[p], in_strides[p])));
+    walk(x, y, &axes);
+}
+
+/// Broadcasts `x` of `shape` to `out_shape` (numpy rules; `shape` may have fewer axes).
+pub fn expand<T: Copy>(x: &[T], shape: &[usize], out_shape: &[usize], y: &mut [T]) {
+    let rank = out_shape.len();
+    assert!(rank <= 8 && shape.len() <= rank);
+    assert_eq!(y.len(), out_shape.iter().product::<usize>());
+    if y.is_empty() {
+        return;
+    }
+    let pad = rank - shape.len();
+    // Input stride per output axis; 0 where the input is broadcast.
+    let mut strides = [0usize; 8];
+    let mut acc = 1usize;
+    for a in (0..shape.len()).rev() {
+        if shape[a] != 1 {
+            strides[a + pad] = acc;
+        }
+        acc *= shape[a];
+    }
+    let axes = merged((0..rank).map(|a| (out_shape[a], strides[a])));
+    walk(x, y, &axes);
+}
+
+/// The output axes `(len, input stride)`, outermost first, merged where an axis continues
+/// the one inside it in the input too (or both are broadcast), without axes of length 1;
+/// with their output strides. Never empty: a tensor of one element is one axis of one.
+fn merged(axes: impl DoubleEndedIterator<Item = (usize, usize)>) -> Axes {
+    let mut inner_first: Axes = SmallVec::new();
+    for (len, src) in axes.rev().filter(|&(len, _)| len != 1) {
+        match inner_first.last_mut() {
+            Some(last) if src == last.src * last.len => last.len *= len,
+            _ => inner_first.push(Axis { len, src, dst: 0 }),
+        }
+    }
+    if inner_first.is_empty() {
+        inner_first.push(Axis { len: 1, src: 1, dst: 0 });
+    }
+    let mut dst = 1;
+    for a in inner_first.iter_mut() {
+        a.dst = dst;
+        dst *= a.len;
+    }
+    inner_first.reverse();
+    inner_first
+}
+
+/// Writes every element of `y` (laid out by `axes`' output strides) from `x`.
+fn walk<T: Copy>(x: &[T], y: &mut [T], axes: &[Axis]) {
+    let last = axes[axes.len() - 1];
+    // The output axis the input walks contiguously, when it is not the innermost one: the
+    // pair is transposed in tiles.
+    let plane = (last.src != 1 && last.src != 0)
+        .then(|| axes.iter().position(|a| a.src == 1))
+        .flatten()
+        .filter(|&q| axes[q].len >= TILE && last.len >= TILE);
+    let outer: Axes =
+        axes[..axes.len() - 1].iter().enumerate().filter(|&(q, _)| Some(q) != plane).map(|(_, &a)| a).collect();
+    odometer(&outer, |src, dst| match plane {
+        Some(q) => {
+            let plane = Plane { rows: axes[q], cols: last };
+            tiles(x, src, y, dst, plane);
+            edges(x, src, y, dst, plane);
+        }
+        None if last.src == 1 => y[dst..][..last.len].copy_from_slice(&x[src..][..last.len]),
+        None if last.src == 0 => y[dst..][..last.len].fill(x[src]),
+        None => {
+            for (j, o) in y[dst..][..last.len].iter_mut().enumerate() {
+                *o = x[src + j * last.src];
+            }
+        }
+    });
+}
+
+/// Calls `f(input offset, output offset)` for every index of `axes`, the last fastest.
+fn odometer(axes: &[Axis], mut f: impl FnMut(usize, usize)) {
+    let mut index = [0usize; 8];
+    let (mut src, mut dst) = (0usize, 0usize);
+    loop {
+        f(src, dst);
+        let mut d = axes.len();
+        loop {
+            if d == 0 {
+                return;
+            }
+            d -= 1;
+            index[d] += 1;
+            src += axes[d].src;
+            dst += axes[d].dst;
+            if index[d] < axes[d].len {
+                break;
+            }
+            src -= axes[d].src * axes[d].len;
+            dst -= axes[d].dst * axes[d].len;
+            index[d] = 0;
+        }
+    }
+}
+
+/// The full `TILE × TILE` tiles of a plane at these offsets: each reads `TILE` input runs
+/// of `TILE` elements and writes `TILE` output runs, transposed in registers (the
+/// fixed-size arrays become vector loads, shuffles and stores). `edges` does the rest.
+fn tiles<T: Copy>(x: &[T], src: usize, y: &mut [T], dst: usize, plane: Plane) {
+    let Plane { rows, cols } = plane;
+    for i0 in (0..rows.len / TILE * TILE).step_by(TILE) {
+        for j0 in (0..cols.len / TILE * TILE).step_by(TILE) {
+            let block: [[T; TILE]; TILE] = std::array::from_fn(|j| {
+                *<&[T; TILE]>::try_from(&x[src + i0 + (j0 + j) * cols.src..][..TILE]).expect("TILE elements")
+            });
+            for i in 0..TILE {
+                let out = <&mut [T; TILE]>::try_from(&mut y[dst + (i0 + i) * rows.dst + j0..][..TILE]).expect("TILE");
+                *out = std::array::from_fn(|j| block[j][i]);
+            }
+        }
+    }
+}
+
+/// The elements of a plane outside its full tiles: the right edge of the tiled rows, then
+/// the rows below them.
+fn edges<T: Copy>(x: &[T], src: usize, y: &mut [T], dst: usize, plane: Plane) {
+    let Plane { rows, cols } = plane;
+    let (full_rows, full_cols) = (rows.len / TILE * TILE, cols.len / TILE * TILE);
+    for i in 0..rows.len {
+        let from = if i < full_rows { full_cols } else { 0 };
+        for j in from..cols.len {
+            y[dst + i * rows.dst + j] = x[src + i + j * cols.src];
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The element of `x` (of `shape`) that output index `out` reads.
+    fn transpose_reference(x: &[u32], shape: &[usize], perm: &[usize]) -> Vec<u32> {
+        let out: Vec<usize> = perm.iter().map(|&p| shape[p]).collect();
+        let n: usize = out.iter().product();
+        (0..n)
+            .map(|mut flat| {
+                let mut idx = vec![0; shape.len()];
+                for o in (0..out.len()).rev() {
+                    idx[perm[o]] = flat % out[o];
+                    flat /= out[o];
+                }
+                let src = idx.iter().zip(shape).fold(0, |acc, (&i, &d)| acc * d + i);
+                x[src]
+            })
+            .collect()
+    }
+
+    /// Every permutation of shapes that take each path (runs, tiles with edges, strided
+    /// rows too short to tile, size-1 axes, merged axes) against index arithmetic.
+    #[test]
+    fn transpose_matches_index_arithmetic_on_every_path() {
+        fn perms(n: usize) -> Vec<Vec<usize>> {
+            if n == 0 {
+                return vec![vec![]];
+            }
+            let mut all = Vec::new();
+            for p in perms(n - 1) {
+                for at in 0..n {
+                    let mut q = p.clone();
+                    q.insert(at, n - 1);
+                    all.push(q);
+                }
+            }
+            all
+        }
+        let shapes: &[&[usize]] = &[&[37, 21], &[3, 40, 17], &[2, 1, 19, 33], &[1, 4, 16, 16], &[5, 3, 2, 7], &[64, 3]];
+        for shape in shapes {
+            let x: Vec<u32> = (0..shape.iter().product::<usize>() as u32).collect();
+            for perm in perms(shape.len()) {
+                let mut y = vec![0; x.len()];
+                transpose(&x, shape, &perm, &mut y);
+                assert_eq!(y, transpose_reference(&x, shape, &perm), "{shape:?} {perm:?}");
+            }
+        }
+        let mut s = [0.0];
+        transpose(&[7.0], &[], &[], &mut s);
+        assert_eq!(s, [7.0]);
+    }
+
+    #[test]
+    fn merging_leaves_the_axes_that_move_apart() {
+        // [1, 256, 8, 64] -> [1, 8, 256, 64]: runs of 64.
+        let axes = merged([(8, 64), (256, 512), (64, 1)].into_iter());
+        assert_eq!(axes.iter().map(|a| (a.len, a.src)).collect::<Vec<_>>(), [(8, 64), (256, 512), (64, 1)]);
+        // Expand [2, 1, 256, 64] to [2, 4, 256, 64]: 2 x 4 copies of 16 384.
+        let axes = merged([(2, 16384), (4, 0), (256, 64), (64, 1)].into_iter());
+        assert_eq!(axes.iter().map(|a| (a.len, a.src)).collect::<Vec<_>>(), [(2, 16384), (4, 0), (16384, 1)]);
+    }
+
+    #[test]
+    fn expand_matches_index_arithmetic_on_every_path() {
+        let cases: &[(&[usize], &[usize])] = &[
+            (&[2, 1, 5, 3], &[2, 4, 5, 3]),
+            (&[3, 1], &[2, 3, 40]),
+            (&[1], &[7]),
+            (&[], &[2, 3]),
+            (&[4, 1, 1], &[4, 3, 2]),
+            (&[1, 6], &[5, 6]),
+            (&[2, 1, 1, 3], &[1, 2, 2, 2, 3]),
+        ];
+        for &(shape, out) in cases {
+            let x: Vec<u32> = (0..shape.iter().product::<usize>() as u32).collect();
+            let mut y = vec![0; out.iter().product()];
+            expand(&x, shape, out, &mut y);
+            let pad = out.len() - shape.len();
+            for (flat, &got) in y.iter().enumerate() {
+                let (mut rest, mut src, mut scale) = (flat, 0, 1);
+                for a in (0..out.len()).rev() {
+                    let i = rest % out[a];
+                    rest /= out[a];
+                    if a >= pad {
+                        let d = shape[a - pad];
+                        src += if d == 1 { 0 } else { i } * scale;
+                        scale *= d;
+                    }
+                }
+                assert_eq!(got, x[src], "{shape:?} -> {out:?} at {flat}");
+            }
+        }
+    }
+}
