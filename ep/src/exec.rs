@@ -181,9 +181,10 @@ fn run_step<'a>(
     par: &dyn Parallel,
 ) -> Result<()> {
     let out_value = &plan.values[step.output];
-    // The step's own buffer, out of the state while the step reads the others.
+    // The step's own buffer, out of the state while the step reads the others (a view
+    // writes nothing: its output is its input's data).
     let mut owned = match out_value.slot {
-        Slot::Buffer(b) => Some(std::mem::take(&mut state.buffers[b])),
+        Slot::Buffer(b) if !step.view => Some(std::mem::take(&mut state.buffers[b])),
         _ => None,
     };
     // int64 tensors the step reads at Run (shapes, axes): only in plans that are not static.
@@ -236,6 +237,10 @@ fn run_step<'a>(
             inferred.as_ref()
         }
     };
+    if step.view {
+        probe::record_nodes(1);
+        return Ok(());
+    }
     let out_shape = &state.shapes[step.output];
     let len = element_count(out_shape);
     let src = Sources { plan, inputs, buffers: &state.buffers, lens: &state.buffer_lens, outs };
@@ -562,14 +567,15 @@ fn apply_other(
             let widths: SmallVec<[usize; 4]> = (0..ins.len()).map(|k| shape(k)[a..].iter().product()).collect();
             nn::concat(ins, &widths, outer, dst);
         }
-        Kernel::MatMul => {
+        Kernel::MatMul { alpha, trans_b } => {
             let (sa, sb) = (shape(0), shape(1));
-            let packed = match sb {
-                [k, n] => weights(element_count(sa) / k.max(&1), *n, *k, false),
+            let packed = match (sb, trans_b) {
+                ([k, n], false) | ([n, k], true) => weights(element_count(sa) / k.max(&1), *n, *k, trans_b),
                 _ => None,
             };
             let packed_b = packed.as_ref().map(|cache| &cache[step.output].packed);
-            products::matmul(ins[0], sa, ins[1], sb, products::Extras { packed_b, epilogue }, dst, par);
+            let op = products::MatMul { alpha, trans_b };
+            products::matmul(ins[0], sa, ins[1], sb, op, products::Extras { packed_b, epilogue }, dst, par);
         }
         Kernel::Gemm { alpha, beta, trans_a, trans_b } => {
             let (a, b) = (shape(0), shape(1));

@@ -428,24 +428,40 @@ pub(crate) fn packed_weights<'s>(
     cache
 }
 
+/// How a MatMul step multiplies: `alpha · A · op(B)`, op(B) the last two axes of B
+/// swapped when `trans_b` (B stored `[.., n, k]`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct MatMul {
+    pub alpha: f32,
+    pub trans_b: bool,
+}
+
 /// numpy matmul over broadcast batch axes: one product over all of A's rows when B is a
 /// matrix (the rows of A's matrices follow one another, and so do C's), else one per
-/// output matrix. `extras.packed_b` is B packed (only for a matrix B); the epilogue's
+/// output matrix. `extras.packed_b` is op(B) packed (only for a matrix B); the epilogue's
 /// residual is the whole output's.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn matmul(
     a: &[f32],
     sa: &[usize],
     b: &[f32],
     sb: &[usize],
+    op: MatMul,
     extras: Extras<'_>,
     dst: &mut [f32],
     par: &dyn Parallel,
 ) {
+    let MatMul { alpha, trans_b } = op;
+    debug_assert!(!trans_b || sb.len() >= 2, "only a matrix B is stored transposed");
     let (m, k) = if sa.len() == 1 { (1, sa[0]) } else { (sa[sa.len() - 2], sa[sa.len() - 1]) };
-    let n = if sb.len() == 1 { 1 } else { sb[sb.len() - 1] };
+    let n = match (sb.len(), trans_b) {
+        (1, _) => 1,
+        (r, false) => sb[r - 1],
+        (r, true) => sb[r - 2],
+    };
     if sb.len() == 2 && sa.len() > 2 {
         let rows = sa[..sa.len() - 1].iter().product();
-        let p = Product { m: rows, n, k, alpha: 1.0, trans_a: false, trans_b: false, beta: 0.0 };
+        let p = Product { m: rows, n, k, alpha, trans_a: false, trans_b, beta: 0.0 };
         return product_with(p, a, b, extras, dst, par);
     }
     assert!(extras.packed_b.is_none() || sb.len() == 2, "a packed B is one matrix");
@@ -467,7 +483,7 @@ pub(crate) fn matmul(
             oa = oa * pa[d] + if pa[d] == 1 { 0 } else { index[d] };
             ob = ob * pb[d] + if pb[d] == 1 { 0 } else { index[d] };
         }
-        let p = Product { m, n, k, alpha: 1.0, trans_a: false, trans_b: false, beta: 0.0 };
+        let p = Product { m, n, k, alpha, trans_a: false, trans_b, beta: 0.0 };
         let residual = extras.epilogue.residual.map(|r| &r[i * m * n..][..m * n]);
         let extras = Extras { epilogue: nn::Epilogue { residual, ..extras.epilogue }, ..extras };
         product_with(p, &a[oa * m * k..(oa + 1) * m * k], &b[ob * k * n..(ob + 1) * k * n], extras, c, par);
@@ -672,11 +688,40 @@ mod tests {
         let (batch, m, n, k) = (3, 24, 40, 50);
         let (a, b) = (values(batch * m * k, 1), values(k * n, 2));
         let mut got = vec![0.0; batch * m * n];
-        matmul(&a, &[batch, m, k], &b, &[k, n], Extras::default(), &mut got, &Serial::default());
+        let op = MatMul { alpha: 1.0, trans_b: false };
+        matmul(&a, &[batch, m, k], &b, &[k, n], op, Extras::default(), &mut got, &Serial::default());
         for (i, c) in got.chunks(m * n).enumerate() {
             let mut want = vec![0.0; m * n];
             nn::gemm(m, n, k, 1.0, &a[i * m * k..][..m * k], false, &b, false, 0.0, &mut want);
             assert!(c.iter().zip(&want).all(|(x, y)| x.to_bits() == y.to_bits()), "matrix {i}");
+        }
+    }
+
+    /// What `fold_matmul_operands` relies on: B stored transposed with `trans_b`, and a
+    /// power-of-two or any `alpha`, give the bits of the plain product of the transposed
+    /// copy followed by a Mul, batched and by a matrix.
+    #[test]
+    fn a_transposed_b_and_alpha_give_the_bits_of_the_unfolded_nodes() {
+        let (batch, m, n, k) = (3, 20, 36, 40);
+        let a = values(batch * m * k, 3);
+        for b_batch in [batch, 1] {
+            let b = values(b_batch * k * n, 4);
+            // B^T per matrix: [b_batch, n, k].
+            let mut bt = vec![0.0; b.len()];
+            for (src, dst) in b.chunks(k * n).zip(bt.chunks_mut(k * n)) {
+                nn::transpose(src, &[k, n], &[1, 0], dst);
+            }
+            let (sb, sbt): (Vec<usize>, Vec<usize>) =
+                if b_batch == 1 { (vec![k, n], vec![n, k]) } else { (vec![batch, k, n], vec![batch, n, k]) };
+            let run = |b: &[f32], sb: &[usize], op: MatMul| {
+                let mut c = vec![0.0; batch * m * n];
+                matmul(&a, &[batch, m, k], b, sb, op, Extras::default(), &mut c, &Serial::default());
+                c
+            };
+            let plain = run(&b, &sb, MatMul { alpha: 1.0, trans_b: false });
+            let scaled: Vec<f32> = plain.iter().map(|&x| x * 0.3).collect();
+            let folded = run(&bt, &sbt, MatMul { alpha: 0.3, trans_b: true });
+            assert!(folded.iter().zip(&scaled).all(|(x, y)| x.to_bits() == y.to_bits()), "B batch {b_batch}");
         }
     }
 }

@@ -160,7 +160,7 @@ pub(super) fn float64_nn(cx: &Ctx<'_>, ins: &[Data<'_>], y: &mut [f64]) -> Resul
                 }
             }
         }
-        Kernel::MatMul => {
+        Kernel::MatMul { .. } => {
             let (a, b, sa, sb) = (f(0)?, f(1)?, s, cx.shape(1));
             let (m, k) = if sa.len() == 1 { (1, sa[0]) } else { (sa[sa.len() - 2], sa[sa.len() - 1]) };
             let n = if sb.len() == 1 { 1 } else { sb[sb.len() - 1] };

@@ -185,7 +185,7 @@ pub(crate) fn apply_typed(
         Kernel::ClipInputs { .. } => by_number!(ins[0], Err(cx.mismatch()), clip(&cx, ins, dst)),
         Kernel::Softmax { .. }
         | Kernel::Norm { .. }
-        | Kernel::MatMul
+        | Kernel::MatMul { .. }
         | Kernel::Gemm { .. }
         | Kernel::BatchNorm { .. }
         | Kernel::GroupNorm { .. }

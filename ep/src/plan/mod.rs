@@ -72,6 +72,10 @@ pub struct Step {
     pub epilogue: Option<Box<Epilogue>>,
     /// For `Kernel::Op`: the op of a family in `ops::FAMILIES` that the step runs.
     pub op: Option<crate::ops::OpRef>,
+    /// The output is the input's data under another shape, in the input's own slot (set by
+    /// `passes::share_buffers` for Reshape, Flatten, Squeeze, Unsqueeze and Identity): a
+    /// Run only sets the output's shape, copying nothing.
+    pub view: bool,
 }
 
 /// The nodes a fusion pass folded into a product step (Conv, MatMul, Gemm), applied in
@@ -96,6 +100,15 @@ impl Epilogue {
 }
 
 impl Step {
+    /// Whether the step may be a view of its input (see `view`): an op that only
+    /// re-labels the shape, with no fused work and the same element type out as in.
+    pub fn may_view(&self, values: &[PlanValue]) -> bool {
+        matches!(self.kernel, Kernel::Identity | Kernel::Reshape(_))
+            && self.epilogue.is_none()
+            && self.inputs.len() == 1
+            && values[self.inputs[0]].elem_type == values[self.output].elem_type
+    }
+
     /// Every value the step reads: its inputs, its params and its epilogue's operands.
     pub fn reads(&self) -> impl Iterator<Item = ValueId> + '_ {
         let epilogue = self.epilogue.iter().flat_map(|e| e.operands());

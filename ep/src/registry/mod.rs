@@ -440,7 +440,7 @@ fn check_types(node: &NodeDesc, kernel: &Kernel, data: &[usize]) -> Result<(), S
         | Kernel::Reduce { .. }
         | Kernel::Softmax { .. }
         | Kernel::Norm { .. }
-        | Kernel::MatMul
+        | Kernel::MatMul { .. }
         | Kernel::Gemm { .. }
         | Kernel::BatchNorm { .. }
         | Kernel::GroupNorm { .. }

@@ -271,7 +271,13 @@ pub static OPS: &[OpSpec] = &[
             _ => Err("Concat needs an int axis".into()),
         },
     },
-    OpSpec { op_type: "MatMul", since: (1, 13), arity: Arity::Binary, attrs: &[], build: |_| Ok(Kernel::MatMul) },
+    OpSpec {
+        op_type: "MatMul",
+        since: (1, 13),
+        arity: Arity::Binary,
+        attrs: &[],
+        build: |_| Ok(Kernel::MatMul { alpha: 1.0, trans_b: false }),
+    },
     OpSpec {
         op_type: "Gemm",
         since: (7, 13),

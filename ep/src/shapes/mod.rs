@@ -517,7 +517,15 @@ pub fn infer_shape(
             let parts: SmallVec<[&Shape; 4]> = step.inputs.iter().map(|&id| &shapes[id]).collect();
             (concatenated(&parts, axis).map_err(|e| fail(format_args!("{e}")))?, None)
         }
-        Kernel::MatMul => (matmul_shape(x, &shapes[step.inputs[1]]).map_err(|e| fail(format_args!("{e}")))?, None),
+        Kernel::MatMul { trans_b, .. } => {
+            // A B stored `[.., n, k]` is the matrix op(B) = its last two axes swapped.
+            let mut b = shapes[step.inputs[1]].clone();
+            if trans_b {
+                let r = b.len();
+                b.swap(r - 2, r - 1);
+            }
+            (matmul_shape(x, &b).map_err(|e| fail(format_args!("{e}")))?, None)
+        }
         Kernel::Gemm { trans_a, trans_b, .. } => {
             let c = step.inputs.get(2).map(|&id| &shapes[id]);
             (gemm_shape(x, &shapes[step.inputs[1]], c, trans_a, trans_b).map_err(|e| fail(format_args!("{e}")))?, None)

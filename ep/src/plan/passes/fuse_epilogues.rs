@@ -11,6 +11,7 @@
 //! declared last dimension; a residual declared with the product's declared shape, dim by
 //! dim (a Run whose tensors differ fails naming the Add).
 
+use super::sole_reader;
 use crate::error::Result;
 use crate::graph::{Dim, GraphDesc};
 use crate::plan::{Plan, Slot, Step, ValueId};
@@ -89,28 +90,12 @@ pub fn run(plan: &mut Plan, _graph: &GraphDesc) -> Result<()> {
             absorbed_into[t] = p;
         }
     }
-    if !removed.contains(&true) {
-        return Ok(());
-    }
-    // Renumber the steps that error messages point at.
-    let mut new_index = vec![0; removed.len()];
-    let mut next = 0;
-    for (i, &gone) in removed.iter().enumerate() {
-        new_index[i] = next;
-        next += usize::from(!gone);
-    }
-    for value in &mut plan.values {
-        if let Some((step, _)) = &mut value.first_reader {
-            *step = new_index[absorbed_into[*step]];
-        }
-    }
-    let mut keep = removed.iter().map(|&gone| !gone);
-    plan.steps.retain(|_| keep.next().unwrap_or(true));
+    super::drop_steps(plan, &removed, &absorbed_into);
     Ok(())
 }
 
 fn is_product(step: &Step) -> bool {
-    !step.typed && matches!(step.kernel, Kernel::Conv { .. } | Kernel::MatMul | Kernel::Gemm { .. })
+    !step.typed && matches!(step.kernel, Kernel::Conv { .. } | Kernel::MatMul { .. } | Kernel::Gemm { .. })
 }
 
 /// One node a product can fold.
@@ -186,25 +171,6 @@ fn silu_at(plan: &Plan, removed: &[bool], p: usize) -> Option<(usize, usize)> {
     (matches!(plan.values[g].slot, Slot::Buffer(_)) && g_readers == 1 && sig < mul).then_some((sig, mul))
 }
 
-/// The one step (other than `p`) that reads `v`, reading it once.
-fn sole_reader(plan: &Plan, removed: &[bool], p: usize, v: ValueId) -> Option<usize> {
-    let mut found = None;
-    for (i, s) in plan.steps.iter().enumerate() {
-        if removed[i] || i == p {
-            continue;
-        }
-        for read in s.reads() {
-            if read == v {
-                if found.is_some() {
-                    return None;
-                }
-                found = Some(i);
-            }
-        }
-    }
-    found
-}
-
 /// Whether `v` exists before step `p` runs: an input, a constant, or the output of an
 /// earlier step.
 fn ready_before(plan: &Plan, removed: &[bool], v: ValueId, p: usize) -> bool {
@@ -222,7 +188,7 @@ fn ready_before(plan: &Plan, removed: &[bool], v: ValueId, p: usize) -> bool {
 fn has_columns(plan: &Plan, product: &Step) -> bool {
     match product.kernel {
         Kernel::Gemm { .. } => true,
-        Kernel::MatMul => plan.values[product.inputs[1]].declared.as_ref().is_some_and(|d| d.len() >= 2),
+        Kernel::MatMul { .. } => plan.values[product.inputs[1]].declared.as_ref().is_some_and(|d| d.len() >= 2),
         _ => false,
     }
 }

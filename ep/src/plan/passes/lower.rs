@@ -111,6 +111,7 @@ pub fn run(name: &str, graph: &GraphDesc) -> Result<Plan> {
                         constant_inputs: 0,
                         epilogue: None,
                         op: None,
+                        view: false,
                     });
                     wide
                 }
@@ -137,6 +138,7 @@ pub fn run(name: &str, graph: &GraphDesc) -> Result<Plan> {
             constant_inputs: 0,
             epilogue: None,
             op: None,
+            view: false,
         };
         // A float16 / bfloat16 node of a float32 kernel: its half inputs are cast to
         // float32, the kernel runs, its outputs are cast back.
@@ -153,6 +155,7 @@ pub fn run(name: &str, graph: &GraphDesc) -> Result<Plan> {
             constant_inputs: 0,
             epilogue: None,
             op: None,
+            view: false,
         };
         if let Some(h) = claim.half {
             for (k, id) in step_inputs.iter_mut().enumerate() {

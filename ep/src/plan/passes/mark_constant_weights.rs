@@ -22,7 +22,7 @@ pub fn run(plan: &mut Plan, graph: &GraphDesc) -> Result<()> {
                 .filter(|&(_, &id)| is_constant(&plan.values[id].slot))
                 .fold(0, |mask, (k, _)| mask | 1 << k);
         }
-        if matches!(step.kernel, Kernel::Conv { .. } | Kernel::MatMul | Kernel::Gemm { .. }) && !step.typed {
+        if matches!(step.kernel, Kernel::Conv { .. } | Kernel::MatMul { .. } | Kernel::Gemm { .. }) && !step.typed {
             step.constant_weights = is_constant(&plan.values[step.inputs[1]].slot);
         }
     }

@@ -11,6 +11,7 @@ use crate::graph::GraphDesc;
 use crate::plan::Plan;
 
 pub mod fix_shapes;
+pub mod fold_matmul_operands;
 pub mod fuse_epilogues;
 pub mod lower;
 pub mod mark_constant_weights;
@@ -27,11 +28,53 @@ pub struct Pass {
 
 /// The passes after lowering, in the order they run.
 pub const PASSES: &[Pass] = &[
+    Pass { name: "fold_matmul_operands", run: fold_matmul_operands::run },
     Pass { name: "fuse_epilogues", run: fuse_epilogues::run },
     Pass { name: "share_buffers", run: share_buffers::run },
     Pass { name: "fix_shapes", run: fix_shapes::run },
     Pass { name: "mark_constant_weights", run: mark_constant_weights::run },
 ];
+
+/// Removes the steps flagged in `removed` (folded into step `absorbed_into[i]`), pointing
+/// the values' first readers, which error messages name, at the steps that remain.
+pub(crate) fn drop_steps(plan: &mut Plan, removed: &[bool], absorbed_into: &[usize]) {
+    if !removed.contains(&true) {
+        return;
+    }
+    let mut new_index = vec![0; removed.len()];
+    let mut next = 0;
+    for (i, &gone) in removed.iter().enumerate() {
+        new_index[i] = next;
+        next += usize::from(!gone);
+    }
+    for value in &mut plan.values {
+        if let Some((step, _)) = &mut value.first_reader {
+            *step = new_index[absorbed_into[*step]];
+        }
+    }
+    let mut keep = removed.iter().map(|&gone| !gone);
+    plan.steps.retain(|_| keep.next().unwrap_or(true));
+}
+
+/// The one step other than `p`, not removed, that reads `v`, reading it once (as an input,
+/// a param or an epilogue operand).
+pub(crate) fn sole_reader(plan: &Plan, removed: &[bool], p: usize, v: crate::plan::ValueId) -> Option<usize> {
+    let mut found = None;
+    for (i, s) in plan.steps.iter().enumerate() {
+        if removed[i] || i == p {
+            continue;
+        }
+        for read in s.reads() {
+            if read == v {
+                if found.is_some() {
+                    return None;
+                }
+                found = Some(i);
+            }
+        }
+    }
+    found
+}
 
 impl Plan {
     /// Builds the plan for a fused subgraph: lowering, then every pass of `PASSES`. Fails
@@ -54,6 +97,9 @@ mod tests {
     #[test]
     fn the_passes_run_in_their_documented_order() {
         let names: Vec<&str> = PASSES.iter().map(|p| p.name).collect();
-        assert_eq!(names, ["fuse_epilogues", "share_buffers", "fix_shapes", "mark_constant_weights"]);
+        assert_eq!(
+            names,
+            ["fold_matmul_operands", "fuse_epilogues", "share_buffers", "fix_shapes", "mark_constant_weights"]
+        );
     }
 }

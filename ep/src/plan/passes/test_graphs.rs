@@ -24,6 +24,18 @@ pub fn node(name: &str, op_type: &str, since_version: i32, inputs: &[ValueDesc],
     }
 }
 
+/// A small int64 constant of shape `[vals.len()]` (a Reshape's shape), as ORT hands one
+/// to Compile.
+pub fn i64_const(name: &str, vals: &[i64]) -> ValueDesc {
+    ValueDesc {
+        name: name.into(),
+        elem_type: dtype::INT64,
+        dims: Some([Dim::Fixed(vals.len())].into_iter().collect()),
+        constant: Some(crate::graph::Constant::I64(vals.to_vec())),
+        at_run_ok: false,
+    }
+}
+
 /// `n` Relus in a chain, `v0 -> v1 -> ... -> vn`.
 pub fn relu_chain(n: usize, dims: &[Dim]) -> GraphDesc {
     let nodes = (0..n)
