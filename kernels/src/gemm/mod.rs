@@ -24,9 +24,13 @@
 //!
 //! Goto/BLIS-style blocking. For each block of `NC` columns and `KC` depth, the block of
 //! `op(B)` is packed into `NR`-column panels (module `pack`; sized to stay in L2); then, for
-//! each strip of `MR` rows, the strip of `op(A)` is packed (it stays in L1) and the
-//! microkernel computes each `MR × NR` tile of C with the whole tile held in registers,
-//! reading one broadcast element of A and one `NR`-wide row of B per step of depth. The
+//! each strip of `MR` rows, the microkernel computes each `MR × NR` tile of C with the
+//! whole tile held in registers, reading one broadcast element of A and one `NR`-wide row
+//! of B per step of depth. The x86 kernels read A (stored m×k) where it is, `MR` rows side
+//! by side; A stored k×m, and A on the portable build, is packed strip by strip first (it
+//! stays in L1). Packing A cost the most where B is narrow: in an attention head's
+//! `P · V` (256×64×256) it took 32 of the product's 111 us, and A was packed again for
+//! every column block of a wide product. The
 //! tile is then merged into C (`alpha`, and `beta` on the first depth block, 1 after).
 //! Edge tiles use zero-padded panels and write back only their valid part. Matrix-vector
 //! products (`m == 1` or `n == 1`) skip packing (module `small`).
@@ -423,6 +427,28 @@ pub fn gemm_rows_packed(
     g.compute(scratch, rows, 0..n, c_rows);
 }
 
+/// The A operand of one microkernel call.
+#[derive(Clone, Copy)]
+pub(crate) enum APanel<'a, const MR: usize> {
+    /// `kc` rows of `[f32; MR]`, made by `pack::pack_a` (or a packed A).
+    Packed(&'a [[f32; MR]]),
+    /// The strip's rows read where they are (op(A) stored m×k): row `r` is `rows[r]`,
+    /// `kc` long. Rows past the matrix repeat its last one; their sums are never stored.
+    Rows([&'a [f32]; MR]),
+}
+
+impl<const MR: usize> APanel<'_, MR> {
+    /// The strip's element `(r, p)` (the portable kernel's read; the x86 ones read the
+    /// same elements in the same order).
+    #[inline(always)]
+    fn at(&self, p: usize, r: usize) -> f32 {
+        match self {
+            APanel::Packed(a) => a[p][r],
+            APanel::Rows(rows) => rows[r][p],
+        }
+    }
+}
+
 /// Where a microkernel puts its `MR × NR` result `acc = a_panel^T · b_panel`.
 pub(crate) enum Out<'a, const MR: usize, const NR: usize> {
     /// A full tile of C, row `i` at `c[i * ldc..][..NR]`: `c = alpha * acc + beta * c`,
@@ -447,13 +473,15 @@ impl<const MR: usize, const NR: usize> Out<'_, MR, NR> {
 /// `kernel(a_panel, b_panel, out)` computes `a_panel^T · b_panel` (depth = panel length)
 /// into `out`.
 #[inline(always)]
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn run<const MR: usize, const NR: usize>(
     scratch: &mut GemmScratch,
     job: &Job<'_>,
     c: &mut [f32],
     kc_max: usize,
     nc_max: usize,
-    kernel: impl Fn(&[[f32; MR]], &[[f32; NR]], Out<'_, MR, NR>),
+    rows_in_place: bool,
+    kernel: impl Fn(APanel<'_, MR>, &[[f32; NR]], Out<'_, MR, NR>),
 ) {
     let (k, rows, cols) = (job.k, job.rows.clone(), job.cols.clone());
     // C's row stride: the block's width.
@@ -507,15 +535,19 @@ pub(crate) fn run<const MR: usize, const NR: usize>(
             let a_pack = &mut a_pack[..kc];
             for i0 in rows.clone().step_by(MR) {
                 let mr = MR.min(rows.end - i0);
-                let a_pack: &[[f32; MR]] = match job.packed_a {
+                let a_panel: APanel<'_, MR> = match job.packed_a {
                     // Depth block p0 holds every strip, `kc` rows each (see `pack_a_whole`).
                     Some((p, mr)) => {
                         assert_eq!(mr, MR, "gemm: A was packed for another tile");
-                        &p.as_chunks::<MR>().0[p0 * strips + i0 / MR * kc..][..kc]
+                        APanel::Packed(&p.as_chunks::<MR>().0[p0 * strips + i0 / MR * kc..][..kc])
+                    }
+                    // A stored m×k: its rows are read where they are, no copy.
+                    None if rows_in_place && !job.trans_a => {
+                        APanel::Rows(std::array::from_fn(|r| &job.a[(i0 + r.min(mr - 1)) * k + p0..][..kc]))
                     }
                     None => {
                         pack::pack_a(job, i0, mr, p0, a_pack);
-                        a_pack
+                        APanel::Packed(&*a_pack)
                     }
                 };
                 let strip = &mut c[(i0 - rows.start) * ldc + j0 - cols.start..];
@@ -524,10 +556,10 @@ pub(crate) fn run<const MR: usize, const NR: usize>(
                     let nr = NR.min(nc - j);
                     let c = &mut strip[j..];
                     if mr == MR && nr == NR {
-                        kernel(a_pack, b_panel, Out::C { c, ldc, alpha: job.alpha, beta });
+                        kernel(a_panel, b_panel, Out::C { c, ldc, alpha: job.alpha, beta });
                     } else {
                         let mut tile = [[0.0f32; NR]; MR];
-                        kernel(a_pack, b_panel, Out::Tile(&mut tile));
+                        kernel(a_panel, b_panel, Out::Tile(&mut tile));
                         store(&tile[..mr], nr, c, ldc, job.alpha, beta);
                     }
                 }
@@ -622,10 +654,11 @@ fn store<const NR: usize>(tile: &[[f32; NR]], nr: usize, c: &mut [f32], ldc: usi
 
 /// Portable microkernel: 4×8 in plain Rust (LLVM keeps it in SSE registers).
 #[inline(always)]
-fn micro_portable(a: &[[f32; 4]], b: &[[f32; 8]], out: Out<'_, 4, 8>) {
+fn micro_portable(a: APanel<'_, 4>, b: &[[f32; 8]], out: Out<'_, 4, 8>) {
     let mut acc = [[0.0f32; 8]; 4];
-    for (ar, br) in a.iter().zip(b) {
-        for (row, &av) in acc.iter_mut().zip(ar) {
+    for (p, br) in b.iter().enumerate() {
+        for (r, row) in acc.iter_mut().enumerate() {
+            let av = a.at(p, r);
             for (x, &bv) in row.iter_mut().zip(br) {
                 *x += av * bv;
             }
@@ -636,7 +669,7 @@ fn micro_portable(a: &[[f32; 4]], b: &[[f32; 8]], out: Out<'_, 4, 8>) {
 
 /// The portable build (any CPU).
 pub(crate) fn portable(scratch: &mut GemmScratch, job: &Job<'_>, c: &mut [f32]) {
-    run::<PORTABLE_MR, 8>(scratch, job, c, PORTABLE_KC, PORTABLE_NC, micro_portable);
+    run::<PORTABLE_MR, 8>(scratch, job, c, PORTABLE_KC, PORTABLE_NC, false, micro_portable);
 }
 
 /// The portable build's A packing, for [`pack_a`]: floats written and the tile's rows.

@@ -2,7 +2,7 @@
 //! functions: `arch::dispatch` calls the entry points once an `Isa` proves the features,
 //! and the vector loads/stores go through its reference-taking helpers (`arch::mem`).
 
-use super::{pack_a_whole, pack_whole, run, GemmScratch, Job, Out};
+use super::{pack_a_whole, pack_whole, run, APanel, GemmScratch, Job, Out};
 use crate::arch::mem::{load16, load8, store16, store8};
 use std::arch::x86_64::*;
 
@@ -39,11 +39,11 @@ const KC512: usize = 128;
 #[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
 pub(crate) fn gemm_avx512(scratch: &mut GemmScratch, job: &Job<'_>, c: &mut [f32]) {
     if wide_tile(job) {
-        run::<MR512_WIDE, NR512_WIDE>(scratch, job, c, KC512, NC, |a, b, t| {
+        run::<MR512_WIDE, NR512_WIDE>(scratch, job, c, KC512, NC, true, |a, b, t| {
             micro_avx512::<MR512_WIDE, NR512_WIDE, 3>(a, b, t)
         });
     } else {
-        run::<MR512, NR512>(scratch, job, c, KC512, NC, |a, b, t| micro_avx512::<MR512, NR512, 2>(a, b, t));
+        run::<MR512, NR512>(scratch, job, c, KC512, NC, true, |a, b, t| micro_avx512::<MR512, NR512, 2>(a, b, t));
     }
 }
 
@@ -112,26 +112,41 @@ pub(crate) fn pack_b_avx2(job: &Job<'_>, dst: &mut [f32]) -> (usize, usize) {
 /// The AVX2 + FMA build of the driver.
 #[target_feature(enable = "avx2,fma")]
 pub(crate) fn gemm_avx2(scratch: &mut GemmScratch, job: &Job<'_>, c: &mut [f32]) {
-    run::<MR256, NR256>(scratch, job, c, KC, NC, |a, b, t| micro_avx2(a, b, t));
+    run::<MR256, NR256>(scratch, job, c, KC, NC, true, |a, b, t| micro_avx2(a, b, t));
 }
 
 #[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
 #[inline]
 fn micro_avx512<const MR: usize, const NR: usize, const NB: usize>(
-    a: &[[f32; MR]],
+    a: APanel<'_, MR>,
     b: &[[f32; NR]],
     out: Out<'_, MR, NR>,
 ) {
     let mut acc = [[_mm512_setzero_ps(); NB]; MR];
-    for (ar, br) in a.iter().zip(b) {
+    // One step of depth: NB vectors of B's row, each of the MR elements of A broadcast.
+    let mut step = |br: &[f32; NR], ar: &dyn Fn(usize) -> f32| {
         let mut bv = [_mm512_setzero_ps(); NB];
         for (j, v) in bv.iter_mut().enumerate() {
             *v = load16(sixteen(br, j));
         }
-        for (row, &av) in acc.iter_mut().zip(ar) {
-            let av = _mm512_set1_ps(av);
-            for (r, &bj) in row.iter_mut().zip(&bv) {
-                *r = _mm512_fmadd_ps(av, bj, *r);
+        for (r, row) in acc.iter_mut().enumerate() {
+            let av = _mm512_set1_ps(ar(r));
+            for (x, &bj) in row.iter_mut().zip(&bv) {
+                *x = _mm512_fmadd_ps(av, bj, *x);
+            }
+        }
+    };
+    match a {
+        APanel::Packed(a) => {
+            for (ar, br) in a.iter().zip(b) {
+                step(br, &|r| ar[r]);
+            }
+        }
+        APanel::Rows(rows) => {
+            let kc = b.len();
+            let rows: [&[f32]; MR] = rows.map(|row| &row[..kc]);
+            for (p, br) in b.iter().enumerate() {
+                step(br, &|r| rows[r][p]);
             }
         }
     }
@@ -174,15 +189,29 @@ fn sixteen_mut<const N: usize>(x: &mut [f32; N], j: usize) -> &mut [f32; 16] {
 
 #[target_feature(enable = "avx2,fma")]
 #[inline]
-fn micro_avx2(a: &[[f32; MR256]], b: &[[f32; NR256]], out: Out<'_, MR256, NR256>) {
+fn micro_avx2(a: APanel<'_, MR256>, b: &[[f32; NR256]], out: Out<'_, MR256, NR256>) {
     let mut acc = [[_mm256_setzero_ps(); 2]; MR256];
-    for (ar, br) in a.iter().zip(b) {
+    let mut step = |br: &[f32; NR256], ar: &dyn Fn(usize) -> f32| {
         let (b0, b1) = halves(br);
         let (b0, b1) = (load8(b0), load8(b1));
-        for (row, &av) in acc.iter_mut().zip(ar) {
-            let av = _mm256_set1_ps(av);
+        for (r, row) in acc.iter_mut().enumerate() {
+            let av = _mm256_set1_ps(ar(r));
             row[0] = _mm256_fmadd_ps(av, b0, row[0]);
             row[1] = _mm256_fmadd_ps(av, b1, row[1]);
+        }
+    };
+    match a {
+        APanel::Packed(a) => {
+            for (ar, br) in a.iter().zip(b) {
+                step(br, &|r| ar[r]);
+            }
+        }
+        APanel::Rows(rows) => {
+            let kc = b.len();
+            let rows: [&[f32]; MR256] = rows.map(|row| &row[..kc]);
+            for (p, br) in b.iter().enumerate() {
+                step(br, &|r| rows[r][p]);
+            }
         }
     }
     match out {
