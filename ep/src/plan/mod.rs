@@ -93,6 +93,12 @@ pub struct Epilogue {
 }
 
 impl Epilogue {
+    /// Whether it only names folded nodes (a step that absorbed others and still does its
+    /// own work alone, like a Gelu made of its erf chain).
+    pub fn is_names_only(&self) -> bool {
+        self.bias.is_none() && self.act.is_none() && self.residual.is_none() && self.after.is_none()
+    }
+
     /// The values it reads, besides the step's own inputs.
     pub fn operands(&self) -> impl Iterator<Item = ValueId> + '_ {
         self.bias.iter().chain(&self.residual).copied()

@@ -16,10 +16,10 @@
 //! the fused subgraph), and runs before `fuse_epilogues`, so a bias or activation after the
 //! scale still folds.
 
-use super::{drop_steps, sole_reader};
+use super::{drop_steps, scalar_constant, sole_reader};
 use crate::error::Result;
-use crate::graph::{Constant, GraphDesc};
-use crate::plan::{Plan, Slot, ValueId};
+use crate::graph::GraphDesc;
+use crate::plan::{Plan, Slot};
 use crate::registry::{Axes, Kernel};
 use rivet_kernels::BinaryOp;
 
@@ -139,31 +139,10 @@ fn scale_of_output(plan: &Plan, graph: &GraphDesc, removed: &[bool], m: usize) -
     }
 }
 
-/// The value of `v` when it is a float32 constant of one element: one the plan holds, or a
-/// small constant initializer whose data the graph carries.
-fn scalar_constant(plan: &Plan, graph: &GraphDesc, v: ValueId) -> Option<f32> {
-    if let Slot::Const(c) = plan.values[v].slot {
-        return match plan.constants[c].2.view().f32()? {
-            [x] => Some(*x),
-            _ => None,
-        };
-    }
-    if !matches!(plan.values[v].slot, Slot::Input(_)) {
-        return None;
-    }
-    let name = &plan.values[v].name;
-    graph.nodes.iter().flat_map(|n| n.inputs.iter().flatten()).find(|d| d.name == *name).and_then(|d| {
-        match &d.constant {
-            Some(Constant::F32(x)) if x.len() == 1 => Some(x[0]),
-            _ => None,
-        }
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::graph::{dtype, Dim, ValueDesc};
+    use crate::graph::{dtype, Constant, Dim, ValueDesc};
     use crate::plan::passes::lower;
     use crate::plan::passes::test_graphs::{node, v};
 

@@ -61,9 +61,10 @@ pub fn run(plan: &mut Plan, _graph: &GraphDesc) -> Result<()> {
                     continue;
                 }
             }
-            let Some((t, part)) = next_part(plan, &removed, p, stage) else { break };
+            let Some((t, part, view)) = next_part(plan, &removed, p, stage) else { break };
             let folded = &plan.steps[t];
             let (name, op, output) = (folded.node_name.clone(), folded.op_type.clone(), folded.output);
+            let names = folded.epilogue.as_ref().map(|e| e.folded.clone()).unwrap_or_default();
             let step = &mut plan.steps[p];
             let e = step.epilogue.get_or_insert_with(Default::default);
             stage = match part {
@@ -85,7 +86,12 @@ pub fn run(plan: &mut Plan, _graph: &GraphDesc) -> Result<()> {
                 }
             };
             e.folded.push((name, op));
-            step.output = output;
+            e.folded.extend(names);
+            match view {
+                // The view now reshapes the activated product into the activation's value.
+                Some(w) => plan.steps[w].output = output,
+                None => step.output = output,
+            }
             removed[t] = true;
             absorbed_into[t] = p;
         }
@@ -105,15 +111,54 @@ enum Part {
     Residual(ValueId),
 }
 
-/// The node that may be folded next into product step `p` (at `stage`), if any.
-fn next_part(plan: &Plan, removed: &[bool], p: usize, stage: Stage) -> Option<(usize, Part)> {
+/// The node that may be folded next into product step `p` (at `stage`), if any, with the
+/// shape-only step (Reshape, Flatten, Squeeze, Unsqueeze, Identity) between them when an
+/// activation is read through one: an activation commutes with a reshape, so it folds
+/// into the product and the view then reshapes the activated output. (ORT hands in a 3-D
+/// MatMul + Add as Reshape, Gemm, Reshape.) Only an activation folds through a view: a
+/// bias and a residual are checked against the product's own shape.
+fn next_part(plan: &Plan, removed: &[bool], p: usize, stage: Stage) -> Option<(usize, Part, Option<usize>)> {
     let v = plan.steps[p].output;
     if !matches!(plan.values[v].slot, Slot::Buffer(_)) || stage == Stage::After {
         return None;
     }
     let t = sole_reader(plan, removed, p, v)?;
+    let w = &plan.steps[t];
+    let through_view = w.may_view(&plan.values)
+        && !w.typed
+        && matches!(plan.values[w.output].slot, Slot::Buffer(_))
+        && (stage < Stage::Act || stage == Stage::Residual);
+    if through_view {
+        let u = sole_reader(plan, removed, t, w.output)?;
+        let (u, part) = activation_part(plan, u, w.output)?;
+        return Some((u, part, Some(t)));
+    }
+    next_direct(plan, removed, p, stage, t).map(|(t, part)| (t, part, None))
+}
+
+/// For step `u` reading `v` alone: the activation it is, if it is a plain float32 one
+/// (it may bring the names of nodes folded into it, no other work).
+fn activation_part(plan: &Plan, u: usize, v: ValueId) -> Option<(usize, Part)> {
+    let step = &plan.steps[u];
+    let names_only = step.epilogue.as_ref().is_none_or(|e| e.is_names_only());
+    if step.typed || !step.params.is_empty() || !names_only || step.inputs[..] != [v] {
+        return None;
+    }
+    match step.kernel {
+        Kernel::Unary(op) => Some((u, Part::Act(Activation::Unary(op)))),
+        Kernel::Clip { min, max } => Some((u, Part::Act(Activation::Clip { min, max }))),
+        _ => None,
+    }
+}
+
+/// `next_part` for the product's sole reader `t` itself.
+fn next_direct(plan: &Plan, removed: &[bool], p: usize, stage: Stage, t: usize) -> Option<(usize, Part)> {
+    let v = plan.steps[p].output;
     let step = &plan.steps[t];
-    if step.typed || !step.params.is_empty() || step.epilogue.is_some() {
+    // A step may bring the names of nodes folded into it before (a Gelu made of five), but
+    // no work of its own.
+    let names_only = step.epilogue.as_ref().is_none_or(|e| e.is_names_only());
+    if step.typed || !step.params.is_empty() || !names_only {
         return None;
     }
     let act = |a: Activation| (stage < Stage::Act || stage == Stage::Residual).then_some((t, Part::Act(a)));
@@ -360,5 +405,32 @@ mod tests {
             constants: vec![],
         };
         assert_eq!(fused(&g).steps.len(), 3);
+    }
+
+    /// Gemm -> Reshape -> Relu (ORT's form of a 3-D MatMul + Add): the Relu folds into
+    /// the Gemm, and the Reshape then writes the Relu's value; a residual after the Reshape
+    /// does not fold through it.
+    #[test]
+    fn an_activation_folds_through_a_reshape() {
+        use crate::plan::passes::test_graphs::i64_const;
+        let (x, w) = (v("x", &[f(4), f(8)]), v("w", &[f(8), f(6)]));
+        let flat = [f(1), f(4), f(6)];
+        let reshape =
+            || node("rs", "Reshape", 14, &[v("y0", &[f(4), f(6)]), i64_const("shape", &[1, 4, 6])], v("y1", &flat));
+        let g = |last: NodeDesc, out: &str| GraphDesc {
+            nodes: vec![node("gemm", "Gemm", 13, &[x.clone(), w.clone()], v("y0", &[f(4), f(6)])), reshape(), last],
+            inputs: vec![x.clone(), w.clone(), v("r", &flat)],
+            constant_inputs: vec![],
+            outputs: vec![v(out, &flat)],
+            constants: vec![],
+        };
+        let plan = fused(&g(node("relu", "Relu", 14, &[v("y1", &flat)], v("y2", &flat)), "y2"));
+        assert_eq!(plan.steps.len(), 2);
+        let e = plan.steps[0].epilogue.as_deref().expect("fused");
+        assert_eq!(e.act, Some(Activation::Unary(UnaryOp::Relu)));
+        assert_eq!(plan.values[plan.steps[0].output].name, "y0");
+        assert_eq!(plan.values[plan.steps[1].output].name, "y2", "the Reshape writes the Relu's value");
+        let plan = fused(&g(node("add", "Add", 14, &[v("y1", &flat), v("r", &flat)], v("y2", &flat)), "y2"));
+        assert_eq!(plan.steps.len(), 3);
     }
 }

@@ -13,6 +13,7 @@ use crate::plan::Plan;
 pub mod fix_shapes;
 pub mod fold_matmul_operands;
 pub mod fuse_epilogues;
+pub mod fuse_gelu;
 pub mod lower;
 pub mod mark_constant_weights;
 pub mod share_buffers;
@@ -29,6 +30,7 @@ pub struct Pass {
 /// The passes after lowering, in the order they run.
 pub const PASSES: &[Pass] = &[
     Pass { name: "fold_matmul_operands", run: fold_matmul_operands::run },
+    Pass { name: "fuse_gelu", run: fuse_gelu::run },
     Pass { name: "fuse_epilogues", run: fuse_epilogues::run },
     Pass { name: "share_buffers", run: share_buffers::run },
     Pass { name: "fix_shapes", run: fix_shapes::run },
@@ -76,6 +78,27 @@ pub(crate) fn sole_reader(plan: &Plan, removed: &[bool], p: usize, v: crate::pla
     found
 }
 
+/// The value of `v` when it is a float32 constant of one element: one the plan holds, or a
+/// small constant initializer whose data the graph carries.
+pub(crate) fn scalar_constant(plan: &Plan, graph: &GraphDesc, v: crate::plan::ValueId) -> Option<f32> {
+    if let crate::plan::Slot::Const(c) = plan.values[v].slot {
+        return match plan.constants[c].2.view().f32()? {
+            [x] => Some(*x),
+            _ => None,
+        };
+    }
+    if !matches!(plan.values[v].slot, crate::plan::Slot::Input(_)) {
+        return None;
+    }
+    let name = &plan.values[v].name;
+    graph.nodes.iter().flat_map(|n| n.inputs.iter().flatten()).find(|d| d.name == *name).and_then(|d| {
+        match &d.constant {
+            Some(crate::graph::Constant::F32(x)) if x.len() == 1 => Some(x[0]),
+            _ => None,
+        }
+    })
+}
+
 impl Plan {
     /// Builds the plan for a fused subgraph: lowering, then every pass of `PASSES`. Fails
     /// if a node is not runnable (it should not have been claimed), the graph does not
@@ -99,7 +122,14 @@ mod tests {
         let names: Vec<&str> = PASSES.iter().map(|p| p.name).collect();
         assert_eq!(
             names,
-            ["fold_matmul_operands", "fuse_epilogues", "share_buffers", "fix_shapes", "mark_constant_weights"]
+            [
+                "fold_matmul_operands",
+                "fuse_gelu",
+                "fuse_epilogues",
+                "share_buffers",
+                "fix_shapes",
+                "mark_constant_weights"
+            ]
         );
     }
 }
