@@ -81,6 +81,11 @@ pub trait AttnFloat:
     fn exp(self) -> Self;
     fn tanh(self) -> Self;
     fn max(self, b: Self) -> Self;
+    /// Softmax of one row in place; a row of only -inf gives NaN, as the definition does
+    /// (0 / 0).
+    fn softmax_row(s: &mut [Self]) {
+        softmax_row(s)
+    }
     /// `c = alpha * a * op(b)` for row-major `a` m×k and `b` k×n (n×k with `trans_b`).
     #[allow(clippy::too_many_arguments)]
     fn matmul(m: usize, n: usize, k: usize, alpha: Self, a: &[Self], b: &[Self], trans_b: bool, c: &mut [Self]);
@@ -100,6 +105,10 @@ impl AttnFloat for f32 {
     }
     fn max(self, b: f32) -> f32 {
         f32::max(self, b)
+    }
+    /// In 16 lanes, `e^x` on the unary kernel's vectorised build.
+    fn softmax_row(s: &mut [f32]) {
+        crate::norm::softmax_in_place(s)
     }
     fn matmul(m: usize, n: usize, k: usize, alpha: f32, a: &[f32], b: &[f32], trans_b: bool, c: &mut [f32]) {
         crate::gemm::gemm(m, n, k, alpha, a, false, b, trans_b, 0.0, c);
@@ -169,14 +178,14 @@ fn sized<T: AttnFloat>(v: &mut Vec<T>, len: usize) -> &mut [T] {
 }
 
 /// Computes `out` into `y`. `bias(b, h, i, j)` is the additive bias of query `i` and key
-/// `j` (mask and padding; -inf excludes). Each head's products are matrix products through
+/// `j` (mask and padding; -inf excludes); `None` when there is none. Each head's products are matrix products through
 /// the packed SGEMM; its rows are packed contiguous first.
 #[allow(clippy::too_many_arguments)]
 pub fn attention<T: AttnFloat>(
     d: &AttnDims,
     p: AttnParams,
     x: &AttnInputs<'_, T>,
-    bias: &dyn Fn(usize, usize, usize, usize) -> T,
+    bias: Option<&dyn Fn(usize, usize, usize, usize) -> T>,
     out: AttnOut,
     scratch: &mut AttnScratch<T>,
     y: &mut [T],
@@ -221,9 +230,14 @@ pub fn attention<T: AttnFloat>(
                 T::matmul(d.q_len, total, d.head, T::from_f32(p.scale), q, k, true, s);
                 for (i, row) in s.chunks_mut(total.max(1)).enumerate() {
                     if stage >= 1 {
-                        for (j, e) in row.iter_mut().enumerate() {
-                            let masked = p.causal && j > i + d.past_len;
-                            *e += if masked { T::NEG_INFINITY } else { bias(b, h, i, j) };
+                        if let Some(bias) = bias {
+                            for (j, e) in row.iter_mut().enumerate() {
+                                *e += bias(b, h, i, j);
+                            }
+                        }
+                        if p.causal {
+                            // Keys after the query's own position (offset by the cache).
+                            row.iter_mut().skip(i + d.past_len + 1).for_each(|e| *e = T::NEG_INFINITY);
                         }
                     }
                     if stage >= 2 && p.softcap > 0.0 {
@@ -231,7 +245,7 @@ pub fn attention<T: AttnFloat>(
                         row.iter_mut().for_each(|e| *e = cap * (*e / cap).tanh());
                     }
                     if stage >= 3 {
-                        softmax_row(row);
+                        T::softmax_row(row);
                     }
                 }
                 if let AttnOut::Scores(_) = out {
@@ -307,14 +321,22 @@ mod tests {
         let p = AttnParams { scale: 1.0, softcap: 0.0, causal: false };
         let mut y = [0.0];
         let mut s = AttnScratch::default();
-        attention(&d, p, &x, &|_, _, _, _| 0.0, AttnOut::Y, &mut s, &mut y);
+        attention(&d, p, &x, None, AttnOut::Y, &mut s, &mut y);
         let (w0, w1) = (1f32.exp() / (1f32.exp() + 1.0), 1.0 / (1f32.exp() + 1.0));
         assert!((y[0] - (10.0 * w0 + 20.0 * w1)).abs() < 1e-5, "{}", y[0]);
         // A -inf bias on key 0 leaves only key 1; causal with q_len 1 and no cache masks key 1.
-        attention(&d, p, &x, &|_, _, _, j| if j == 0 { f32::NEG_INFINITY } else { 0.0 }, AttnOut::Y, &mut s, &mut y);
+        attention(
+            &d,
+            p,
+            &x,
+            Some(&|_, _, _, j| if j == 0 { f32::NEG_INFINITY } else { 0.0 }),
+            AttnOut::Y,
+            &mut s,
+            &mut y,
+        );
         assert_eq!(y[0], 20.0);
         let causal = AttnParams { causal: true, ..p };
-        attention(&d, causal, &x, &|_, _, _, _| 0.0, AttnOut::Y, &mut s, &mut y);
+        attention(&d, causal, &x, Some(&|_, _, _, _| 0.0), AttnOut::Y, &mut s, &mut y);
         assert_eq!(y[0], 10.0);
     }
 }

@@ -50,6 +50,15 @@ fn softmax_row(x: &[f32], y: &mut [f32], log: bool) {
     }
 }
 
+/// Softmax of one contiguous row in place (attention's score rows): as [`softmax_row`].
+pub(crate) fn softmax_in_place(s: &mut [f32]) {
+    let max = lanes_max(s);
+    s.iter_mut().for_each(|v| *v -= max);
+    crate::UnaryOp::Exp.apply_inplace(s);
+    let inv = 1.0 / lanes_sum(s);
+    s.iter_mut().for_each(|v| *v *= inv);
+}
+
 /// The largest element (NaN ignored, as by `f32::max`; -inf for an empty slice), in 16
 /// lanes so that it vectorises.
 fn lanes_max(x: &[f32]) -> f32 {

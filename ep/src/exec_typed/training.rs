@@ -137,7 +137,8 @@ pub(super) fn attention<T: Storage + AttnFloat + Number>(
     let scale = a.scale.unwrap_or(1.0 / (d.head as f32).sqrt());
     let p = AttnParams { scale, softcap: a.softcap, causal: a.causal };
     let x = AttnInputs { q: f(0)?, k: f(1)?, v: f(2)?, past_key, past_value };
-    rivet_kernels::attention::attention(&d, p, &x, &bias, a.out, scratch, y);
+    let bias = (a.mask || a.nonpad).then_some(&bias as &dyn Fn(usize, usize, usize, usize) -> T);
+    rivet_kernels::attention::attention(&d, p, &x, bias, a.out, scratch, y);
     Ok(())
 }
 
