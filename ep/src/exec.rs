@@ -547,8 +547,11 @@ fn apply_other(
             });
         }
         Kernel::Softmax { axis, log, legacy } => {
-            let (outer, n, inner) = axis_split(shape(0), axis, legacy);
-            nn::softmax(x, dst, outer, n, inner, log);
+            let (_, n, inner) = axis_split(shape(0), axis, legacy);
+            let row = n * inner;
+            by_rows(par, dst, row, &|start, part| {
+                nn::softmax(&x[start..start + part.len()], part, part.len() / row.max(1), n, inner, log)
+            });
         }
         Kernel::Transpose(perm) => {
             let s = shape(0);
@@ -649,7 +652,11 @@ fn apply_other(
         Kernel::Norm { axis, epsilon, rms } => {
             let s = shape(0);
             let a = shapes::normalize_axis(axis, s.len(), false).unwrap_or(0);
-            nn::layer_norm(x, ins[1], ins.get(2).copied(), s[a..].iter().product(), epsilon, rms, dst);
+            let row: usize = s[a..].iter().product();
+            let (scale, bias) = (ins[1], ins.get(2).copied());
+            by_rows(par, dst, row, &|start, part| {
+                nn::layer_norm(&x[start..start + part.len()], scale, bias, row, epsilon, rms, part)
+            });
         }
         Kernel::InstanceNorm { epsilon } => {
             let s = shape(0);
@@ -692,6 +699,19 @@ fn apply_other(
 
 /// `shape` viewed as `[outer, n, inner]` around `axis` (Softmax, Hardmax); `legacy`
 /// (opset < 13) folds every axis from `axis` on into `n`.
+/// Runs `f(start, part)` over whole rows of `row` elements of `dst`: split over the pool
+/// in parts of about `CHUNK_LEN` elements when `dst` is large (the rows are independent,
+/// so a part computes them as the whole would, and in turn the parts cost nothing more),
+/// else in one call.
+fn by_rows(par: &dyn Parallel, dst: &mut [f32], row: usize, f: &(dyn Fn(usize, &mut [f32]) + Sync)) {
+    let rows = dst.len() / row.max(1);
+    if dst.len() < PARALLEL_MIN_LEN || rows < 2 {
+        return f(0, dst);
+    }
+    let per_part = CHUNK_LEN.div_ceil(row).clamp(1, rows);
+    par.for_each_chunk(dst, per_part * row, f);
+}
+
 pub(crate) fn axis_split(s: &[usize], axis: i64, legacy: bool) -> (usize, usize, usize) {
     let a = shapes::normalize_axis(axis, s.len(), false).unwrap_or(0);
     if s.is_empty() {

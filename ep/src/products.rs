@@ -476,25 +476,47 @@ pub(crate) fn matmul(
     let (pa, pb) = (pad(batch_a), pad(batch_b));
     let out_batch: SmallVec<[usize; 8]> = pa.iter().zip(&pb).map(|(&x, &y)| x.max(y)).collect();
     let count: usize = out_batch.iter().product();
-    let mut index: SmallVec<[usize; 8]> = SmallVec::from_elem(0, rank);
-    for (i, c) in dst.chunks_mut((m * n).max(1)).take(count).enumerate() {
+    let (mn, tasks) = ((m * n).max(1), cores().min(count));
+    // Matrix `i` of the output: its A and B (a broadcast batch axis reads index 0).
+    let operands = |i: usize| {
+        let mut digits = [0usize; 8];
+        let mut rest = i;
+        for d in (0..rank).rev() {
+            digits[d] = rest % out_batch[d];
+            rest /= out_batch[d];
+        }
         let (mut oa, mut ob) = (0usize, 0usize);
         for d in 0..rank {
-            oa = oa * pa[d] + if pa[d] == 1 { 0 } else { index[d] };
-            ob = ob * pb[d] + if pb[d] == 1 { 0 } else { index[d] };
+            oa = oa * pa[d] + if pa[d] == 1 { 0 } else { digits[d] };
+            ob = ob * pb[d] + if pb[d] == 1 { 0 } else { digits[d] };
         }
-        let p = Product { m, n, k, alpha, trans_a: false, trans_b, beta: 0.0 };
-        let residual = extras.epilogue.residual.map(|r| &r[i * m * n..][..m * n]);
-        let extras = Extras { epilogue: nn::Epilogue { residual, ..extras.epilogue }, ..extras };
-        product_with(p, &a[oa * m * k..(oa + 1) * m * k], &b[ob * k * n..(ob + 1) * k * n], extras, c, par);
-        for d in (0..rank).rev() {
-            index[d] += 1;
-            if index[d] < out_batch[d] {
-                break;
-            }
-            index[d] = 0;
+        (&a[oa * m * k..(oa + 1) * m * k], &b[ob * k * n..(ob + 1) * k * n])
+    };
+    let residual = |i: usize| extras.epilogue.residual.map(|r| &r[i * mn..][..mn]);
+    let even = count.is_multiple_of(tasks.max(1)) || count >= 2 * tasks;
+    if tasks < 2 || !even || m * n * k * count < PARALLEL_MIN_MACS {
+        for (i, c) in dst.chunks_mut(mn).take(count).enumerate() {
+            let p = Product { m, n, k, alpha, trans_a: false, trans_b, beta: 0.0 };
+            let extras = Extras { epilogue: nn::Epilogue { residual: residual(i), ..extras.epilogue }, ..extras };
+            let (a, b) = operands(i);
+            product_with(p, a, b, extras, c, par);
         }
+        return;
     }
+    // Whole matrices per task (attention's heads), each computed as it is alone on one
+    // thread: one round of the pool for all of them, where splitting each small product
+    // takes a round per matrix. In turn, the tasks cost nothing more; the bits are the
+    // same (a split product gives the whole one's).
+    let per_task = count.div_ceil(tasks);
+    par.for_each_task(&mut dst[..count * mn], per_task * mn, &|start, part, s| {
+        for (j, c) in part.chunks_mut(mn).enumerate() {
+            let i = start / mn + j;
+            let (a, b) = operands(i);
+            let epilogue = nn::Epilogue { residual: residual(i), ..extras.epilogue };
+            let g = nn::Gemm { alpha, epilogue, ..nn::Gemm::new(m, n, k, a, false, b, trans_b) };
+            g.compute(&mut s.gemm, 0..m, 0..n, c);
+        }
+    });
 }
 
 #[cfg(test)]
@@ -722,6 +744,42 @@ mod tests {
             let scaled: Vec<f32> = plain.iter().map(|&x| x * 0.3).collect();
             let folded = run(&bt, &sbt, MatMul { alpha: 0.3, trans_b: true });
             assert!(folded.iter().zip(&scaled).all(|(x, y)| x.to_bits() == y.to_bits()), "B batch {b_batch}");
+        }
+    }
+
+    /// A batched MatMul split by whole matrices (here in turn on `Serial`) gives each
+    /// matrix's own product bit for bit, with a broadcast batch axis on either side.
+    #[test]
+    fn a_batched_matmul_split_by_matrices_gives_each_matrix_its_own_bits() {
+        let (m, n, k) = (40, 48, 32);
+        for (sa, sb) in [(vec![2, 3, m, k], vec![1, 3, k, n]), (vec![3, 1, m, k], vec![3, 2, k, n])] {
+            let (a, b) = (values(sa.iter().product(), 5), values(sb.iter().product(), 6));
+            let batch: Vec<usize> = sa[..2].iter().zip(&sb[..2]).map(|(&x, &y)| x.max(y)).collect();
+            let count = batch[0] * batch[1];
+            assert!(m * n * k * count >= PARALLEL_MIN_MACS && cores().min(count) >= 2 || cores() < 2);
+            let mut got = vec![0.0; count * m * n];
+            let op = MatMul { alpha: 1.0, trans_b: false };
+            matmul(&a, &sa, &b, &sb, op, Extras::default(), &mut got, &Serial::default());
+            for i in 0..count {
+                let (i0, i1) = (i / batch[1], i % batch[1]);
+                let ia = (if sa[0] == 1 { 0 } else { i0 }) * sa[1] + if sa[1] == 1 { 0 } else { i1 };
+                let ib = (if sb[0] == 1 { 0 } else { i0 }) * sb[1] + if sb[1] == 1 { 0 } else { i1 };
+                let mut want = vec![0.0; m * n];
+                nn::gemm(
+                    m,
+                    n,
+                    k,
+                    1.0,
+                    &a[ia * m * k..][..m * k],
+                    false,
+                    &b[ib * k * n..][..k * n],
+                    false,
+                    0.0,
+                    &mut want,
+                );
+                let same = got[i * m * n..][..m * n].iter().zip(&want).all(|(x, y)| x.to_bits() == y.to_bits());
+                assert!(same, "{sa:?} x {sb:?}: matrix {i}");
+            }
         }
     }
 }
