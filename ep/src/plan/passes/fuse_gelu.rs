@@ -1,14 +1,19 @@
-//! Gelu fusion: the erf form that exporters write out for opsets before 20,
-//! `x · 0.5 · (1 + erf(x / √2))` as Div (or Mul by 1/√2), Erf, Add 1 and two Muls by x
-//! and 0.5 in any grouping, becomes one Gelu step (the unary kernel's vectorised Gelu),
-//! which `fuse_epilogues` then folds into the MatMul, Gemm or Conv before it. In a
-//! transformer's MLP that is four passes over the widest activation gone.
+//! Gelu fusion: the two forms that exporters write out for opsets before 20 become one
+//! Gelu or GeluTanh step (the unary kernel's vectorised ones), which `fuse_epilogues` then
+//! folds into the MatMul, Gemm or Conv before it. In a transformer's MLP that is four to
+//! nine passes over the widest activation gone.
+//!
+//! * The erf form (BERT, ViT, Whisper): `x · 0.5 · (1 + erf(x / √2))`, as Div (or Mul by
+//!   1/√2), Erf, Add 1 and two Muls by x and 0.5 in any of their groupings.
+//! * The tanh form (GPT-2's and T5's NewGELU):
+//!   `x · 0.5 · (1 + tanh(√(2/π) · (x + 0.044715 · x³)))`, with x³ as `x · (x · x)` or
+//!   `Pow(x, 3)`, and the same tail.
 //!
 //! The chain's values must be buffers each read by the next node alone, its constants
 //! float32 scalars of those values (to f32 rounding), and its result declared with x's
-//! shape. The Gelu step keeps the last node's name and lists the other four as folded
-//! (`Epilogue::folded` with nothing else), so a Run still counts five nodes. Gelu's bits
-//! are not the chain's: the kernel rounds once where the chain rounds five times (both
+//! shape. The new step keeps the last node's name and lists the others as folded
+//! (`Epilogue::folded` with nothing else), so a Run still counts every node. The bits are
+//! not the chain's: the kernel rounds once where the chain rounds at every node (both
 //! within the unary kernels' pinned bounds of the exact value).
 
 use super::{drop_steps, scalar_constant, sole_reader};
@@ -27,7 +32,7 @@ pub fn run(plan: &mut Plan, graph: &GraphDesc) -> Result<()> {
         let names: Vec<(String, String)> =
             chain.folded.iter().map(|&s| (plan.steps[s].node_name.clone(), plan.steps[s].op_type.clone())).collect();
         let step = &mut plan.steps[end];
-        step.kernel = Kernel::Unary(UnaryOp::Gelu);
+        step.kernel = Kernel::Unary(chain.kernel);
         step.inputs = smallvec::smallvec![chain.x];
         step.epilogue.get_or_insert_with(Default::default).folded.extend(names);
         for &s in &chain.folded {
@@ -39,7 +44,7 @@ pub fn run(plan: &mut Plan, graph: &GraphDesc) -> Result<()> {
     Ok(())
 }
 
-/// A Gelu chain found from its Erf step.
+/// A Gelu chain found from its Erf or Tanh step.
 struct Chain {
     /// Gelu's input.
     x: ValueId,
@@ -47,6 +52,8 @@ struct Chain {
     end: usize,
     /// The other steps, in plan order.
     folded: Vec<usize>,
+    /// Gelu (the erf form) or GeluTanh (the tanh form).
+    kernel: UnaryOp,
 }
 
 /// The float32 binary step `s` of `op` reading `v` and another value: that value.
@@ -74,17 +81,19 @@ fn next(plan: &Plan, removed: &[bool], s: usize) -> Option<usize> {
     matches!(plan.values[v].slot, Slot::Buffer(_)).then(|| sole_reader(plan, removed, s, v)).flatten()
 }
 
-fn gelu_at(plan: &Plan, graph: &GraphDesc, removed: &[bool], e: usize) -> Option<Chain> {
-    let step = &plan.steps[e];
-    if removed[e] || step.typed || step.epilogue.is_some() || step.kernel != Kernel::Unary(UnaryOp::Erf) {
-        return None;
-    }
-    // x / √2, or x · (1/√2), read by the Erf alone.
-    let scaled = step.inputs[0];
-    let d = (0..e).find(|&i| !removed[i] && plan.steps[i].output == scaled)?;
-    if next(plan, removed, d) != Some(e) {
-        return None;
-    }
+/// The step whose output is `v`, if a step (not removed, before `before`) writes it and
+/// `v` is read by step `reader` alone.
+fn producer(plan: &Plan, removed: &[bool], v: ValueId, before: usize, reader: usize) -> Option<usize> {
+    let d = (0..before).find(|&i| !removed[i] && plan.steps[i].output == v)?;
+    let s = &plan.steps[d];
+    let plain = !s.typed && s.epilogue.is_none() && s.params.is_empty();
+    (plain && next(plan, removed, d) == Some(reader)).then_some(d)
+}
+
+/// The Erf form's head, `erf(x / √2)` (or `erf(x · 1/√2)`), from its Erf step `e`: x and
+/// the steps before the Erf.
+fn erf_head(plan: &Plan, graph: &GraphDesc, removed: &[bool], e: usize) -> Option<(ValueId, Vec<usize>)> {
+    let d = producer(plan, removed, plan.steps[e].inputs[0], e, e)?;
     let ds = &plan.steps[d];
     let x = match (ds.kernel, &ds.inputs[..]) {
         (Kernel::Binary(BinaryOp::Div), &[x, c]) if is_scalar(plan, graph, c, std::f64::consts::SQRT_2) => x,
@@ -100,10 +109,79 @@ fn gelu_at(plan: &Plan, graph: &GraphDesc, removed: &[bool], e: usize) -> Option
         }
         _ => return None,
     };
-    if ds.typed || ds.epilogue.is_some() || !ds.params.is_empty() {
+    Some((x, vec![d]))
+}
+
+/// The tanh form's head, `tanh(√(2/π) · (x + 0.044715 · x³))` with x³ as `x · (x · x)`
+/// (either order) or `Pow(x, 3)`, from its Tanh step `e`: x and the steps before the Tanh.
+fn tanh_head(plan: &Plan, graph: &GraphDesc, removed: &[bool], e: usize) -> Option<(ValueId, Vec<usize>)> {
+    let scaled = producer(plan, removed, plan.steps[e].inputs[0], e, e)?;
+    let s = &plan.steps[scaled];
+    let (&[p, q], Kernel::Binary(BinaryOp::Mul)) = (&s.inputs[..], s.kernel) else { return None };
+    let sqrt_2_pi = (2.0 / std::f64::consts::PI).sqrt();
+    let inner = if is_scalar(plan, graph, p, sqrt_2_pi) {
+        q
+    } else if is_scalar(plan, graph, q, sqrt_2_pi) {
+        p
+    } else {
+        return None;
+    };
+    // x + 0.044715 · x³
+    let sum = producer(plan, removed, inner, scaled, scaled)?;
+    let &[p, q] = &plan.steps[sum].inputs[..] else { return None };
+    if plan.steps[sum].kernel != Kernel::Binary(BinaryOp::Add) {
         return None;
     }
-    // 1 + erf(..).
+    let term_of = |v: ValueId| producer(plan, removed, v, sum, sum);
+    let (x, term) = match (term_of(q), term_of(p)) {
+        (Some(t), _) if plan.steps[t].kernel == Kernel::Binary(BinaryOp::Mul) => (p, t),
+        (_, Some(t)) if plan.steps[t].kernel == Kernel::Binary(BinaryOp::Mul) => (q, t),
+        _ => return None,
+    };
+    let &[p, q] = &plan.steps[term].inputs[..] else { return None };
+    let cube = if is_scalar(plan, graph, p, 0.044715) {
+        q
+    } else if is_scalar(plan, graph, q, 0.044715) {
+        p
+    } else {
+        return None;
+    };
+    let c = producer(plan, removed, cube, term, term)?;
+    let cs = &plan.steps[c];
+    let mut steps = vec![c, term, sum, scaled];
+    match (cs.kernel, &cs.inputs[..]) {
+        (Kernel::Binary(BinaryOp::Pow), &[b, three]) if b == x && is_scalar(plan, graph, three, 3.0) => {}
+        (Kernel::Binary(BinaryOp::Mul), &[a, b]) if a == x || b == x => {
+            // x · (x · x): the square read by this Mul alone.
+            let square = if a == x { b } else { a };
+            let sq = producer(plan, removed, square, c, c)?;
+            if plan.steps[sq].kernel != Kernel::Binary(BinaryOp::Mul) || plan.steps[sq].inputs[..] != [x, x] {
+                return None;
+            }
+            steps.push(sq);
+        }
+        _ => return None,
+    }
+    Some((x, steps))
+}
+
+fn gelu_at(plan: &Plan, graph: &GraphDesc, removed: &[bool], e: usize) -> Option<Chain> {
+    let step = &plan.steps[e];
+    if removed[e] || step.typed || step.epilogue.is_some() || step.inputs.len() != 1 {
+        return None;
+    }
+    let (x, head, kernel) = match step.kernel {
+        Kernel::Unary(UnaryOp::Erf) => {
+            let (x, head) = erf_head(plan, graph, removed, e)?;
+            (x, head, UnaryOp::Gelu)
+        }
+        Kernel::Unary(UnaryOp::Tanh) => {
+            let (x, head) = tanh_head(plan, graph, removed, e)?;
+            (x, head, UnaryOp::GeluTanh)
+        }
+        _ => return None,
+    };
+    // 1 + erf(..) (or tanh), then · x and · 0.5 in some grouping.
     let a = next(plan, removed, e)?;
     let one = other_operand(plan, a, BinaryOp::Add, plan.steps[e].output)?;
     if !is_scalar(plan, graph, one, 1.0) {
@@ -116,11 +194,11 @@ fn gelu_at(plan: &Plan, graph: &GraphDesc, removed: &[bool], e: usize) -> Option
         // (x · (1 + erf)) · 0.5
         let m2 = next(plan, removed, m1)?;
         let half = other_operand(plan, m2, BinaryOp::Mul, plan.steps[m1].output)?;
-        (is_scalar(plan, graph, half, 0.5)).then_some((m2, vec![d, e, a, m1]))?
+        (is_scalar(plan, graph, half, 0.5)).then_some((m2, vec![e, a, m1]))?
     } else if is_scalar(plan, graph, with_sum, 0.5) {
         // ((1 + erf) · 0.5) · x
         let m2 = next(plan, removed, m1)?;
-        (other_operand(plan, m2, BinaryOp::Mul, plan.steps[m1].output)? == x).then_some((m2, vec![d, e, a, m1]))?
+        (other_operand(plan, m2, BinaryOp::Mul, plan.steps[m1].output)? == x).then_some((m2, vec![e, a, m1]))?
     } else {
         // (x · 0.5) · (1 + erf): the half of x read by this Mul alone.
         let h = (0..m1).find(|&i| !removed[i] && plan.steps[i].output == with_sum)?;
@@ -128,12 +206,13 @@ fn gelu_at(plan: &Plan, graph: &GraphDesc, removed: &[bool], e: usize) -> Option
         if !is_scalar(plan, graph, half, 0.5) || next(plan, removed, h) != Some(m1) {
             return None;
         }
-        (m1, vec![h, d, e, a])
+        (m1, vec![h, e, a])
     };
+    folded.extend(head);
     folded.sort_unstable();
     // The result has x's declared shape: no scalar of a higher rank broadcast it.
     let (xd, yd) = (&plan.values[x].declared, &plan.values[plan.steps[end].output].declared);
-    (xd.is_some() && xd == yd).then_some(Chain { x, end, folded })
+    (xd.is_some() && xd == yd).then_some(Chain { x, end, folded, kernel })
 }
 
 #[cfg(test)]
@@ -231,5 +310,46 @@ mod tests {
         assert_eq!(e.act, Some(rivet_kernels::nn::Activation::Unary(UnaryOp::Gelu)));
         assert!(e.bias.is_some());
         assert_eq!(e.folded.len(), 6);
+    }
+
+    /// GPT-2's NewGELU, x³ as x · (x · x) and as Pow(x, 3): one GeluTanh step naming the
+    /// eight (or seven) other nodes.
+    #[test]
+    fn the_tanh_form_becomes_one_gelu_tanh() {
+        let d = [Dim::Fixed(2), Dim::Fixed(8)];
+        let c = |name: &str, x: f32| scalar(name, x);
+        for pow in [false, true] {
+            let (x, r) = (v("x", &d), v("r", &d));
+            let mut nodes = vec![node("relu", "Relu", 14, std::slice::from_ref(&x), r.clone())];
+            if pow {
+                nodes.push(node("cube", "Pow", 15, &[r.clone(), c("three", 3.0)], v("x3", &d)));
+            } else {
+                nodes.push(node("sq", "Mul", 14, &[r.clone(), r.clone()], v("x2", &d)));
+                nodes.push(node("cube", "Mul", 14, &[r.clone(), v("x2", &d)], v("x3", &d)));
+            }
+            nodes.extend([
+                node("term", "Mul", 14, &[c("k", 0.044715), v("x3", &d)], v("t", &d)),
+                node("sum", "Add", 14, &[r.clone(), v("t", &d)], v("u", &d)),
+                node("scale", "Mul", 14, &[c("s2pi", 0.797_884_6), v("u", &d)], v("w", &d)),
+                node("tanh", "Tanh", 13, &[v("w", &d)], v("th", &d)),
+                node("one", "Add", 14, &[c("one", 1.0), v("th", &d)], v("a", &d)),
+                node("mx", "Mul", 14, &[r.clone(), v("a", &d)], v("m", &d)),
+                node("mh", "Mul", 14, &[c("half", 0.5), v("m", &d)], v("y", &d)),
+            ]);
+            let inputs =
+                vec![x, c("three", 3.0), c("k", 0.044715), c("s2pi", 0.797_884_6), c("one", 1.0), c("half", 0.5)];
+            let g = GraphDesc {
+                nodes,
+                inputs,
+                constant_inputs: vec![false, true, true, true, true, true],
+                outputs: vec![v("y", &d)],
+                constants: vec![],
+            };
+            let plan = fused(&g);
+            let kernels: Vec<Kernel> = plan.steps.iter().map(|s| s.kernel).collect();
+            assert_eq!(kernels[1..], [Kernel::Unary(UnaryOp::GeluTanh)], "pow {pow}");
+            assert_eq!(plan.values[plan.steps[1].inputs[0]].name, "r");
+            assert_eq!(plan.steps[1].epilogue.as_ref().unwrap().folded.len(), if pow { 7 } else { 8 });
+        }
     }
 }
