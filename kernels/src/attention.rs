@@ -177,15 +177,19 @@ fn sized<T: AttnFloat>(v: &mut Vec<T>, len: usize) -> &mut [T] {
     &mut v[..len]
 }
 
-/// Computes `out` into `y`. `bias(b, h, i, j)` is the additive bias of query `i` and key
-/// `j` (mask and padding; -inf excludes); `None` when there is none. Each head's products are matrix products through
+/// Adds the bias of query `i` of head `h` in batch `b` to its row of scores:
+/// `bias(b, h, i, row)`.
+pub type AttnBias<'a, T> = &'a dyn Fn(usize, usize, usize, &mut [T]);
+
+/// Computes `out` into `y`. `bias(b, h, i, row)` adds the bias of query `i` to its row of
+/// scores, one per key (mask and padding; -inf excludes); `None` when there is none. Each head's products are matrix products through
 /// the packed SGEMM; its rows are packed contiguous first.
 #[allow(clippy::too_many_arguments)]
 pub fn attention<T: AttnFloat>(
     d: &AttnDims,
     p: AttnParams,
     x: &AttnInputs<'_, T>,
-    bias: Option<&dyn Fn(usize, usize, usize, usize) -> T>,
+    bias: Option<AttnBias<'_, T>>,
     out: AttnOut,
     scratch: &mut AttnScratch<T>,
     y: &mut [T],
@@ -231,9 +235,7 @@ pub fn attention<T: AttnFloat>(
                 for (i, row) in s.chunks_mut(total.max(1)).enumerate() {
                     if stage >= 1 {
                         if let Some(bias) = bias {
-                            for (j, e) in row.iter_mut().enumerate() {
-                                *e += bias(b, h, i, j);
-                            }
+                            bias(b, h, i, row);
                         }
                         if p.causal {
                             // Keys after the query's own position (offset by the cache).
@@ -325,18 +327,10 @@ mod tests {
         let (w0, w1) = (1f32.exp() / (1f32.exp() + 1.0), 1.0 / (1f32.exp() + 1.0));
         assert!((y[0] - (10.0 * w0 + 20.0 * w1)).abs() < 1e-5, "{}", y[0]);
         // A -inf bias on key 0 leaves only key 1; causal with q_len 1 and no cache masks key 1.
-        attention(
-            &d,
-            p,
-            &x,
-            Some(&|_, _, _, j| if j == 0 { f32::NEG_INFINITY } else { 0.0 }),
-            AttnOut::Y,
-            &mut s,
-            &mut y,
-        );
+        attention(&d, p, &x, Some(&|_, _, _, row: &mut [f32]| row[0] += f32::NEG_INFINITY), AttnOut::Y, &mut s, &mut y);
         assert_eq!(y[0], 20.0);
         let causal = AttnParams { causal: true, ..p };
-        attention(&d, causal, &x, Some(&|_, _, _, _| 0.0), AttnOut::Y, &mut s, &mut y);
+        attention(&d, causal, &x, Some(&|_, _, _, _: &mut [f32]| {}), AttnOut::Y, &mut s, &mut y);
         assert_eq!(y[0], 10.0);
     }
 }

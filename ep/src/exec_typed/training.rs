@@ -113,31 +113,36 @@ pub(super) fn attention<T: Storage + AttnFloat + Number>(
             mask_cols = 1;
         }
     }
-    let bias = |b: usize, h: usize, i: usize, j: usize| -> T {
-        if nonpad.is_some_and(|n| j as i64 >= n[b]) {
-            return <T as AttnFloat>::NEG_INFINITY;
-        }
-        let Some((data, _)) = mask else { return T::default() };
-        if j >= mask_cols {
-            return <T as AttnFloat>::NEG_INFINITY; // past the mask's last dim: padding
-        }
-        let at = b * strides[0] + h * strides[1] + i * strides[2] + j * strides[3];
-        match data {
-            Data::F32(m) => T::from_f32(m[at]),
-            Data::Bool(m) => {
-                if m[at] != 0 {
-                    T::default()
-                } else {
-                    <T as AttnFloat>::NEG_INFINITY
+    // Adds query i's bias to its row of scores: the mask's row (its last axis walked with
+    // stride strides[3]), -inf past the mask's last dim and past the batch's nonpad length.
+    let bias = |b: usize, h: usize, i: usize, row: &mut [T]| {
+        let keep = nonpad.map_or(row.len(), |n| usize::try_from(n[b]).unwrap_or(0).min(row.len()));
+        let ninf = <T as AttnFloat>::NEG_INFINITY;
+        if let Some((data, _)) = mask {
+            let base = b * strides[0] + h * strides[1] + i * strides[2];
+            let cols = mask_cols.min(keep);
+            let at = |j: usize| base + j * strides[3];
+            match data {
+                Data::F32(m) => row[..cols].iter_mut().enumerate().for_each(|(j, e)| *e += T::from_f32(m[at(j)])),
+                Data::Bool(m) => row[..cols].iter_mut().enumerate().for_each(|(j, e)| {
+                    if m[at(j)] == 0 {
+                        *e += ninf
+                    }
+                }),
+                other => {
+                    row[..cols].iter_mut().enumerate().for_each(|(j, e)| *e += T::from_f64(number_at(other, at(j))))
                 }
             }
-            other => T::from_f64(number_at(other, at)),
+            // Past the mask's last dim: padding.
+            row[cols..].iter_mut().for_each(|e| *e += ninf);
+        } else {
+            row[keep..].iter_mut().for_each(|e| *e += ninf);
         }
     };
     let scale = a.scale.unwrap_or(1.0 / (d.head as f32).sqrt());
     let p = AttnParams { scale, softcap: a.softcap, causal: a.causal };
     let x = AttnInputs { q: f(0)?, k: f(1)?, v: f(2)?, past_key, past_value };
-    let bias = (a.mask || a.nonpad).then_some(&bias as &dyn Fn(usize, usize, usize, usize) -> T);
+    let bias = (a.mask || a.nonpad).then_some(&bias as rivet_kernels::attention::AttnBias<'_, T>);
     rivet_kernels::attention::attention(&d, p, &x, bias, a.out, scratch, y);
     Ok(())
 }
