@@ -116,6 +116,25 @@ fn wrong_dtype_or_rank_at_run_is_an_error_and_the_session_keeps_working() {
     assert_eq!(out[0].data, vec![0.0, 2.0, 0.0, 4.0, 0.0, 6.0]);
 }
 
+/// A Transpose of an input of unknown rank, fed a rank-9 tensor at Run: an error naming
+/// the node (Rivet's transposes stop at rank 8), not a panic; the session keeps working.
+/// Found by the session-9 review: it was an assertion in the kernel.
+#[test]
+fn a_transpose_past_rank_8_at_run_is_an_error_naming_the_node() {
+    let model = ModelBuilder::new(21)
+        .input_unshaped("x", FLOAT)
+        .node("Transpose", "flip", &["x"], &["y"])
+        .output("y", FLOAT, None)
+        .build();
+    let mut s = rivet_session(&model);
+    let err = harness::run(&mut s, &[HostTensor::f32("x", &[1; 9], vec![1.0])]).expect_err("rank 9");
+    assert!(err.contains("flip") && err.contains("rank 9"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    let out = harness::run(&mut s, &[HostTensor::f32("x", &[2, 3], vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0])])
+        .expect("still works");
+    assert_eq!(out[0].data, vec![1.0, 4.0, 2.0, 5.0, 3.0, 6.0]);
+}
+
 #[test]
 fn a_panic_inside_compute_becomes_an_error_status_not_an_abort() {
     let model = ModelBuilder::new(21)

@@ -495,6 +495,7 @@ fn apply_other(
     let shape = |k: usize| shapes[step.inputs[k]].as_slice();
     let epilogue = match &step.epilogue {
         Some(e) => nn::Epilogue {
+            scale: e.scale,
             bias: operands.bias.map_or(nn::Bias::None, nn::Bias::Cols),
             act: e.act,
             residual: operands.residual,
@@ -570,14 +571,14 @@ fn apply_other(
             let widths: SmallVec<[usize; 4]> = (0..ins.len()).map(|k| shape(k)[a..].iter().product()).collect();
             nn::concat(ins, &widths, outer, dst);
         }
-        Kernel::MatMul { alpha, trans_b } => {
+        Kernel::MatMul { trans_b } => {
             let (sa, sb) = (shape(0), shape(1));
             let packed = match (sb, trans_b) {
                 ([k, n], false) | ([n, k], true) => weights(element_count(sa) / k.max(&1), *n, *k, trans_b),
                 _ => None,
             };
             let packed_b = packed.as_ref().map(|cache| &cache[step.output].packed);
-            let op = products::MatMul { alpha, trans_b };
+            let op = products::MatMul { alpha: 1.0, trans_b };
             products::matmul(ins[0], sa, ins[1], sb, op, products::Extras { packed_b, epilogue }, dst, par);
         }
         Kernel::Gemm { alpha, beta, trans_a, trans_b } => {

@@ -583,6 +583,7 @@ mod tests {
             let (a, b) = (values(m * k, 1), values(k * n, 2));
             let (bias, res) = (values(n, 4), values(m * n, 5));
             let epilogue = nn::Epilogue {
+                scale: Some(nn::Scale::Mul(0.3)),
                 bias: nn::Bias::Cols(&bias),
                 act: Some(nn::Activation::Unary(rivet_kernels::UnaryOp::Gelu)),
                 residual: Some(&res),
@@ -719,12 +720,13 @@ mod tests {
         }
     }
 
-    /// What `fold_matmul_operands` relies on: B stored transposed with `trans_b`, and a
-    /// power-of-two or any `alpha`, give the bits of the plain product of the transposed
-    /// copy followed by a Mul, batched and by a matrix.
+    /// What `fold_matmul_operands` relies on: B stored transposed with `trans_b`, and an
+    /// epilogue scale, give the bits of the plain product of the transposed copy followed
+    /// by a Mul, batched and by a matrix, over several depth blocks (products of more than
+    /// one row: see the pass for one).
     #[test]
-    fn a_transposed_b_and_alpha_give_the_bits_of_the_unfolded_nodes() {
-        let (batch, m, n, k) = (3, 20, 36, 40);
+    fn a_transposed_b_and_a_scale_give_the_bits_of_the_unfolded_nodes() {
+        let (batch, m, n, k) = (3, 20, 36, 300);
         let a = values(batch * m * k, 3);
         for b_batch in [batch, 1] {
             let b = values(b_batch * k * n, 4);
@@ -735,14 +737,15 @@ mod tests {
             }
             let (sb, sbt): (Vec<usize>, Vec<usize>) =
                 if b_batch == 1 { (vec![k, n], vec![n, k]) } else { (vec![batch, k, n], vec![batch, n, k]) };
-            let run = |b: &[f32], sb: &[usize], op: MatMul| {
+            let run = |b: &[f32], sb: &[usize], op: MatMul, scale: Option<nn::Scale>| {
                 let mut c = vec![0.0; batch * m * n];
-                matmul(&a, &[batch, m, k], b, sb, op, Extras::default(), &mut c, &Serial::default());
+                let extras = Extras { epilogue: nn::Epilogue { scale, ..Default::default() }, ..Default::default() };
+                matmul(&a, &[batch, m, k], b, sb, op, extras, &mut c, &Serial::default());
                 c
             };
-            let plain = run(&b, &sb, MatMul { alpha: 1.0, trans_b: false });
+            let plain = run(&b, &sb, MatMul { alpha: 1.0, trans_b: false }, None);
             let scaled: Vec<f32> = plain.iter().map(|&x| x * 0.3).collect();
-            let folded = run(&bt, &sbt, MatMul { alpha: 0.3, trans_b: true });
+            let folded = run(&bt, &sbt, MatMul { alpha: 1.0, trans_b: true }, Some(nn::Scale::Mul(0.3)));
             assert!(folded.iter().zip(&scaled).all(|(x, y)| x.to_bits() == y.to_bits()), "B batch {b_batch}");
         }
     }

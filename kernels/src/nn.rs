@@ -24,7 +24,7 @@ pub use crate::norm::{layer_norm, softmax};
 
 pub use crate::gemm::{
     gemm, gemm_block, gemm_cols_packed_a, gemm_rows, gemm_rows_packed, gemm_with, pack_a, pack_a_for, pack_b, row_tile,
-    Activation, Bias, Epilogue, Gemm, GemmScratch, PackedA, PackedB,
+    Activation, Bias, Epilogue, Gemm, GemmScratch, PackedA, PackedB, Scale,
 };
 
 /// Inference batch normalization of `x` viewed as `[batch, channels, spatial]`.

@@ -79,9 +79,11 @@ pub struct Step {
 }
 
 /// The nodes a fusion pass folded into a product step (Conv, MatMul, Gemm), applied in
-/// this order to each output element: `after(act(y + bias) + residual)`.
+/// this order to each output element: `after(act(scale(y) + bias) + residual)`.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Epilogue {
+    /// A Mul or Div of a MatMul's output by a constant scalar (`fold_matmul_operands`).
+    pub scale: Option<rivet_kernels::nn::Scale>,
     /// An Add of one value per output column (a MatMul's or Gemm's bias, shape `[n]`).
     pub bias: Option<ValueId>,
     pub act: Option<Activation>,
@@ -96,7 +98,11 @@ impl Epilogue {
     /// Whether it only names folded nodes (a step that absorbed others and still does its
     /// own work alone, like a Gelu made of its erf chain).
     pub fn is_names_only(&self) -> bool {
-        self.bias.is_none() && self.act.is_none() && self.residual.is_none() && self.after.is_none()
+        self.scale.is_none()
+            && self.bias.is_none()
+            && self.act.is_none()
+            && self.residual.is_none()
+            && self.after.is_none()
     }
 
     /// The values it reads, besides the step's own inputs.

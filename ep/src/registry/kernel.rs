@@ -196,12 +196,10 @@ pub enum Kernel {
     Concat {
         axis: i64,
     },
-    /// `alpha · A · op(B)`, numpy-batched: the registry builds `alpha` 1 and `trans_b`
-    /// false; `passes::fold_matmul_operands` folds a scalar scale of the output into `alpha`
-    /// and the swap of B's last two axes that a Transpose feeding B did into `trans_b`
-    /// (B is then stored `[.., n, k]`).
+    /// `A · op(B)`, numpy-batched: the registry builds `trans_b` false;
+    /// `passes::fold_matmul_operands` folds into it the swap of B's last two axes that a
+    /// Transpose feeding B did (B is then stored `[.., n, k]`).
     MatMul {
-        alpha: f32,
         trans_b: bool,
     },
     Gemm {

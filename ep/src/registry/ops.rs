@@ -276,7 +276,7 @@ pub static OPS: &[OpSpec] = &[
         since: (1, 13),
         arity: Arity::Binary,
         attrs: &[],
-        build: |_| Ok(Kernel::MatMul { alpha: 1.0, trans_b: false }),
+        build: |_| Ok(Kernel::MatMul { trans_b: false }),
     },
     OpSpec {
         op_type: "Gemm",

@@ -54,6 +54,9 @@ pub fn normalize_axis(axis: i64, rank: usize, inclusive: bool) -> std::result::R
 }
 
 pub(super) fn transposed(x: &[usize], perm: &[i64]) -> std::result::Result<Shape, String> {
+    if x.len() > 8 {
+        return Err(format!("rank {}: Rivet transposes rank 8 at most", x.len()));
+    }
     if perm.is_empty() {
         return Ok(x.iter().rev().copied().collect());
     }

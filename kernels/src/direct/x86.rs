@@ -213,6 +213,7 @@ fn tile<const R: usize, const NB: usize, const S: usize>(
     }
     let lanes = (NB * BLOCK).min(ch.len());
     let ep = &d.epilogue;
+    debug_assert!(ep.scale.is_none(), "the direct convolution takes no scale");
     let flat = t.as_flattened_mut().as_flattened_mut();
     if let Some(act) = &ep.act {
         act.apply(Level::Avx512, flat);

@@ -1,5 +1,5 @@
-//! What a product does to each element of C once its sum is complete: a bias, an
-//! activation, a residual addition and a second activation, in that order. The driver
+//! What a product does to each element of C once its sum is complete: a scale, a bias,
+//! an activation, a residual addition and a second activation, in that order. The driver
 //! applies it to each strip of C right after the strip's last depth block, while the strip
 //! is still in L1, so a Conv + bias + Add + Relu or a MatMul + bias + Gelu makes one pass
 //! over C instead of three or four.
@@ -57,9 +57,20 @@ impl Activation {
     }
 }
 
-/// `c = after(act(c + bias) + residual)`, each part optional. The default does nothing.
+/// A scalar that scales C first: the exporters' Mul or Div of a product by a constant
+/// (attention's `1 / sqrt(d)`), applied to the complete sum as the separate op would.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Scale {
+    Mul(f32),
+    Div(f32),
+}
+
+/// `c = after(act(scale(c) + bias) + residual)`, each part optional. The default does
+/// nothing.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Epilogue<'a> {
+    /// Only products set it (MatMul, Gemm); the direct convolution takes none.
+    pub scale: Option<Scale>,
     pub bias: Bias<'a>,
     pub act: Option<Activation>,
     /// The whole m×n addend, row-major (row stride n), in C's layout.
@@ -70,7 +81,11 @@ pub struct Epilogue<'a> {
 impl<'a> Epilogue<'a> {
     /// Whether it changes nothing.
     pub fn is_empty(&self) -> bool {
-        matches!(self.bias, Bias::None) && self.act.is_none() && self.residual.is_none() && self.after.is_none()
+        self.scale.is_none()
+            && matches!(self.bias, Bias::None)
+            && self.act.is_none()
+            && self.residual.is_none()
+            && self.after.is_none()
     }
 
     /// Applies it to the rows `rows` of an m×n C held in `c` (`rows.len() * n`
@@ -112,6 +127,11 @@ impl<'a> Epilogue<'a> {
         }
         for (r, i) in rows.enumerate() {
             let row = &mut c[r * ldc..][..w];
+            match self.scale {
+                None => {}
+                Some(Scale::Mul(s)) => row.iter_mut().for_each(|o| *o *= s),
+                Some(Scale::Div(s)) => row.iter_mut().for_each(|o| *o /= s),
+            }
             match self.bias {
                 Bias::None => {}
                 Bias::Rows(b) => {

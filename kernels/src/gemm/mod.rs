@@ -54,7 +54,7 @@ use crate::conv::Im2col;
 use std::cell::RefCell;
 use std::ops::Range;
 
-pub use epilogue::{Activation, Bias, Epilogue};
+pub use epilogue::{Activation, Bias, Epilogue, Scale};
 use packed::tiles_agree;
 pub use packed::{pack_a, pack_a_at, pack_a_for, pack_b, pack_b_at, PackedA, PackedB};
 

@@ -297,6 +297,11 @@ fn unfused(level: Level, g: &Gemm<'_>, c0: &[f32]) -> Vec<f32> {
         }
         None => {}
     };
+    match g.epilogue.scale {
+        Some(Scale::Mul(s)) => c.iter_mut().for_each(|v| *v *= s),
+        Some(Scale::Div(s)) => c.iter_mut().for_each(|v| *v /= s),
+        None => {}
+    }
     for (i, row) in c.chunks_exact_mut(n.max(1)).enumerate().take(m) {
         match g.epilogue.bias {
             Bias::None => {}
@@ -327,12 +332,13 @@ fn epilogues_give_the_unfused_bits_whole_split_and_packed() {
                 ..Epilogue::default()
             },
             Epilogue {
+                scale: Some(Scale::Div(3.0)),
                 bias: Bias::Cols(cb),
                 act: Some(Activation::Clip { min: 0.0, max: 0.5 }),
                 residual: Some(res),
                 after: Some(Activation::Unary(UnaryOp::Sigmoid)),
             },
-            Epilogue { residual: Some(res), ..Epilogue::default() },
+            Epilogue { scale: Some(Scale::Mul(0.3)), residual: Some(res), ..Epilogue::default() },
             Epilogue { bias: Bias::Rows(rb), act: Some(Activation::Silu), residual: Some(res), ..Epilogue::default() },
         ]
     };

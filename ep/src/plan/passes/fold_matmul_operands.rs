@@ -6,11 +6,14 @@
 //!   loses that swap: a perm that becomes the identity (Llama's `[0, 1, 3, 2]` of K) drops
 //!   the Transpose, any other becomes the cheaper one left (BERT's `[0, 2, 3, 1]` of
 //!   `[b, s, h, d]` becomes `[0, 2, 1, 3]`, runs of `d` contiguous, no element-wise
-//!   transpose of each head).
-//! * **A scalar scale of the output.** A Mul by a constant scalar, or a Div by a constant
-//!   power of two, of the product becomes its `alpha`: `alpha · acc` rounds once, like the
-//!   Mul it replaces, so the bits are those of the unfused nodes (a Div by another number
-//!   would not be, and stays).
+//!   transpose of each head). The GEMM sums op(B) in the same order either way, so the
+//!   bits are the unfused nodes', except in a product of one row (a decode step's
+//!   `q · K^T`): its matrix-vector path takes dot products of B's rows in 16 lanes where
+//!   the untransposed B is summed row after row, so the last bits may differ (within the
+//!   GEMM's tested bounds).
+//! * **A scalar scale of the output.** A Mul or Div of the product by a constant scalar
+//!   becomes the first part of its epilogue (`Epilogue::scale`), applied to each complete
+//!   sum as the op would: the bits of the unfused nodes.
 //!
 //! Each fold needs the folded value to be a buffer read by that one step (not an output of
 //! the fused subgraph), and runs before `fuse_epilogues`, so a bias or activation after the
@@ -21,6 +24,7 @@ use crate::error::Result;
 use crate::graph::GraphDesc;
 use crate::plan::{Plan, Slot};
 use crate::registry::{Axes, Kernel};
+use rivet_kernels::nn::Scale;
 use rivet_kernels::BinaryOp;
 
 pub fn run(plan: &mut Plan, graph: &GraphDesc) -> Result<()> {
@@ -32,8 +36,8 @@ pub fn run(plan: &mut Plan, graph: &GraphDesc) -> Result<()> {
             continue;
         }
         if let Some((t, perm)) = transpose_of_b(plan, &removed, m) {
-            let Kernel::MatMul { alpha, trans_b } = plan.steps[m].kernel else { unreachable!("checked above") };
-            plan.steps[m].kernel = Kernel::MatMul { alpha, trans_b: !trans_b };
+            let Kernel::MatMul { trans_b } = plan.steps[m].kernel else { unreachable!("checked above") };
+            plan.steps[m].kernel = Kernel::MatMul { trans_b: !trans_b };
             if perm.iter().enumerate().all(|(i, &p)| i == p) {
                 let (name, op, source) = {
                     let s = &plan.steps[t];
@@ -54,16 +58,16 @@ pub fn run(plan: &mut Plan, graph: &GraphDesc) -> Result<()> {
                 }
             }
         }
-        if let Some((s, factor)) = scale_of_output(plan, graph, &removed, m) {
+        if let Some((s, scale)) = scale_of_output(plan, graph, &removed, m) {
             let (name, op, output) = {
                 let st = &plan.steps[s];
                 (st.node_name.clone(), st.op_type.clone(), st.output)
             };
             let step = &mut plan.steps[m];
-            let Kernel::MatMul { trans_b, .. } = step.kernel else { unreachable!("checked above") };
-            step.kernel = Kernel::MatMul { alpha: factor, trans_b };
             step.output = output;
-            step.epilogue.get_or_insert_with(Default::default).folded.push((name, op));
+            let e = step.epilogue.get_or_insert_with(Default::default);
+            e.scale = Some(scale);
+            e.folded.push((name, op));
             removed[s] = true;
             absorbed_into[s] = m;
         }
@@ -102,13 +106,12 @@ fn transpose_of_b(plan: &Plan, removed: &[bool], m: usize) -> Option<(usize, Vec
     Some((t, p))
 }
 
-/// For MatMul step `m` with `alpha` 1 whose output is a buffer read only by a float32 Mul
-/// by a constant scalar, or a Div by a constant power of two: that step and the factor
-/// (`1 / c` for the Div, exact).
-fn scale_of_output(plan: &Plan, graph: &GraphDesc, removed: &[bool], m: usize) -> Option<(usize, f32)> {
-    let Kernel::MatMul { alpha, .. } = plan.steps[m].kernel else { return None };
+/// For MatMul step `m` whose output is a buffer read only by a float32 Mul or Div by a
+/// constant scalar (the divisor, for a Div): that step and the scale.
+fn scale_of_output(plan: &Plan, graph: &GraphDesc, removed: &[bool], m: usize) -> Option<(usize, Scale)> {
     let v = plan.steps[m].output;
-    if alpha != 1.0 || !matches!(plan.values[v].slot, Slot::Buffer(_)) {
+    let fresh = plan.steps[m].epilogue.as_ref().is_none_or(|e| e.is_names_only());
+    if !fresh || !matches!(plan.values[v].slot, Slot::Buffer(_)) {
         return None;
     }
     let s = sole_reader(plan, removed, m, v)?;
@@ -128,15 +131,7 @@ fn scale_of_output(plan: &Plan, graph: &GraphDesc, removed: &[bool], m: usize) -
         return None;
     }
     let c = scalar_constant(plan, graph, other)?;
-    match op {
-        BinaryOp::Mul => Some((s, c)),
-        // 1 / c exact: c a normal power of two, whose reciprocal is normal too.
-        _ => {
-            let r = 1.0 / c;
-            let power_of_two = |x: f32| x.is_normal() && x.to_bits() & 0x007f_ffff == 0;
-            (power_of_two(c) && power_of_two(r)).then_some((s, r))
-        }
-    }
+    Some((s, if op == BinaryOp::Mul { Scale::Mul(c) } else { Scale::Div(c) }))
 }
 
 #[cfg(test)]
@@ -189,7 +184,8 @@ mod tests {
         let plan = folded(&scores(&[0, 1, 3, 2], &[1, 2, 3, 4], "Mul", 0.5));
         assert_eq!(plan.steps.len(), 1);
         let mm = &plan.steps[0];
-        assert_eq!(mm.kernel, Kernel::MatMul { alpha: 0.5, trans_b: true });
+        assert_eq!(mm.kernel, Kernel::MatMul { trans_b: true });
+        assert_eq!(mm.epilogue.as_ref().unwrap().scale, Some(Scale::Mul(0.5)));
         assert_eq!(plan.values[mm.inputs[1]].name, "k");
         assert_eq!(plan.values[mm.output].name, "y");
         let names: Vec<&str> = mm.epilogue.as_ref().unwrap().folded.iter().map(|(n, _)| n.as_str()).collect();
@@ -206,14 +202,14 @@ mod tests {
         let kt = plan.steps[0].output;
         let dims: Vec<Dim> = plan.values[kt].declared.clone().unwrap().to_vec();
         assert_eq!(dims, [1, 2, 3, 4].map(Dim::Fixed), "declared as the Transpose now writes it");
-        assert_eq!(plan.steps[1].kernel, Kernel::MatMul { alpha: 0.25, trans_b: true });
+        assert_eq!(plan.steps[1].kernel, Kernel::MatMul { trans_b: true });
+        assert_eq!(plan.steps[1].epilogue.as_ref().unwrap().scale, Some(Scale::Div(4.0)));
     }
 
     #[test]
-    fn a_division_that_is_not_exact_as_a_product_stays() {
+    fn a_division_by_any_constant_folds_as_a_division() {
         let plan = folded(&scores(&[0, 1, 3, 2], &[1, 2, 3, 4], "Div", 3.0));
-        assert_eq!(plan.steps.len(), 2);
-        assert_eq!(plan.steps[0].kernel, Kernel::MatMul { alpha: 1.0, trans_b: true });
-        assert_eq!(plan.steps[1].op_type, "Div");
+        assert_eq!(plan.steps.len(), 1);
+        assert_eq!(plan.steps[0].epilogue.as_ref().unwrap().scale, Some(Scale::Div(3.0)));
     }
 }
