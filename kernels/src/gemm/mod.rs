@@ -469,6 +469,9 @@ impl<const MR: usize, const NR: usize> Out<'_, MR, NR> {
     }
 }
 
+/// The rows of the short kernel the x86 drivers take for strips of that many rows or fewer.
+pub(crate) const SHORT_MR: usize = 4;
+
 /// The blocked driver, instantiated per level with its microkernel and block sizes.
 /// `kernel(a_panel, b_panel, out)` computes `a_panel^T · b_panel` (depth = panel length)
 /// into `out`.
@@ -482,6 +485,7 @@ pub(crate) fn run<const MR: usize, const NR: usize>(
     nc_max: usize,
     rows_in_place: bool,
     kernel: impl Fn(APanel<'_, MR>, &[[f32; NR]], Out<'_, MR, NR>),
+    short: impl Fn(APanel<'_, SHORT_MR>, &[[f32; NR]], Out<'_, SHORT_MR, NR>),
 ) {
     let (k, rows, cols) = (job.k, job.rows.clone(), job.cols.clone());
     // C's row stride: the block's width.
@@ -551,11 +555,25 @@ pub(crate) fn run<const MR: usize, const NR: usize>(
                     }
                 };
                 let strip = &mut c[(i0 - rows.start) * ldc + j0 - cols.start..];
+                // A strip of at most SHORT_MR rows read in place (the last of 197, or all of
+                // a batch-2 recurrence) takes the short kernel over the same B panels: the
+                // same sums, without computing MR - mr rows for nothing.
+                let short_rows = matches!(a_panel, APanel::Rows(_)) && mr <= SHORT_MR && MR > SHORT_MR;
                 for (jp, b_panel) in b_pack.chunks_exact(kc).enumerate() {
                     let j = jp * NR;
                     let nr = NR.min(nc - j);
                     let c = &mut strip[j..];
-                    if mr == MR && nr == NR {
+                    if short_rows {
+                        let APanel::Rows(full) = a_panel else { unreachable!("checked above") };
+                        let a_short = APanel::Rows(std::array::from_fn(|r| full[r.min(mr - 1)]));
+                        if mr == SHORT_MR && nr == NR {
+                            short(a_short, b_panel, Out::C { c, ldc, alpha: job.alpha, beta });
+                        } else {
+                            let mut tile = [[0.0f32; NR]; SHORT_MR];
+                            short(a_short, b_panel, Out::Tile(&mut tile));
+                            store(&tile[..mr], nr, c, ldc, job.alpha, beta);
+                        }
+                    } else if mr == MR && nr == NR {
                         kernel(a_panel, b_panel, Out::C { c, ldc, alpha: job.alpha, beta });
                     } else {
                         let mut tile = [[0.0f32; NR]; MR];
@@ -669,7 +687,7 @@ fn micro_portable(a: APanel<'_, 4>, b: &[[f32; 8]], out: Out<'_, 4, 8>) {
 
 /// The portable build (any CPU).
 pub(crate) fn portable(scratch: &mut GemmScratch, job: &Job<'_>, c: &mut [f32]) {
-    run::<PORTABLE_MR, 8>(scratch, job, c, PORTABLE_KC, PORTABLE_NC, false, micro_portable);
+    run::<PORTABLE_MR, 8>(scratch, job, c, PORTABLE_KC, PORTABLE_NC, false, micro_portable, micro_portable);
 }
 
 /// The portable build's A packing, for [`pack_a`]: floats written and the tile's rows.

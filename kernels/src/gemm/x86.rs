@@ -2,7 +2,7 @@
 //! functions: `arch::dispatch` calls the entry points once an `Isa` proves the features,
 //! and the vector loads/stores go through its reference-taking helpers (`arch::mem`).
 
-use super::{pack_a_whole, pack_whole, run, APanel, GemmScratch, Job, Out};
+use super::{pack_a_whole, pack_whole, run, APanel, GemmScratch, Job, Out, SHORT_MR};
 use crate::arch::mem::{load16, load8, store16, store8};
 use std::arch::x86_64::*;
 
@@ -39,11 +39,27 @@ const KC512: usize = 128;
 #[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
 pub(crate) fn gemm_avx512(scratch: &mut GemmScratch, job: &Job<'_>, c: &mut [f32]) {
     if wide_tile(job) {
-        run::<MR512_WIDE, NR512_WIDE>(scratch, job, c, KC512, NC, true, |a, b, t| {
-            micro_avx512::<MR512_WIDE, NR512_WIDE, 3>(a, b, t)
-        });
+        run::<MR512_WIDE, NR512_WIDE>(
+            scratch,
+            job,
+            c,
+            KC512,
+            NC,
+            true,
+            |a, b, t| micro_avx512::<MR512_WIDE, NR512_WIDE, 3>(a, b, t),
+            |a, b, t| micro_avx512::<SHORT_MR, NR512_WIDE, 3>(a, b, t),
+        );
     } else {
-        run::<MR512, NR512>(scratch, job, c, KC512, NC, true, |a, b, t| micro_avx512::<MR512, NR512, 2>(a, b, t));
+        run::<MR512, NR512>(
+            scratch,
+            job,
+            c,
+            KC512,
+            NC,
+            true,
+            |a, b, t| micro_avx512::<MR512, NR512, 2>(a, b, t),
+            |a, b, t| micro_avx512::<SHORT_MR, NR512, 2>(a, b, t),
+        );
     }
 }
 
@@ -112,7 +128,16 @@ pub(crate) fn pack_b_avx2(job: &Job<'_>, dst: &mut [f32]) -> (usize, usize) {
 /// The AVX2 + FMA build of the driver.
 #[target_feature(enable = "avx2,fma")]
 pub(crate) fn gemm_avx2(scratch: &mut GemmScratch, job: &Job<'_>, c: &mut [f32]) {
-    run::<MR256, NR256>(scratch, job, c, KC, NC, true, |a, b, t| micro_avx2(a, b, t));
+    run::<MR256, NR256>(
+        scratch,
+        job,
+        c,
+        KC,
+        NC,
+        true,
+        |a, b, t| micro_avx2::<MR256>(a, b, t),
+        |a, b, t| micro_avx2::<SHORT_MR>(a, b, t),
+    );
 }
 
 #[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
@@ -189,8 +214,8 @@ fn sixteen_mut<const N: usize>(x: &mut [f32; N], j: usize) -> &mut [f32; 16] {
 
 #[target_feature(enable = "avx2,fma")]
 #[inline]
-fn micro_avx2(a: APanel<'_, MR256>, b: &[[f32; NR256]], out: Out<'_, MR256, NR256>) {
-    let mut acc = [[_mm256_setzero_ps(); 2]; MR256];
+fn micro_avx2<const MR: usize>(a: APanel<'_, MR>, b: &[[f32; NR256]], out: Out<'_, MR, NR256>) {
+    let mut acc = [[_mm256_setzero_ps(); 2]; MR];
     let mut step = |br: &[f32; NR256], ar: &dyn Fn(usize) -> f32| {
         let (b0, b1) = halves(br);
         let (b0, b1) = (load8(b0), load8(b1));
@@ -208,7 +233,7 @@ fn micro_avx2(a: APanel<'_, MR256>, b: &[[f32; NR256]], out: Out<'_, MR256, NR25
         }
         APanel::Rows(rows) => {
             let kc = b.len();
-            let rows: [&[f32]; MR256] = rows.map(|row| &row[..kc]);
+            let rows: [&[f32]; MR] = rows.map(|row| &row[..kc]);
             for (p, br) in b.iter().enumerate() {
                 step(br, &|r| rows[r][p]);
             }
