@@ -81,10 +81,10 @@ pub trait AttnFloat:
     fn exp(self) -> Self;
     fn tanh(self) -> Self;
     fn max(self, b: Self) -> Self;
-    /// Softmax of one row in place; a row of only -inf gives NaN, as the definition does
-    /// (0 / 0).
-    fn softmax_row(s: &mut [Self]) {
-        softmax_row(s)
+    /// Softmax of each row of `n` elements of `s` in place; a row of only -inf gives NaN,
+    /// as the definition does (0 / 0).
+    fn softmax_rows(s: &mut [Self], n: usize) {
+        s.chunks_exact_mut(n.max(1)).for_each(softmax_row)
     }
     /// `c = alpha * a * op(b)` for row-major `a` m×k and `b` k×n (n×k with `trans_b`).
     #[allow(clippy::too_many_arguments)]
@@ -106,9 +106,9 @@ impl AttnFloat for f32 {
     fn max(self, b: f32) -> f32 {
         f32::max(self, b)
     }
-    /// In 16 lanes, `e^x` on the unary kernel's vectorised build.
-    fn softmax_row(s: &mut [f32]) {
-        crate::norm::softmax_in_place(s)
+    /// In 16 lanes, `e^x` on the unary kernel's vectorised build, one call for all rows.
+    fn softmax_rows(s: &mut [f32], n: usize) {
+        crate::norm::softmax_rows_in_place(s, n)
     }
     fn matmul(m: usize, n: usize, k: usize, alpha: f32, a: &[f32], b: &[f32], trans_b: bool, c: &mut [f32]) {
         crate::gemm::gemm(m, n, k, alpha, a, false, b, trans_b, 0.0, c);
@@ -246,9 +246,9 @@ pub fn attention<T: AttnFloat>(
                         let cap = T::from_f32(p.softcap);
                         row.iter_mut().for_each(|e| *e = cap * (*e / cap).tanh());
                     }
-                    if stage >= 3 {
-                        T::softmax_row(row);
-                    }
+                }
+                if stage >= 3 {
+                    T::softmax_rows(s, total);
                 }
                 if let AttnOut::Scores(_) = out {
                     let at = (b * d.q_heads + h) * d.q_len * total;

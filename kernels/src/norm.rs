@@ -9,8 +9,17 @@ pub fn softmax(x: &[f32], y: &mut [f32], outer: usize, n: usize, inner: usize, l
         return;
     }
     if inner == 1 {
-        for (xr, yr) in x.chunks_exact(n).zip(y.chunks_exact_mut(n)) {
-            softmax_row(xr, yr, log);
+        if log {
+            for (xr, yr) in x.chunks_exact(n).zip(y.chunks_exact_mut(n)) {
+                softmax_row(xr, yr, log);
+            }
+        } else {
+            // Blocks of whole rows, about BLOCK elements, each with one Exp call.
+            let rows = (BLOCK / n).max(1);
+            for (xb, yb) in x.chunks(rows * n).zip(y.chunks_mut(rows * n)) {
+                yb.copy_from_slice(xb);
+                softmax_rows_in_place(yb, n);
+            }
         }
         return;
     }
@@ -50,13 +59,28 @@ fn softmax_row(x: &[f32], y: &mut [f32], log: bool) {
     }
 }
 
-/// Softmax of one contiguous row in place (attention's score rows): as [`softmax_row`].
-pub(crate) fn softmax_in_place(s: &mut [f32]) {
-    let max = lanes_max(s);
-    s.iter_mut().for_each(|v| *v -= max);
+/// Elements of one block of [`softmax_rows_in_place`]: rows of 64 (attention's scores
+/// at 64 keys) called the vectorised Exp 64 times as often as the work needed, one call
+/// per row; in blocks, a [64, 64] head's scores take one.
+const BLOCK: usize = 4096;
+
+/// Softmax of each row of `n` elements of `s`, in place (attention's score rows): each row
+/// less its maximum, then `e^x` over the whole slice in one call of the unary kernel's
+/// vectorised build, then each row scaled by the inverse of its sum (the same values as
+/// [`softmax_row`] row by row).
+pub(crate) fn softmax_rows_in_place(s: &mut [f32], n: usize) {
+    if n == 0 {
+        return;
+    }
+    for row in s.chunks_exact_mut(n) {
+        let max = lanes_max(row);
+        row.iter_mut().for_each(|v| *v -= max);
+    }
     crate::UnaryOp::Exp.apply_inplace(s);
-    let inv = 1.0 / lanes_sum(s);
-    s.iter_mut().for_each(|v| *v *= inv);
+    for row in s.chunks_exact_mut(n) {
+        let inv = 1.0 / lanes_sum(row);
+        row.iter_mut().for_each(|v| *v *= inv);
+    }
 }
 
 /// The largest element (NaN ignored, as by `f32::max`; -inf for an empty slice), in 16
@@ -131,6 +155,25 @@ pub fn layer_norm(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Rows in blocks with one Exp call give each row's own softmax, bit for bit (rows of
+    /// 64 and of 197, whose ends fall inside the Exp kernel's blocks, -inf and NaN in).
+    #[test]
+    fn softmax_in_blocks_of_rows_gives_each_rows_bits() {
+        for n in [64usize, 197, 5] {
+            let rows = 3 * BLOCK / n + 2;
+            let mut x: Vec<f32> = (0..rows * n).map(|i| ((i * 37 % 101) as f32 - 50.0) * 0.17).collect();
+            x[3] = f32::NEG_INFINITY;
+            x[n + 1] = f32::NAN;
+            let mut blocks = vec![0.0; x.len()];
+            softmax(&x, &mut blocks, rows, n, 1, false);
+            let mut one = vec![0.0; n];
+            for (r, got) in blocks.chunks(n).enumerate() {
+                softmax_row(&x[r * n..][..n], &mut one, false);
+                assert!(got.iter().zip(&one).all(|(a, b)| a.to_bits() == b.to_bits()), "n {n} row {r}");
+            }
+        }
+    }
 
     #[test]
     fn softmax_and_layer_norm_rows_within_pinned_error_of_f64() {
