@@ -4,7 +4,7 @@ mod common;
 
 use common::{env, ort_session, rivet_session, strict, sweep};
 use rivet::harness::{self, Arm, HostTensor, SessionOpts};
-use rivet::model::{ModelBuilder, FLOAT};
+use rivet::model::{ModelBuilder, BOOL, FLOAT, INT64};
 
 /// Relu -> Gelu (com.microsoft, a contrib op Rivet does not claim) -> Sigmoid, plus a skip edge Relu -> Add
 /// that would make a cycle if Relu and Add were fused across the Gelu.
@@ -133,6 +133,37 @@ fn a_transpose_past_rank_8_at_run_is_an_error_naming_the_node() {
     let out = harness::run(&mut s, &[HostTensor::f32("x", &[2, 3], vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0])])
         .expect("still works");
     assert_eq!(out[0].data, vec![1.0, 4.0, 2.0, 5.0, 3.0, 6.0]);
+}
+
+/// The other kernels that keep an index per axis up to rank 8 (the session-9 review found
+/// each panicking on a rank-9 tensor at Run): Squeeze, a typed comparison that
+/// broadcasts, NonZero. Each is an error naming the node and the value; the session keeps
+/// working at rank 2.
+#[test]
+fn rank_8_kernels_refuse_rank_9_at_run_naming_the_node() {
+    let squeeze = ModelBuilder::new(21)
+        .input_unshaped("x", FLOAT)
+        .node("Squeeze", "squeeze", &["x"], &["y"])
+        .output("y", FLOAT, None)
+        .build();
+    let greater = ModelBuilder::new(21)
+        .input_unshaped("x", FLOAT)
+        .initializer("zero", &[1], vec![0.0])
+        .node("Greater", "greater", &["x", "zero"], &["y"])
+        .output("y", BOOL, None)
+        .build();
+    let nonzero = ModelBuilder::new(21)
+        .input_unshaped("x", FLOAT)
+        .node("NonZero", "nonzero", &["x"], &["y"])
+        .output("y", INT64, None)
+        .build();
+    for (model, name) in [(squeeze, "squeeze"), (greater, "greater"), (nonzero, "nonzero")] {
+        let mut s = rivet_session(&model);
+        let shape = [1, 2, 1, 2, 1, 2, 1, 2, 3];
+        let err = harness::run(&mut s, &[HostTensor::f32("x", &shape, vec![1.0; 48])]).expect_err("rank 9");
+        assert!(err.contains(name) && err.contains("rank 9") && !err.contains("panicked"), "{err}");
+        harness::run(&mut s, &[HostTensor::f32("x", &[2, 3], vec![1.0; 6])]).expect("still works at rank 2");
+    }
 }
 
 #[test]

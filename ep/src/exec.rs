@@ -181,6 +181,10 @@ fn run_step<'a>(
     par: &dyn Parallel,
 ) -> Result<()> {
     let out_value = &plan.values[step.output];
+    let rank_8 = plan.fixed.is_none() && step.kernel.stops_at_rank_8();
+    if rank_8 {
+        past_rank_8(plan, step, step.inputs.iter().copied(), &state.shapes)?;
+    }
     // The step's own buffer, out of the state while the step reads the others (a view
     // writes nothing: its output is its input's data).
     let mut owned = match out_value.slot {
@@ -237,6 +241,9 @@ fn run_step<'a>(
             inferred.as_ref()
         }
     };
+    if rank_8 {
+        past_rank_8(plan, step, std::iter::once(step.output), &state.shapes)?;
+    }
     if step.view {
         probe::record_nodes(1);
         return Ok(());
@@ -266,6 +273,22 @@ fn run_step<'a>(
         _ => unreachable!("a step writes an output or a buffer"),
     }
     probe::record_nodes(1 + step.epilogue.as_ref().map_or(0, |e| e.folded.len()));
+    Ok(())
+}
+
+/// An error naming the node and the value when one of `values` has rank over 8 (for the
+/// kernels that stop there: `Kernel::stops_at_rank_8`).
+fn past_rank_8(plan: &Plan, step: &Step, values: impl Iterator<Item = usize>, shapes: &[Shape]) -> Result<()> {
+    for id in values {
+        let rank = shapes[id].len();
+        if rank > 8 {
+            return Err(Error::invalid(format_args!(
+                "{} '{}': rank {rank}; Rivet runs this op up to rank 8",
+                NodeLabel(step),
+                plan.values[id].name
+            )));
+        }
+    }
     Ok(())
 }
 

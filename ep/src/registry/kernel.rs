@@ -546,6 +546,26 @@ impl Kernel {
     }
 
     /// Kernels whose output shape depends on their input data, known only at Run.
+    /// Whether the kernel keeps an index per axis on the stack, up to rank 8 (Squeeze's
+    /// shape rule, the typed broadcasting ops, Expand, Transpose, NonZero, GatherElements,
+    /// the scatters): a tensor of higher rank at Run is then an error naming the node, not
+    /// a panic (`exec::run_step` checks, for plans whose shapes are known only at Run).
+    pub fn stops_at_rank_8(&self) -> bool {
+        matches!(
+            self,
+            Kernel::Reshape(ReshapeRule::Squeeze { .. } | ReshapeRule::SqueezeAtRun)
+                | Kernel::Arith(_)
+                | Kernel::Compare(_)
+                | Kernel::Logic(_)
+                | Kernel::Where
+                | Kernel::Expand { .. }
+                | Kernel::Transpose(_)
+                | Kernel::NonZero
+                | Kernel::GatherElements { .. }
+                | Kernel::Scatter { .. }
+        )
+    }
+
     pub fn shape_from_data(&self) -> bool {
         matches!(self, Kernel::Range | Kernel::NonZero | Kernel::OneHot { depth: None, .. })
     }

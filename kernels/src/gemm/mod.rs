@@ -566,13 +566,12 @@ pub(crate) fn run<const MR: usize, const NR: usize>(
                     if short_rows {
                         let APanel::Rows(full) = a_panel else { unreachable!("checked above") };
                         let a_short = APanel::Rows(std::array::from_fn(|r| full[r.min(mr - 1)]));
-                        if mr == SHORT_MR && nr == NR {
-                            short(a_short, b_panel, Out::C { c, ldc, alpha: job.alpha, beta });
-                        } else {
-                            let mut tile = [[0.0f32; NR]; SHORT_MR];
-                            short(a_short, b_panel, Out::Tile(&mut tile));
-                            store(&tile[..mr], nr, c, ldc, job.alpha, beta);
-                        }
+                        // Through a tile and `store`, as every partial strip merges into C
+                        // (a direct store rounds `beta * c + alpha * acc` once, `store`
+                        // twice): the bits stay those of the MR-row kernel's edge tiles.
+                        let mut tile = [[0.0f32; NR]; SHORT_MR];
+                        short(a_short, b_panel, Out::Tile(&mut tile));
+                        store(&tile[..mr], nr, c, ldc, job.alpha, beta);
                     } else if mr == MR && nr == NR {
                         kernel(a_panel, b_panel, Out::C { c, ldc, alpha: job.alpha, beta });
                     } else {
