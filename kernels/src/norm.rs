@@ -100,9 +100,10 @@ fn lanes_sum(x: &[f32]) -> f32 {
     lanes_sum_of(x, |v| v)
 }
 
-/// The sum of `f(x)` over `x`, in 16 lanes.
+/// The sum of `f(x)` over `x`, in 16 lanes (each every 16th element, then the tail in
+/// order): the reductions' and the norms' sums.
 #[inline(always)]
-fn lanes_sum_of(x: &[f32], f: impl Fn(f32) -> f32) -> f32 {
+pub(crate) fn lanes_sum_of(x: &[f32], f: impl Fn(f32) -> f32) -> f32 {
     let mut lanes = [0.0f32; 16];
     let (chunks, tail) = x.as_chunks::<16>();
     for c in chunks {

@@ -73,14 +73,7 @@ fn blocks(shape: &[usize], reduced: &[bool]) -> Option<(usize, usize, usize)> {
 
 /// One contiguous, non-empty group, in 16 lanes (each lane takes every 16th element).
 fn reduce_row(x: &[f32], op: ReduceOp) -> f32 {
-    let sum_of = |f: fn(f32) -> f32| {
-        let mut lanes = [0.0f32; 16];
-        let (chunks, tail) = x.as_chunks::<16>();
-        for c in chunks {
-            lanes.iter_mut().zip(c).for_each(|(a, &v)| *a += f(v));
-        }
-        lanes.iter().sum::<f32>() + tail.iter().map(|&v| f(v)).sum::<f32>()
-    };
+    let sum_of = |f: fn(f32) -> f32| crate::norm::lanes_sum_of(x, f);
     // Max / Min: every lane starts from the group's first element, so a NaN there stays,
     // and any later NaN fails every comparison.
     let pick = |better: fn(f32, f32) -> bool| {

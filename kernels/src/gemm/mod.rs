@@ -438,13 +438,27 @@ pub(crate) enum APanel<'a, const MR: usize> {
 }
 
 impl<const MR: usize> APanel<'_, MR> {
-    /// The strip's element `(r, p)` (the portable kernel's read; the x86 ones read the
-    /// same elements in the same order).
+    /// Calls `step(row p of the B panel, a)` for each depth `p`, in order, with `a(r)` the
+    /// strip's element of row `r` at that depth: every microkernel's loop over depth.
     #[inline(always)]
-    fn at(&self, p: usize, r: usize) -> f32 {
+    pub(crate) fn each_depth<const NR: usize>(
+        self,
+        b: &[[f32; NR]],
+        mut step: impl FnMut(&[f32; NR], &dyn Fn(usize) -> f32),
+    ) {
         match self {
-            APanel::Packed(a) => a[p][r],
-            APanel::Rows(rows) => rows[r][p],
+            APanel::Packed(a) => {
+                for (ar, br) in a.iter().zip(b) {
+                    step(br, &|r| ar[r]);
+                }
+            }
+            APanel::Rows(rows) => {
+                let kc = b.len();
+                let rows: [&[f32]; MR] = rows.map(|row| &row[..kc]);
+                for (p, br) in b.iter().enumerate() {
+                    step(br, &|r| rows[r][p]);
+                }
+            }
         }
     }
 }
@@ -673,14 +687,14 @@ fn store<const NR: usize>(tile: &[[f32; NR]], nr: usize, c: &mut [f32], ldc: usi
 #[inline(always)]
 fn micro_portable(a: APanel<'_, 4>, b: &[[f32; 8]], out: Out<'_, 4, 8>) {
     let mut acc = [[0.0f32; 8]; 4];
-    for (p, br) in b.iter().enumerate() {
+    a.each_depth(b, |br, ar| {
         for (r, row) in acc.iter_mut().enumerate() {
-            let av = a.at(p, r);
+            let av = ar(r);
             for (x, &bv) in row.iter_mut().zip(br) {
                 *x += av * bv;
             }
         }
-    }
+    });
     out.merge(&acc);
 }
 

@@ -161,20 +161,7 @@ fn micro_avx512<const MR: usize, const NR: usize, const NB: usize>(
             }
         }
     };
-    match a {
-        APanel::Packed(a) => {
-            for (ar, br) in a.iter().zip(b) {
-                step(br, &|r| ar[r]);
-            }
-        }
-        APanel::Rows(rows) => {
-            let kc = b.len();
-            let rows: [&[f32]; MR] = rows.map(|row| &row[..kc]);
-            for (p, br) in b.iter().enumerate() {
-                step(br, &|r| rows[r][p]);
-            }
-        }
-    }
+    a.each_depth(b, &mut step);
     match out {
         Out::Tile(tile) => {
             for (t, row) in tile.iter_mut().zip(&acc) {
@@ -225,20 +212,7 @@ fn micro_avx2<const MR: usize>(a: APanel<'_, MR>, b: &[[f32; NR256]], out: Out<'
             row[1] = _mm256_fmadd_ps(av, b1, row[1]);
         }
     };
-    match a {
-        APanel::Packed(a) => {
-            for (ar, br) in a.iter().zip(b) {
-                step(br, &|r| ar[r]);
-            }
-        }
-        APanel::Rows(rows) => {
-            let kc = b.len();
-            let rows: [&[f32]; MR] = rows.map(|row| &row[..kc]);
-            for (p, br) in b.iter().enumerate() {
-                step(br, &|r| rows[r][p]);
-            }
-        }
-    }
+    a.each_depth(b, &mut step);
     match out {
         Out::Tile(tile) => {
             for (t, row) in tile.iter_mut().zip(&acc) {

@@ -137,19 +137,9 @@ fn scale_of_output(plan: &Plan, graph: &GraphDesc, removed: &[bool], m: usize) -
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::graph::{dtype, Constant, Dim, ValueDesc};
+    use crate::graph::Dim;
     use crate::plan::passes::lower;
-    use crate::plan::passes::test_graphs::{node, v};
-
-    fn scalar(name: &str, x: f32) -> ValueDesc {
-        ValueDesc {
-            name: name.into(),
-            elem_type: dtype::FLOAT,
-            dims: Some(Default::default()),
-            constant: Some(Constant::F32(vec![x])),
-            at_run_ok: false,
-        }
-    }
+    use crate::plan::passes::test_graphs::{f32_scalar, node, v};
 
     /// `q [1, h, s, d] · Transpose(k [1, s, h, d], perm) · scale`, the attention scores.
     fn scores(perm: &[i64], k_dims: &[usize], scale_op: &str, scale: f32) -> GraphDesc {
@@ -164,9 +154,9 @@ mod tests {
             nodes: vec![
                 t,
                 node("mm", "MatMul", 13, &[q.clone(), kt], s.clone()),
-                node("scale", scale_op, 14, &[s, scalar("c", scale)], y.clone()),
+                node("scale", scale_op, 14, &[s, f32_scalar("c", scale)], y.clone()),
             ],
-            inputs: vec![q, kv, scalar("c", scale)],
+            inputs: vec![q, kv, f32_scalar("c", scale)],
             constant_inputs: vec![false, false, true],
             outputs: vec![y],
             constants: vec![],

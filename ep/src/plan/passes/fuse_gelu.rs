@@ -218,25 +218,15 @@ fn gelu_at(plan: &Plan, graph: &GraphDesc, removed: &[bool], e: usize) -> Option
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::graph::{dtype, Constant, Dim, ValueDesc};
+    use crate::graph::Dim;
     use crate::plan::passes::lower;
-    use crate::plan::passes::test_graphs::{node, v};
-
-    fn scalar(name: &str, x: f32) -> ValueDesc {
-        ValueDesc {
-            name: name.into(),
-            elem_type: dtype::FLOAT,
-            dims: Some(Default::default()),
-            constant: Some(Constant::F32(vec![x])),
-            at_run_ok: false,
-        }
-    }
+    use crate::plan::passes::test_graphs::{f32_scalar, node, v};
 
     /// Relu(x) -> the erf chain in one of its groupings -> y.
     fn chain(grouping: usize, sqrt2: f32) -> GraphDesc {
         let d = [Dim::Fixed(2), Dim::Fixed(8)];
         let (x, r) = (v("x", &d), v("r", &d));
-        let c = |name: &str, x: f32| scalar(name, x);
+        let c = |name: &str, x: f32| f32_scalar(name, x);
         let mut nodes = vec![
             node("relu", "Relu", 14, std::slice::from_ref(&x), r.clone()),
             node("div", "Div", 14, &[r.clone(), c("sqrt2", sqrt2)], v("q", &d)),
@@ -317,7 +307,7 @@ mod tests {
     #[test]
     fn the_tanh_form_becomes_one_gelu_tanh() {
         let d = [Dim::Fixed(2), Dim::Fixed(8)];
-        let c = |name: &str, x: f32| scalar(name, x);
+        let c = |name: &str, x: f32| f32_scalar(name, x);
         for pow in [false, true] {
             let (x, r) = (v("x", &d), v("r", &d));
             let mut nodes = vec![node("relu", "Relu", 14, std::slice::from_ref(&x), r.clone())];

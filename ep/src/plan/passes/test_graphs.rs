@@ -24,6 +24,17 @@ pub fn node(name: &str, op_type: &str, since_version: i32, inputs: &[ValueDesc],
     }
 }
 
+/// A float32 scalar constant whose data Compile sees (a scale, Gelu's 0.5).
+pub fn f32_scalar(name: &str, x: f32) -> ValueDesc {
+    ValueDesc {
+        name: name.into(),
+        elem_type: dtype::FLOAT,
+        dims: Some(Default::default()),
+        constant: Some(crate::graph::Constant::F32(vec![x])),
+        at_run_ok: false,
+    }
+}
+
 /// A small int64 constant of shape `[vals.len()]` (a Reshape's shape), as ORT hands one
 /// to Compile.
 pub fn i64_const(name: &str, vals: &[i64]) -> ValueDesc {
