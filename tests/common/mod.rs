@@ -1,6 +1,9 @@
 //! Shared helpers for the end-to-end tests.
 #![allow(dead_code)]
 
+pub mod nn;
+pub mod typed;
+
 use ort::session::Session;
 use rivet::harness::{self, Arm, HostTensor, SessionOpts};
 
