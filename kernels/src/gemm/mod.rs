@@ -443,24 +443,50 @@ impl<const MR: usize> APanel<'_, MR> {
     #[inline(always)]
     pub(crate) fn each_depth<const NR: usize>(
         self,
-        b: &[[f32; NR]],
+        b: BPanel<'_, NR>,
         mut step: impl FnMut(&[f32; NR], &dyn Fn(usize) -> f32),
     ) {
-        match self {
-            APanel::Packed(a) => {
+        match (self, b) {
+            (APanel::Packed(a), BPanel::Packed(b)) => {
                 for (ar, br) in a.iter().zip(b) {
                     step(br, &|r| ar[r]);
                 }
             }
-            APanel::Rows(rows) => {
+            (APanel::Rows(rows), BPanel::Packed(b)) => {
                 let kc = b.len();
                 let rows: [&[f32]; MR] = rows.map(|row| &row[..kc]);
                 for (p, br) in b.iter().enumerate() {
                     step(br, &|r| rows[r][p]);
                 }
             }
+            (APanel::Packed(a), BPanel::Rows { b, ld }) => {
+                for (p, ar) in a.iter().enumerate() {
+                    step(b_row(b, p * ld), &|r| ar[r]);
+                }
+            }
+            (APanel::Rows(rows), BPanel::Rows { b, ld }) => {
+                let kc = rows[0].len();
+                let rows: [&[f32]; MR] = rows.map(|row| &row[..kc]);
+                (0..kc).for_each(|p| step(b_row(b, p * ld), &|r| rows[r][p]));
+            }
         }
     }
+}
+
+/// `b[at..at + NR]` as an array.
+#[inline(always)]
+fn b_row<const NR: usize>(b: &[f32], at: usize) -> &[f32; NR] {
+    (&b[at..at + NR]).try_into().expect("NR elements")
+}
+
+/// The B operand of one microkernel call: `kc` rows of `NR` columns.
+#[derive(Clone, Copy)]
+pub(crate) enum BPanel<'a, const NR: usize> {
+    /// Rows made by `pack::pack_b` (or a packed B).
+    Packed(&'a [[f32; NR]]),
+    /// The panel's rows read where they are (op(B) stored k×n, all `NR` columns inside
+    /// the matrix): row `p` is `b[p * ld..][..NR]`; the depth is A's.
+    Rows { b: &'a [f32], ld: usize },
 }
 
 /// Where a microkernel puts its `MR × NR` result `acc = a_panel^T · b_panel`.
@@ -488,7 +514,9 @@ pub(crate) const SHORT_MR: usize = 4;
 
 /// The blocked driver, instantiated per level with its microkernel and block sizes.
 /// `kernel(a_panel, b_panel, out)` computes `a_panel^T · b_panel` (depth = panel length)
-/// into `out`.
+/// into `out`. `rows_in_place`: A stored m×k is read where it is; `b_rows`: so is B where
+/// [`b_in_place`] says it pays. Either way every element's sum runs over depth in the
+/// same order, so the bits are those of the packed operands.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn run<const MR: usize, const NR: usize>(
@@ -498,8 +526,9 @@ pub(crate) fn run<const MR: usize, const NR: usize>(
     kc_max: usize,
     nc_max: usize,
     rows_in_place: bool,
-    kernel: impl Fn(APanel<'_, MR>, &[[f32; NR]], Out<'_, MR, NR>),
-    short: impl Fn(APanel<'_, SHORT_MR>, &[[f32; NR]], Out<'_, SHORT_MR, NR>),
+    b_rows: bool,
+    kernel: impl Fn(APanel<'_, MR>, BPanel<'_, NR>, Out<'_, MR, NR>),
+    short: impl Fn(APanel<'_, SHORT_MR>, BPanel<'_, NR>, Out<'_, SHORT_MR, NR>),
 ) {
     let (k, rows, cols) = (job.k, job.rows.clone(), job.cols.clone());
     // C's row stride: the block's width.
@@ -529,6 +558,7 @@ pub(crate) fn run<const MR: usize, const NR: usize>(
     });
     debug_assert!(job.packed_a.is_none() || rows.start.is_multiple_of(MR), "a packed A is read from whole strips");
     let strips = job.m.div_ceil(MR);
+    let in_place = b_rows && packed.is_none() && b_in_place(job, MR, NR);
     let mut j0 = cols.start;
     while j0 < cols.end {
         let nc = (nc_max - j0 % nc_max).min(cols.end - j0);
@@ -536,7 +566,13 @@ pub(crate) fn run<const MR: usize, const NR: usize>(
             let kc = kc_max.min(k - p0);
             let beta = if p0 == 0 { job.beta } else { 1.0 };
             let panels = kc * nc.div_ceil(NR);
+            // B read in place: only a last, partial panel is packed (into the first).
+            let full_panels = if in_place { nc / NR } else { 0 };
+            if in_place && nc % NR != 0 {
+                pack::pack_b(job, j0 + full_panels * NR, nc % NR, p0, kc, &mut b_pack[..kc]);
+            }
             let b_pack: &[[f32; NR]] = match packed {
+                _ if in_place => &b_pack[..kc],
                 // Block `j0 / nc_max` holds, per depth block, its panels of `kc` rows
                 // each (see `pack_whole`); the earlier blocks are all `nc_max` wide.
                 Some(p) => {
@@ -573,8 +609,15 @@ pub(crate) fn run<const MR: usize, const NR: usize>(
                 // a batch-2 recurrence) takes the short kernel over the same B panels: the
                 // same sums, without computing MR - mr rows for nothing.
                 let short_rows = matches!(a_panel, APanel::Rows(_)) && mr <= SHORT_MR && MR > SHORT_MR;
-                for (jp, b_panel) in b_pack.chunks_exact(kc).enumerate() {
+                for jp in 0..nc.div_ceil(NR) {
                     let j = jp * NR;
+                    let b_panel = if jp < full_panels {
+                        BPanel::Rows { b: &job.b[p0 * job.n + j0 + j..], ld: job.n }
+                    } else if in_place {
+                        BPanel::Packed(b_pack)
+                    } else {
+                        BPanel::Packed(&b_pack[jp * kc..][..kc])
+                    };
                     let nr = NR.min(nc - j);
                     let c = &mut strip[j..];
                     if short_rows {
@@ -602,6 +645,20 @@ pub(crate) fn run<const MR: usize, const NR: usize>(
         }
         j0 += nc;
     }
+}
+
+/// Whether `run` reads B's full panels where they are instead of packing them (for the
+/// builds that ask): B stored k×n, not made from an image. Packing costs a read and a
+/// write of B per product, which only many strips of A share; reading a panel's rows at
+/// B's row stride cost nothing measurable on AVX-512 (16×3136×128, a 1x1 Conv: 72 -> 105
+/// GFLOP/s; 512³ 106 -> 107) except where rows 4 KiB apart share L1 sets and many strips
+/// reread them (128×4096×256: 101 -> 98), which keep the packing. The AVX2 build (6 rows,
+/// depth blocks of 256) measured slower in place on every shape (512³ 106 -> 74).
+fn b_in_place(job: &Job<'_>, mr: usize, nr: usize) -> bool {
+    job.im2col.is_none()
+        && !job.trans_b
+        && job.n >= nr
+        && (job.rows.len().div_ceil(mr) <= 8 || !job.n.is_multiple_of(1024))
 }
 
 /// Packs all of `op(B)` into `dst` as `run` would pack it block by block with the same
@@ -685,7 +742,7 @@ fn store<const NR: usize>(tile: &[[f32; NR]], nr: usize, c: &mut [f32], ldc: usi
 
 /// Portable microkernel: 4×8 in plain Rust (LLVM keeps it in SSE registers).
 #[inline(always)]
-fn micro_portable(a: APanel<'_, 4>, b: &[[f32; 8]], out: Out<'_, 4, 8>) {
+fn micro_portable(a: APanel<'_, 4>, b: BPanel<'_, 8>, out: Out<'_, 4, 8>) {
     let mut acc = [[0.0f32; 8]; 4];
     a.each_depth(b, |br, ar| {
         for (r, row) in acc.iter_mut().enumerate() {
@@ -700,7 +757,7 @@ fn micro_portable(a: APanel<'_, 4>, b: &[[f32; 8]], out: Out<'_, 4, 8>) {
 
 /// The portable build (any CPU).
 pub(crate) fn portable(scratch: &mut GemmScratch, job: &Job<'_>, c: &mut [f32]) {
-    run::<PORTABLE_MR, 8>(scratch, job, c, PORTABLE_KC, PORTABLE_NC, false, micro_portable, micro_portable);
+    run::<PORTABLE_MR, 8>(scratch, job, c, PORTABLE_KC, PORTABLE_NC, false, false, micro_portable, micro_portable);
 }
 
 /// The portable build's A packing, for [`pack_a`]: floats written and the tile's rows.

@@ -2,7 +2,7 @@
 //! functions: `arch::dispatch` calls the entry points once an `Isa` proves the features,
 //! and the vector loads/stores go through its reference-taking helpers (`arch::mem`).
 
-use super::{pack_a_whole, pack_whole, run, APanel, GemmScratch, Job, Out, SHORT_MR};
+use super::{pack_a_whole, pack_whole, run, APanel, BPanel, GemmScratch, Job, Out, SHORT_MR};
 use crate::arch::mem::{load16, load8, store16, store8};
 use std::arch::x86_64::*;
 
@@ -46,6 +46,7 @@ pub(crate) fn gemm_avx512(scratch: &mut GemmScratch, job: &Job<'_>, c: &mut [f32
             KC512,
             NC,
             true,
+            true,
             |a, b, t| micro_avx512::<MR512_WIDE, NR512_WIDE, 3>(a, b, t),
             |a, b, t| micro_avx512::<SHORT_MR, NR512_WIDE, 3>(a, b, t),
         );
@@ -56,6 +57,7 @@ pub(crate) fn gemm_avx512(scratch: &mut GemmScratch, job: &Job<'_>, c: &mut [f32
             c,
             KC512,
             NC,
+            true,
             true,
             |a, b, t| micro_avx512::<MR512, NR512, 2>(a, b, t),
             |a, b, t| micro_avx512::<SHORT_MR, NR512, 2>(a, b, t),
@@ -135,6 +137,7 @@ pub(crate) fn gemm_avx2(scratch: &mut GemmScratch, job: &Job<'_>, c: &mut [f32])
         KC,
         NC,
         true,
+        false,
         |a, b, t| micro_avx2::<MR256>(a, b, t),
         |a, b, t| micro_avx2::<SHORT_MR>(a, b, t),
     );
@@ -144,7 +147,7 @@ pub(crate) fn gemm_avx2(scratch: &mut GemmScratch, job: &Job<'_>, c: &mut [f32])
 #[inline]
 fn micro_avx512<const MR: usize, const NR: usize, const NB: usize>(
     a: APanel<'_, MR>,
-    b: &[[f32; NR]],
+    b: BPanel<'_, NR>,
     out: Out<'_, MR, NR>,
 ) {
     let mut acc = [[_mm512_setzero_ps(); NB]; MR];
@@ -201,7 +204,7 @@ fn sixteen_mut<const N: usize>(x: &mut [f32; N], j: usize) -> &mut [f32; 16] {
 
 #[target_feature(enable = "avx2,fma")]
 #[inline]
-fn micro_avx2<const MR: usize>(a: APanel<'_, MR>, b: &[[f32; NR256]], out: Out<'_, MR, NR256>) {
+fn micro_avx2<const MR: usize>(a: APanel<'_, MR>, b: BPanel<'_, NR256>, out: Out<'_, MR, NR256>) {
     let mut acc = [[_mm256_setzero_ps(); 2]; MR];
     let mut step = |br: &[f32; NR256], ar: &dyn Fn(usize) -> f32| {
         let (b0, b1) = halves(br);
