@@ -229,11 +229,15 @@ fn conv_in_parallel(
     if tasks < 2 || mg < 2 || mg * positions * kk < PARALLEL_MIN_MACS * 16 {
         return false;
     }
-    if let (true, 1, Some(filters)) = (g.is_pointwise() && kk < mg, group, filters) {
-        // A 1x1 convolution that widens (16 -> 96 channels, say): split by output
-        // channels, in place, each task packing the input (smaller than its output) for
-        // itself. One thread pays the input's packing once more per task rather than a
-        // copy of the output.
+    // AVX-512's GEMM reads the input (B) of a 1x1 convolution where it is, without packing
+    // it, so a split by output channels costs nothing at one thread.
+    let b_in_place = rivet_kernels::Level::detected() == rivet_kernels::Level::Avx512;
+    if let (true, 1, Some(filters)) = (g.is_pointwise() && (kk < mg || b_in_place), group, filters) {
+        // A 1x1 convolution: split by output channels, in place. Where B is packed, each
+        // task packs the input for itself, so only one that widens (16 -> 96 channels,
+        // say; its input smaller than its output) takes this path there: one thread then
+        // pays the input's packing once more per task rather than a copy of the output.
+        // The split by rows below builds each task's im2col block and copies the parts.
         let rows = mg.div_ceil(tasks).next_multiple_of(filters[0].strip_rows().max(1));
         for n in 0..xs[0] {
             let block = n * out_c * positions..(n + 1) * out_c * positions;

@@ -386,6 +386,30 @@ mod tests {
     }
 
     #[test]
+    fn a_window_of_2_pow_24_taps_divides_by_its_exact_count_at_every_level() {
+        // Found by review: the AVX-512 build's divisor (d × h) × w, in f32, rounded twice
+        // past 2^24 (50331648 for 50331652): such kernels take the portable rows.
+        let kh = (1usize << 24) + 1;
+        let g = Window3d {
+            input: [1, 1, 3],
+            out: [1, 1, 1],
+            kernel: [1, kh, 3],
+            stride: [1; 3],
+            dilation: [1; 3],
+            pad_begin: [0, kh - 1, 0],
+        };
+        let x = [1.37f32, 2.0, 4.0];
+        let mode = Pool::Average { count_pad: true };
+        let mut want = [0.0];
+        reference(&x, 1, &g, mode, [0; 3], &mut want);
+        for level in Level::supported() {
+            let mut got = [0.0];
+            pool_at(level, &x, 1, &g, mode, [0; 3], &mut got);
+            assert_eq!(got[0].to_bits(), want[0].to_bits(), "{level:?}");
+        }
+    }
+
+    #[test]
     fn an_empty_input_gives_empty_windows_as_the_definition_does() {
         let g = Window3d {
             input: [1, 0, 3],

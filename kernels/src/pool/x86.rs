@@ -50,15 +50,24 @@ fn spread(b: u16) -> u16 {
     (0..8).filter(|k| b >> k & 1 == 1).fold(0, |r, k| r | 1 << (2 * k))
 }
 
-/// See [`super::pool`]. Width strides other than 1 and 2, rows of more than 256 outputs
-/// and kernels wider than 16 take the portable rows.
+/// See [`super::pool`]. Width strides other than 1 and 2, rows of more than 256 outputs,
+/// kernels wider than 16 and kernels of 2^24 taps or more take the portable rows.
 #[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
 pub(crate) fn pool_avx512(x: &[f32], planes: usize, g: &Window3d, pool: Pool, pad_end: [usize; 3], y: &mut [f32]) {
     let (plane, positions) = (g.plane(), g.positions());
     let [_, in_h, in_w] = g.input;
     let [out_d, out_h, out_w] = g.out;
     let kw = g.kernel[2];
-    if plane == 0 || positions == 0 || !matches!(g.stride[2], 1 | 2) || kw > MAX_KW || out_w > MAX_CHUNKS * LANES {
+    // Average's divisor is (d × h) × w in f32, exact while the kernel has fewer than 2^24
+    // taps (each count is at most the kernel's); past that it would round twice.
+    let huge = g.kernel.iter().product::<usize>() >= 1 << 24;
+    if plane == 0
+        || positions == 0
+        || !matches!(g.stride[2], 1 | 2)
+        || kw > MAX_KW
+        || out_w > MAX_CHUNKS * LANES
+        || huge
+    {
         return super::pool_rows(x, planes, g, pool, pad_end, y);
     }
     let mut lanes: TapLanes = [[[0; 3]; MAX_KW]; MAX_CHUNKS];
