@@ -229,10 +229,9 @@ fn conv_in_parallel(
     if tasks < 2 || mg < 2 || mg * positions * kk < PARALLEL_MIN_MACS * 16 {
         return false;
     }
-    // AVX-512's GEMM reads the input (B) of a 1x1 convolution where it is, without packing
-    // it, so a split by output channels costs nothing at one thread.
-    let b_in_place = rivet_kernels::Level::detected() == rivet_kernels::Level::Avx512;
-    if let (true, 1, Some(filters)) = (g.is_pointwise() && (kk < mg || b_in_place), group, filters) {
+    // Where the GEMM reads the input (B) of a 1x1 convolution without packing it, a split
+    // by output channels costs nothing at one thread.
+    if let (true, 1, Some(filters)) = (g.is_pointwise() && (kk < mg || nn::reads_b_in_place()), group, filters) {
         // A 1x1 convolution: split by output channels, in place. Where B is packed, each
         // task packs the input for itself, so only one that widens (16 -> 96 channels,
         // say; its input smaller than its output) takes this path there: one thread then

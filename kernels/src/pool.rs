@@ -104,15 +104,9 @@ pub(crate) fn pool_rows(x: &[f32], planes: usize, g: &Window3d, pool: Pool, pad_
         *span = width_span(g, tw, out_w);
     }
     let span = |tw: usize| if tw < SPANS { spans[tw].clone() } else { width_span(g, tw, out_w) };
-    // Average: the width count of output zw; full (kw, or kw in the padding too) on the
-    // interior `inner`, worked out one by one at the borders.
-    let width_count = |zw: usize| {
-        if let Pool::Average { count_pad: true } = pool {
-            padded_taps(g, 2, zw, pad_end[2])
-        } else {
-            taps_in_range(g, 2, zw).len()
-        }
-    };
+    // Average: the width count of output zw; full (kw) on the interior `inner`, worked out
+    // one by one at the borders.
+    let width_count = |zw: usize| average_count(g, pool, pad_end, 2, zw);
     let full = (0..out_w).find(|&zw| width_count(zw) == kw).unwrap_or(out_w);
     let inner = full..(full..out_w).find(|&zw| width_count(zw) != kw).unwrap_or(out_w);
     for (src, dst) in x.chunks_exact(plane).zip(y.chunks_exact_mut(positions)).take(planes) {
@@ -134,12 +128,8 @@ pub(crate) fn pool_rows(x: &[f32], planes: usize, g: &Window3d, pool: Pool, pad_
                         }
                     }
                 }
-                if let Pool::Average { count_pad } = pool {
-                    let (cd, ch) = if count_pad {
-                        (padded_taps(g, 0, zd, pad_end[0]), padded_taps(g, 1, zh, pad_end[1]))
-                    } else {
-                        (kd.len(), kh.len())
-                    };
+                if let Pool::Average { .. } = pool {
+                    let (cd, ch) = (average_count(g, pool, pad_end, 0, zd), average_count(g, pool, pad_end, 1, zh));
                     let inner_count = (cd * ch * kw).max(1) as f32;
                     for o in &mut row[inner.clone()] {
                         *o /= inner_count;
@@ -194,9 +184,19 @@ pub(crate) fn taps_in_range(g: &Window3d, a: usize, o: usize) -> std::ops::Range
     lo.min(hi)..hi
 }
 
+/// Average's count along axis `a` for output `o`: its in-range taps, or with `count_pad`
+/// those in the declared padding too (`pad_end` after each axis).
+#[inline(always)]
+pub(crate) fn average_count(g: &Window3d, pool: Pool, pad_end: [usize; 3], a: usize, o: usize) -> usize {
+    match pool {
+        Pool::Average { count_pad: true } => padded_taps(g, a, o, pad_end[a]),
+        _ => taps_in_range(g, a, o).len(),
+    }
+}
+
 /// The taps along axis `a` of output `o` that land in the input or its declared padding.
 #[inline(always)]
-pub(crate) fn padded_taps(g: &Window3d, a: usize, o: usize, pad_end: usize) -> usize {
+fn padded_taps(g: &Window3d, a: usize, o: usize, pad_end: usize) -> usize {
     let end = (g.pad_begin[a] + g.input[a] + pad_end).saturating_sub(o * g.stride[a]);
     let dil = g.dilation[a];
     if dil == 1 { end } else { end.div_ceil(dil) }.min(g.kernel[a])

@@ -392,6 +392,13 @@ pub fn gemm_block_at(
     g.compute_at(level, scratch, rows, cols, c_block);
 }
 
+/// Whether the detected level's build reads a B stored k×n where it is, rather than
+/// packing it (the AVX-512 one; see `b_in_place`): a split of the product's rows then
+/// costs no second packing of B.
+pub fn reads_b_in_place() -> bool {
+    Level::detected() == Level::Avx512
+}
+
 /// The rows of the tile an m×n product runs on at the detected level: a row split whose
 /// parts are multiples of it computes no more edge rows than the whole product.
 pub fn row_tile(m: usize, n: usize) -> usize {

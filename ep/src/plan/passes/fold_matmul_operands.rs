@@ -138,8 +138,7 @@ fn scale_of_output(plan: &Plan, graph: &GraphDesc, removed: &[bool], m: usize) -
 mod tests {
     use super::*;
     use crate::graph::Dim;
-    use crate::plan::passes::lower;
-    use crate::plan::passes::test_graphs::{f32_scalar, node, v};
+    use crate::plan::passes::test_graphs::{f32_scalar, lowered_then, node, v};
 
     /// `q [1, h, s, d] · Transpose(k [1, s, h, d], perm) · scale`, the attention scores.
     fn scores(perm: &[i64], k_dims: &[usize], scale_op: &str, scale: f32) -> GraphDesc {
@@ -164,9 +163,7 @@ mod tests {
     }
 
     fn folded(g: &GraphDesc) -> Plan {
-        let mut plan = lower::run("p", g).unwrap();
-        run(&mut plan, g).unwrap();
-        plan
+        lowered_then(g, run)
     }
 
     #[test]

@@ -262,8 +262,7 @@ fn same_declared(plan: &Plan, a: ValueId, b: ValueId) -> bool {
 mod tests {
     use super::*;
     use crate::graph::{Dim, GraphDesc, NodeDesc};
-    use crate::plan::passes::lower;
-    use crate::plan::passes::test_graphs::{node, v};
+    use crate::plan::passes::test_graphs::{lowered_then, node, v};
     use rivet_kernels::UnaryOp;
 
     fn f(n: usize) -> Dim {
@@ -297,9 +296,7 @@ mod tests {
     }
 
     fn fused(g: &GraphDesc) -> Plan {
-        let mut plan = lower::run("p", g).unwrap();
-        run(&mut plan, g).unwrap();
-        plan
+        lowered_then(g, run)
     }
 
     #[test]

@@ -219,8 +219,7 @@ fn gelu_at(plan: &Plan, graph: &GraphDesc, removed: &[bool], e: usize) -> Option
 mod tests {
     use super::*;
     use crate::graph::Dim;
-    use crate::plan::passes::lower;
-    use crate::plan::passes::test_graphs::{f32_scalar, node, v};
+    use crate::plan::passes::test_graphs::{f32_scalar, lowered_then, node, v};
 
     /// Relu(x) -> the erf chain in one of its groupings -> y.
     fn chain(grouping: usize, sqrt2: f32) -> GraphDesc {
@@ -258,9 +257,7 @@ mod tests {
     }
 
     fn fused(g: &GraphDesc) -> Plan {
-        let mut plan = lower::run("p", g).unwrap();
-        run(&mut plan, g).unwrap();
-        plan
+        lowered_then(g, run)
     }
 
     #[test]

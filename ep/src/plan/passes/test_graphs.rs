@@ -1,6 +1,15 @@
 //! Small graphs for the passes' tests.
 
+use crate::error::Result;
 use crate::graph::{dtype, Dim, GraphDesc, NodeDesc, ValueDesc};
+use crate::plan::Plan;
+
+/// `g` lowered to steps, then `pass` run on the plan: a pass's test in one call.
+pub fn lowered_then(g: &GraphDesc, pass: fn(&mut Plan, &GraphDesc) -> Result<()>) -> Plan {
+    let mut plan = super::lower::run("p", g).unwrap();
+    pass(&mut plan, g).unwrap();
+    plan
+}
 
 pub fn v(name: &str, dims: &[Dim]) -> ValueDesc {
     ValueDesc {
