@@ -2,7 +2,43 @@
 //! ([`Data`], [`DataMut`]). bool is kept as bytes (0 / 1 when Rivet writes them), float16
 //! and bfloat16 as their bits.
 
-use crate::graph::dtype;
+/// ONNX element type codes (TensorProto.DataType).
+pub mod dtype {
+    pub const FLOAT: i32 = 1;
+    pub const UINT8: i32 = 2;
+    pub const INT8: i32 = 3;
+    pub const UINT16: i32 = 4;
+    pub const INT16: i32 = 5;
+    pub const INT32: i32 = 6;
+    pub const INT64: i32 = 7;
+    pub const BOOL: i32 = 9;
+    pub const FLOAT16: i32 = 10;
+    pub const DOUBLE: i32 = 11;
+    pub const UINT32: i32 = 12;
+    pub const UINT64: i32 = 13;
+    pub const BFLOAT16: i32 = 16;
+
+    /// Name of an ONNX element type, for messages.
+    pub fn name(code: i32) -> &'static str {
+        match code {
+            1 => "float32",
+            2 => "uint8",
+            3 => "int8",
+            4 => "uint16",
+            5 => "int16",
+            6 => "int32",
+            7 => "int64",
+            8 => "string",
+            9 => "bool",
+            10 => "float16",
+            11 => "float64",
+            12 => "uint32",
+            13 => "uint64",
+            16 => "bfloat16",
+            _ => "other",
+        }
+    }
+}
 
 /// Calls `$m!` with every element type: variant, Rust storage type, ONNX code.
 macro_rules! elem_types {
@@ -195,5 +231,99 @@ mod tests {
             assert!(Buf::new(code).is_none() && !supported(code), "{code}");
         }
         assert_eq!(Buf::from_bytes(dtype::INT64, &7i64.to_ne_bytes()), Some(Buf::I64(vec![7])));
+    }
+}
+
+/// Element storage: a typed slice out of a [`Data`]. bool shares `u8` and the half floats
+/// share `u16`, which is all data movement needs.
+pub trait Storage: Copy + Default + 'static {
+    fn get(d: Data<'_>) -> Option<&[Self]>;
+    fn get_mut<'a>(d: &'a mut DataMut<'_>) -> Option<&'a mut [Self]>;
+}
+
+macro_rules! storage {
+    ($t:ty: $($v:ident),+) => {
+        impl Storage for $t {
+            fn get(d: Data<'_>) -> Option<&[$t]> {
+                match d {
+                    $(Data::$v(x) => Some(x),)+
+                    _ => None,
+                }
+            }
+            fn get_mut<'a>(d: &'a mut DataMut<'_>) -> Option<&'a mut [$t]> {
+                match d {
+                    $(DataMut::$v(x) => Some(x),)+
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+storage!(f32: F32);
+storage!(f64: F64);
+storage!(i8: I8);
+storage!(i16: I16);
+storage!(i32: I32);
+storage!(i64: I64);
+storage!(u8: U8, Bool);
+storage!(u16: U16, F16, BF16);
+storage!(u32: U32);
+storage!(u64: U64);
+
+/// Calls `$f::<T>(args.., y)` with the output's storage type.
+macro_rules! by_storage {
+    ($dst:expr, $f:ident($($arg:expr),*)) => {
+        match $dst {
+            DataMut::F32(y) => $f::<f32>($($arg,)* y),
+            DataMut::F64(y) => $f::<f64>($($arg,)* y),
+            DataMut::I8(y) => $f::<i8>($($arg,)* y),
+            DataMut::I16(y) => $f::<i16>($($arg,)* y),
+            DataMut::I32(y) => $f::<i32>($($arg,)* y),
+            DataMut::I64(y) => $f::<i64>($($arg,)* y),
+            DataMut::U8(y) | DataMut::Bool(y) => $f::<u8>($($arg,)* y),
+            DataMut::U16(y) | DataMut::F16(y) | DataMut::BF16(y) => $f::<u16>($($arg,)* y),
+            DataMut::U32(y) => $f::<u32>($($arg,)* y),
+            DataMut::U64(y) => $f::<u64>($($arg,)* y),
+        }
+    };
+}
+pub(crate) use by_storage;
+
+/// Calls `$f::<T>(args..)` with the numeric type of `$data` (`$other` for other types).
+macro_rules! by_number {
+    ($data:expr, $other:expr, $f:ident($($arg:expr),*)) => {
+        match $data {
+            Data::F32(_) => $f::<f32>($($arg),*),
+            Data::F64(_) => $f::<f64>($($arg),*),
+            Data::I8(_) => $f::<i8>($($arg),*),
+            Data::I16(_) => $f::<i16>($($arg),*),
+            Data::I32(_) => $f::<i32>($($arg),*),
+            Data::I64(_) => $f::<i64>($($arg),*),
+            Data::U8(_) => $f::<u8>($($arg),*),
+            Data::U16(_) => $f::<u16>($($arg),*),
+            Data::U32(_) => $f::<u32>($($arg),*),
+            Data::U64(_) => $f::<u64>($($arg),*),
+            Data::Bool(_) | Data::F16(_) | Data::BF16(_) => $other,
+        }
+    };
+}
+pub(crate) use by_number;
+
+/// An element of any numeric tensor, as f64.
+pub fn number_at(d: Data<'_>, k: usize) -> f64 {
+    match d {
+        Data::F32(v) => v[k] as f64,
+        Data::F64(v) => v[k],
+        Data::I8(v) => v[k] as f64,
+        Data::I16(v) => v[k] as f64,
+        Data::I32(v) => v[k] as f64,
+        Data::I64(v) => v[k] as f64,
+        Data::U8(v) => v[k] as f64,
+        Data::U16(v) => v[k] as f64,
+        Data::U32(v) => v[k] as f64,
+        Data::U64(v) => v[k] as f64,
+        Data::F16(v) => rivet_kernels::typed::f16_to_f32(v[k]) as f64,
+        Data::BF16(v) => rivet_kernels::typed::bf16_to_f32(v[k]) as f64,
+        Data::Bool(_) => f64::NAN,
     }
 }

@@ -571,7 +571,7 @@ fn apply_other(
             });
         }
         Kernel::Softmax { axis, log, legacy } => {
-            let (_, n, inner) = axis_split(shape(0), axis, legacy);
+            let (_, n, inner) = crate::graph::axis_split(shape(0), axis, legacy);
             let row = n * inner;
             by_rows(par, dst, row, &|start, part| {
                 nn::softmax(&x[start..start + part.len()], part, part.len() / row.max(1), n, inner, log)
@@ -646,7 +646,7 @@ fn apply_other(
         Kernel::Slice { has_axes, has_steps } => {
             let s = shape(0);
             let plan = shapes::slice_plan(s, params, has_axes, has_steps).expect("checked by shape inference");
-            slice(x, s, &plan, dst);
+            rivet_kernels::typed::slice(x, s, &plan, dst);
         }
         Kernel::Expand { .. } => {
             nn::expand(x, shape(0), &shapes[step.output], dst);
@@ -713,7 +713,7 @@ fn apply_other(
             nn::norm_stats(x, s[a..].iter().product(), epsilon, inverse_std, dst);
         }
         Kernel::Hardmax { axis, legacy } => {
-            let (outer, n, inner) = axis_split(shape(0), axis, legacy);
+            let (outer, n, inner) = crate::graph::axis_split(shape(0), axis, legacy);
             nn::hardmax(x, outer, n, inner, dst);
         }
         // Every other kernel runs on the typed path (`Kernel::is_typed`).
@@ -736,17 +736,6 @@ fn by_rows(par: &dyn Parallel, dst: &mut [f32], row: usize, f: &(dyn Fn(usize, &
     par.for_each_chunk(dst, per_part * row, f);
 }
 
-pub(crate) fn axis_split(s: &[usize], axis: i64, legacy: bool) -> (usize, usize, usize) {
-    let a = shapes::normalize_axis(axis, s.len(), false).unwrap_or(0);
-    if s.is_empty() {
-        (1, 1, 1)
-    } else if legacy {
-        (s[..a].iter().product(), s[a..].iter().product(), 1)
-    } else {
-        (s[..a].iter().product(), s[a], s[a + 1..].iter().product())
-    }
-}
-
 /// Writes C (of shape `cs`, broadcastable to [m, n]) into the m×n rows of the output.
 fn broadcast_into<'a>(c: &[f32], cs: &[usize], rows: impl Iterator<Item = &'a mut [f32]>, m: usize, n: usize) {
     let (cm, cn) = match cs.len() {
@@ -758,31 +747,6 @@ fn broadcast_into<'a>(c: &[f32], cs: &[usize], rows: impl Iterator<Item = &'a mu
         let ci = if cm == 1 { 0 } else { i };
         for (j, o) in row.iter_mut().enumerate().take(n) {
             *o = c[ci * cn + if cn == 1 { 0 } else { j }];
-        }
-    }
-}
-
-/// Gathers a strided box of `x` (per axis: first index, step, count) into `dst`.
-pub(crate) fn slice<T: Copy>(x: &[T], shape: &[usize], plan: &[(i64, i64, usize)], dst: &mut [T]) {
-    let rank = shape.len();
-    let mut strides = [0i64; 8];
-    let mut acc = 1i64;
-    for a in (0..rank).rev() {
-        strides[a] = acc;
-        acc *= shape[a] as i64;
-    }
-    let mut index = [0usize; 8];
-    let mut src: i64 = (0..rank).map(|a| plan[a].0 * strides[a]).sum();
-    for o in dst.iter_mut() {
-        *o = x[src as usize];
-        for a in (0..rank).rev() {
-            index[a] += 1;
-            src += plan[a].1 * strides[a];
-            if index[a] < plan[a].2 {
-                break;
-            }
-            src -= plan[a].1 * strides[a] * plan[a].2 as i64;
-            index[a] = 0;
         }
     }
 }

@@ -3,43 +3,7 @@
 
 use smallvec::SmallVec;
 
-/// ONNX element type codes (TensorProto.DataType).
-pub mod dtype {
-    pub const FLOAT: i32 = 1;
-    pub const UINT8: i32 = 2;
-    pub const INT8: i32 = 3;
-    pub const UINT16: i32 = 4;
-    pub const INT16: i32 = 5;
-    pub const INT32: i32 = 6;
-    pub const INT64: i32 = 7;
-    pub const BOOL: i32 = 9;
-    pub const FLOAT16: i32 = 10;
-    pub const DOUBLE: i32 = 11;
-    pub const UINT32: i32 = 12;
-    pub const UINT64: i32 = 13;
-    pub const BFLOAT16: i32 = 16;
-
-    /// Name of an ONNX element type, for messages.
-    pub fn name(code: i32) -> &'static str {
-        match code {
-            1 => "float32",
-            2 => "uint8",
-            3 => "int8",
-            4 => "uint16",
-            5 => "int16",
-            6 => "int32",
-            7 => "int64",
-            8 => "string",
-            9 => "bool",
-            10 => "float16",
-            11 => "float64",
-            12 => "uint32",
-            13 => "uint64",
-            16 => "bfloat16",
-            _ => "other",
-        }
-    }
-}
+pub use crate::data::dtype;
 
 /// One dimension as declared in the model.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -130,4 +94,32 @@ pub struct GraphDesc {
     pub outputs: Vec<ValueDesc>,
     /// Constant initializers not among `inputs`.
     pub constants: Vec<ConstDesc>,
+}
+
+/// An axis in `-rank..rank` (`-rank..=rank` when `inclusive`, as Flatten's) as an index.
+/// A scalar accepts axis 0 and -1.
+pub fn normalize_axis(axis: i64, rank: usize, inclusive: bool) -> Result<usize, String> {
+    let r = rank as i64;
+    let a = if axis < 0 { axis + r } else { axis };
+    let ok = if inclusive { (0..=r).contains(&a) } else { (0..r).contains(&a) };
+    if ok {
+        Ok(a as usize)
+    } else if rank == 0 && !inclusive && (axis == 0 || axis == -1) {
+        Ok(0)
+    } else {
+        Err(format!("axis {axis} is out of range for rank {rank}"))
+    }
+}
+
+/// A shape as (outer, n, inner) around `axis` (an out-of-range axis as 0); `legacy`
+/// (the opset < 13 Softmax family) folds every axis from `axis` on into n.
+pub fn axis_split(s: &[usize], axis: i64, legacy: bool) -> (usize, usize, usize) {
+    let a = normalize_axis(axis, s.len(), false).unwrap_or(0);
+    if s.is_empty() {
+        (1, 1, 1)
+    } else if legacy {
+        (s[..a].iter().product(), s[a..].iter().product(), 1)
+    } else {
+        (s[..a].iter().product(), s[a], s[a + 1..].iter().product())
+    }
 }

@@ -466,6 +466,31 @@ pub fn gather<T: Copy, I: Copy + Into<i64>>(
     Ok(())
 }
 
+/// Gathers a strided box of `x` (per axis: first index, step, count) into `dst`.
+pub fn slice<T: Copy>(x: &[T], shape: &[usize], plan: &[(i64, i64, usize)], dst: &mut [T]) {
+    let rank = shape.len();
+    let mut strides = [0i64; 8];
+    let mut acc = 1i64;
+    for a in (0..rank).rev() {
+        strides[a] = acc;
+        acc *= shape[a] as i64;
+    }
+    let mut index = [0usize; 8];
+    let mut src: i64 = (0..rank).map(|a| plan[a].0 * strides[a]).sum();
+    for o in dst.iter_mut() {
+        *o = x[src as usize];
+        for a in (0..rank).rev() {
+            index[a] += 1;
+            src += plan[a].1 * strides[a];
+            if index[a] < plan[a].2 {
+                break;
+            }
+            src -= plan[a].1 * strides[a] * plan[a].2 as i64;
+            index[a] = 0;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -74,7 +74,7 @@ pub(super) fn float64_nn(cx: &Ctx<'_>, ins: &[Data<'_>], y: &mut [f64]) -> Resul
     let s = cx.shape(0);
     match cx.step.kernel {
         Kernel::Hardmax { axis, legacy } => {
-            let (outer, n, inner) = crate::exec::axis_split(s, axis, legacy);
+            let (outer, n, inner) = crate::graph::axis_split(s, axis, legacy);
             let x = f(0)?;
             y.iter_mut().for_each(|v| *v = 0.0);
             for o in 0..outer {
@@ -107,7 +107,7 @@ pub(super) fn float64_nn(cx: &Ctx<'_>, ins: &[Data<'_>], y: &mut [f64]) -> Resul
             }
         }
         Kernel::Softmax { axis, log, legacy } => {
-            let (outer, n, inner) = crate::exec::axis_split(s, axis, legacy);
+            let (outer, n, inner) = crate::graph::axis_split(s, axis, legacy);
             let x = f(0)?;
             for o in 0..outer {
                 for i in 0..inner {

@@ -8,86 +8,14 @@ use rivet_kernels::typed::{
 };
 use smallvec::SmallVec;
 
-use crate::data::{Data, DataMut};
+use crate::data::{by_number, by_storage};
+use crate::data::{number_at, Data, DataMut, Storage};
 use crate::error::{Error, Result};
 use crate::graph::Shape;
 use crate::plan::{NodeLabel, Step};
 use crate::registry::{AttentionSpec, Kernel, Reduction, ScatterReduction};
 use crate::shapes;
 use rivet_kernels::attention::{AttnFloat, AttnInputs, AttnParams, AttnScratch};
-
-/// Element storage: a typed slice out of a [`Data`]. bool shares `u8` and the half floats
-/// share `u16`, which is all data movement needs.
-trait Storage: Copy + Default + 'static {
-    fn get(d: Data<'_>) -> Option<&[Self]>;
-    fn get_mut<'a>(d: &'a mut DataMut<'_>) -> Option<&'a mut [Self]>;
-}
-
-macro_rules! storage {
-    ($t:ty: $($v:ident),+) => {
-        impl Storage for $t {
-            fn get(d: Data<'_>) -> Option<&[$t]> {
-                match d {
-                    $(Data::$v(x) => Some(x),)+
-                    _ => None,
-                }
-            }
-            fn get_mut<'a>(d: &'a mut DataMut<'_>) -> Option<&'a mut [$t]> {
-                match d {
-                    $(DataMut::$v(x) => Some(x),)+
-                    _ => None,
-                }
-            }
-        }
-    };
-}
-storage!(f32: F32);
-storage!(f64: F64);
-storage!(i8: I8);
-storage!(i16: I16);
-storage!(i32: I32);
-storage!(i64: I64);
-storage!(u8: U8, Bool);
-storage!(u16: U16, F16, BF16);
-storage!(u32: U32);
-storage!(u64: U64);
-
-/// Calls `$f::<T>(args.., y)` with the output's storage type.
-macro_rules! by_storage {
-    ($dst:expr, $f:ident($($arg:expr),*)) => {
-        match $dst {
-            DataMut::F32(y) => $f::<f32>($($arg,)* y),
-            DataMut::F64(y) => $f::<f64>($($arg,)* y),
-            DataMut::I8(y) => $f::<i8>($($arg,)* y),
-            DataMut::I16(y) => $f::<i16>($($arg,)* y),
-            DataMut::I32(y) => $f::<i32>($($arg,)* y),
-            DataMut::I64(y) => $f::<i64>($($arg,)* y),
-            DataMut::U8(y) | DataMut::Bool(y) => $f::<u8>($($arg,)* y),
-            DataMut::U16(y) | DataMut::F16(y) | DataMut::BF16(y) => $f::<u16>($($arg,)* y),
-            DataMut::U32(y) => $f::<u32>($($arg,)* y),
-            DataMut::U64(y) => $f::<u64>($($arg,)* y),
-        }
-    };
-}
-
-/// Calls `$f::<T>(args..)` with the numeric type of `$data` (`$other` for other types).
-macro_rules! by_number {
-    ($data:expr, $other:expr, $f:ident($($arg:expr),*)) => {
-        match $data {
-            Data::F32(_) => $f::<f32>($($arg),*),
-            Data::F64(_) => $f::<f64>($($arg),*),
-            Data::I8(_) => $f::<i8>($($arg),*),
-            Data::I16(_) => $f::<i16>($($arg),*),
-            Data::I32(_) => $f::<i32>($($arg),*),
-            Data::I64(_) => $f::<i64>($($arg),*),
-            Data::U8(_) => $f::<u8>($($arg),*),
-            Data::U16(_) => $f::<u16>($($arg),*),
-            Data::U32(_) => $f::<u32>($($arg),*),
-            Data::U64(_) => $f::<u64>($($arg),*),
-            Data::Bool(_) | Data::F16(_) | Data::BF16(_) => $other,
-        }
-    };
-}
 
 /// What a typed step needs to know besides its data.
 struct Ctx<'a> {
@@ -558,25 +486,6 @@ thread_local! {
     /// Run allocates.
     static ATTN: std::cell::RefCell<AttnScratch<f32>> = std::cell::RefCell::new(AttnScratch::default());
     static ATTN64: std::cell::RefCell<AttnScratch<f64>> = std::cell::RefCell::new(AttnScratch::default());
-}
-
-/// An element of any numeric tensor, as f64.
-pub(crate) fn number_at(d: Data<'_>, k: usize) -> f64 {
-    match d {
-        Data::F32(v) => v[k] as f64,
-        Data::F64(v) => v[k],
-        Data::I8(v) => v[k] as f64,
-        Data::I16(v) => v[k] as f64,
-        Data::I32(v) => v[k] as f64,
-        Data::I64(v) => v[k] as f64,
-        Data::U8(v) => v[k] as f64,
-        Data::U16(v) => v[k] as f64,
-        Data::U32(v) => v[k] as f64,
-        Data::U64(v) => v[k] as f64,
-        Data::F16(v) => f16_to_f32(v[k]) as f64,
-        Data::BF16(v) => bf16_to_f32(v[k]) as f64,
-        Data::Bool(_) => f64::NAN,
-    }
 }
 
 thread_local! {

@@ -32,7 +32,7 @@ pub(super) fn movement<T: Storage>(cx: &Ctx<'_>, ins: &[Data<'_>], y: &mut [T]) 
         Kernel::Slice { has_axes, has_steps } => {
             let s = cx.shape(0);
             let plan = shapes::slice_plan(s, cx.params, has_axes, has_steps).map_err(Error::invalid)?;
-            crate::exec::slice(x()?, s, &plan, y);
+            rivet_kernels::typed::slice(x()?, s, &plan, y);
         }
         Kernel::Expand { .. } => nn::expand(x()?, cx.shape(0), cx.out_shape(), y),
         Kernel::Trilu { k, upper } => {

@@ -125,7 +125,7 @@ impl PadSpec {
         } else {
             let mut v: SmallVec<[usize; 8]> = SmallVec::new();
             for &a in given {
-                let a = crate::shapes::normalize_axis(a, rank, false)?;
+                let a = crate::graph::normalize_axis(a, rank, false)?;
                 if v.contains(&a) {
                     return Err(format!("axis {a} is given twice"));
                 }

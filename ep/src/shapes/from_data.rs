@@ -41,7 +41,7 @@ pub fn shape_from_data(values: &[PlanValue], step: &Step, shapes: &[Shape], ins:
                 return Err(fail(format_args!("depth must hold one value")));
             }
             // A float depth is truncated toward zero, as ORT reads it.
-            let depth = crate::exec_typed::number_at(ins[1], 0).trunc();
+            let depth = crate::data::number_at(ins[1], 0).trunc();
             if !(depth >= 1.0 && depth <= (1u64 << 40) as f64) {
                 return Err(fail(format_args!("depth {depth} is not a positive count")));
             }

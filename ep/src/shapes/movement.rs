@@ -38,20 +38,7 @@ pub fn split_part(
     Ok((start, chunk.min(len - start)))
 }
 
-/// An axis in `-rank..rank` (`-rank..=rank` when `inclusive`, as Flatten's) as an index.
-/// A scalar accepts axis 0 and -1.
-pub fn normalize_axis(axis: i64, rank: usize, inclusive: bool) -> std::result::Result<usize, String> {
-    let r = rank as i64;
-    let a = if axis < 0 { axis + r } else { axis };
-    let ok = if inclusive { (0..=r).contains(&a) } else { (0..r).contains(&a) };
-    if ok {
-        Ok(a as usize)
-    } else if rank == 0 && !inclusive && (axis == 0 || axis == -1) {
-        Ok(0)
-    } else {
-        Err(format!("axis {axis} is out of range for rank {rank}"))
-    }
-}
+pub use crate::graph::normalize_axis;
 
 pub(super) fn transposed(x: &[usize], perm: &[i64]) -> std::result::Result<Shape, String> {
     if x.len() > 8 {
