@@ -123,3 +123,11 @@ pub fn axis_split(s: &[usize], axis: i64, legacy: bool) -> (usize, usize, usize)
         (s[..a].iter().product(), s[a], s[a + 1..].iter().product())
     }
 }
+
+/// A shape as text, for messages.
+pub struct ShapeText<'a>(pub &'a [usize]);
+impl std::fmt::Display for ShapeText<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?}", self.0)
+    }
+}

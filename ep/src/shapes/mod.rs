@@ -9,17 +9,11 @@ use crate::data::Data;
 use crate::error::{Error, Result};
 use crate::graph::{DeclaredShape, Dim, Shape};
 use crate::plan::{NodeLabel, PlanValue, Step};
-use crate::registry::{AttentionSpec, AutoPad, Axes, ConvTransposeSpec, Kernel, ReduceAxes, ReshapeRule, Window};
-use rivet_kernels::attention::{AttnDims, AttnOut};
-use rivet_kernels::conv::Window3d;
+use crate::registry::{Axes, Kernel};
+use rivet_kernels::attention::AttnOut;
 use smallvec::SmallVec;
 
-pub struct ShapeText<'a>(pub &'a [usize]);
-impl fmt::Display for ShapeText<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:?}", self.0)
-    }
-}
+pub use crate::graph::ShapeText;
 
 pub struct DeclaredText<'a>(pub &'a DeclaredShape);
 impl fmt::Display for DeclaredText<'_> {
