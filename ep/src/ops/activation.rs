@@ -1,5 +1,6 @@
 //! Activations with a parameter: PRelu (`x < 0 ? slope * x : x`, the slope broadcast
-//! one way to x's shape) and Swish (`x * sigmoid(alpha * x)`), on float32.
+//! one way to x's shape), Swish and com.microsoft QuickGelu (`x * sigmoid(alpha * x)`), on
+//! float32.
 
 use std::sync::Arc;
 
@@ -96,6 +97,17 @@ pub fn swish(node: &NodeDesc, _output: usize) -> Result<Arc<dyn Op>, String> {
         return Err(super::op::util::bad_types(node, "float32"));
     }
     Ok(Arc::new(Swish { alpha: float_attr(node, "alpha", 1.0)? }))
+}
+
+/// com.microsoft QuickGelu: `x * sigmoid(alpha * x)`, alpha 1.702 unless given (the
+/// sigmoid approximation of Gelu that CLIP-style models use): Swish with another default.
+pub fn quick_gelu(node: &NodeDesc, _output: usize) -> Result<Arc<dyn Op>, String> {
+    check_inputs(node, 1, 1)?;
+    check_attrs(node, &["alpha"])?;
+    if input_type(node, 0) != dtype::FLOAT || output_type(node, 0) != dtype::FLOAT {
+        return Err(super::op::util::bad_types(node, "float32"));
+    }
+    Ok(Arc::new(Swish { alpha: float_attr(node, "alpha", 1.702)? }))
 }
 
 impl Op for Swish {

@@ -50,6 +50,11 @@ const fn ml(op_type: &'static str, since: (i32, i32), types: &'static str, compi
     Family { domain: "ai.onnx.ml", op_type, since, types, compile }
 }
 
+/// A `com.microsoft` family (ORT's contrib ops, in models its optimizer wrote).
+const fn ms(op_type: &'static str, since: (i32, i32), types: &'static str, compile: op::Compile) -> Family {
+    Family { domain: "com.microsoft", op_type, since, types, compile }
+}
+
 const NUM: &str = "float32, float64, int64, int32";
 
 /// The families that implement [`Op`], one line each.
@@ -70,6 +75,7 @@ pub static FAMILIES: &[Family] = &[
     onnx("Det", (11, 22), "float32", det::compile),
     onnx("PRelu", (6, 16), "float32", activation::prelu),
     onnx("Swish", (24, 24), "float32", activation::swish),
+    ms("QuickGelu", (1, 1), "float32", activation::quick_gelu),
     onnx("TensorScatter", (24, 24), "any", tensor_scatter::compile),
     onnx("DeformConv", (19, 22), "float32", deform_conv::compile),
     onnx("NonMaxSuppression", (10, 11), "float32", nms::non_max_suppression),
