@@ -200,14 +200,6 @@ fn run_step<'a>(
     let inferred;
     let broadcast = match &plan.fixed {
         Some(f) => f.broadcasts[index].as_ref(),
-        None if step.kernel.shape_from_data() => {
-            let mut ins: SmallVec<[Data<'_>; 4]> = SmallVec::new();
-            for &id in &step.inputs {
-                ins.push(read(plan, id, inputs, &state.buffers, &state.buffer_lens, outs));
-            }
-            state.shapes[step.output] = shapes::shape_from_data(&plan.values, step, &state.shapes, &ins)?;
-            None
-        }
         None if step.op.is_some() => {
             let mut data: SmallVec<[Option<Data<'_>>; 9]> = SmallVec::new();
             for &id in &step.inputs {
@@ -380,7 +372,15 @@ fn run_op(
         par,
         scratch,
     };
-    op.run(x, dst).map_err(|why| Error::invalid(format_args!("{}: {why}", NodeLabel(step))))
+    op.run(x, dst).map_err(|why| {
+        // "input k: ..." reads on from the node's label, as the older kernels' errors do.
+        let names_input = why.strip_prefix("input ").is_some_and(|r| {
+            let digits = r.bytes().take_while(u8::is_ascii_digit).count();
+            digits > 0 && r[digits..].starts_with(':')
+        });
+        let sep = if names_input { " " } else { ": " };
+        Error::invalid(format_args!("{}{sep}{why}", NodeLabel(step)))
+    })
 }
 
 /// Runs a step on the float32 path or the typed one.
@@ -650,18 +650,6 @@ fn apply_other(
         }
         Kernel::Expand { .. } => {
             nn::expand(x, shape(0), &shapes[step.output], dst);
-        }
-        Kernel::CumSum { axis, exclusive, reverse } => {
-            let s = shape(0);
-            let a = shapes::int_list(&axis, params).ok().and_then(|v| v.first().copied()).unwrap_or(0);
-            let a = shapes::normalize_axis(a, s.len(), false).unwrap_or(0);
-            let (outer, inner) = (s[..a].iter().product(), s[a + 1..].iter().product());
-            nn::cumsum(x, outer, s[a], inner, exclusive, reverse, 0.0, |p, q| p + q, dst);
-        }
-        Kernel::Trilu { k, upper } => {
-            let s = shape(0);
-            let k = shapes::int_list(&k, params).ok().and_then(|v| v.first().copied()).unwrap_or(0);
-            nn::trilu(x, s[s.len() - 2], s[s.len() - 1], k, upper, dst);
         }
         Kernel::Reduce { op, axes, noop_empty, .. } => {
             let s = shape(0);

@@ -8,7 +8,6 @@ pub(super) fn float64(cx: &Ctx<'_>, x: &[f64], y: &mut [f64]) -> Result<()> {
     match cx.step.kernel {
         Kernel::Unary(op) => y.iter_mut().zip(x).for_each(|(o, &v)| *o = op.apply_f64(v)),
         Kernel::Math(op) => y.iter_mut().zip(x).for_each(|(o, &v)| *o = op.apply_f64(v)),
-        Kernel::CumSum { .. } => cumsum(cx, x, y, 0.0, |p, q| p + q),
         Kernel::Reduce { op, axes, noop_empty, .. } => {
             let mask = shapes::reduced_axes(s.len(), axes, noop_empty, cx.params).map_err(Error::invalid)?;
             if !mask[..s.len()].iter().any(|&m| m) {

@@ -22,7 +22,6 @@ pub(super) fn integers<T: Storage + Number>(cx: &Ctx<'_>, ins: &[Data<'_>], dst:
                 zero
             }
         }),
-        Kernel::CumSum { .. } => cumsum(cx, x, y, zero, |p, q| p.add(q)),
         Kernel::Reduce { .. } => return reduce_ints(cx, x, y, false),
         _ => return Err(cx.mismatch()),
     }
@@ -92,16 +91,6 @@ pub(super) fn reduce_ints<T: Storage + Number>(cx: &Ctx<'_>, x: &[T], y: &mut [T
         }
     }
     Ok(())
-}
-
-/// CumSum on the typed path, along the axis from the constant or the step's param.
-pub(super) fn cumsum<T: Copy>(cx: &Ctx<'_>, x: &[T], y: &mut [T], zero: T, add: impl Fn(T, T) -> T) {
-    let Kernel::CumSum { axis, exclusive, reverse } = cx.step.kernel else { return };
-    let s = cx.shape(0);
-    let a = shapes::int_list(&axis, cx.params).ok().and_then(|v| v.first().copied()).unwrap_or(0);
-    let a = shapes::normalize_axis(a, s.len(), false).unwrap_or(0);
-    let (outer, inner) = (s[..a].iter().product(), s[a + 1..].iter().product());
-    nn::cumsum(x, outer, s[a], inner, exclusive, reverse, zero, add, y);
 }
 
 /// Elements in each group of a reduction over the axes `reduced` marks.

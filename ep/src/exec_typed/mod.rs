@@ -3,9 +3,7 @@
 //! strided loops: these are the index and mask parts of a graph, not its heavy math.
 
 use rivet_kernels::nn;
-use rivet_kernels::typed::{
-    self, arg_reduce, bf16_to_f32, f16_to_f32, f32_to_bf16, f32_to_f16, map2, map3, BitOp, Bits, Number,
-};
+use rivet_kernels::typed::{self, bf16_to_f32, f16_to_f32, f32_to_bf16, f32_to_f16, map2, map3, BitOp, Bits, Number};
 use smallvec::SmallVec;
 
 use crate::data::{by_number, by_storage};
@@ -13,7 +11,7 @@ use crate::data::{number_at, Data, DataMut, Storage};
 use crate::error::{Error, Result};
 use crate::graph::Shape;
 use crate::plan::{NodeLabel, Step};
-use crate::registry::{AttentionSpec, Kernel, Reduction, ScatterReduction};
+use crate::registry::{AttentionSpec, Kernel, Reduction};
 use crate::shapes;
 use rivet_kernels::attention::{AttnFloat, AttnInputs, AttnParams, AttnScratch};
 
@@ -71,10 +69,6 @@ pub(crate) fn apply_typed(
             y.iter_mut().zip(a).for_each(|(o, &v)| *o = (v == 0) as u8);
             Ok(())
         }
-        Kernel::ArgReduce { axis, max, last, .. } => {
-            let DataMut::I64(y) = dst else { return Err(cx.mismatch()) };
-            by_number!(ins[0], Err(cx.mismatch()), arg(&cx, ins, axis, max, last, y))
-        }
         Kernel::IsNaN | Kernel::IsInf { .. } => {
             let DataMut::Bool(y) = dst else { return Err(cx.mismatch()) };
             let test = |v: f64| match cx.step.kernel {
@@ -93,10 +87,6 @@ pub(crate) fn apply_typed(
             Ok(())
         }
         Kernel::Bits(op) => by_int!(dst, bits(&cx, op, ins)),
-        Kernel::Scatter { reduction, .. } if reduction != ScatterReduction::None => {
-            by_number!(ins[0], Err(cx.mismatch()), scatter_reduce(&cx, reduction, ins, dst))
-        }
-        Kernel::OneHot { axis, .. } => by_storage!(dst, one_hot(&cx, ins, axis)),
         Kernel::Pool { window, max: true, .. } => {
             let s = cx.shape(0);
             let (g, _) = shapes::window_3d(&window, shapes::spatial(s), window.kernel).map_err(Error::invalid)?;
@@ -122,108 +112,11 @@ pub(crate) fn apply_typed(
             let DataMut::F64(y) = dst else { return Err(cx.mismatch()) };
             float64_nn(&cx, ins, y)
         }
-        Kernel::Unary(_) | Kernel::Math(_) | Kernel::CumSum { .. } | Kernel::Reduce { .. } => match (dst, ins[0]) {
+        Kernel::Unary(_) | Kernel::Math(_) | Kernel::Reduce { .. } => match (dst, ins[0]) {
             (DataMut::F64(y), Data::F64(x)) => float64(&cx, x, y),
             (DataMut::Bool(y), Data::Bool(x)) => reduce_ints::<u8>(&cx, x, y, true),
             (dst, x) => by_number!(x, Err(cx.mismatch()), integers(&cx, ins, dst)),
         },
-        Kernel::ShapeOf { start, end } => {
-            let DataMut::I64(y) = dst else { return Err(cx.mismatch()) };
-            let s = cx.shape(0);
-            let (a, b) = shapes::shape_range(s.len(), start, end);
-            y.iter_mut().zip(&s[a..b]).for_each(|(o, &d)| *o = d as i64);
-            Ok(())
-        }
-        Kernel::ConstantOfShape { value, .. } => {
-            macro_rules! fill {
-                ($y:expr, $t:ty) => {{
-                    const N: usize = std::mem::size_of::<$t>();
-                    let v = <$t>::from_ne_bytes(value[..N].try_into().expect("N bytes"));
-                    $y.iter_mut().for_each(|o| *o = v);
-                }};
-            }
-            match dst {
-                DataMut::F32(y) => fill!(y, f32),
-                DataMut::F64(y) => fill!(y, f64),
-                DataMut::I8(y) => fill!(y, i8),
-                DataMut::I16(y) => fill!(y, i16),
-                DataMut::I32(y) => fill!(y, i32),
-                DataMut::I64(y) => fill!(y, i64),
-                DataMut::U8(y) | DataMut::Bool(y) => fill!(y, u8),
-                DataMut::U16(y) | DataMut::F16(y) | DataMut::BF16(y) => fill!(y, u16),
-                DataMut::U32(y) => fill!(y, u32),
-                DataMut::U64(y) => fill!(y, u64),
-            }
-            Ok(())
-        }
-        Kernel::SizeOf => {
-            let DataMut::I64(y) = dst else { return Err(cx.mismatch()) };
-            y[0] = cx.shape(0).iter().product::<usize>() as i64;
-            Ok(())
-        }
-        Kernel::Einsum { .. } => by_number!(ins[0], Err(cx.mismatch()), einsum(&cx, ins, dst)),
-        Kernel::Range => {
-            // Accumulated, as ORT does: value += delta.
-            macro_rules! range {
-                ($y:expr, $t:ty) => {{
-                    let at = |k: usize| input::<$t>(&cx, ins, k).map(|v| v[0]);
-                    let (mut v, delta) = (at(0)?, at(2)?);
-                    for o in $y.iter_mut() {
-                        *o = v;
-                        v = Number::add(v, delta); // wrapping for integers
-                    }
-                }};
-            }
-            match dst {
-                DataMut::F32(y) => range!(y, f32),
-                DataMut::F64(y) => range!(y, f64),
-                DataMut::I16(y) => range!(y, i16),
-                DataMut::I32(y) => range!(y, i32),
-                DataMut::I64(y) => range!(y, i64),
-                _ => return Err(cx.mismatch()),
-            }
-            Ok(())
-        }
-        Kernel::NonZero => {
-            let DataMut::I64(y) = dst else { return Err(cx.mismatch()) };
-            let s = cx.shape(0);
-            let count = y.len() / s.len().max(1);
-            let mut strides = [1usize; 8];
-            for a in (0..s.len().saturating_sub(1)).rev() {
-                strides[a] = strides[a + 1] * s[a + 1];
-            }
-            let total: usize = s.iter().product();
-            let mut found = 0;
-            for k in 0..total {
-                let nonzero = match ins[0] {
-                    Data::F32(v) => v[k] != 0.0,
-                    Data::F64(v) => v[k] != 0.0,
-                    Data::I8(v) => v[k] != 0,
-                    Data::I16(v) => v[k] != 0,
-                    Data::I32(v) => v[k] != 0,
-                    Data::I64(v) => v[k] != 0,
-                    Data::U8(v) | Data::Bool(v) => v[k] != 0,
-                    Data::U16(v) => v[k] != 0,
-                    Data::U32(v) => v[k] != 0,
-                    Data::U64(v) => v[k] != 0,
-                    Data::F16(v) | Data::BF16(v) => v[k] & 0x7fff != 0,
-                };
-                if nonzero {
-                    // A scalar reports as one axis of index 0.
-                    for a in 0..s.len().max(1) {
-                        y[a * count + found] = if s.is_empty() { 0 } else { ((k / strides[a]) % s[a]) as i64 };
-                    }
-                    found += 1;
-                }
-            }
-            Ok(())
-        }
-        Kernel::TopK { axis, largest, indices: false, .. } => {
-            by_number!(ins[0], Err(cx.mismatch()), top_k(&cx, ins, axis, largest, dst))
-        }
-        Kernel::TopK { axis, largest, indices: true, .. } => {
-            by_number!(ins[0], Err(cx.mismatch()), top_k(&cx, ins, axis, largest, dst))
-        }
         Kernel::Rotary { interleaved, positions, .. } => {
             let DataMut::F32(y) = dst else { return Err(cx.mismatch()) };
             let shapes: SmallVec<[&[usize]; 4]> = (0..ins.len()).map(|k| cx.shape(k)).collect();
@@ -307,36 +200,25 @@ pub(crate) fn apply_typed(
             }
             Ok(())
         }
-        Kernel::Ones | Kernel::EyeLike { .. } => {
-            let (k, ones) = match cx.step.kernel {
-                Kernel::EyeLike { k } => (k, false),
-                _ => (0, true),
-            };
-            let cols = cx.out_shape().last().copied().unwrap_or(1);
-            macro_rules! eye {
+        Kernel::Ones => {
+            macro_rules! ones {
                 ($y:expr, $one:expr) => {{
-                    $y.iter_mut().for_each(|v| *v = if ones { $one } else { Default::default() });
-                    for (r, row) in $y.chunks_mut(cols.max(1)).enumerate().filter(|_| !ones) {
-                        let c = r as i64 + k;
-                        if (0..cols as i64).contains(&c) {
-                            row[c as usize] = $one;
-                        }
-                    }
+                    $y.iter_mut().for_each(|v| *v = $one);
                 }};
             }
             match dst {
-                DataMut::F32(y) => eye!(y, 1.0),
-                DataMut::F64(y) => eye!(y, 1.0),
-                DataMut::F16(y) => eye!(y, 0x3c00),
-                DataMut::BF16(y) => eye!(y, 0x3f80),
-                DataMut::I8(y) => eye!(y, 1),
-                DataMut::I16(y) => eye!(y, 1),
-                DataMut::I32(y) => eye!(y, 1),
-                DataMut::I64(y) => eye!(y, 1),
-                DataMut::U8(y) | DataMut::Bool(y) => eye!(y, 1),
-                DataMut::U16(y) => eye!(y, 1),
-                DataMut::U32(y) => eye!(y, 1),
-                DataMut::U64(y) => eye!(y, 1),
+                DataMut::F32(y) => ones!(y, 1.0),
+                DataMut::F64(y) => ones!(y, 1.0),
+                DataMut::F16(y) => ones!(y, 0x3c00),
+                DataMut::BF16(y) => ones!(y, 0x3f80),
+                DataMut::I8(y) => ones!(y, 1),
+                DataMut::I16(y) => ones!(y, 1),
+                DataMut::I32(y) => ones!(y, 1),
+                DataMut::I64(y) => ones!(y, 1),
+                DataMut::U8(y) | DataMut::Bool(y) => ones!(y, 1),
+                DataMut::U16(y) => ones!(y, 1),
+                DataMut::U32(y) => ones!(y, 1),
+                DataMut::U64(y) => ones!(y, 1),
             }
             Ok(())
         }
@@ -392,21 +274,6 @@ fn arith<T: Number + Storage>(cx: &Ctx<'_>, op: typed::Arith, ins: &[Data<'_>], 
 fn compare<T: Storage + PartialOrd>(cx: &Ctx<'_>, op: typed::Compare, ins: &[Data<'_>], y: &mut [u8]) -> Result<()> {
     let (a, b) = (input::<T>(cx, ins, 0)?, input::<T>(cx, ins, 1)?);
     map2(a, cx.shape(0), b, cx.shape(1), cx.out_shape(), y, |a, b| op.apply(a, b));
-    Ok(())
-}
-
-fn arg<T: Storage + PartialOrd>(
-    cx: &Ctx<'_>,
-    ins: &[Data<'_>],
-    axis: i64,
-    max: bool,
-    last: bool,
-    y: &mut [i64],
-) -> Result<()> {
-    let s = cx.shape(0);
-    let a = shapes::normalize_axis(axis, s.len(), false).unwrap_or(0);
-    let (outer, inner) = (s[..a].iter().product(), s[a + 1..].iter().product());
-    arg_reduce(input::<T>(cx, ins, 0)?, outer, s[a], inner, max, last, y);
     Ok(())
 }
 
@@ -488,24 +355,6 @@ thread_local! {
     static ATTN64: std::cell::RefCell<AttnScratch<f64>> = std::cell::RefCell::new(AttnScratch::default());
 }
 
-thread_local! {
-    /// TopK's order of one column, per thread.
-    static ORDER: std::cell::RefCell<Vec<usize>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
-fn einsum<T: Storage + Number>(cx: &Ctx<'_>, ins: &[Data<'_>], dst: &mut DataMut<'_>) -> Result<()> {
-    let shapes: SmallVec<[&[usize]; 4]> = (0..ins.len()).map(|k| cx.shape(k)).collect();
-    let ranks: SmallVec<[usize; 4]> = shapes.iter().map(|s| s.len()).collect();
-    let eq = rivet_kernels::einsum::parse(cx.step.kernel.einsum_equation(), &ranks).map_err(Error::invalid)?;
-    let mut xs: SmallVec<[&[T]; 4]> = SmallVec::new();
-    for k in 0..ins.len() {
-        xs.push(input::<T>(cx, ins, k)?);
-    }
-    let y = T::get_mut(dst).ok_or_else(|| cx.mismatch())?;
-    rivet_kernels::einsum::einsum(&eq, &xs, &shapes, y, T::default(), |a, b| a.add(b), |a, b| a.mul(b))
-        .map_err(Error::invalid)
-}
-
 /// Clip with bounds read at Run in the element type (NaN passes through for floats).
 fn clip<T: Storage + Number>(cx: &Ctx<'_>, ins: &[Data<'_>], dst: &mut DataMut<'_>) -> Result<()> {
     let Kernel::ClipInputs { min, max } = cx.step.kernel else { return Err(cx.mismatch()) };
@@ -549,12 +398,10 @@ fn pow<T: Storage + Number>(cx: &Ctx<'_>, ins: &[Data<'_>], dst: &mut DataMut<'_
 }
 
 mod float64;
-mod index;
 mod integers;
 mod movement;
 mod training;
 use float64::*;
-use index::*;
 use integers::*;
 use movement::*;
 use training::*;

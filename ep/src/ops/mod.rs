@@ -9,33 +9,48 @@
 //! any central match.
 
 pub mod activation;
+pub mod arg_reduce;
 pub mod center_crop_pad;
 pub mod col2im;
 pub mod compress;
+pub mod cumsum;
 pub mod deform_conv;
 pub mod depth_space;
 pub mod det;
+pub mod einsum;
+pub mod eye_like;
+pub mod gather;
 pub mod geometry;
 pub mod grid_sample;
+pub mod halves;
+pub mod int_input;
 pub mod lp_pool;
 pub mod math;
 pub mod max_unpool;
 pub mod ml;
 pub mod nms;
+pub mod non_zero;
 pub mod normalize;
+pub mod one_hot;
 pub mod op;
 pub mod optional;
 pub mod params;
 pub mod quant;
+pub mod range;
 pub mod resize;
 mod resize_run;
 pub mod reverse_sequence;
 pub mod rnn;
 pub mod roi_align;
+pub mod scatter;
+pub mod shape_of;
 pub mod shape_rules;
 pub mod signal;
 pub mod tensor_scatter;
 pub mod tfidf;
+pub mod tile;
+pub mod top_k;
+pub mod trilu;
 pub mod unique;
 
 pub use op::{Family, Op, OpRef, OpScratch, RunIn, ShapeError, ShapeIn};
@@ -112,4 +127,24 @@ pub static FAMILIES: &[Family] = &[
     onnx("QLinearMatMul", (10, 21), "(u)int8", quant::qlinear_matmul),
     onnx("ConvInteger", (10, 10), "(u)int8", quant::conv_integer),
     onnx("QLinearConv", (10, 10), "(u)int8", quant::qlinear_conv),
+    onnx("Shape", (1, 25), "any, to int64", shape_of::shape),
+    onnx("Size", (1, 25), "any, to int64", shape_of::size),
+    onnx("ConstantOfShape", (9, 25), "int64 shape, any value", shape_of::constant_of_shape),
+    onnx("EyeLike", (9, 22), "any", eye_like::eye_like),
+    onnx("Range", (11, 11), "float32, float64, int16, int32, int64", range::range),
+    onnx("NonZero", (9, 13), "any, to int64", non_zero::non_zero),
+    onnx("Tile", (6, 13), "any", tile::tile),
+    onnx("Trilu", (14, 14), "any", trilu::trilu),
+    onnx("Gather", (1, 13), "any (int32 / int64 indices)", gather::gather),
+    onnx("GatherElements", (11, 13), "any (int32 / int64 indices)", gather::gather_elements),
+    onnx("GatherND", (11, 13), "any", gather::gather_nd),
+    onnx("ScatterElements", (11, 18), "any (numbers and halves with a reduction)", scatter::scatter_elements),
+    onnx("Scatter", (9, 10), "any (numbers and halves with a reduction)", scatter::scatter),
+    onnx("ScatterND", (11, 18), "any (numbers and halves with a reduction)", scatter::scatter_nd),
+    onnx("OneHot", (9, 11), "numeric indices and depth, any values", one_hot::one_hot),
+    onnx("TopK", (10, 24), "numbers, halves (int64 indices)", top_k::top_k),
+    onnx("Einsum", (12, 12), "numbers, halves", einsum::einsum),
+    onnx("ArgMax", (1, 13), "numbers, halves, to int64", arg_reduce::arg_max),
+    onnx("ArgMin", (1, 13), "numbers, halves, to int64", arg_reduce::arg_min),
+    onnx("CumSum", (11, 14), "numbers, halves", cumsum::cumsum),
 ];

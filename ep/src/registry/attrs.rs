@@ -211,12 +211,7 @@ pub(super) fn reduce(node: &NodeDesc, op: rivet_kernels::nn::ReduceOp, input_sin
 }
 
 /// An int64 input at position `pos`: a constant, or read at Run (empty when omitted).
-pub(super) fn ints_input(node: &NodeDesc, pos: usize, what: &str) -> Result<super::kernel::ReduceAxes, String> {
-    if runtime_i64(node, pos) {
-        return Ok(super::kernel::ReduceAxes::AtRun);
-    }
-    Ok(super::kernel::ReduceAxes::Const(Axes::new(&const_i64(node, pos, what)?.unwrap_or_default())?))
-}
+pub(super) use crate::ops::int_input::ints_input;
 
 /// Split: part 0's kernel (the plan adds the others from `Claim::extra`), with the sizes
 /// from the `split` input or attribute, or even parts.
@@ -308,36 +303,6 @@ pub(super) fn attention(node: &NodeDesc) -> Result<Kernel, String> {
         nonpad,
         out: rivet_kernels::attention::AttnOut::Y,
     }))
-}
-
-/// ScatterElements (`elements`) and ScatterND.
-pub(super) fn scatter(node: &NodeDesc, elements: bool) -> Result<Kernel, String> {
-    use super::kernel::ScatterReduction as R;
-    let reduction = match string_attr(node, "reduction", "none")? {
-        "none" => R::None,
-        "add" => R::Add,
-        "mul" => R::Mul,
-        "max" => R::Max,
-        "min" => R::Min,
-        other => return Err(format!("reduction '{other}'")),
-    };
-    let axis = if elements { Some(int_attr(node, "axis", 0)?) } else { None };
-    Ok(Kernel::Scatter { axis, reduction })
-}
-
-/// OneHot: the depth must be a constant (it sets the output shape).
-pub(super) fn one_hot(node: &NodeDesc) -> Result<Kernel, String> {
-    let depth = match input(node, 1).and_then(|v| v.constant.as_ref()) {
-        Some(Constant::I64(d)) if d.len() == 1 => Some(d[0]),
-        Some(Constant::F32(d)) if d.len() == 1 && d[0].fract() == 0.0 => Some(d[0] as i64),
-        Some(_) => return Err("OneHot's constant depth must be a float32 or int64 scalar".into()),
-        // Fed at Run: read when the output's shape is inferred.
-        None => None,
-    };
-    if let Some(depth) = depth.filter(|&d| d < 1) {
-        return Err(format!("OneHot depth {depth}"));
-    }
-    Ok(Kernel::OneHot { axis: int_attr(node, "axis", -1)?, depth })
 }
 
 /// ConvTranspose on 1 to 3 spatial axes: the attributes, widened to three.

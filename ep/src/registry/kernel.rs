@@ -88,15 +88,6 @@ pub enum Kernel {
         has_axes: bool,
         has_steps: bool,
     },
-    CumSum {
-        axis: ReduceAxes,
-        exclusive: bool,
-        reverse: bool,
-    },
-    Trilu {
-        k: ReduceAxes,
-        upper: bool,
-    },
     Reduce {
         op: rivet_kernels::nn::ReduceOp,
         axes: ReduceAxes,
@@ -128,20 +119,6 @@ pub enum Kernel {
     Not,
     /// `cond ? x : y`, all three broadcast.
     Where,
-    /// ArgMax / ArgMin: int64 indices along `axis`.
-    ArgReduce {
-        axis: i64,
-        keepdims: bool,
-        max: bool,
-        last: bool,
-    },
-    /// Gather along `axis` with int64 or int32 indices.
-    Gather {
-        axis: i64,
-    },
-    GatherElements {
-        axis: i64,
-    },
     IsNaN,
     IsInf {
         negative: bool,
@@ -155,10 +132,6 @@ pub enum Kernel {
     Hardmax {
         axis: i64,
         legacy: bool,
-    },
-    /// Ones on diagonal `k` of a 2-D output shaped like the input.
-    EyeLike {
-        k: i64,
     },
     /// Part `part` of a Split along `axis`: sizes given, or even parts (`exact`: they must
     /// divide the axis; else the last part is smaller).
@@ -217,33 +190,6 @@ pub enum Kernel {
     /// An op of a family in `ops::FAMILIES`: the step's `op` holds its parameters, shape
     /// rule and run.
     Op,
-    /// Tile: each axis repeated.
-    Tile {
-        repeats: ReduceAxes,
-    },
-    /// GatherND with int64 index tuples.
-    GatherNd {
-        batch_dims: usize,
-    },
-    /// ScatterElements along `axis`, or ScatterND when `axis` is None.
-    Scatter {
-        axis: Option<i64>,
-        reduction: ScatterReduction,
-    },
-    /// OneHot; `values` = [off, on]. `depth`: a constant, or `None` when it is fed at Run
-    /// (then the output's shape comes from that data).
-    OneHot {
-        axis: i64,
-        depth: Option<i64>,
-    },
-    /// TopK's values (or, with `indices`, their int64 positions), sorted; ties keep the
-    /// lower index first.
-    TopK {
-        axis: i64,
-        largest: bool,
-        k: ReduceAxes,
-        indices: bool,
-    },
     /// GroupNormalization; `per_channel`: scale and bias have one value per channel
     /// (opset 21) rather than per group (opset 18).
     GroupNorm {
@@ -251,30 +197,8 @@ pub enum Kernel {
         epsilon: f32,
         per_channel: bool,
     },
-    /// Range: `start`, `start + delta`, ... below `limit`; its length depends on the data.
-    Range,
-    /// NonZero: the int64 indices `[rank, count]` of the non-zero elements.
-    NonZero,
-    /// Einsum; the equation's bytes (at most 64).
-    Einsum {
-        equation: [u8; 64],
-        len: u8,
-    },
     /// ConvTranspose on 1-D or 2-D images (1-D runs as height 1).
     ConvTranspose(ConvTransposeSpec),
-    /// Shape: the input's dims `start..end` (clamped, negative counting back) as int64.
-    ShapeOf {
-        start: i64,
-        end: Option<i64>,
-    },
-    /// Size: the input's element count as an int64 scalar.
-    SizeOf,
-    /// ConstantOfShape: the output (of the value's type) filled with the value, whose
-    /// native bytes are kept here.
-    ConstantOfShape {
-        shape: ReduceAxes,
-        value: [u8; 8],
-    },
     /// RotaryEmbedding (opset 23).
     Rotary {
         heads: usize,
@@ -295,14 +219,10 @@ impl Kernel {
                 | Kernel::Logic(_)
                 | Kernel::Not
                 | Kernel::Where
-                | Kernel::ArgReduce { .. }
-                | Kernel::Gather { .. }
-                | Kernel::GatherElements { .. }
                 | Kernel::IsNaN
                 | Kernel::IsInf { .. }
                 | Kernel::Bits(_)
                 | Kernel::BitNot
-                | Kernel::EyeLike { .. }
                 | Kernel::SplitPart { .. }
                 | Kernel::Ones
                 | Kernel::Dropout { .. }
@@ -313,35 +233,15 @@ impl Kernel {
                 | Kernel::PowTyped
                 | Kernel::Loss { .. }
                 | Kernel::Attention(_)
-                | Kernel::Tile { .. }
-                | Kernel::GatherNd { .. }
-                | Kernel::Scatter { .. }
-                | Kernel::OneHot { .. }
-                | Kernel::TopK { .. }
                 | Kernel::Rotary { .. }
-                | Kernel::Range
-                | Kernel::NonZero
-                | Kernel::Einsum { .. }
-                | Kernel::ShapeOf { .. }
-                | Kernel::SizeOf
-                | Kernel::ConstantOfShape { .. }
                 | Kernel::Op
         )
     }
 
-    /// Einsum's equation.
-    pub fn einsum_equation(&self) -> &str {
-        match self {
-            Kernel::Einsum { equation, len } => std::str::from_utf8(&equation[..*len as usize]).unwrap_or(""),
-            _ => "",
-        }
-    }
-
-    /// Kernels whose output shape depends on their input data, known only at Run.
     /// Whether the kernel keeps an index per axis on the stack, up to rank 8 (Squeeze's
-    /// shape rule, the typed broadcasting ops, Expand, Transpose, NonZero, GatherElements,
-    /// the scatters): a tensor of higher rank at Run is then an error naming the node, not
-    /// a panic (`exec::run_step` checks, for plans whose shapes are known only at Run).
+    /// shape rule, the typed broadcasting ops, Expand, Transpose): a tensor of higher
+    /// rank at Run is then an error naming the node, not a panic (`exec::run_step`
+    /// checks, for plans whose shapes are known only at Run).
     pub fn stops_at_rank_8(&self) -> bool {
         matches!(
             self,
@@ -352,14 +252,7 @@ impl Kernel {
                 | Kernel::Where
                 | Kernel::Expand { .. }
                 | Kernel::Transpose(_)
-                | Kernel::NonZero
-                | Kernel::GatherElements { .. }
-                | Kernel::Scatter { .. }
         )
-    }
-
-    pub fn shape_from_data(&self) -> bool {
-        matches!(self, Kernel::Range | Kernel::NonZero | Kernel::OneHot { depth: None, .. })
     }
 
     /// The typed kernel of a binary float32 op (Pow has none).

@@ -157,7 +157,6 @@ pub fn kernel_for(node: &NodeDesc) -> Result<Claim, String> {
             | "Split"
             | "SoftmaxCrossEntropyLoss"
             | "Attention"
-            | "TopK"
     );
     if !extra_outputs_ok && node.outputs.len() != 1 {
         return Err(format!("{} needs exactly one output", node.op_type));
@@ -188,21 +187,17 @@ pub fn kernel_for(node: &NodeDesc) -> Result<Claim, String> {
                 .chain(data.iter().filter_map(|&i| node.inputs[i].as_ref().map(|v| v.elem_type)))
                 .find(is_half)
                 .unwrap_or(out_type);
-            // Exact in float32 (comparisons, ArgMax, TopK, Mod), or rounded once at the end.
+            // Exact in float32 (comparisons, Mod), or rounded once at the end.
             let computes_in_f32 = !kernel.is_typed()
                 || matches!(
                     kernel,
                     Kernel::Attention(_)
                         | Kernel::Loss { .. }
                         | Kernel::Rotary { .. }
-                        | Kernel::Einsum { .. }
                         | Kernel::Compare(_)
-                        | Kernel::ArgReduce { .. }
-                        | Kernel::TopK { .. }
                         | Kernel::Arith(rivet_kernels::typed::Arith::Mod { fmod: true })
                         | Kernel::Dropout { .. }
                         | Kernel::BatchNormTrain { .. }
-                        | Kernel::Scatter { .. }
                 );
             if !(computes_in_f32 && is_half(&t)) {
                 return Err(why);
@@ -218,12 +213,7 @@ pub fn kernel_for(node: &NodeDesc) -> Result<Claim, String> {
         Kernel::Reshape(rule) if rule.reads_param() => SmallVec::from_slice(&[1]),
         Kernel::Reduce { axes: ReduceAxes::AtRun, .. }
         | Kernel::Expand { shape: ReduceAxes::AtRun }
-        | Kernel::Tile { repeats: ReduceAxes::AtRun }
-        | Kernel::TopK { k: ReduceAxes::AtRun, .. }
-        | Kernel::SplitPart { sizes_at_run: true, .. }
-        | Kernel::CumSum { axis: ReduceAxes::AtRun, .. }
-        | Kernel::Trilu { k: ReduceAxes::AtRun, .. } => SmallVec::from_slice(&[1]),
-        Kernel::ConstantOfShape { shape: ReduceAxes::AtRun, .. } => SmallVec::from_slice(&[0]),
+        | Kernel::SplitPart { sizes_at_run: true, .. } => SmallVec::from_slice(&[1]),
         // Pad's amounts, then its axes, when fed at Run.
         Kernel::Pad(p) => [(p.at_run, 1), (p.axes_at_run, 3)].into_iter().filter(|t| t.0).map(|t| t.1).collect(),
         _ => SmallVec::new(),
@@ -271,9 +261,6 @@ fn extra_outputs(node: &NodeDesc, kernel: &Kernel) -> Result<SmallVec<[(usize, K
             (Kernel::Pool { window, max: true, .. }, _) if input_type == dtype::FLOAT => {
                 let column_major = attrs::int_attr(node, "storage_order", 0)? == 1;
                 (Kernel::PoolIndices { window, column_major }, dtype::INT64)
-            }
-            (Kernel::TopK { axis, largest, k: count, .. }, _) => {
-                (Kernel::TopK { axis, largest, k: count, indices: true }, dtype::INT64)
             }
             (Kernel::Attention(a), _) => {
                 let out = match k {
@@ -329,9 +316,7 @@ fn check_types(node: &NodeDesc, kernel: &Kernel, data: &[usize]) -> Result<(), S
         | Kernel::Concat { .. }
         | Kernel::Slice { .. }
         | Kernel::Expand { .. }
-        | Kernel::Trilu { .. }
         | Kernel::SplitPart { .. }
-        | Kernel::Tile { .. }
         | Kernel::Pad(_) => {
             if let Kernel::Pad(PadSpec { mode: rivet_kernels::nn::PadMode::Constant(v), .. }) = *kernel {
                 if v != 0.0 && out.elem_type != dtype::FLOAT {
@@ -359,7 +344,6 @@ fn check_types(node: &NodeDesc, kernel: &Kernel, data: &[usize]) -> Result<(), S
         }
         Kernel::Logic(_) | Kernel::Not => all(&types, dtype::BOOL) && out.elem_type == dtype::BOOL,
         Kernel::Where => types[0] == dtype::BOOL && data::supported(out.elem_type) && all(&types[1..], out.elem_type),
-        Kernel::ArgReduce { .. } => data::is_number(types[0]) && out.elem_type == dtype::INT64,
         Kernel::IsNaN | Kernel::IsInf { .. } => {
             matches!(types[0], dtype::FLOAT | dtype::DOUBLE | dtype::FLOAT16 | dtype::BFLOAT16)
                 && out.elem_type == dtype::BOOL
@@ -368,7 +352,6 @@ fn check_types(node: &NodeDesc, kernel: &Kernel, data: &[usize]) -> Result<(), S
             let int = data::is_number(out.elem_type) && !matches!(out.elem_type, dtype::FLOAT | dtype::DOUBLE);
             int && all(&types, out.elem_type)
         }
-        Kernel::EyeLike { .. } => data::supported(types[0]) && data::supported(out.elem_type),
         Kernel::Attention(a) => {
             // float32 or float64 throughout; the mask bool or any number (added).
             let t = out.elem_type;
@@ -384,7 +367,6 @@ fn check_types(node: &NodeDesc, kernel: &Kernel, data: &[usize]) -> Result<(), S
             let nonpad_ok = !a.nonpad || types[k] == dtype::INT64;
             matches!(t, dtype::FLOAT | dtype::DOUBLE) && all(&types[..3], t) && mask_ok && past_ok && nonpad_ok
         }
-        Kernel::TopK { .. } => data::is_number(types[0]) && out.elem_type == types[0],
         Kernel::BatchNormTrain { .. } => {
             matches!(out.elem_type, dtype::FLOAT | dtype::DOUBLE) && all(&types, out.elem_type)
         }
@@ -395,32 +377,8 @@ fn check_types(node: &NodeDesc, kernel: &Kernel, data: &[usize]) -> Result<(), S
                 && (!ratio || float(types[1]))
                 && types.last() == Some(&dtype::BOOL)
         }
-        Kernel::Einsum { .. } => data::is_number(out.elem_type) && all(&types, out.elem_type),
-        Kernel::ShapeOf { .. } | Kernel::SizeOf => data::supported(types[0]) && out.elem_type == dtype::INT64,
-        Kernel::ConstantOfShape { .. } => types[0] == dtype::INT64 && data::supported(out.elem_type),
-        Kernel::Range => {
-            matches!(out.elem_type, dtype::FLOAT | dtype::DOUBLE | dtype::INT16 | dtype::INT32 | dtype::INT64)
-                && all(&types, out.elem_type)
-        }
-        Kernel::NonZero => data::supported(types[0]) && out.elem_type == dtype::INT64,
         Kernel::Rotary { positions, .. } => {
             all(&types[..3], dtype::FLOAT) && (!positions || types[3] == dtype::INT64) && out.elem_type == dtype::FLOAT
-        }
-        Kernel::GatherNd { .. } => {
-            data::supported(out.elem_type) && types[0] == out.elem_type && types[1] == dtype::INT64
-        }
-        Kernel::Scatter { axis, reduction } => {
-            let index_ok = matches!((axis, types[1]), (Some(_), dtype::INT32) | (_, dtype::INT64));
-            let type_ok = if reduction == ScatterReduction::None {
-                data::supported(out.elem_type)
-            } else {
-                data::is_number(out.elem_type)
-            };
-            type_ok && index_ok && types[0] == out.elem_type && types[2] == out.elem_type
-        }
-        Kernel::OneHot { .. } => {
-            let number = |t: i32| data::is_number(t) || matches!(t, dtype::FLOAT16 | dtype::BFLOAT16);
-            number(types[0]) && number(types[1]) && data::supported(out.elem_type) && types[2] == out.elem_type
         }
         Kernel::Loss { .. } => {
             matches!(types[0], dtype::FLOAT | dtype::DOUBLE)
@@ -428,15 +386,9 @@ fn check_types(node: &NodeDesc, kernel: &Kernel, data: &[usize]) -> Result<(), S
                 && types.get(2).is_none_or(|&w| w == types[0])
                 && out.elem_type == types[0]
         }
-        Kernel::Gather { .. } | Kernel::GatherElements { .. } => {
-            data::supported(out.elem_type)
-                && types[0] == out.elem_type
-                && matches!(types[1], dtype::INT32 | dtype::INT64)
-        }
-        // float64 computed in float64: the elementwise math, CumSum and the reductions.
+        // float64 computed in float64: the elementwise math and the reductions.
         Kernel::Unary(_)
         | Kernel::Math(_)
-        | Kernel::CumSum { .. }
         | Kernel::Reduce { .. }
         | Kernel::Softmax { .. }
         | Kernel::Norm { .. }
@@ -455,10 +407,8 @@ fn check_types(node: &NodeDesc, kernel: &Kernel, data: &[usize]) -> Result<(), S
         Kernel::ClipInputs { .. } if out.elem_type != dtype::FLOAT => {
             data::is_number(out.elem_type) && all(&types, out.elem_type)
         }
-        // Integers: Abs, Neg, Relu, Sign, CumSum and the exact reductions; bool Max / Min.
-        Kernel::Unary(UnaryOp::Abs | UnaryOp::Neg | UnaryOp::Relu)
-        | Kernel::Math(MathOp::Sign)
-        | Kernel::CumSum { .. }
+        // Integers: Abs, Neg, Relu, Sign and the exact reductions; bool Max / Min.
+        Kernel::Unary(UnaryOp::Abs | UnaryOp::Neg | UnaryOp::Relu) | Kernel::Math(MathOp::Sign)
             if is_int(out.elem_type) =>
         {
             all(&types, out.elem_type)
@@ -513,7 +463,7 @@ fn is_int(t: i32) -> bool {
     data::is_number(t) && !matches!(t, dtype::FLOAT | dtype::DOUBLE)
 }
 
-/// Whether an op's kernel also runs float64 (the elementwise math, CumSum, reductions).
+/// Whether an op's kernel also runs float64 (the elementwise math, reductions).
 fn f64_op(spec: &OpSpec) -> bool {
     let v =
         |name: &str| Some(crate::graph::ValueDesc { name: name.into(), elem_type: dtype::FLOAT, ..Default::default() });
@@ -527,27 +477,17 @@ fn f64_op(spec: &OpSpec) -> bool {
         attrs: vec![],
     };
     let elementwise = matches!((spec.build)(&node), Ok(Kernel::Unary(_) | Kernel::Math(_)));
-    elementwise || spec.op_type == "CumSum" || spec.op_type.starts_with("Reduce")
+    elementwise || spec.op_type.starts_with("Reduce")
 }
 
 /// The element types an op is claimed for, for the README's table (`check_types` decides).
 fn types(op_type: &str) -> &'static str {
     match op_type {
         "Identity" | "Transpose" | "Flatten" | "Reshape" | "Squeeze" | "Unsqueeze" | "Concat" | "Expand" | "Slice"
-        | "Trilu" | "Split" | "Tile" | "GatherND" | "Pad" => "any",
-        "ScatterElements" | "ScatterND" | "Scatter" => "any (numbers and halves with a reduction)",
-        "OneHot" => "numeric indices and depth, any values",
-        "TopK" => "numbers, halves (int64 indices)",
-        "Range" => "float32, float64, int16, int32, int64",
-        "Einsum" => "numbers, halves",
-        "Shape" | "Size" => "any, to int64",
-        "ConstantOfShape" => "int64 shape, any value",
-        "NonZero" => "any, to int64",
+        | "Split" | "Pad" => "any",
         "RotaryEmbedding" => "float32, halves (int64 positions)",
-        "Gather" | "GatherElements" => "any (int32 / int64 indices)",
         "IsNaN" | "IsInf" => "floats, to bool",
         "BitShift" | "BitwiseAnd" | "BitwiseOr" | "BitwiseXor" | "BitwiseNot" => "integers",
-        "EyeLike" => "any",
         "Dropout" => "float32, float64, halves",
         "Attention" => "float32, float64, halves (bool or numeric mask)",
         "NegativeLogLikelihoodLoss" | "SoftmaxCrossEntropyLoss" => "float32, float64, halves (int32 / int64 targets)",
@@ -559,8 +499,7 @@ fn types(op_type: &str) -> &'static str {
         "Equal" => "numbers, halves and bool, to bool",
         "Less" | "LessOrEqual" | "Greater" | "GreaterOrEqual" => "numbers, halves, to bool",
         "And" | "Or" | "Xor" | "Not" => "bool",
-        "ArgMax" | "ArgMin" => "numbers, halves, to int64",
-        "Abs" | "Neg" | "Relu" | "Sign" | "CumSum" | "Clip" | "MaxPool" => "numbers, halves",
+        "Abs" | "Neg" | "Relu" | "Sign" | "Clip" | "MaxPool" => "numbers, halves",
         "ReduceSum" | "ReduceMean" | "ReduceProd" | "ReduceL1" | "ReduceSumSquare" | "ReduceL2" | "ReduceLogSum"
         | "ReduceLogSumExp" => "numbers, halves",
         "ReduceMax" | "ReduceMin" => "numbers, halves, bool",

@@ -73,15 +73,6 @@ macro_rules! typed {
     };
 }
 
-fn arg_reduce(n: &NodeDesc, max: bool) -> Result<Kernel, String> {
-    Ok(Kernel::ArgReduce {
-        axis: int_attr(n, "axis", 0)?,
-        keepdims: int_attr(n, "keepdims", 1)? != 0,
-        max,
-        last: int_attr(n, "select_last_index", 0)? != 0,
-    })
-}
-
 /// Every op Rivet claims (domain `ai.onnx`); `check_types` says for which element types.
 /// The shape ops' versions 23-25 only add element types Rivet does not hold.
 pub static OPS: &[OpSpec] = &[
@@ -385,26 +376,6 @@ pub static OPS: &[OpSpec] = &[
             Ok(Kernel::Slice { has_axes: present(3), has_steps: present(4) })
         },
     },
-    OpSpec {
-        op_type: "CumSum",
-        since: (11, 14),
-        arity: Arity::DataThenConstants { max: 2 },
-        attrs: &["exclusive", "reverse"],
-        build: |n| {
-            Ok(Kernel::CumSum {
-                axis: ints_input(n, 1, "axis")?,
-                exclusive: int_attr(n, "exclusive", 0)? != 0,
-                reverse: int_attr(n, "reverse", 0)? != 0,
-            })
-        },
-    },
-    OpSpec {
-        op_type: "Trilu",
-        since: (14, 14),
-        arity: Arity::DataThenConstants { max: 2 },
-        attrs: &["upper"],
-        build: |n| Ok(Kernel::Trilu { k: ints_input(n, 1, "k")?, upper: int_attr(n, "upper", 1)? != 0 }),
-    },
     reduce!("ReduceSum", 1..=13, ReduceOp::Sum, 13),
     reduce!("ReduceMean", 1..=18, ReduceOp::Mean, 18),
     reduce!("ReduceMax", 1..=20, ReduceOp::Max, 18),
@@ -520,27 +491,6 @@ pub static OPS: &[OpSpec] = &[
             Ok(Kernel::Arith(Arith::Mod { fmod }))
         },
     },
-    OpSpec {
-        op_type: "ArgMax",
-        since: (1, 13),
-        arity: Arity::Unary,
-        attrs: &["axis", "keepdims", "select_last_index"],
-        build: |n| arg_reduce(n, true),
-    },
-    OpSpec {
-        op_type: "ArgMin",
-        since: (1, 13),
-        arity: Arity::Unary,
-        attrs: &["axis", "keepdims", "select_last_index"],
-        build: |n| arg_reduce(n, false),
-    },
-    OpSpec {
-        op_type: "Gather",
-        since: (1, 13),
-        arity: Arity::Binary,
-        attrs: &["axis"],
-        build: |n| Ok(Kernel::Gather { axis: int_attr(n, "axis", 0)? }),
-    },
     typed!("IsNaN", 9..=20, Arity::Unary, Kernel::IsNaN),
     OpSpec {
         op_type: "IsInf",
@@ -570,13 +520,6 @@ pub static OPS: &[OpSpec] = &[
     typed!("BitwiseXor", 18..=18, Arity::Binary, Kernel::Bits(BitOp::Xor)),
     typed!("BitwiseNot", 18..=18, Arity::Unary, Kernel::BitNot),
     OpSpec {
-        op_type: "GatherElements",
-        since: (11, 13),
-        arity: Arity::Binary,
-        attrs: &["axis"],
-        build: |n| Ok(Kernel::GatherElements { axis: int_attr(n, "axis", 0)? }),
-    },
-    OpSpec {
         op_type: "Hardmax",
         since: (1, 13),
         arity: Arity::Unary,
@@ -585,13 +528,6 @@ pub static OPS: &[OpSpec] = &[
             let legacy = n.since_version < 13;
             Ok(Kernel::Hardmax { axis: int_attr(n, "axis", if legacy { 1 } else { -1 })?, legacy })
         },
-    },
-    OpSpec {
-        op_type: "EyeLike",
-        since: (9, 22),
-        arity: Arity::Unary,
-        attrs: &["dtype", "k"],
-        build: |n| Ok(Kernel::EyeLike { k: int_attr(n, "k", 0)? }),
     },
     OpSpec {
         op_type: "Split",
@@ -631,66 +567,6 @@ pub static OPS: &[OpSpec] = &[
         build: attention,
     },
     OpSpec {
-        op_type: "Tile",
-        since: (6, 13),
-        arity: Arity::DataThenConstants { max: 2 },
-        attrs: &[],
-        build: |n| Ok(Kernel::Tile { repeats: ints_input(n, 1, "repeats")? }),
-    },
-    OpSpec {
-        op_type: "GatherND",
-        since: (11, 13),
-        arity: Arity::Binary,
-        attrs: &["batch_dims"],
-        build: |n| {
-            let b = int_attr(n, "batch_dims", 0)?;
-            Ok(Kernel::GatherNd { batch_dims: usize::try_from(b).map_err(|_| format!("batch_dims {b}"))? })
-        },
-    },
-    OpSpec {
-        op_type: "ScatterElements",
-        since: (11, 18),
-        arity: Arity::Data { min: 3, max: 3 },
-        attrs: &["axis", "reduction"],
-        build: |n| scatter(n, true),
-    },
-    // The deprecated Scatter (opsets 9 and 10) is ScatterElements without a reduction.
-    OpSpec {
-        op_type: "Scatter",
-        since: (9, 10),
-        arity: Arity::Data { min: 3, max: 3 },
-        attrs: &["axis"],
-        build: |n| scatter(n, true),
-    },
-    OpSpec {
-        op_type: "ScatterND",
-        since: (11, 18),
-        arity: Arity::Data { min: 3, max: 3 },
-        attrs: &["reduction"],
-        build: |n| scatter(n, false),
-    },
-    OpSpec {
-        op_type: "OneHot",
-        since: (9, 11),
-        arity: Arity::Data { min: 3, max: 3 },
-        attrs: &["axis"],
-        build: one_hot,
-    },
-    OpSpec {
-        op_type: "TopK",
-        since: (10, 24),
-        arity: Arity::DataThenConstants { max: 2 },
-        attrs: &["axis", "largest", "sorted"],
-        build: |n| {
-            Ok(Kernel::TopK {
-                axis: int_attr(n, "axis", -1)?,
-                largest: int_attr(n, "largest", 1)? != 0,
-                k: ints_input(n, 1, "K")?,
-                indices: false,
-            })
-        },
-    },
-    OpSpec {
         op_type: "GroupNormalization",
         since: (18, 21),
         arity: Arity::Data { min: 3, max: 3 },
@@ -725,70 +601,11 @@ pub static OPS: &[OpSpec] = &[
             })
         },
     },
-    typed!("Range", 11..=11, Arity::Data { min: 3, max: 3 }, Kernel::Range),
-    typed!("NonZero", 9..=13, Arity::Unary, Kernel::NonZero),
-    OpSpec {
-        op_type: "Einsum",
-        since: (12, 12),
-        arity: Arity::Variadic { min: 1, max: usize::MAX },
-        attrs: &["equation"],
-        build: |n| {
-            let eq = string_attr(n, "equation", "")?;
-            if eq.is_empty() || eq.len() > 64 || !eq.is_ascii() {
-                return Err(format!("Einsum equation '{eq}' (Rivet takes up to 64 ASCII characters)"));
-            }
-            let ranks: Vec<usize> =
-                n.inputs.iter().flatten().map(|v| v.dims.as_ref().map_or(usize::MAX, |d| d.len())).collect();
-            if ranks.iter().all(|&r| r != usize::MAX) {
-                rivet_kernels::einsum::parse(eq, &ranks)?;
-            }
-            let mut equation = [0u8; 64];
-            equation[..eq.len()].copy_from_slice(eq.as_bytes());
-            Ok(Kernel::Einsum { equation, len: eq.len() as u8 })
-        },
-    },
-    OpSpec {
-        op_type: "Shape",
-        since: (1, 25),
-        arity: Arity::Unary,
-        attrs: &["start", "end"],
-        build: |n| {
-            let end = match n.attr("end") {
-                Some(AttrValue::Int(e)) => Some(*e),
-                Some(_) => return Err("Shape end must be an int".into()),
-                None => None,
-            };
-            Ok(Kernel::ShapeOf { start: int_attr(n, "start", 0)?, end })
-        },
-    },
-    typed!("Size", 1..=25, Arity::Unary, Kernel::SizeOf),
     OpSpec {
         op_type: "ConvTranspose",
         since: (1, 22),
         arity: Arity::Data { min: 2, max: 3 },
         attrs: &["auto_pad", "dilations", "group", "kernel_shape", "output_padding", "output_shape", "pads", "strides"],
         build: conv_transpose,
-    },
-    OpSpec {
-        op_type: "ConstantOfShape",
-        since: (9, 25),
-        arity: Arity::Unary,
-        attrs: &["value"],
-        build: |n| {
-            let mut value = [0u8; 8];
-            match n.attr("value") {
-                None => {}
-                Some(AttrValue::Tensor(shape, buf)) if shape.iter().product::<usize>() == 1 => {
-                    let out = n.outputs[0].as_ref().map_or(0, |v| v.elem_type);
-                    if buf.elem_type() != out {
-                        return Err("ConstantOfShape's value and output types differ".into());
-                    }
-                    let bytes = buf.to_ne_bytes();
-                    value[..bytes.len()].copy_from_slice(&bytes);
-                }
-                Some(_) => return Err("ConstantOfShape's value must be a one-element tensor Rivet holds".into()),
-            }
-            Ok(Kernel::ConstantOfShape { shape: ints_input(n, 0, "the shape")?, value })
-        },
     },
 ];

@@ -168,7 +168,7 @@ pub fn op_shape(
         Err(crate::ops::ShapeError::Invalid(why)) => {
             let list: Vec<String> =
                 step.inputs.iter().map(|&id| format!("'{}' {}", values[id].name, ShapeText(&shapes[id]))).collect();
-            Err(Error::invalid(format_args!("{} (inputs {}): {why}", NodeLabel(step), list.join(", "))))
+            Err(Error::invalid(format_args!("{}: {why} (inputs {})", NodeLabel(step), list.join(", "))))
         }
     }
 }
@@ -230,44 +230,13 @@ pub fn infer_shape(
             }
             (windowed(x, g.out_channels, g.out), None)
         }
-        Kernel::ShapeOf { start, end } => {
-            let (a, b) = shape_range(x.len(), start, end);
-            ([b - a].into_iter().collect(), None)
-        }
-        Kernel::SizeOf => (Shape::new(), None),
-        Kernel::ConstantOfShape { shape, .. } => {
-            let dims = int_list(&shape, params).map_err(|e| fail(format_args!("{e}")))?;
-            if dims.iter().any(|&d| d < 0) || x.len() != 1 {
-                return Err(fail(format_args!("shape {dims:?} must be 1-D and non-negative")));
-            }
-            (dims.iter().map(|&d| d as usize).collect(), None)
-        }
         Kernel::ClipInputs { .. } => {
             if let Some(&b) = step.inputs[1..].iter().find(|&&b| shapes[b].iter().product::<usize>() != 1) {
                 return Err(fail(format_args!("bound '{}' is not a scalar", values[b].name)));
             }
             (x.clone(), None)
         }
-        Kernel::Einsum { .. } => {
-            let ins: SmallVec<[&[usize]; 4]> = step.inputs.iter().map(|&id| shapes[id].as_slice()).collect();
-            let ranks: SmallVec<[usize; 4]> = ins.iter().map(|s| s.len()).collect();
-            let eq = rivet_kernels::einsum::parse(step.kernel.einsum_equation(), &ranks)
-                .map_err(|e| fail(format_args!("{e}")))?;
-            (rivet_kernels::einsum::output_shape(&eq, &ins).map_err(|e| fail(format_args!("{e}")))?, None)
-        }
-        Kernel::Range | Kernel::NonZero | Kernel::OneHot { depth: None, .. } | Kernel::Op => {
-            return Err(Error::ep(format_args!("{}: its shape comes from its data", NodeLabel(step))))
-        }
-        Kernel::TopK { axis, k, .. } => {
-            let a = normalize_axis(axis, x.len(), false).map_err(|e| fail(format_args!("{e}")))?;
-            let k = int_list(&k, params).map_err(|e| fail(format_args!("{e}")))?;
-            if x.is_empty() || k.len() != 1 || k[0] < 0 || k[0] as usize > x[a] {
-                return Err(fail(format_args!("K {k:?} for an axis of {}", x.get(a).copied().unwrap_or(0))));
-            }
-            let mut s = x.clone();
-            s[a] = k[0] as usize;
-            (s, None)
-        }
+        Kernel::Op => return Err(Error::ep(format_args!("{}: its shape comes from its data", NodeLabel(step)))),
         Kernel::GroupNorm { groups, per_channel, .. } => {
             let want = if per_channel { x.get(1).copied().unwrap_or(0) } else { groups };
             let ok = x.len() >= 2
@@ -283,43 +252,6 @@ pub fn infer_shape(
             rotary_dims(&step.kernel, &ins).map_err(|e| fail(format_args!("{e}")))?;
             (x.clone(), None)
         }
-        Kernel::Tile { repeats } => {
-            let r = int_list(&repeats, params).map_err(|e| fail(format_args!("{e}")))?;
-            if r.len() != x.len() || r.iter().any(|&v| v < 0) {
-                return Err(fail(format_args!("repeats {r:?} for rank {}", x.len())));
-            }
-            (x.iter().zip(r).map(|(&d, &k)| d * k as usize).collect(), None)
-        }
-        Kernel::GatherNd { batch_dims: b } => {
-            let i = &shapes[step.inputs[1]];
-            let last = i.last().copied().unwrap_or(usize::MAX);
-            if i.is_empty() || b >= i.len() || b + last > x.len() || x[..b] != i[..b] {
-                return Err(fail(format_args!("indices of shape {} with batch_dims {b}", ShapeText(i))));
-            }
-            (i[..i.len() - 1].iter().chain(&x[b + last..]).copied().collect(), None)
-        }
-        Kernel::Scatter { axis, .. } => {
-            let (i, u) = (&shapes[step.inputs[1]], &shapes[step.inputs[2]]);
-            let ok = match axis {
-                Some(axis) => {
-                    let a = normalize_axis(axis, x.len(), false).map_err(|e| fail(format_args!("{e}")))?;
-                    i == u && i.len() == x.len() && (0..x.len()).all(|d| d == a || i[d] <= x[d])
-                }
-                None => {
-                    let last = i.last().copied().unwrap_or(usize::MAX);
-                    !i.is_empty()
-                        && last <= x.len()
-                        && u.len() == i.len() - 1 + x.len() - last
-                        && u[..i.len() - 1] == i[..i.len() - 1]
-                        && u[i.len() - 1..] == x[last..]
-                }
-            };
-            if !ok {
-                return Err(fail(format_args!("indices {} and updates {} do not fit", ShapeText(i), ShapeText(u))));
-            }
-            (x.clone(), None)
-        }
-        Kernel::OneHot { axis, depth: Some(depth) } => (one_hot_shape(step, axis, depth, x, shapes)?, None),
         Kernel::Attention(a) => {
             let ins: SmallVec<[&[usize]; 8]> = step.inputs.iter().map(|&id| shapes[id].as_slice()).collect();
             let d = attention_dims(&a, &ins).map_err(|e| fail(format_args!("{e}")))?;
@@ -371,23 +303,6 @@ pub fn infer_shape(
             s[a] = size;
             (s, None)
         }
-        Kernel::EyeLike { .. } => {
-            if x.len() != 2 {
-                return Err(fail(format_args!("EyeLike needs a 2-D input")));
-            }
-            (x.clone(), None)
-        }
-        Kernel::GatherElements { axis } => {
-            let i = &shapes[step.inputs[1]];
-            let a = normalize_axis(axis, x.len(), false).map_err(|e| fail(format_args!("{e}")))?;
-            if x.is_empty() || i.len() != x.len() {
-                return Err(fail(format_args!("indices of shape {} must have the data's rank", ShapeText(i))));
-            }
-            if (0..x.len()).any(|d| d != a && i[d] > x[d]) {
-                return Err(fail(format_args!("indices of shape {} exceed the data off the axis", ShapeText(i))));
-            }
-            (i.clone(), None)
-        }
         Kernel::Arith(_)
         | Kernel::Compare(_)
         | Kernel::Logic(_)
@@ -406,32 +321,6 @@ pub fn infer_shape(
                 out = Shape::from_slice(b.out_shape());
             }
             (out, None)
-        }
-        Kernel::ArgReduce { axis, keepdims, .. } => {
-            if x.is_empty() {
-                return Err(fail(format_args!("ArgMax / ArgMin need rank 1 or more")));
-            }
-            let a = normalize_axis(axis, x.len(), false).map_err(|e| fail(format_args!("{e}")))?;
-            if x[a] == 0 {
-                return Err(fail(format_args!("ArgMax / ArgMin over an empty axis")));
-            }
-            let mut s = x.clone();
-            if keepdims {
-                s[a] = 1;
-            } else {
-                s.remove(a);
-            }
-            (s, None)
-        }
-        Kernel::Gather { axis } => {
-            if x.is_empty() {
-                return Err(fail(format_args!("Gather needs data of rank 1 or more")));
-            }
-            let a = normalize_axis(axis, x.len(), false).map_err(|e| fail(format_args!("{e}")))?;
-            let mut s: Shape = x[..a].iter().copied().collect();
-            s.extend_from_slice(&shapes[step.inputs[1]]);
-            s.extend_from_slice(&x[a + 1..]);
-            (s, None)
         }
         Kernel::Norm { axis, .. } => {
             let a = normalize_axis(axis, x.len(), false).map_err(|e| fail(format_args!("{e}")))?;
@@ -468,20 +357,6 @@ pub fn infer_shape(
         Kernel::Slice { has_axes, has_steps } => {
             let plan = slice_plan(x, params, has_axes, has_steps).map_err(|e| fail(format_args!("{e}")))?;
             (plan.iter().map(|&(_, _, n)| n).collect(), None)
-        }
-        Kernel::CumSum { axis, .. } => {
-            let a = int_list(&axis, params).map_err(|e| fail(format_args!("{e}")))?;
-            if a.len() != 1 {
-                return Err(fail(format_args!("CumSum's axis must be one value, got {a:?}")));
-            }
-            normalize_axis(a[0], x.len(), false).map_err(|e| fail(format_args!("{e}")))?;
-            (x.clone(), None)
-        }
-        Kernel::Trilu { k, .. } => {
-            if x.len() < 2 || int_list(&k, params).map_err(|e| fail(format_args!("{e}")))?.len() > 1 {
-                return Err(fail(format_args!("Trilu needs a matrix and at most one k")));
-            }
-            (x.clone(), None)
         }
         Kernel::Reduce { axes, keepdims, noop_empty, .. } => {
             let mask = reduced_axes(x.len(), axes, noop_empty, params).map_err(|e| fail(format_args!("{e}")))?;
@@ -627,9 +502,7 @@ pub fn check_declared(values: &[PlanValue], step: &Step, shape: &[usize]) -> Res
     Ok(())
 }
 
-mod from_data;
 mod geometry;
 mod movement;
-pub use from_data::*;
 pub use geometry::*;
 pub use movement::*;

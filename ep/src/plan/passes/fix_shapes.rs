@@ -24,7 +24,7 @@ fn fixed_shapes(plan: &Plan) -> Result<Option<FixedShapes>> {
     for (id, shape, _) in &plan.constants {
         shapes[*id].clone_from(shape);
     }
-    if plan.steps.iter().any(|s| !s.params.is_empty() || s.kernel.shape_from_data()) {
+    if plan.steps.iter().any(|s| !s.params.is_empty()) {
         return Ok(None); // shapes that depend on data known only at Run
     }
     let mut broadcasts = Vec::with_capacity(plan.steps.len());
