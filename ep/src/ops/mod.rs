@@ -9,7 +9,9 @@
 //! any central match.
 
 pub mod activation;
+pub mod batch_norm;
 pub mod center_crop_pad;
+pub mod claim;
 pub mod col2im;
 pub mod compress;
 pub mod deform_conv;
@@ -17,7 +19,11 @@ pub mod depth_space;
 pub mod det;
 pub mod geometry;
 pub mod grid_sample;
+pub mod group_norm;
+pub mod layer_norm;
+pub mod loss;
 pub mod lp_pool;
+pub mod lrn;
 pub mod math;
 pub mod max_unpool;
 pub mod ml;
@@ -34,6 +40,7 @@ pub mod rnn;
 pub mod roi_align;
 pub mod shape_rules;
 pub mod signal;
+pub mod softmax;
 pub mod tensor_scatter;
 pub mod tfidf;
 pub mod unique;
@@ -51,6 +58,9 @@ const fn ml(op_type: &'static str, since: (i32, i32), types: &'static str, compi
 }
 
 const NUM: &str = "float32, float64, int64, int32";
+/// The float families run float16 and bfloat16 in float32 between casts.
+const FLOATS: &str = "float32, float64, halves";
+const LOSS: &str = "float32, float64, halves (int32 / int64 targets)";
 
 /// The families that implement [`Op`], one line each.
 pub static FAMILIES: &[Family] = &[
@@ -106,4 +116,15 @@ pub static FAMILIES: &[Family] = &[
     onnx("QLinearMatMul", (10, 21), "(u)int8", quant::qlinear_matmul),
     onnx("ConvInteger", (10, 10), "(u)int8", quant::conv_integer),
     onnx("QLinearConv", (10, 10), "(u)int8", quant::qlinear_conv),
+    onnx("Softmax", (1, 13), FLOATS, softmax::softmax),
+    onnx("LogSoftmax", (1, 13), FLOATS, softmax::log_softmax),
+    onnx("Hardmax", (1, 13), FLOATS, softmax::hardmax),
+    onnx("LayerNormalization", (17, 17), FLOATS, layer_norm::layer_norm),
+    onnx("RMSNormalization", (23, 23), FLOATS, layer_norm::rms_norm),
+    onnx("BatchNormalization", (7, 15), FLOATS, batch_norm::batch_normalization),
+    onnx("InstanceNormalization", (6, 22), FLOATS, group_norm::instance_normalization),
+    onnx("GroupNormalization", (18, 21), FLOATS, group_norm::group_normalization),
+    onnx("LRN", (1, 13), "float32, halves", lrn::lrn),
+    onnx("NegativeLogLikelihoodLoss", (12, 22), LOSS, loss::negative_log_likelihood),
+    onnx("SoftmaxCrossEntropyLoss", (12, 13), LOSS, loss::softmax_cross_entropy),
 ];
