@@ -214,7 +214,8 @@ pub fn kernel_for(node: &NodeDesc) -> Result<Claim, String> {
 
 /// Claims `node` through its family. A float16 / bfloat16 node its family refuses is
 /// claimed as float32 between casts when every op it compiles for the node seen as
-/// float32 says it runs halves so (`Op::halves_in_f32`); else the first refusal stands.
+/// float32 says it runs halves so (`Op::halves_in_f32`). When the first output's op does
+/// but another output is refused, that refusal is the reason; else the first one.
 fn claim_family(
     family: &crate::ops::Family,
     node: &NodeDesc,
@@ -228,9 +229,17 @@ fn claim_family(
     let out_type = node.outputs.iter().flatten().next().map_or(0, |v| v.elem_type);
     let t = std::iter::once(out_type).chain(node.inputs.iter().flatten().map(|v| v.elem_type)).find(is_half);
     let Some(t) = t else { return Err(why) };
-    match crate::ops::op::claim(family, &with_type_as_f32(node, t)) {
+    let as_f32 = with_type_as_f32(node, t);
+    match crate::ops::op::claim(family, &as_f32) {
         Ok(ops) if ops.iter().flatten().all(|op| op.halves_in_f32()) => Ok((ops, Some(t))),
-        _ => Err(why),
+        Ok(_) => Err(why),
+        Err(other) => {
+            let first = node.outputs.iter().position(Option::is_some).unwrap_or(0);
+            match (family.compile)(&as_f32, first) {
+                Ok(op) if op.halves_in_f32() => Err(other),
+                _ => Err(why),
+            }
+        }
     }
 }
 
