@@ -47,10 +47,11 @@ pub fn batch_normalization(node: &NodeDesc, output: usize) -> Result<Arc<dyn Op>
         if !(matches!(out, dtype::FLOAT | dtype::DOUBLE) && same) {
             return Err(claim::bad_types(node, "other element types"));
         }
-        if output >= 3 {
-            return Err(claim::unsupported_output(node, output));
+        match output {
+            0 => {}
+            1 | 2 => claim::extra_output(node, output, input_type(node, 0))?,
+            _ => return Err(claim::unsupported_output(node, output)),
         }
-        claim::extra_output(node, output, input_type(node, 0))?;
         return Ok(Arc::new(BatchNormTrain { epsilon, momentum, out: output as u8, names }));
     }
     if node.outputs.iter().skip(1).any(Option::is_some) {
