@@ -570,13 +570,6 @@ fn apply_other(
                 *o = if v > hi { hi } else { v };
             });
         }
-        Kernel::Softmax { axis, log, legacy } => {
-            let (_, n, inner) = crate::graph::axis_split(shape(0), axis, legacy);
-            let row = n * inner;
-            by_rows(par, dst, row, &|start, part| {
-                nn::softmax(&x[start..start + part.len()], part, part.len() / row.max(1), n, inner, log)
-            });
-        }
         Kernel::Transpose(perm) => {
             let s = shape(0);
             let mut p: SmallVec<[usize; 8]> = SmallVec::new();
@@ -621,10 +614,6 @@ fn apply_other(
             let packed_b = packed.as_ref().map(|cache| &cache[step.output].packed);
             products::product_with(p, ins[0], ins[1], products::Extras { packed_b, epilogue }, dst, par);
         }
-        Kernel::BatchNorm { epsilon } => {
-            let s = shape(0);
-            nn::batch_norm(x, ins[1], ins[2], ins[3], ins[4], epsilon, s[1], s[2..].iter().product(), dst);
-        }
         Kernel::GlobalPool { max } => {
             let s = shape(0);
             nn::global_pool(x, s[0] * s[1], s[2..].iter().product(), max, dst);
@@ -661,23 +650,6 @@ fn apply_other(
             }
         }
         Kernel::Math(op) => dst.iter_mut().zip(x).for_each(|(o, &v)| *o = op.apply(v)),
-        Kernel::Norm { axis, epsilon, rms } => {
-            let s = shape(0);
-            let a = shapes::normalize_axis(axis, s.len(), false).unwrap_or(0);
-            let row: usize = s[a..].iter().product();
-            let (scale, bias) = (ins[1], ins.get(2).copied());
-            by_rows(par, dst, row, &|start, part| {
-                nn::layer_norm(&x[start..start + part.len()], scale, bias, row, epsilon, rms, part)
-            });
-        }
-        Kernel::InstanceNorm { epsilon } => {
-            let s = shape(0);
-            nn::instance_norm(x, ins[1], ins[2], epsilon, s[1], s[2..].iter().product(), dst);
-        }
-        Kernel::Lrn { size, alpha, beta, bias } => {
-            let s = shape(0);
-            nn::lrn(x, s[0], s[1], s[2..].iter().product(), size, alpha, beta, bias, dst);
-        }
         Kernel::Pad(spec) => {
             let s = shape(0);
             let pads = spec.resolve(s.len(), params).expect("checked by shape inference");
@@ -689,39 +661,9 @@ fn apply_other(
             nn::pad(x, s, &pads[..s.len()], &pads[s.len()..2 * s.len()], spec.mode, fill, dst);
         }
         Kernel::Variadic { .. } => unreachable!("lowered by the plan"),
-
-        Kernel::GroupNorm { groups, epsilon, per_channel } => {
-            let s = shape(0);
-            let spatial = s[2..].iter().product();
-            nn::group_norm(x, ins[1], ins[2], s[0], s[1], spatial, groups, epsilon, per_channel, dst);
-        }
-        Kernel::NormStat { axis, epsilon, inverse_std } => {
-            let s = shape(0);
-            let a = shapes::normalize_axis(axis, s.len(), false).unwrap_or(0);
-            nn::norm_stats(x, s[a..].iter().product(), epsilon, inverse_std, dst);
-        }
-        Kernel::Hardmax { axis, legacy } => {
-            let (outer, n, inner) = crate::graph::axis_split(shape(0), axis, legacy);
-            nn::hardmax(x, outer, n, inner, dst);
-        }
         // Every other kernel runs on the typed path (`Kernel::is_typed`).
         _ => unreachable!("typed steps run in exec_typed"),
     }
-}
-
-/// `shape` viewed as `[outer, n, inner]` around `axis` (Softmax, Hardmax); `legacy`
-/// (opset < 13) folds every axis from `axis` on into `n`.
-/// Runs `f(start, part)` over whole rows of `row` elements of `dst`: split over the pool
-/// in parts of about `CHUNK_LEN` elements when `dst` is large (the rows are independent,
-/// so a part computes them as the whole would, and in turn the parts cost nothing more),
-/// else in one call.
-fn by_rows(par: &dyn Parallel, dst: &mut [f32], row: usize, f: &(dyn Fn(usize, &mut [f32]) + Sync)) {
-    let rows = dst.len() / row.max(1);
-    if dst.len() < PARALLEL_MIN_LEN || rows < 2 {
-        return f(0, dst);
-    }
-    let per_part = CHUNK_LEN.div_ceil(row).clamp(1, rows);
-    par.for_each_chunk(dst, per_part * row, f);
 }
 
 /// Writes C (of shape `cs`, broadcastable to [m, n]) into the m×n rows of the output.

@@ -1,4 +1,4 @@
-//! float64 math: elementwise, reductions and the normalizations, computed in f64.
+//! float64 math: elementwise, reductions, MatMul and Gemm, computed in f64.
 
 use super::*;
 
@@ -66,74 +66,11 @@ pub(super) fn reduce_f64(x: &[f64], shape: &[usize], reduced: &[bool], op: nn::R
     }
 }
 
-/// float64 Softmax/LogSoftmax, LayerNormalization/RMSNormalization, MatMul and Gemm,
-/// computed in f64 (plain loops: float64 models are for accuracy, not speed).
+/// float64 MatMul and Gemm, computed in f64 (plain loops: float64 models are for accuracy, not speed).
 pub(super) fn float64_nn(cx: &Ctx<'_>, ins: &[Data<'_>], y: &mut [f64]) -> Result<()> {
     let f = |k: usize| input::<f64>(cx, ins, k);
     let s = cx.shape(0);
     match cx.step.kernel {
-        Kernel::Hardmax { axis, legacy } => {
-            let (outer, n, inner) = crate::graph::axis_split(s, axis, legacy);
-            let x = f(0)?;
-            y.iter_mut().for_each(|v| *v = 0.0);
-            for o in 0..outer {
-                for i in 0..inner {
-                    let at = |k: usize| (o * n + k) * inner + i;
-                    let best = (1..n).fold(0, |b, k| if x[at(k)] > x[at(b)] { k } else { b });
-                    if n > 0 {
-                        y[at(best)] = 1.0;
-                    }
-                }
-            }
-        }
-        Kernel::GroupNorm { groups, epsilon, per_channel } => {
-            let spatial = s[2..].iter().product();
-            nn::group_norm(f(0)?, f(1)?, f(2)?, s[0], s[1], spatial, groups, epsilon, per_channel, y);
-        }
-        // InstanceNormalization is GroupNormalization with a group per channel.
-        Kernel::InstanceNorm { epsilon } => {
-            let spatial = s[2..].iter().product();
-            nn::group_norm(f(0)?, f(1)?, f(2)?, s[0], s[1], spatial, s[1], epsilon, true, y);
-        }
-        Kernel::BatchNorm { epsilon } => {
-            let (x, scale, bias, mean, var) = (f(0)?, f(1)?, f(2)?, f(3)?, f(4)?);
-            let spatial: usize = s[2..].iter().product();
-            for (block, (xs, ys)) in x.chunks(spatial.max(1)).zip(y.chunks_mut(spatial.max(1))).enumerate() {
-                let c = block % s[1].max(1);
-                let g = scale[c] / (var[c] + f64::from(epsilon)).sqrt();
-                let shift = bias[c] - mean[c] * g;
-                ys.iter_mut().zip(xs).for_each(|(o, &v)| *o = v * g + shift);
-            }
-        }
-        Kernel::Softmax { axis, log, legacy } => {
-            let (outer, n, inner) = crate::graph::axis_split(s, axis, legacy);
-            let x = f(0)?;
-            for o in 0..outer {
-                for i in 0..inner {
-                    let at = |k: usize| (o * n + k) * inner + i;
-                    let max = (0..n).map(|k| x[at(k)]).fold(f64::NEG_INFINITY, f64::max);
-                    let sum: f64 = (0..n).map(|k| (x[at(k)] - max).exp()).sum();
-                    for k in 0..n {
-                        let d = x[at(k)] - max;
-                        y[at(k)] = if log { d - sum.ln() } else { d.exp() / sum };
-                    }
-                }
-            }
-        }
-        Kernel::Norm { axis, epsilon, rms } => {
-            let a = shapes::normalize_axis(axis, s.len(), false).unwrap_or(0);
-            let inner: usize = s[a..].iter().product();
-            let (x, scale) = (f(0)?, f(1)?);
-            let bias = if ins.len() > 2 { Some(f(2)?) } else { None };
-            for (xs, ys) in x.chunks(inner.max(1)).zip(y.chunks_mut(inner.max(1))) {
-                let mean = if rms { 0.0 } else { xs.iter().sum::<f64>() / inner as f64 };
-                let var = xs.iter().map(|&v| (v - mean).powi(2)).sum::<f64>() / inner as f64;
-                let inv = 1.0 / (var + f64::from(epsilon)).sqrt();
-                for (j, (o, &v)) in ys.iter_mut().zip(xs).enumerate() {
-                    *o = (v - mean) * inv * scale[j] + bias.map_or(0.0, |b| b[j]);
-                }
-            }
-        }
         Kernel::Gemm { alpha, beta, trans_a, trans_b } => {
             let (a, b, sa, sb) = (f(0)?, f(1)?, s, cx.shape(1));
             let (m, k) = if trans_a { (sa[1], sa[0]) } else { (sa[0], sa[1]) };

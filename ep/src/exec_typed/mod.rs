@@ -11,7 +11,7 @@ use crate::data::{number_at, Data, DataMut, Storage};
 use crate::error::{Error, Result};
 use crate::graph::Shape;
 use crate::plan::{NodeLabel, Step};
-use crate::registry::{AttentionSpec, Kernel, Reduction};
+use crate::registry::{AttentionSpec, Kernel};
 use crate::shapes;
 use rivet_kernels::attention::{AttnFloat, AttnInputs, AttnParams, AttnScratch};
 
@@ -101,14 +101,7 @@ pub(crate) fn apply_typed(
         }
         Kernel::PowTyped => by_number!(ins[0], Err(cx.mismatch()), pow(&cx, ins, dst)),
         Kernel::ClipInputs { .. } => by_number!(ins[0], Err(cx.mismatch()), clip(&cx, ins, dst)),
-        Kernel::Softmax { .. }
-        | Kernel::Norm { .. }
-        | Kernel::MatMul { .. }
-        | Kernel::Gemm { .. }
-        | Kernel::BatchNorm { .. }
-        | Kernel::GroupNorm { .. }
-        | Kernel::InstanceNorm { .. }
-        | Kernel::Hardmax { .. } => {
+        Kernel::MatMul { .. } | Kernel::Gemm { .. } => {
             let DataMut::F64(y) = dst else { return Err(cx.mismatch()) };
             float64_nn(&cx, ins, y)
         }
@@ -161,17 +154,7 @@ pub(crate) fn apply_typed(
             DataMut::F64(y) => ATTN64.with(|s| attention(&cx, &a, ins, &mut s.borrow_mut(), y)),
             _ => Err(cx.mismatch()),
         },
-        Kernel::Loss { reduction, ignore_index, softmax } => match dst {
-            DataMut::F32(y) => loss::<f32>(&cx, ins, reduction, ignore_index, softmax, y),
-            DataMut::F64(y) => loss::<f64>(&cx, ins, reduction, ignore_index, softmax, y),
-            _ => Err(cx.mismatch()),
-        },
         Kernel::BitNot => by_int!(dst, bit_not(&cx, ins)),
-        Kernel::BatchNormTrain { epsilon, momentum, out } => match dst {
-            DataMut::F32(y) => batch_norm_train::<f32>(&cx, ins, epsilon, momentum, out, y),
-            DataMut::F64(y) => batch_norm_train::<f64>(&cx, ins, epsilon, momentum, out, y),
-            _ => Err(cx.mismatch()),
-        },
         Kernel::DropoutMask { seed, ratio } => {
             let DataMut::Bool(y) = dst else { return Err(cx.mismatch()) };
             let (r, training) = dropout_params(&cx, ins, ratio.then_some(1))?;

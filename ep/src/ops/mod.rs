@@ -10,7 +10,9 @@
 
 pub mod activation;
 pub mod arg_reduce;
+pub mod batch_norm;
 pub mod center_crop_pad;
+pub mod claim;
 pub mod col2im;
 pub mod compress;
 pub mod cumsum;
@@ -22,9 +24,13 @@ pub mod eye_like;
 pub mod gather;
 pub mod geometry;
 pub mod grid_sample;
+pub mod group_norm;
 pub mod halves;
 pub mod int_input;
+pub mod layer_norm;
+pub mod loss;
 pub mod lp_pool;
+pub mod lrn;
 pub mod math;
 pub mod max_unpool;
 pub mod ml;
@@ -46,6 +52,7 @@ pub mod scatter;
 pub mod shape_of;
 pub mod shape_rules;
 pub mod signal;
+pub mod softmax;
 pub mod tensor_scatter;
 pub mod tfidf;
 pub mod tile;
@@ -71,6 +78,9 @@ const fn ms(op_type: &'static str, since: (i32, i32), types: &'static str, compi
 }
 
 const NUM: &str = "float32, float64, int64, int32";
+/// The float families run float16 and bfloat16 in float32 between casts.
+const FLOATS: &str = "float32, float64, halves";
+const LOSS: &str = "float32, float64, halves (int32 / int64 targets)";
 
 /// The families that implement [`Op`], one line each.
 pub static FAMILIES: &[Family] = &[
@@ -147,4 +157,15 @@ pub static FAMILIES: &[Family] = &[
     onnx("ArgMax", (1, 13), "numbers, halves, to int64", arg_reduce::arg_max),
     onnx("ArgMin", (1, 13), "numbers, halves, to int64", arg_reduce::arg_min),
     onnx("CumSum", (11, 14), "numbers, halves", cumsum::cumsum),
+    onnx("Softmax", (1, 13), FLOATS, softmax::softmax),
+    onnx("LogSoftmax", (1, 13), FLOATS, softmax::log_softmax),
+    onnx("Hardmax", (1, 13), FLOATS, softmax::hardmax),
+    onnx("LayerNormalization", (17, 17), FLOATS, layer_norm::layer_norm),
+    onnx("RMSNormalization", (23, 23), FLOATS, layer_norm::rms_norm),
+    onnx("BatchNormalization", (7, 15), FLOATS, batch_norm::batch_normalization),
+    onnx("InstanceNormalization", (6, 22), FLOATS, group_norm::instance_normalization),
+    onnx("GroupNormalization", (18, 21), FLOATS, group_norm::group_normalization),
+    onnx("LRN", (1, 13), "float32, halves", lrn::lrn),
+    onnx("NegativeLogLikelihoodLoss", (12, 22), LOSS, loss::negative_log_likelihood),
+    onnx("SoftmaxCrossEntropyLoss", (12, 13), LOSS, loss::softmax_cross_entropy),
 ];

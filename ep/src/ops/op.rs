@@ -106,8 +106,14 @@ pub struct RunIn<'a, 'd> {
 pub trait Op: Send + Sync + fmt::Debug {
     /// The output's shape (checked against the model's declaration by the caller).
     fn shape(&self, x: &ShapeIn<'_>) -> Result<Shape, ShapeError>;
-    /// Writes the output (of the element type the node declares).
+    /// Writes the output (of the element type the node declares). An error about one
+    /// input may start `input {k}: ` (the node's label then precedes it without a colon).
     fn run(&self, x: RunIn<'_, '_>, out: &mut DataMut<'_>) -> Result<(), String>;
+    /// Whether a float16 / bfloat16 node runs this float32 op between casts the plan
+    /// adds (its family's compile is then given the node with the half type as float32).
+    fn halves_in_f32(&self) -> bool {
+        false
+    }
 }
 
 /// An [`Op`] held by a step or a claim (compared by identity).

@@ -5,12 +5,6 @@ use super::kernel::{AutoPad, Axes, Kernel, PadSpec, Window};
 use crate::graph::{AttrValue, Constant, NodeDesc};
 pub(super) use crate::node_attrs::*;
 
-pub(super) fn softmax(node: &NodeDesc, log: bool) -> Result<Kernel, String> {
-    let legacy = node.since_version < 13;
-    let axis = int_attr(node, "axis", if legacy { 1 } else { -1 })?;
-    Ok(Kernel::Softmax { axis, log, legacy })
-}
-
 pub(super) fn clip(node: &NodeDesc) -> Result<Kernel, String> {
     if node.since_version < 11 {
         return Ok(Kernel::Clip {
@@ -125,13 +119,6 @@ pub(super) fn window(node: &NodeDesc, kernel_required: bool) -> Result<Window, S
         auto_pad,
         ceil_mode: int_attr(node, "ceil_mode", 0)? != 0,
     })
-}
-
-pub(super) fn norm(node: &NodeDesc, rms: bool) -> Result<Kernel, String> {
-    if int_attr(node, "stash_type", 1)? != 1 {
-        return Err("stash_type other than float".into());
-    }
-    Ok(Kernel::Norm { axis: int_attr(node, "axis", -1)?, epsilon: float_attr(node, "epsilon", 1e-5)?, rms })
 }
 
 pub(super) fn pad(node: &NodeDesc) -> Result<Kernel, String> {
@@ -250,22 +237,6 @@ pub(super) fn split(node: &NodeDesc) -> Result<Kernel, String> {
         exact: node.since_version < 18,
         sizes_at_run,
     })
-}
-
-/// NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss.
-pub(super) fn loss(node: &NodeDesc, softmax: bool) -> Result<Kernel, String> {
-    let reduction = match string_attr(node, "reduction", "mean")? {
-        "none" => super::kernel::Reduction::None,
-        "sum" => super::kernel::Reduction::Sum,
-        "mean" => super::kernel::Reduction::Mean,
-        other => return Err(format!("reduction '{other}' is not none, sum or mean")),
-    };
-    let ignore_index = match node.attr("ignore_index") {
-        Some(AttrValue::Int(i)) => Some(*i),
-        Some(_) => return Err("ignore_index must be an int".into()),
-        None => None,
-    };
-    Ok(Kernel::Loss { reduction, ignore_index, softmax })
 }
 
 /// Attention (opset 23-24).

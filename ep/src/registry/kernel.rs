@@ -28,12 +28,6 @@ pub enum Kernel {
         min: bool,
         max: bool,
     },
-    /// `legacy`: opset < 13, the input is coerced to 2-D at `axis`.
-    Softmax {
-        axis: i64,
-        log: bool,
-        legacy: bool,
-    },
     /// Empty `perm`: reverse the axes.
     Transpose(Axes),
     Reshape(ReshapeRule),
@@ -52,32 +46,12 @@ pub enum Kernel {
         trans_a: bool,
         trans_b: bool,
     },
-    BatchNorm {
-        epsilon: f32,
-    },
-    /// BatchNormalization in training mode: normalized with the batch's own mean and
-    /// (population) variance; `out` 0 is Y, 1 and 2 the running mean and variance
-    /// updated as `running * momentum + batch * (1 - momentum)`.
-    BatchNormTrain {
-        epsilon: f32,
-        momentum: f32,
-        out: u8,
-    },
     GlobalPool {
         max: bool,
     },
     Conv {
         window: Window,
         group: usize,
-    },
-    InstanceNorm {
-        epsilon: f32,
-    },
-    Lrn {
-        size: usize,
-        alpha: f32,
-        beta: f32,
-        bias: f32,
     },
     Pad(PadSpec),
     Expand {
@@ -95,12 +69,6 @@ pub enum Kernel {
         noop_empty: bool,
     },
     Math(MathOp),
-    /// LayerNormalization (or RMSNormalization when `rms`) over the axes from `axis` on.
-    Norm {
-        axis: i64,
-        epsilon: f32,
-        rms: bool,
-    },
     Pool {
         window: Window,
         max: bool,
@@ -127,12 +95,6 @@ pub enum Kernel {
     /// Bitwise ops and shifts on integers.
     Bits(BitOp),
     BitNot,
-    /// One-hot of the maximum along `axis` (first one on ties); `legacy`: opset < 13, the
-    /// input is coerced to 2-D at `axis`.
-    Hardmax {
-        axis: i64,
-        legacy: bool,
-    },
     /// Part `part` of a Split along `axis`: sizes given, or even parts (`exact`: they must
     /// divide the axis; else the last part is smaller).
     SplitPart {
@@ -143,12 +105,6 @@ pub enum Kernel {
         exact: bool,
         /// The sizes come from the step's int64 param at Run.
         sizes_at_run: bool,
-    },
-    /// LayerNormalization's mean (or inverse standard deviation) per normalized row.
-    NormStat {
-        axis: i64,
-        epsilon: f32,
-        inverse_std: bool,
     },
     /// All ones (true), shaped like the input: Dropout's mask at inference.
     Ones,
@@ -179,24 +135,10 @@ pub enum Kernel {
         /// `storage_order` 1: indices within a plane count down columns first.
         column_major: bool,
     },
-    /// NegativeLogLikelihoodLoss, or SoftmaxCrossEntropyLoss's loss when `softmax` (the
-    /// log-softmax over axis 1 first).
-    Loss {
-        reduction: Reduction,
-        ignore_index: Option<i64>,
-        softmax: bool,
-    },
     Attention(AttentionSpec),
     /// An op of a family in `ops::FAMILIES`: the step's `op` holds its parameters, shape
     /// rule and run.
     Op,
-    /// GroupNormalization; `per_channel`: scale and bias have one value per channel
-    /// (opset 21) rather than per group (opset 18).
-    GroupNorm {
-        groups: usize,
-        epsilon: f32,
-        per_channel: bool,
-    },
     /// ConvTranspose on 1-D or 2-D images (1-D runs as height 1).
     ConvTranspose(ConvTransposeSpec),
     /// RotaryEmbedding (opset 23).
@@ -226,12 +168,10 @@ impl Kernel {
                 | Kernel::SplitPart { .. }
                 | Kernel::Ones
                 | Kernel::Dropout { .. }
-                | Kernel::BatchNormTrain { .. }
                 | Kernel::DropoutMask { .. }
                 | Kernel::DropoutApply { .. }
                 | Kernel::PoolIndices { .. }
                 | Kernel::PowTyped
-                | Kernel::Loss { .. }
                 | Kernel::Attention(_)
                 | Kernel::Rotary { .. }
                 | Kernel::Op

@@ -89,16 +89,9 @@ pub fn lookup(domain: &str, op_type: &str) -> Option<&'static OpSpec> {
 /// Decides whether Rivet can run `node`, and with which kernel. The `Err` says why not.
 pub fn kernel_for(node: &NodeDesc) -> Result<Claim, String> {
     if let Some(family) = crate::ops::op::lookup(&node.domain, &node.op_type) {
-        let ops = crate::ops::op::claim(family, node)?;
+        let (ops, half) = claim_family(family, node)?;
         let data = (0..node.inputs.len()).filter(|&i| node.inputs[i].is_some()).collect();
-        return Ok(Claim {
-            kernel: Kernel::Op,
-            data,
-            params: SmallVec::new(),
-            extra: SmallVec::new(),
-            half: None,
-            ops,
-        });
+        return Ok(Claim { kernel: Kernel::Op, data, params: SmallVec::new(), extra: SmallVec::new(), half, ops });
     }
     let spec = lookup(&node.domain, &node.op_type)
         .ok_or_else(|| format!("op {}:{} is not implemented", node.domain, node.op_type))?;
@@ -147,17 +140,7 @@ pub fn kernel_for(node: &NodeDesc) -> Result<Claim, String> {
     if node.outputs.first().is_none_or(Option::is_none) {
         return Err(format!("{} needs its output", node.op_type));
     }
-    let extra_outputs_ok = matches!(
-        node.op_type.as_str(),
-        "Dropout"
-            | "BatchNormalization"
-            | "MaxPool"
-            | "LayerNormalization"
-            | "RMSNormalization"
-            | "Split"
-            | "SoftmaxCrossEntropyLoss"
-            | "Attention"
-    );
+    let extra_outputs_ok = matches!(node.op_type.as_str(), "Dropout" | "MaxPool" | "Split" | "Attention");
     if !extra_outputs_ok && node.outputs.len() != 1 {
         return Err(format!("{} needs exactly one output", node.op_type));
     }
@@ -192,12 +175,10 @@ pub fn kernel_for(node: &NodeDesc) -> Result<Claim, String> {
                 || matches!(
                     kernel,
                     Kernel::Attention(_)
-                        | Kernel::Loss { .. }
                         | Kernel::Rotary { .. }
                         | Kernel::Compare(_)
                         | Kernel::Arith(rivet_kernels::typed::Arith::Mod { fmod: true })
                         | Kernel::Dropout { .. }
-                        | Kernel::BatchNormTrain { .. }
                 );
             if !(computes_in_f32 && is_half(&t)) {
                 return Err(why);
@@ -220,6 +201,37 @@ pub fn kernel_for(node: &NodeDesc) -> Result<Claim, String> {
     };
     let extra = extra_outputs(node, &kernel)?;
     Ok(Claim { kernel, data, params, extra, half, ops: Vec::new() })
+}
+
+/// Claims `node` through its family. A float16 / bfloat16 node its family refuses is
+/// claimed as float32 between casts when every op it compiles for the node seen as
+/// float32 says it runs halves so (`Op::halves_in_f32`). When the first output's op does
+/// but another output is refused, that refusal is the reason; else the first one.
+fn claim_family(
+    family: &crate::ops::Family,
+    node: &NodeDesc,
+) -> Result<(Vec<Option<crate::ops::OpRef>>, Option<i32>), String> {
+    let why = match crate::ops::op::claim(family, node) {
+        Ok(ops) => return Ok((ops, None)),
+        Err(why) => why,
+    };
+    // The half type: the first present output's, or the inputs'.
+    let is_half = |t: &i32| matches!(*t, dtype::FLOAT16 | dtype::BFLOAT16);
+    let out_type = node.outputs.iter().flatten().next().map_or(0, |v| v.elem_type);
+    let t = std::iter::once(out_type).chain(node.inputs.iter().flatten().map(|v| v.elem_type)).find(is_half);
+    let Some(t) = t else { return Err(why) };
+    let as_f32 = with_type_as_f32(node, t);
+    match crate::ops::op::claim(family, &as_f32) {
+        Ok(ops) if ops.iter().flatten().all(|op| op.halves_in_f32()) => Ok((ops, Some(t))),
+        Ok(_) => Err(why),
+        Err(other) => {
+            let first = node.outputs.iter().position(Option::is_some).unwrap_or(0);
+            match (family.compile)(&as_f32, first) {
+                Ok(op) if op.halves_in_f32() => Err(other),
+                _ => Err(why),
+            }
+        }
+    }
 }
 
 /// `node` with its values of element type `t` seen as float32.
@@ -251,13 +263,7 @@ fn extra_outputs(node: &NodeDesc, kernel: &Kernel) -> Result<SmallVec<[(usize, K
             (Kernel::SplitPart { axis, parts, sizes, exact, sizes_at_run, .. }, _) => {
                 (Kernel::SplitPart { axis, part: k as u8, parts, sizes, exact, sizes_at_run }, input_type)
             }
-            (Kernel::Norm { axis, epsilon, rms: false }, _) if input_type == dtype::FLOAT => {
-                (Kernel::NormStat { axis, epsilon, inverse_std: k == 2 }, dtype::FLOAT)
-            }
             (Kernel::Identity, "Dropout") => (Kernel::Ones, dtype::BOOL),
-            (Kernel::BatchNormTrain { epsilon, momentum, .. }, _) if k < 3 => {
-                (Kernel::BatchNormTrain { epsilon, momentum, out: k as u8 }, input_type)
-            }
             (Kernel::Pool { window, max: true, .. }, _) if input_type == dtype::FLOAT => {
                 let column_major = attrs::int_attr(node, "storage_order", 0)? == 1;
                 (Kernel::PoolIndices { window, column_major }, dtype::INT64)
@@ -272,9 +278,6 @@ fn extra_outputs(node: &NodeDesc, kernel: &Kernel) -> Result<SmallVec<[(usize, K
                     return Err("Attention's present key and value need past key and value".into());
                 }
                 (Kernel::Attention(AttentionSpec { out, ..a }), input_type)
-            }
-            (Kernel::Loss { softmax: true, .. }, _) if input_type == dtype::FLOAT => {
-                (Kernel::Softmax { axis: 1, log: true, legacy: false }, dtype::FLOAT)
             }
             _ => return Err(format!("{}'s output {k} is not supported", node.op_type)),
         };
@@ -367,9 +370,6 @@ fn check_types(node: &NodeDesc, kernel: &Kernel, data: &[usize]) -> Result<(), S
             let nonpad_ok = !a.nonpad || types[k] == dtype::INT64;
             matches!(t, dtype::FLOAT | dtype::DOUBLE) && all(&types[..3], t) && mask_ok && past_ok && nonpad_ok
         }
-        Kernel::BatchNormTrain { .. } => {
-            matches!(out.elem_type, dtype::FLOAT | dtype::DOUBLE) && all(&types, out.elem_type)
-        }
         Kernel::Dropout { ratio, .. } => {
             let float = |t: i32| matches!(t, dtype::FLOAT | dtype::DOUBLE | dtype::FLOAT16 | dtype::BFLOAT16);
             matches!(out.elem_type, dtype::FLOAT | dtype::DOUBLE)
@@ -380,24 +380,8 @@ fn check_types(node: &NodeDesc, kernel: &Kernel, data: &[usize]) -> Result<(), S
         Kernel::Rotary { positions, .. } => {
             all(&types[..3], dtype::FLOAT) && (!positions || types[3] == dtype::INT64) && out.elem_type == dtype::FLOAT
         }
-        Kernel::Loss { .. } => {
-            matches!(types[0], dtype::FLOAT | dtype::DOUBLE)
-                && matches!(types[1], dtype::INT32 | dtype::INT64)
-                && types.get(2).is_none_or(|&w| w == types[0])
-                && out.elem_type == types[0]
-        }
         // float64 computed in float64: the elementwise math and the reductions.
-        Kernel::Unary(_)
-        | Kernel::Math(_)
-        | Kernel::Reduce { .. }
-        | Kernel::Softmax { .. }
-        | Kernel::Norm { .. }
-        | Kernel::MatMul { .. }
-        | Kernel::Gemm { .. }
-        | Kernel::BatchNorm { .. }
-        | Kernel::GroupNorm { .. }
-        | Kernel::InstanceNorm { .. }
-        | Kernel::Hardmax { .. }
+        Kernel::Unary(_) | Kernel::Math(_) | Kernel::Reduce { .. } | Kernel::MatMul { .. } | Kernel::Gemm { .. }
             if out.elem_type == dtype::DOUBLE =>
         {
             all(&types, dtype::DOUBLE)
@@ -490,7 +474,6 @@ fn types(op_type: &str) -> &'static str {
         "BitShift" | "BitwiseAnd" | "BitwiseOr" | "BitwiseXor" | "BitwiseNot" => "integers",
         "Dropout" => "float32, float64, halves",
         "Attention" => "float32, float64, halves (bool or numeric mask)",
-        "NegativeLogLikelihoodLoss" | "SoftmaxCrossEntropyLoss" => "float32, float64, halves (int32 / int64 targets)",
         "Where" => "any (bool condition)",
         "Add" | "Sub" | "Mul" | "Div" | "Max" | "Min" | "Sum" => "numbers, halves",
         "Mod" => "numbers, halves (floats with fmod=1)",
@@ -503,16 +486,7 @@ fn types(op_type: &str) -> &'static str {
         "ReduceSum" | "ReduceMean" | "ReduceProd" | "ReduceL1" | "ReduceSumSquare" | "ReduceL2" | "ReduceLogSum"
         | "ReduceLogSumExp" => "numbers, halves",
         "ReduceMax" | "ReduceMin" => "numbers, halves, bool",
-        "Softmax"
-        | "LogSoftmax"
-        | "LayerNormalization"
-        | "RMSNormalization"
-        | "MatMul"
-        | "Gemm"
-        | "BatchNormalization"
-        | "InstanceNormalization"
-        | "GroupNormalization"
-        | "Hardmax" => "float32, float64, halves",
+        "MatMul" | "Gemm" => "float32, float64, halves",
         _ if crate::registry::OPS.iter().any(|s| s.op_type == op_type && f64_op(s)) => "float32, float64, halves",
         _ => "float32, halves",
     }

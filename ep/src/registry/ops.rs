@@ -185,14 +185,6 @@ pub static OPS: &[OpSpec] = &[
         attrs: &["min", "max"],
         build: clip,
     },
-    OpSpec { op_type: "Softmax", since: (1, 13), arity: Arity::Unary, attrs: &["axis"], build: |n| softmax(n, false) },
-    OpSpec {
-        op_type: "LogSoftmax",
-        since: (1, 13),
-        arity: Arity::Unary,
-        attrs: &["axis"],
-        build: |n| softmax(n, true),
-    },
     OpSpec {
         op_type: "Transpose",
         since: (1, 25),
@@ -284,26 +276,6 @@ pub static OPS: &[OpSpec] = &[
         },
     },
     OpSpec {
-        op_type: "BatchNormalization",
-        since: (7, 15),
-        arity: Arity::Data { min: 5, max: 5 },
-        attrs: &["epsilon", "momentum", "spatial", "training_mode"],
-        build: |n| {
-            if int_attr(n, "spatial", 1)? != 1 {
-                return Err("only spatial BatchNormalization is supported".into());
-            }
-            if int_attr(n, "training_mode", 0)? != 0 {
-                // Opset 14+: Y, then the updated running mean and variance.
-                let (epsilon, momentum) = (float_attr(n, "epsilon", 1e-5)?, float_attr(n, "momentum", 0.9)?);
-                return Ok(Kernel::BatchNormTrain { epsilon, momentum, out: 0 });
-            }
-            if n.outputs.iter().skip(1).any(Option::is_some) {
-                return Err("BatchNormalization's running statistics outputs are not supported".into());
-            }
-            Ok(Kernel::BatchNorm { epsilon: float_attr(n, "epsilon", 1e-5)? })
-        },
-    },
-    OpSpec {
         op_type: "Conv",
         since: (1, 22),
         arity: Arity::Data { min: 2, max: 3 },
@@ -335,20 +307,6 @@ pub static OPS: &[OpSpec] = &[
         arity: Arity::Unary,
         attrs: &["bias", "lambd"],
         build: |n| Ok(Kernel::Math(crate::ops::math::shrink(n)?)),
-    },
-    OpSpec {
-        op_type: "LayerNormalization",
-        since: (17, 17),
-        arity: Arity::Data { min: 2, max: 3 },
-        attrs: &["axis", "epsilon", "stash_type"],
-        build: |n| norm(n, false),
-    },
-    OpSpec {
-        op_type: "RMSNormalization",
-        since: (23, 23),
-        arity: Arity::Data { min: 2, max: 2 },
-        attrs: &["axis", "epsilon", "stash_type"],
-        build: |n| norm(n, true),
     },
     OpSpec {
         op_type: "Expand",
@@ -386,31 +344,6 @@ pub static OPS: &[OpSpec] = &[
     reduce!("ReduceLogSum", 1..=18, ReduceOp::LogSum, 18),
     reduce!("ReduceLogSumExp", 1..=18, ReduceOp::LogSumExp, 18),
     reduce!("ReduceSumSquare", 1..=18, ReduceOp::SumSquare, 18),
-    OpSpec {
-        op_type: "InstanceNormalization",
-        since: (6, 22),
-        arity: Arity::Data { min: 3, max: 3 },
-        attrs: &["epsilon"],
-        build: |n| Ok(Kernel::InstanceNorm { epsilon: float_attr(n, "epsilon", 1e-5)? }),
-    },
-    OpSpec {
-        op_type: "LRN",
-        since: (1, 13),
-        arity: Arity::Unary,
-        attrs: &["alpha", "beta", "bias", "size"],
-        build: |n| {
-            let size = match n.attr("size") {
-                Some(AttrValue::Int(s)) if *s >= 1 => *s as usize,
-                _ => return Err("LRN needs a positive size".into()),
-            };
-            Ok(Kernel::Lrn {
-                size,
-                alpha: float_attr(n, "alpha", 1e-4)?,
-                beta: float_attr(n, "beta", 0.75)?,
-                bias: float_attr(n, "bias", 1.0)?,
-            })
-        },
-    },
     OpSpec {
         op_type: "Pad",
         since: (2, 25),
@@ -520,35 +453,11 @@ pub static OPS: &[OpSpec] = &[
     typed!("BitwiseXor", 18..=18, Arity::Binary, Kernel::Bits(BitOp::Xor)),
     typed!("BitwiseNot", 18..=18, Arity::Unary, Kernel::BitNot),
     OpSpec {
-        op_type: "Hardmax",
-        since: (1, 13),
-        arity: Arity::Unary,
-        attrs: &["axis"],
-        build: |n| {
-            let legacy = n.since_version < 13;
-            Ok(Kernel::Hardmax { axis: int_attr(n, "axis", if legacy { 1 } else { -1 })?, legacy })
-        },
-    },
-    OpSpec {
         op_type: "Split",
         since: (2, 18),
         arity: Arity::DataThenConstants { max: 2 },
         attrs: &["axis", "split", "num_outputs"],
         build: split,
-    },
-    OpSpec {
-        op_type: "NegativeLogLikelihoodLoss",
-        since: (12, 22),
-        arity: Arity::Data { min: 2, max: 3 },
-        attrs: &["reduction", "ignore_index"],
-        build: |n| loss(n, false),
-    },
-    OpSpec {
-        op_type: "SoftmaxCrossEntropyLoss",
-        since: (12, 13),
-        arity: Arity::Data { min: 2, max: 3 },
-        attrs: &["reduction", "ignore_index"],
-        build: |n| loss(n, true),
     },
     OpSpec {
         op_type: "Attention",
@@ -565,23 +474,6 @@ pub static OPS: &[OpSpec] = &[
             "softmax_precision",
         ],
         build: attention,
-    },
-    OpSpec {
-        op_type: "GroupNormalization",
-        since: (18, 21),
-        arity: Arity::Data { min: 3, max: 3 },
-        attrs: &["num_groups", "epsilon", "stash_type"],
-        build: |n| {
-            if int_attr(n, "stash_type", 1)? != 1 {
-                return Err("stash_type other than float".into());
-            }
-            let g = int_attr(n, "num_groups", 0)?;
-            Ok(Kernel::GroupNorm {
-                groups: usize::try_from(g).ok().filter(|&g| g > 0).ok_or(format!("num_groups {g}"))?,
-                epsilon: float_attr(n, "epsilon", 1e-5)?,
-                per_channel: n.since_version >= 21,
-            })
-        },
     },
     OpSpec {
         op_type: "RotaryEmbedding",

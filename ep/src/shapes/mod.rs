@@ -211,10 +211,6 @@ pub fn infer_shape(
         }
         // `from_slice` copies the inline storage in one go (a clone extends element-wise).
         same_shape!() => (Shape::from_slice(x), None),
-        Kernel::Hardmax { axis, .. } => {
-            normalize_axis(axis, x.len(), false).map_err(|e| fail(format_args!("{e}")))?;
-            (x.clone(), None)
-        }
         Kernel::Ones => (x.clone(), None),
         Kernel::ConvTranspose(spec) => {
             let w = &shapes[step.inputs[1]];
@@ -237,16 +233,6 @@ pub fn infer_shape(
             (x.clone(), None)
         }
         Kernel::Op => return Err(Error::ep(format_args!("{}: its shape comes from its data", NodeLabel(step)))),
-        Kernel::GroupNorm { groups, per_channel, .. } => {
-            let want = if per_channel { x.get(1).copied().unwrap_or(0) } else { groups };
-            let ok = x.len() >= 2
-                && x[1].is_multiple_of(groups)
-                && step.inputs[1..].iter().all(|&p| shapes[p].as_slice() == [want]);
-            if !ok {
-                return Err(fail(format_args!("{groups} groups, scale and bias of [{want}]")));
-            }
-            (x.clone(), None)
-        }
         Kernel::Rotary { .. } => {
             let ins: SmallVec<[&[usize]; 4]> = step.inputs.iter().map(|&id| shapes[id].as_slice()).collect();
             rotary_dims(&step.kernel, &ins).map_err(|e| fail(format_args!("{e}")))?;
@@ -264,28 +250,6 @@ pub fn infer_shape(
                 AttnOut::Scores(_) => [d.batch, d.q_heads, d.q_len, total].into_iter().collect(),
             };
             (shape, None)
-        }
-        Kernel::Loss { reduction, .. } => {
-            let t = &shapes[step.inputs[1]];
-            let ok = x.len() >= 2 && t.len() == x.len() - 1 && t[0] == x[0] && t[1..] == x[2..];
-            if !ok {
-                return Err(fail(format_args!("target of shape {} does not match [N, d1, ...]", ShapeText(t))));
-            }
-            if let Some(&w) = step.inputs.get(2) {
-                if shapes[w].as_slice() != [x[1]] {
-                    return Err(fail(format_args!("weight of shape {} is not [C]", ShapeText(&shapes[w]))));
-                }
-            }
-            match reduction {
-                crate::registry::Reduction::None => (t.clone(), None),
-                _ => (Shape::new(), None),
-            }
-        }
-        Kernel::NormStat { axis, .. } => {
-            let a = normalize_axis(axis, x.len(), false).map_err(|e| fail(format_args!("{e}")))?;
-            let mut s = x.clone();
-            s[a..].iter_mut().for_each(|d| *d = 1);
-            (s, None)
         }
         Kernel::SplitPart { axis, part, parts, sizes, exact, sizes_at_run } => {
             let sizes = if sizes_at_run {
@@ -322,28 +286,7 @@ pub fn infer_shape(
             }
             (out, None)
         }
-        Kernel::Norm { axis, .. } => {
-            let a = normalize_axis(axis, x.len(), false).map_err(|e| fail(format_args!("{e}")))?;
-            for &id in &step.inputs[1..] {
-                // One value per normalized element (the normalized shape, possibly with
-                // leading 1s): broadcasting a smaller parameter is not supported.
-                let p = &shapes[id];
-                if p.iter().product::<usize>() != x[a..].iter().product::<usize>() {
-                    return Err(fail(format_args!(
-                        "parameter '{}' of shape {} does not match {}",
-                        values[id].name,
-                        ShapeText(p),
-                        ShapeText(&x[a..])
-                    )));
-                }
-            }
-            (Shape::from_slice(x), None)
-        }
         Kernel::Variadic { .. } | Kernel::Dropout { .. } => unreachable!("lowered by the plan"),
-        Kernel::Softmax { axis, .. } => {
-            normalize_axis(axis, x.len(), false).map_err(|e| fail(format_args!("{e}")))?;
-            (x.clone(), None)
-        }
         Kernel::Transpose(perm) => (transposed(x, perm.as_slice()).map_err(|e| fail(format_args!("{e}")))?, None),
         Kernel::Expand { shape } => {
             let dims = int_list(&shape, params).map_err(|e| fail(format_args!("{e}")))?;
@@ -399,22 +342,6 @@ pub fn infer_shape(
             let c = step.inputs.get(2).map(|&id| &shapes[id]);
             (gemm_shape(x, &shapes[step.inputs[1]], c, trans_a, trans_b).map_err(|e| fail(format_args!("{e}")))?, None)
         }
-        // Per-channel parameters: every input after X is [C].
-        Kernel::BatchNorm { .. } | Kernel::InstanceNorm { .. } | Kernel::BatchNormTrain { .. } => {
-            let min_rank = if matches!(step.kernel, Kernel::InstanceNorm { .. }) { 3 } else { 2 };
-            let c = *x.get(1).filter(|_| x.len() >= min_rank).ok_or_else(|| fail(format_args!("needs [N, C, ...]")))?;
-            if let Some(&id) = step.inputs[1..].iter().find(|&&id| shapes[id].as_slice() != [c]) {
-                return Err(fail(format_args!(
-                    "parameter '{}' has shape {}, not [{c}]",
-                    values[id].name,
-                    ShapeText(&shapes[id])
-                )));
-            }
-            match step.kernel {
-                Kernel::BatchNormTrain { out: 1 | 2, .. } => ([c].into_iter().collect(), None),
-                _ => (x.clone(), None),
-            }
-        }
         Kernel::Conv { window, group } => {
             let w = &shapes[step.inputs[1]];
             if !(3..=5).contains(&x.len()) || w.len() != x.len() {
@@ -442,13 +369,6 @@ pub fn infer_shape(
             }
             let (g, _) = window_3d(&window, spatial(x), window.kernel).map_err(|e| fail(format_args!("{e}")))?;
             (windowed(x, x[1], g.out), None)
-        }
-
-        Kernel::Lrn { .. } => {
-            if x.len() < 2 {
-                return Err(fail(format_args!("needs [N, C, ...]")));
-            }
-            (x.clone(), None)
         }
         Kernel::Pad(spec) => {
             let rank = x.len();

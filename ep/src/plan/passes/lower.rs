@@ -247,10 +247,20 @@ pub fn run(name: &str, graph: &GraphDesc) -> Result<Plan> {
                 Some(&o) => Slot::Output(o),
                 None => Slot::Buffer(usize::MAX),
             };
-            let output = add(&mut values, &mut by_name, &extra.name, slot, extra.dims.clone(), extra.elem_type);
-            let mut s = step_of(Kernel::Op, step_inputs.clone(), output, extra.elem_type);
-            s.op = Some(op.clone());
-            steps.push(s);
+            let t = extra.elem_type;
+            // Of the half type: the op writes float32, cast back after.
+            let (name, s, dims, op_type) = match claim.half == Some(t) {
+                true => (format!("{}/f32", extra.name), Slot::Buffer(usize::MAX), None, dtype::FLOAT),
+                false => (extra.name.clone(), slot, extra.dims.clone(), t),
+            };
+            let output = add(&mut values, &mut by_name, &name, s, dims, op_type);
+            let mut step = step_of(Kernel::Op, step_inputs.clone(), output, op_type);
+            step.op = Some(op.clone());
+            steps.push(step);
+            if op_type != t {
+                let cast_out = add(&mut values, &mut by_name, &extra.name, slot, extra.dims.clone(), t);
+                steps.push(cast(t, output, cast_out));
+            }
         }
         // The node's other outputs: a step each, on the same inputs.
         for &(k, kernel) in &claim.extra {

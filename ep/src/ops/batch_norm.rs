@@ -1,0 +1,162 @@
+//! BatchNormalization (spatial only). At inference, X normalized with the running mean
+//! and variance, on float32 (the halves between casts) and float64. In training mode
+//! (`training_mode` 1, opset 14+), normalized with the batch's own mean and population
+//! variance, statistics in f64; its outputs 1 and 2 are the running mean and variance
+//! moved toward the batch's as `running * momentum + batch * (1 - momentum)`.
+
+use std::sync::Arc;
+
+use rivet_kernels::nn;
+use rivet_kernels::typed::Number;
+
+use super::claim;
+use super::op::util::{check_attrs, input_type, output_type};
+use super::{Op, RunIn, ShapeError, ShapeIn};
+use crate::data::{Data, DataMut, Storage};
+use crate::graph::{dtype, NodeDesc, Shape, ShapeText};
+use crate::node_attrs::{float_attr, int_attr};
+
+#[derive(Debug)]
+struct BatchNorm {
+    epsilon: f32,
+    names: Vec<String>,
+}
+
+/// Training mode: `out` 0 is Y, 1 and 2 the running mean and variance.
+#[derive(Debug)]
+struct BatchNormTrain {
+    epsilon: f32,
+    momentum: f32,
+    out: u8,
+    names: Vec<String>,
+}
+
+pub fn batch_normalization(node: &NodeDesc, output: usize) -> Result<Arc<dyn Op>, String> {
+    claim::data_inputs(node, 5, 5)?;
+    claim::outputs(node, true)?;
+    check_attrs(node, &["epsilon", "momentum", "spatial", "training_mode"])?;
+    if int_attr(node, "spatial", 1)? != 1 {
+        return Err("only spatial BatchNormalization is supported".into());
+    }
+    let names = claim::input_names(node);
+    if int_attr(node, "training_mode", 0)? != 0 {
+        // Opset 14+: Y, then the updated running mean and variance.
+        let (epsilon, momentum) = (float_attr(node, "epsilon", 1e-5)?, float_attr(node, "momentum", 0.9)?);
+        let out = output_type(node, 0);
+        let same = node.inputs.iter().flatten().all(|v| v.elem_type == out);
+        if !(matches!(out, dtype::FLOAT | dtype::DOUBLE) && same) {
+            return Err(claim::bad_types(node, "other element types"));
+        }
+        match output {
+            0 => {}
+            1 | 2 => claim::extra_output(node, output, input_type(node, 0))?,
+            _ => return Err(claim::unsupported_output(node, output)),
+        }
+        return Ok(Arc::new(BatchNormTrain { epsilon, momentum, out: output as u8, names }));
+    }
+    if node.outputs.iter().skip(1).any(Option::is_some) {
+        return Err("BatchNormalization's running statistics outputs are not supported".into());
+    }
+    let epsilon = float_attr(node, "epsilon", 1e-5)?;
+    claim::float_types(node)?;
+    Ok(Arc::new(BatchNorm { epsilon, names }))
+}
+
+/// The channel count of X (`[N, C, ...]` of rank `min_rank` or more) when every other
+/// input is `[C]`.
+pub(super) fn per_channel(x: &ShapeIn<'_>, names: &[String], min_rank: usize) -> Result<usize, ShapeError> {
+    let s = x.shapes[0];
+    let c = *s.get(1).filter(|_| s.len() >= min_rank).ok_or("needs [N, C, ...]")?;
+    if let Some((k, p)) = x.shapes.iter().enumerate().skip(1).find(|(_, p)| **p != [c]) {
+        let name = names.get(k).map_or("", String::as_str);
+        return Err(format!("parameter '{name}' has shape {}, not [{c}]", ShapeText(p)).into());
+    }
+    Ok(c)
+}
+
+const MISMATCH: &str = "input and output element types differ from the plan's";
+
+impl Op for BatchNorm {
+    fn shape(&self, x: &ShapeIn<'_>) -> Result<Shape, ShapeError> {
+        per_channel(x, &self.names, 2)?;
+        Ok(Shape::from_slice(x.shapes[0]))
+    }
+
+    fn run(&self, x: RunIn<'_, '_>, out: &mut DataMut<'_>) -> Result<(), String> {
+        let s = x.shapes[0];
+        let spatial: usize = s[2..].iter().product();
+        match (x.ins, out) {
+            ([Data::F32(v), Data::F32(scale), Data::F32(bias), Data::F32(mean), Data::F32(var)], DataMut::F32(y)) => {
+                nn::batch_norm(v, scale, bias, mean, var, self.epsilon, s[1], spatial, y);
+            }
+            ([Data::F64(v), Data::F64(scale), Data::F64(bias), Data::F64(mean), Data::F64(var)], DataMut::F64(y)) => {
+                for (block, (xs, ys)) in v.chunks(spatial.max(1)).zip(y.chunks_mut(spatial.max(1))).enumerate() {
+                    let c = block % s[1].max(1);
+                    let g = scale[c] / (var[c] + f64::from(self.epsilon)).sqrt();
+                    let shift = bias[c] - mean[c] * g;
+                    ys.iter_mut().zip(xs).for_each(|(o, &v)| *o = v * g + shift);
+                }
+            }
+            _ => return Err(MISMATCH.into()),
+        }
+        Ok(())
+    }
+
+    fn halves_in_f32(&self) -> bool {
+        true
+    }
+}
+
+impl Op for BatchNormTrain {
+    fn shape(&self, x: &ShapeIn<'_>) -> Result<Shape, ShapeError> {
+        let c = per_channel(x, &self.names, 2)?;
+        Ok(match self.out {
+            0 => Shape::from_slice(x.shapes[0]),
+            _ => Shape::from_slice(&[c]),
+        })
+    }
+
+    fn run(&self, x: RunIn<'_, '_>, out: &mut DataMut<'_>) -> Result<(), String> {
+        match out {
+            DataMut::F32(y) => train::<f32>(self, &x, y),
+            DataMut::F64(y) => train::<f64>(self, &x, y),
+            _ => Err(MISMATCH.into()),
+        }
+    }
+
+    fn halves_in_f32(&self) -> bool {
+        true
+    }
+}
+
+/// BatchNormalization in training mode, statistics in f64: Y from the batch's mean and
+/// population variance per channel (`out` 0), or the running mean (1) / variance (2)
+/// moved toward them by `1 - momentum`.
+fn train<T: Storage + Number>(op: &BatchNormTrain, x: &RunIn<'_, '_>, y: &mut [T]) -> Result<(), String> {
+    let s = x.shapes[0];
+    let (batch, channels, spatial) = (s[0], s[1], s[2..].iter().product::<usize>());
+    let p = |k: usize| T::get(x.ins[k]).ok_or(MISMATCH);
+    let (xs, scale, bias, mean, var) = (p(0)?, p(1)?, p(2)?, p(3)?, p(4)?);
+    let count = (batch * spatial).max(1) as f64;
+    let momentum = f64::from(op.momentum);
+    for c in 0..channels {
+        let planes = || (0..batch).flat_map(move |b| xs[(b * channels + c) * spatial..][..spatial].iter());
+        let m = planes().map(|v| v.to_f64()).sum::<f64>() / count;
+        let v = planes().map(|v| (v.to_f64() - m).powi(2)).sum::<f64>() / count;
+        match op.out {
+            0 => {
+                let g = scale[c].to_f64() / (v + f64::from(op.epsilon)).sqrt();
+                let shift = bias[c].to_f64() - m * g;
+                for b in 0..batch {
+                    let at = (b * channels + c) * spatial;
+                    for (o, xv) in y[at..at + spatial].iter_mut().zip(&xs[at..at + spatial]) {
+                        *o = T::from_f64(xv.to_f64() * g + shift);
+                    }
+                }
+            }
+            1 => y[c] = T::from_f64(mean[c].to_f64() * momentum + m * (1.0 - momentum)),
+            _ => y[c] = T::from_f64(var[c].to_f64() * momentum + v * (1.0 - momentum)),
+        }
+    }
+    Ok(())
+}
