@@ -27,6 +27,17 @@ pub struct Family {
     /// The element types it is claimed for (the README's table).
     pub types: &'static str,
     pub compile: Compile,
+    /// float16 and bfloat16 nodes the family does not claim as they are are claimed as
+    /// float32 ones: the plan casts their half inputs to float32 and their half outputs
+    /// back, and the op sees float32 only.
+    pub halves: bool,
+}
+
+impl Family {
+    /// The family, also claimed for float16 and bfloat16 nodes run in float32.
+    pub const fn halves(self) -> Family {
+        Family { halves: true, ..self }
+    }
 }
 
 /// A step's input shapes and, where known, data: at Compile only constants' data is

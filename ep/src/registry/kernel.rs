@@ -63,9 +63,6 @@ pub enum Kernel {
         momentum: f32,
         out: u8,
     },
-    GlobalPool {
-        max: bool,
-    },
     Conv {
         window: Window,
         group: usize,
@@ -109,11 +106,6 @@ pub enum Kernel {
         axis: i64,
         epsilon: f32,
         rms: bool,
-    },
-    Pool {
-        window: Window,
-        max: bool,
-        count_pad: bool,
     },
     /// Casts to ONNX element type `to` (half floats through f32; float to integer
     /// truncates toward zero and saturates, NaN gives 0; to bool is `x != 0`).
@@ -200,12 +192,6 @@ pub enum Kernel {
     /// Pow on numbers whose base or exponent is not float32 (the types may differ):
     /// computed in f64, converted to the base's type.
     PowTyped,
-    /// MaxPool's Indices output (int64, flattened over the whole input).
-    PoolIndices {
-        window: Window,
-        /// `storage_order` 1: indices within a plane count down columns first.
-        column_major: bool,
-    },
     /// NegativeLogLikelihoodLoss, or SoftmaxCrossEntropyLoss's loss when `softmax` (the
     /// log-softmax over axis 1 first).
     Loss {
@@ -213,7 +199,6 @@ pub enum Kernel {
         ignore_index: Option<i64>,
         softmax: bool,
     },
-    Attention(AttentionSpec),
     /// An op of a family in `ops::FAMILIES`: the step's `op` holds its parameters, shape
     /// rule and run.
     Op,
@@ -260,8 +245,6 @@ pub enum Kernel {
         equation: [u8; 64],
         len: u8,
     },
-    /// ConvTranspose on 1-D or 2-D images (1-D runs as height 1).
-    ConvTranspose(ConvTransposeSpec),
     /// Shape: the input's dims `start..end` (clamped, negative counting back) as int64.
     ShapeOf {
         start: i64,
@@ -274,13 +257,6 @@ pub enum Kernel {
     ConstantOfShape {
         shape: ReduceAxes,
         value: [u8; 8],
-    },
-    /// RotaryEmbedding (opset 23).
-    Rotary {
-        heads: usize,
-        rotary_dim: usize,
-        interleaved: bool,
-        positions: bool,
     },
 }
 
@@ -309,16 +285,13 @@ impl Kernel {
                 | Kernel::BatchNormTrain { .. }
                 | Kernel::DropoutMask { .. }
                 | Kernel::DropoutApply { .. }
-                | Kernel::PoolIndices { .. }
                 | Kernel::PowTyped
                 | Kernel::Loss { .. }
-                | Kernel::Attention(_)
                 | Kernel::Tile { .. }
                 | Kernel::GatherNd { .. }
                 | Kernel::Scatter { .. }
                 | Kernel::OneHot { .. }
                 | Kernel::TopK { .. }
-                | Kernel::Rotary { .. }
                 | Kernel::Range
                 | Kernel::NonZero
                 | Kernel::Einsum { .. }

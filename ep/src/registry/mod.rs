@@ -6,7 +6,6 @@ use smallvec::SmallVec;
 
 use crate::data;
 use crate::graph::{dtype, NodeDesc};
-use rivet_kernels::attention::AttnOut;
 use rivet_kernels::UnaryOp;
 
 mod attrs;
@@ -89,16 +88,16 @@ pub fn lookup(domain: &str, op_type: &str) -> Option<&'static OpSpec> {
 /// Decides whether Rivet can run `node`, and with which kernel. The `Err` says why not.
 pub fn kernel_for(node: &NodeDesc) -> Result<Claim, String> {
     if let Some(family) = crate::ops::op::lookup(&node.domain, &node.op_type) {
-        let ops = crate::ops::op::claim(family, node)?;
+        // A family of float32 ops runs float16 and bfloat16 nodes in float32, between casts.
+        let (ops, half) = match crate::ops::op::claim(family, node) {
+            Ok(ops) => (ops, None),
+            Err(why) => match half_type(node).filter(|_| family.halves) {
+                Some(t) => (crate::ops::op::claim(family, &with_type_as_f32(node, t)).map_err(|_| why)?, Some(t)),
+                None => return Err(why),
+            },
+        };
         let data = (0..node.inputs.len()).filter(|&i| node.inputs[i].is_some()).collect();
-        return Ok(Claim {
-            kernel: Kernel::Op,
-            data,
-            params: SmallVec::new(),
-            extra: SmallVec::new(),
-            half: None,
-            ops,
-        });
+        return Ok(Claim { kernel: Kernel::Op, data, params: SmallVec::new(), extra: SmallVec::new(), half, ops });
     }
     let spec = lookup(&node.domain, &node.op_type)
         .ok_or_else(|| format!("op {}:{} is not implemented", node.domain, node.op_type))?;
@@ -151,12 +150,10 @@ pub fn kernel_for(node: &NodeDesc) -> Result<Claim, String> {
         node.op_type.as_str(),
         "Dropout"
             | "BatchNormalization"
-            | "MaxPool"
             | "LayerNormalization"
             | "RMSNormalization"
             | "Split"
             | "SoftmaxCrossEntropyLoss"
-            | "Attention"
             | "TopK"
     );
     if !extra_outputs_ok && node.outputs.len() != 1 {
@@ -192,9 +189,7 @@ pub fn kernel_for(node: &NodeDesc) -> Result<Claim, String> {
             let computes_in_f32 = !kernel.is_typed()
                 || matches!(
                     kernel,
-                    Kernel::Attention(_)
-                        | Kernel::Loss { .. }
-                        | Kernel::Rotary { .. }
+                    Kernel::Loss { .. }
                         | Kernel::Einsum { .. }
                         | Kernel::Compare(_)
                         | Kernel::ArgReduce { .. }
@@ -230,6 +225,12 @@ pub fn kernel_for(node: &NodeDesc) -> Result<Claim, String> {
     };
     let extra = extra_outputs(node, &kernel)?;
     Ok(Claim { kernel, data, params, extra, half, ops: Vec::new() })
+}
+
+/// The half float type of a node (its first output's, else an input's), if it has one.
+fn half_type(node: &NodeDesc) -> Option<i32> {
+    let is_half = |t: &i32| matches!(*t, dtype::FLOAT16 | dtype::BFLOAT16);
+    node.outputs.first().into_iter().chain(&node.inputs).flatten().map(|v| v.elem_type).find(is_half)
 }
 
 /// `node` with its values of element type `t` seen as float32.
@@ -268,23 +269,8 @@ fn extra_outputs(node: &NodeDesc, kernel: &Kernel) -> Result<SmallVec<[(usize, K
             (Kernel::BatchNormTrain { epsilon, momentum, .. }, _) if k < 3 => {
                 (Kernel::BatchNormTrain { epsilon, momentum, out: k as u8 }, input_type)
             }
-            (Kernel::Pool { window, max: true, .. }, _) if input_type == dtype::FLOAT => {
-                let column_major = attrs::int_attr(node, "storage_order", 0)? == 1;
-                (Kernel::PoolIndices { window, column_major }, dtype::INT64)
-            }
             (Kernel::TopK { axis, largest, k: count, .. }, _) => {
                 (Kernel::TopK { axis, largest, k: count, indices: true }, dtype::INT64)
-            }
-            (Kernel::Attention(a), _) => {
-                let out = match k {
-                    1 => AttnOut::PresentKey,
-                    2 => AttnOut::PresentValue,
-                    _ => AttnOut::Scores(a.qk_mode),
-                };
-                if k < 3 && !a.past {
-                    return Err("Attention's present key and value need past key and value".into());
-                }
-                (Kernel::Attention(AttentionSpec { out, ..a }), input_type)
             }
             (Kernel::Loss { softmax: true, .. }, _) if input_type == dtype::FLOAT => {
                 (Kernel::Softmax { axis: 1, log: true, legacy: false }, dtype::FLOAT)
@@ -369,21 +355,6 @@ fn check_types(node: &NodeDesc, kernel: &Kernel, data: &[usize]) -> Result<(), S
             int && all(&types, out.elem_type)
         }
         Kernel::EyeLike { .. } => data::supported(types[0]) && data::supported(out.elem_type),
-        Kernel::Attention(a) => {
-            // float32 or float64 throughout; the mask bool or any number (added).
-            let t = out.elem_type;
-            let mut k = 3;
-            let mask_ok = !a.mask || {
-                k += 1;
-                types[k - 1] == dtype::BOOL || data::is_number(types[k - 1])
-            };
-            let past_ok = !a.past || {
-                k += 2;
-                all(&types[k - 2..k], t)
-            };
-            let nonpad_ok = !a.nonpad || types[k] == dtype::INT64;
-            matches!(t, dtype::FLOAT | dtype::DOUBLE) && all(&types[..3], t) && mask_ok && past_ok && nonpad_ok
-        }
         Kernel::TopK { .. } => data::is_number(types[0]) && out.elem_type == types[0],
         Kernel::BatchNormTrain { .. } => {
             matches!(out.elem_type, dtype::FLOAT | dtype::DOUBLE) && all(&types, out.elem_type)
@@ -403,9 +374,6 @@ fn check_types(node: &NodeDesc, kernel: &Kernel, data: &[usize]) -> Result<(), S
                 && all(&types, out.elem_type)
         }
         Kernel::NonZero => data::supported(types[0]) && out.elem_type == dtype::INT64,
-        Kernel::Rotary { positions, .. } => {
-            all(&types[..3], dtype::FLOAT) && (!positions || types[3] == dtype::INT64) && out.elem_type == dtype::FLOAT
-        }
         Kernel::GatherNd { .. } => {
             data::supported(out.elem_type) && types[0] == out.elem_type && types[1] == dtype::INT64
         }
@@ -450,7 +418,6 @@ fn check_types(node: &NodeDesc, kernel: &Kernel, data: &[usize]) -> Result<(), S
         {
             all(&types, dtype::DOUBLE)
         }
-        Kernel::Pool { max: true, .. } if is_int(out.elem_type) => all(&types, out.elem_type),
         Kernel::PowTyped => data::is_number(types[0]) && data::is_number(types[1]) && out.elem_type == types[0],
         Kernel::ClipInputs { .. } if out.elem_type != dtype::FLOAT => {
             data::is_number(out.elem_type) && all(&types, out.elem_type)
@@ -543,13 +510,11 @@ fn types(op_type: &str) -> &'static str {
         "Shape" | "Size" => "any, to int64",
         "ConstantOfShape" => "int64 shape, any value",
         "NonZero" => "any, to int64",
-        "RotaryEmbedding" => "float32, halves (int64 positions)",
         "Gather" | "GatherElements" => "any (int32 / int64 indices)",
         "IsNaN" | "IsInf" => "floats, to bool",
         "BitShift" | "BitwiseAnd" | "BitwiseOr" | "BitwiseXor" | "BitwiseNot" => "integers",
         "EyeLike" => "any",
         "Dropout" => "float32, float64, halves",
-        "Attention" => "float32, float64, halves (bool or numeric mask)",
         "NegativeLogLikelihoodLoss" | "SoftmaxCrossEntropyLoss" => "float32, float64, halves (int32 / int64 targets)",
         "Where" => "any (bool condition)",
         "Add" | "Sub" | "Mul" | "Div" | "Max" | "Min" | "Sum" => "numbers, halves",
@@ -560,7 +525,7 @@ fn types(op_type: &str) -> &'static str {
         "Less" | "LessOrEqual" | "Greater" | "GreaterOrEqual" => "numbers, halves, to bool",
         "And" | "Or" | "Xor" | "Not" => "bool",
         "ArgMax" | "ArgMin" => "numbers, halves, to int64",
-        "Abs" | "Neg" | "Relu" | "Sign" | "CumSum" | "Clip" | "MaxPool" => "numbers, halves",
+        "Abs" | "Neg" | "Relu" | "Sign" | "CumSum" | "Clip" => "numbers, halves",
         "ReduceSum" | "ReduceMean" | "ReduceProd" | "ReduceL1" | "ReduceSumSquare" | "ReduceL2" | "ReduceLogSum"
         | "ReduceLogSumExp" => "numbers, halves",
         "ReduceMax" | "ReduceMin" => "numbers, halves, bool",

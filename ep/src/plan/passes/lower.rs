@@ -247,10 +247,21 @@ pub fn run(name: &str, graph: &GraphDesc) -> Result<Plan> {
                 Some(&o) => Slot::Output(o),
                 None => Slot::Buffer(usize::MAX),
             };
-            let output = add(&mut values, &mut by_name, &extra.name, slot, extra.dims.clone(), extra.elem_type);
-            let mut s = step_of(Kernel::Op, step_inputs.clone(), output, extra.elem_type);
+            // Of the half type: computed in float32, then cast.
+            let (t, half) = (extra.elem_type, claim.half == Some(extra.elem_type));
+            let output = if half {
+                let name = format!("{}/f32", extra.name);
+                add(&mut values, &mut by_name, &name, Slot::Buffer(usize::MAX), None, dtype::FLOAT)
+            } else {
+                add(&mut values, &mut by_name, &extra.name, slot, extra.dims.clone(), t)
+            };
+            let mut s = step_of(Kernel::Op, step_inputs.clone(), output, if half { dtype::FLOAT } else { t });
             s.op = Some(op.clone());
             steps.push(s);
+            if half {
+                let cast_to = add(&mut values, &mut by_name, &extra.name, slot, extra.dims.clone(), t);
+                steps.push(cast(t, output, cast_to));
+            }
         }
         // The node's other outputs: a step each, on the same inputs.
         for &(k, kernel) in &claim.extra {
