@@ -380,7 +380,11 @@ fn run_op(
         par,
         scratch,
     };
-    op.run(x, dst).map_err(|why| Error::invalid(format_args!("{}: {why}", NodeLabel(step))))
+    op.run(x, dst).map_err(|why| {
+        // `node 'n' (Op) input 1: ...` for an error about one input.
+        let about_input = why.strip_prefix("input ").is_some_and(|r| r.starts_with(|c: char| c.is_ascii_digit()));
+        Error::invalid(format_args!("{}{}{why}", NodeLabel(step), if about_input { " " } else { ": " }))
+    })
 }
 
 /// Runs a step on the float32 path or the typed one.

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use rivet_kernels::attention::{AttnDims, AttnFloat, AttnInputs, AttnOut, AttnParams, AttnScratch};
 use rivet_kernels::typed::Number;
 
-use super::claim_rules::{bad_types, output_is, outputs};
+use super::claim::{bad_types, extra_output, outputs};
 use super::geometry::within_limit;
 use super::op::util::{check_attrs, check_inputs, input};
 use super::{Op, RunIn, ShapeError, ShapeIn};
@@ -88,7 +88,7 @@ pub fn attention(node: &NodeDesc, output: usize) -> Result<Arc<dyn Op>, String> 
     if output < 3 && !a.past {
         return Err("Attention's present key and value need past key and value".into());
     }
-    output_is(node, output, node.inputs[0].as_ref().map_or(0, |v| v.elem_type))?;
+    extra_output(node, output, node.inputs[0].as_ref().map_or(0, |v| v.elem_type))?;
     Ok(Arc::new(Attention { out, ..a }))
 }
 
@@ -253,6 +253,10 @@ fn run<T: Storage + AttnFloat + Number>(
 }
 
 impl Op for Attention {
+    fn halves_in_f32(&self) -> bool {
+        true
+    }
+
     fn shape(&self, x: &ShapeIn<'_>) -> Result<Shape, ShapeError> {
         let d = attention_dims(self, x.shapes)?;
         let total = d.total();

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use rivet_kernels::conv;
 
-use super::claim_rules::{all_inputs, float32_only, outputs};
+use super::claim::{data_inputs, float32_types, outputs};
 use super::geometry::{spatial, windowed, within_limit};
 use super::op::util::check_attrs;
 use super::params::{pads_attr, per_axis, spatial_axes, AutoPad};
@@ -36,7 +36,7 @@ struct ConvTranspose {
 
 /// ConvTranspose: the attributes, widened to three spatial axes.
 pub fn conv_transpose(node: &NodeDesc, _output: usize) -> Result<Arc<dyn Op>, String> {
-    all_inputs(node, 2, 3)?;
+    data_inputs(node, 2, 3)?;
     outputs(node, false)?;
     check_attrs(node, ATTRS)?;
     let n = spatial_axes(node)?;
@@ -68,7 +68,7 @@ pub fn conv_transpose(node: &NodeDesc, _output: usize) -> Result<Arc<dyn Op>, St
         output_shape,
         auto_pad,
     };
-    float32_only(node)?;
+    float32_types(node)?;
     Ok(Arc::new(op))
 }
 
@@ -124,6 +124,10 @@ fn geometry(spec: &ConvTranspose, x: &[usize], w: &[usize]) -> Result<Geometry, 
 }
 
 impl Op for ConvTranspose {
+    fn halves_in_f32(&self) -> bool {
+        true
+    }
+
     fn shape(&self, x: &ShapeIn<'_>) -> Result<Shape, ShapeError> {
         let (xs, ws) = (x.shapes[0], x.shapes[1]);
         let g = geometry(self, xs, ws)?;

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use rivet_kernels::nn;
 
-use super::claim_rules::{float32_only, one_input, outputs};
+use super::claim::{exact_inputs, float32_types, outputs};
 use super::op::util::check_attrs;
 use super::{Op, RunIn, ShapeError, ShapeIn};
 use crate::data::DataMut;
@@ -25,14 +25,18 @@ pub fn global_max_pool(node: &NodeDesc, _output: usize) -> Result<Arc<dyn Op>, S
 }
 
 fn compile(node: &NodeDesc, max: bool) -> Result<Arc<dyn Op>, String> {
-    one_input(node)?;
+    exact_inputs(node, 1)?;
     outputs(node, false)?;
     check_attrs(node, &[])?;
-    float32_only(node)?;
+    float32_types(node)?;
     Ok(Arc::new(GlobalPool { max }))
 }
 
 impl Op for GlobalPool {
+    fn halves_in_f32(&self) -> bool {
+        true
+    }
+
     fn shape(&self, x: &ShapeIn<'_>) -> Result<Shape, ShapeError> {
         let x = x.shapes[0];
         if x.len() < 2 {

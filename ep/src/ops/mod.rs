@@ -11,7 +11,7 @@
 pub mod activation;
 pub mod attention;
 pub mod center_crop_pad;
-pub mod claim_rules;
+pub mod claim;
 pub mod col2im;
 pub mod compress;
 pub mod conv_transpose;
@@ -48,12 +48,12 @@ pub use op::{Family, Op, OpRef, OpScratch, RunIn, ShapeError, ShapeIn};
 
 /// A family of the default ONNX domain.
 const fn onnx(op_type: &'static str, since: (i32, i32), types: &'static str, compile: op::Compile) -> Family {
-    Family { domain: "", op_type, since, types, compile, halves: false }
+    Family { domain: "", op_type, since, types, compile }
 }
 
 /// An `ai.onnx.ml` family.
 const fn ml(op_type: &'static str, since: (i32, i32), types: &'static str, compile: op::Compile) -> Family {
-    Family { domain: "ai.onnx.ml", op_type, since, types, compile, halves: false }
+    Family { domain: "ai.onnx.ml", op_type, since, types, compile }
 }
 
 const NUM: &str = "float32, float64, int64, int32";
@@ -64,13 +64,13 @@ pub static FAMILIES: &[Family] = &[
     onnx("SpaceToDepth", (1, 13), "any", depth_space::space_to_depth),
     onnx("OptionalGetElement", (18, 18), "any", optional::optional_get_element),
     onnx("LpPool", (11, 22), "float32", lp_pool::compile),
-    onnx("MaxPool", (1, 22), "numbers, halves", pool::max_pool).halves(),
-    onnx("AveragePool", (1, 22), "float32, halves", pool::average_pool).halves(),
-    onnx("GlobalAveragePool", (1, 22), "float32, halves", global_pool::global_average_pool).halves(),
-    onnx("GlobalMaxPool", (1, 22), "float32, halves", global_pool::global_max_pool).halves(),
-    onnx("ConvTranspose", (1, 22), "float32, halves", conv_transpose::conv_transpose).halves(),
-    onnx("Attention", (23, 24), "float32, float64, halves (bool or numeric mask)", attention::attention).halves(),
-    onnx("RotaryEmbedding", (23, 23), "float32, halves (int64 positions)", rotary::rotary_embedding).halves(),
+    onnx("MaxPool", (1, 22), "numbers, halves", pool::max_pool),
+    onnx("AveragePool", (1, 22), "float32, halves", pool::average_pool),
+    onnx("GlobalAveragePool", (1, 22), "float32, halves", global_pool::global_average_pool),
+    onnx("GlobalMaxPool", (1, 22), "float32, halves", global_pool::global_max_pool),
+    onnx("ConvTranspose", (1, 22), "float32, halves", conv_transpose::conv_transpose),
+    onnx("Attention", (23, 24), "float32, float64, halves (bool or numeric mask)", attention::attention),
+    onnx("RotaryEmbedding", (23, 23), "float32, halves (int64 positions)", rotary::rotary_embedding),
     onnx("Unique", (11, 11), "numbers", unique::compile),
     onnx("CenterCropPad", (18, 18), "any", center_crop_pad::compile),
     onnx("Compress", (9, 11), "any", compress::compile),

@@ -27,17 +27,6 @@ pub struct Family {
     /// The element types it is claimed for (the README's table).
     pub types: &'static str,
     pub compile: Compile,
-    /// float16 and bfloat16 nodes the family does not claim as they are are claimed as
-    /// float32 ones: the plan casts their half inputs to float32 and their half outputs
-    /// back, and the op sees float32 only.
-    pub halves: bool,
-}
-
-impl Family {
-    /// The family, also claimed for float16 and bfloat16 nodes run in float32.
-    pub const fn halves(self) -> Family {
-        Family { halves: true, ..self }
-    }
 }
 
 /// A step's input shapes and, where known, data: at Compile only constants' data is
@@ -117,8 +106,14 @@ pub struct RunIn<'a, 'd> {
 pub trait Op: Send + Sync + fmt::Debug {
     /// The output's shape (checked against the model's declaration by the caller).
     fn shape(&self, x: &ShapeIn<'_>) -> Result<Shape, ShapeError>;
-    /// Writes the output (of the element type the node declares).
+    /// Writes the output (of the element type the node declares). An error about one
+    /// input may start `input {k}: ` (the node's label then precedes it without a colon).
     fn run(&self, x: RunIn<'_, '_>, out: &mut DataMut<'_>) -> Result<(), String>;
+    /// Whether a float16 / bfloat16 node runs this float32 op between casts the plan
+    /// adds (its family's compile is then given the node with the half type as float32).
+    fn halves_in_f32(&self) -> bool {
+        false
+    }
 }
 
 /// An [`Op`] held by a step or a claim (compared by identity).

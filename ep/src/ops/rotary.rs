@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use super::claim_rules::{bad_types, outputs};
+use super::claim::{bad_types, outputs};
 use super::op::util::{check_attrs, check_inputs};
 use super::{Op, RunIn, ShapeError, ShapeIn};
 use crate::data::{Data, DataMut};
@@ -72,6 +72,10 @@ impl Rotary {
 }
 
 impl Op for Rotary {
+    fn halves_in_f32(&self) -> bool {
+        true
+    }
+
     fn shape(&self, x: &ShapeIn<'_>) -> Result<Shape, ShapeError> {
         self.dims(x.shapes)?;
         Ok(Shape::from_slice(x.shapes[0]))

@@ -88,14 +88,7 @@ pub fn lookup(domain: &str, op_type: &str) -> Option<&'static OpSpec> {
 /// Decides whether Rivet can run `node`, and with which kernel. The `Err` says why not.
 pub fn kernel_for(node: &NodeDesc) -> Result<Claim, String> {
     if let Some(family) = crate::ops::op::lookup(&node.domain, &node.op_type) {
-        // A family of float32 ops runs float16 and bfloat16 nodes in float32, between casts.
-        let (ops, half) = match crate::ops::op::claim(family, node) {
-            Ok(ops) => (ops, None),
-            Err(why) => match half_type(node).filter(|_| family.halves) {
-                Some(t) => (crate::ops::op::claim(family, &with_type_as_f32(node, t)).map_err(|_| why)?, Some(t)),
-                None => return Err(why),
-            },
-        };
+        let (ops, half) = claim_family(family, node)?;
         let data = (0..node.inputs.len()).filter(|&i| node.inputs[i].is_some()).collect();
         return Ok(Claim { kernel: Kernel::Op, data, params: SmallVec::new(), extra: SmallVec::new(), half, ops });
     }
@@ -227,10 +220,35 @@ pub fn kernel_for(node: &NodeDesc) -> Result<Claim, String> {
     Ok(Claim { kernel, data, params, extra, half, ops: Vec::new() })
 }
 
-/// The half float type of a node (its first output's, else an input's), if it has one.
-fn half_type(node: &NodeDesc) -> Option<i32> {
+/// Claims `node` through its family. A float16 / bfloat16 node its family refuses is
+/// claimed as float32 between casts when every op it compiles for the node seen as
+/// float32 says it runs halves so (`Op::halves_in_f32`). When the first output's op does
+/// but another output is refused, that refusal is the reason; else the first one.
+fn claim_family(
+    family: &crate::ops::Family,
+    node: &NodeDesc,
+) -> Result<(Vec<Option<crate::ops::OpRef>>, Option<i32>), String> {
+    let why = match crate::ops::op::claim(family, node) {
+        Ok(ops) => return Ok((ops, None)),
+        Err(why) => why,
+    };
+    // The half type: the first present output's, or the inputs'.
     let is_half = |t: &i32| matches!(*t, dtype::FLOAT16 | dtype::BFLOAT16);
-    node.outputs.first().into_iter().chain(&node.inputs).flatten().map(|v| v.elem_type).find(is_half)
+    let out_type = node.outputs.iter().flatten().next().map_or(0, |v| v.elem_type);
+    let t = std::iter::once(out_type).chain(node.inputs.iter().flatten().map(|v| v.elem_type)).find(is_half);
+    let Some(t) = t else { return Err(why) };
+    let as_f32 = with_type_as_f32(node, t);
+    match crate::ops::op::claim(family, &as_f32) {
+        Ok(ops) if ops.iter().flatten().all(|op| op.halves_in_f32()) => Ok((ops, Some(t))),
+        Ok(_) => Err(why),
+        Err(other) => {
+            let first = node.outputs.iter().position(Option::is_some).unwrap_or(0);
+            match (family.compile)(&as_f32, first) {
+                Ok(op) if op.halves_in_f32() => Err(other),
+                _ => Err(why),
+            }
+        }
+    }
 }
 
 /// `node` with its values of element type `t` seen as float32.

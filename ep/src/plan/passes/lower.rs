@@ -247,20 +247,19 @@ pub fn run(name: &str, graph: &GraphDesc) -> Result<Plan> {
                 Some(&o) => Slot::Output(o),
                 None => Slot::Buffer(usize::MAX),
             };
-            // Of the half type: computed in float32, then cast.
-            let (t, half) = (extra.elem_type, claim.half == Some(extra.elem_type));
-            let output = if half {
-                let name = format!("{}/f32", extra.name);
-                add(&mut values, &mut by_name, &name, Slot::Buffer(usize::MAX), None, dtype::FLOAT)
-            } else {
-                add(&mut values, &mut by_name, &extra.name, slot, extra.dims.clone(), t)
+            let t = extra.elem_type;
+            // Of the half type: the op writes float32, cast back after.
+            let (name, s, dims, op_type) = match claim.half == Some(t) {
+                true => (format!("{}/f32", extra.name), Slot::Buffer(usize::MAX), None, dtype::FLOAT),
+                false => (extra.name.clone(), slot, extra.dims.clone(), t),
             };
-            let mut s = step_of(Kernel::Op, step_inputs.clone(), output, if half { dtype::FLOAT } else { t });
-            s.op = Some(op.clone());
-            steps.push(s);
-            if half {
-                let cast_to = add(&mut values, &mut by_name, &extra.name, slot, extra.dims.clone(), t);
-                steps.push(cast(t, output, cast_to));
+            let output = add(&mut values, &mut by_name, &name, s, dims, op_type);
+            let mut step = step_of(Kernel::Op, step_inputs.clone(), output, op_type);
+            step.op = Some(op.clone());
+            steps.push(step);
+            if op_type != t {
+                let cast_out = add(&mut values, &mut by_name, &extra.name, slot, extra.dims.clone(), t);
+                steps.push(cast(t, output, cast_out));
             }
         }
         // The node's other outputs: a step each, on the same inputs.
