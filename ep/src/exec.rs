@@ -1,7 +1,7 @@
 //! Runs a plan. Everything here is safe Rust over slices; the ABI layer supplies the
 //! input slices, allocates outputs and provides ORT's thread pool.
 
-use rivet_kernels::{binary_f32, conv, nn, Broadcast};
+use rivet_kernels::{binary_f32, nn, Broadcast};
 use smallvec::SmallVec;
 
 use crate::data::{Buf, Data, DataMut};
@@ -540,28 +540,6 @@ fn apply_other(
             let v = if v < min { min } else { v };
             *o = if v > max { max } else { v };
         }),
-        Kernel::ConvTranspose(spec) => {
-            let (xs, ws) = (shape(0), shape(1));
-            let g = shapes::conv_transpose_geometry(&spec, xs, ws).expect("checked by shape inference");
-            conv::conv_transpose(
-                x,
-                ins[1],
-                ins.get(2).copied(),
-                xs[0],
-                xs[1],
-                spec.group,
-                conv::ConvTransposeDims {
-                    input: g.input,
-                    kernel: g.kernel,
-                    out: g.out,
-                    pad_begin: g.pad_begin,
-                    strides: spec.strides,
-                    dilations: spec.dilations,
-                    out_channels: g.out_channels,
-                },
-                dst,
-            );
-        }
         Kernel::ClipInputs { min, max } => {
             let lo = if min { ins[1][0] } else { f32::NEG_INFINITY };
             let hi = if max { ins[if min { 2 } else { 1 }][0] } else { f32::INFINITY };
@@ -614,23 +592,12 @@ fn apply_other(
             let packed_b = packed.as_ref().map(|cache| &cache[step.output].packed);
             products::product_with(p, ins[0], ins[1], products::Extras { packed_b, epilogue }, dst, par);
         }
-        Kernel::GlobalPool { max } => {
-            let s = shape(0);
-            nn::global_pool(x, s[0] * s[1], s[2..].iter().product(), max, dst);
-        }
         Kernel::Conv { window, group } => {
             let (xs, ws) = (shape(0), shape(1));
             let (g, _) = shapes::window_3d(&window, shapes::spatial(xs), shapes::spatial(ws))
                 .expect("checked by shape inference");
             let constant = step.constant_weights.then_some(step.output);
             products::convolution(x, ins[1], ins.get(2).copied(), xs, ws[0], group, &g, dst, par, constant, &epilogue);
-        }
-        Kernel::Pool { window, max, count_pad } => {
-            let s = shape(0);
-            let (g, pad_end) =
-                shapes::window_3d(&window, shapes::spatial(s), window.kernel).expect("checked by shape inference");
-            let pool = if max { conv::Pool::Max } else { conv::Pool::Average { count_pad } };
-            products::pool(x, s[0] * s[1], &g, pool, pad_end, dst, par);
         }
         Kernel::Slice { has_axes, has_steps } => {
             let s = shape(0);

@@ -70,6 +70,39 @@ pub const CHUNK_LEN: usize = 1 << 14;
 /// The most tasks a kernel that needs scratch splits into.
 pub const MAX_TASKS: usize = 64;
 
+/// Tasks for work split over the pool: one per core (ORT's pool has one thread per core
+/// by default; with `intra_op_num_threads=1` ORT runs them in turn).
+pub fn cores() -> usize {
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    let cores = *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    cores.min(MAX_TASKS)
+}
+
+/// Work on a range of planes, given the input and the output from the first of them.
+pub type PlaneWork<'a> = dyn Fn(std::ops::Range<usize>, &[f32], &mut [f32]) + Sync + 'a;
+
+/// Runs `f(planes, x from the first of them, y from the first of them)` over `planes`
+/// planes of `plane` input and `positions` output elements each: split over the pool by
+/// planes when the input is large, else in one call.
+pub fn by_planes(
+    x: &[f32],
+    y: &mut [f32],
+    planes: usize,
+    (plane, positions): (usize, usize),
+    par: &dyn Parallel,
+    f: &PlaneWork<'_>,
+) {
+    let tasks = cores().min(planes);
+    if x.len() < PARALLEL_MIN_LEN || tasks < 2 || positions == 0 {
+        return f(0..planes, x, y);
+    }
+    let per_task = planes.div_ceil(tasks);
+    par.for_each_chunk(y, per_task * positions, &|start, part| {
+        let first = start / positions;
+        f(first..first + part.len() / positions, &x[first * plane..], part);
+    });
+}
+
 /// What one task of a split kernel works in: packing buffers, an im2col block, and a
 /// block of output it computes before the calling thread puts it in place. Each grows to
 /// the largest it has needed, then no Run allocates.

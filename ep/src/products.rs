@@ -1,4 +1,4 @@
-//! Matrix products, convolutions and pools, split over the Run's pool.
+//! Matrix products and convolutions, split over the Run's pool.
 //!
 //! A split is decided by the product's shape alone, never by what the pool is seen to do,
 //! so a plan makes the same calls to ORT on every Run and on every machine load. It costs
@@ -18,7 +18,7 @@ use smallvec::SmallVec;
 
 use std::sync::MutexGuard;
 
-use crate::parallel::{lock, packed_once, Packed, Parallel, TaskScratch, MAX_TASKS, PARALLEL_MIN_LEN};
+use crate::parallel::{cores, lock, packed_once, Packed, Parallel, TaskScratch, PARALLEL_MIN_LEN};
 
 /// Products of at least this many multiply-adds are split by rows over the thread pool.
 const PARALLEL_MIN_MACS: usize = 1 << 18;
@@ -28,57 +28,9 @@ const FEW_ROWS: usize = 64;
 /// The least rows per task.
 const MIN_ROWS_PER_TASK: usize = 16;
 
-/// Tasks for work split over the pool: one per core (ORT's pool has one thread per core
-/// by default; with `intra_op_num_threads=1` ORT runs them in turn).
-fn cores() -> usize {
-    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    let cores = *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    cores.min(MAX_TASKS)
-}
-
 /// Runs `f` with scratch for work that is not split (task 0's).
 fn unsplit(par: &dyn Parallel, f: impl FnOnce(&mut TaskScratch)) {
     f(&mut par.scratch().task(0));
-}
-
-/// Work on a range of planes, given the input and the output from the first of them.
-type PlaneWork<'a> = dyn Fn(std::ops::Range<usize>, &[f32], &mut [f32]) + Sync + 'a;
-
-/// Runs `f(planes, x from the first of them, y from the first of them)` over `planes`
-/// planes of `plane` input and `positions` output elements each: split over the pool by
-/// planes when the input is large, else in one call.
-fn by_planes(
-    x: &[f32],
-    y: &mut [f32],
-    planes: usize,
-    (plane, positions): (usize, usize),
-    par: &dyn Parallel,
-    f: &PlaneWork<'_>,
-) {
-    let tasks = cores().min(planes);
-    if x.len() < PARALLEL_MIN_LEN || tasks < 2 || positions == 0 {
-        return f(0..planes, x, y);
-    }
-    let per_task = planes.div_ceil(tasks);
-    par.for_each_chunk(y, per_task * positions, &|start, part| {
-        let first = start / positions;
-        f(first..first + part.len() / positions, &x[first * plane..], part);
-    });
-}
-
-/// Pools `planes` planes, split over the pool by planes when the input is large.
-pub(crate) fn pool(
-    x: &[f32],
-    planes: usize,
-    g: &conv::Window3d,
-    mode: conv::Pool,
-    pad_end: [usize; 3],
-    y: &mut [f32],
-    par: &dyn Parallel,
-) {
-    by_planes(x, y, planes, (g.plane(), g.positions()), par, &|mine, x, y| {
-        conv::pool(x, mine.len(), g, mode, pad_end, y);
-    });
 }
 
 /// Runs a convolution: split over the pool by output rows when it is large enough, else

@@ -11,9 +11,8 @@ use crate::data::{number_at, Data, DataMut, Storage};
 use crate::error::{Error, Result};
 use crate::graph::Shape;
 use crate::plan::{NodeLabel, Step};
-use crate::registry::{AttentionSpec, Kernel};
+use crate::registry::Kernel;
 use crate::shapes;
-use rivet_kernels::attention::{AttnFloat, AttnInputs, AttnParams, AttnScratch};
 
 /// What a typed step needs to know besides its data.
 struct Ctx<'a> {
@@ -87,18 +86,6 @@ pub(crate) fn apply_typed(
             Ok(())
         }
         Kernel::Bits(op) => by_int!(dst, bits(&cx, op, ins)),
-        Kernel::Pool { window, max: true, .. } => {
-            let s = cx.shape(0);
-            let (g, _) = shapes::window_3d(&window, shapes::spatial(s), window.kernel).map_err(Error::invalid)?;
-            by_int!(dst, max_pool(&cx, ins, &g))
-        }
-        Kernel::PoolIndices { window, column_major } => {
-            let (DataMut::I64(y), Data::F32(x)) = (dst, ins[0]) else { return Err(cx.mismatch()) };
-            let s = cx.shape(0);
-            let (g, _) = shapes::window_3d(&window, shapes::spatial(s), window.kernel).map_err(Error::invalid)?;
-            rivet_kernels::conv::max_pool_indices(x, s[0] * s[1], &g, column_major, y);
-            Ok(())
-        }
         Kernel::PowTyped => by_number!(ins[0], Err(cx.mismatch()), pow(&cx, ins, dst)),
         Kernel::ClipInputs { .. } => by_number!(ins[0], Err(cx.mismatch()), clip(&cx, ins, dst)),
         Kernel::MatMul { .. } | Kernel::Gemm { .. } => {
@@ -109,50 +96,6 @@ pub(crate) fn apply_typed(
             (DataMut::F64(y), Data::F64(x)) => float64(&cx, x, y),
             (DataMut::Bool(y), Data::Bool(x)) => reduce_ints::<u8>(&cx, x, y, true),
             (dst, x) => by_number!(x, Err(cx.mismatch()), integers(&cx, ins, dst)),
-        },
-        Kernel::Rotary { interleaved, positions, .. } => {
-            let DataMut::F32(y) = dst else { return Err(cx.mismatch()) };
-            let shapes: SmallVec<[&[usize]; 4]> = (0..ins.len()).map(|k| cx.shape(k)).collect();
-            let [b, s, h, d, rot] = shapes::rotary_dims(&cx.step.kernel, &shapes).map_err(Error::invalid)?;
-            let (x, cos, sin) = (input::<f32>(&cx, ins, 0)?, input::<f32>(&cx, ins, 1)?, input::<f32>(&cx, ins, 2)?);
-            let pos = if positions { Some(input::<i64>(&cx, ins, 3)?) } else { None };
-            let half = rot / 2;
-            let four_d = shapes[0].len() == 4;
-            y.copy_from_slice(x);
-            for bi in 0..b {
-                for si in 0..s {
-                    let row = match pos {
-                        Some(p) => {
-                            let at = p[bi * s + si];
-                            let rows = shapes[1][0];
-                            if at < 0 || at as usize >= rows {
-                                return Err(Error::invalid(format_args!(
-                                    "{} input 3: position {at} is outside the {rows}-row cache",
-                                    NodeLabel(cx.step)
-                                )));
-                            }
-                            at as usize
-                        }
-                        None => bi * s + si,
-                    };
-                    let (c, sn) = (&cos[row * half..][..half], &sin[row * half..][..half]);
-                    for hi in 0..h {
-                        let at = if four_d { ((bi * h + hi) * s + si) * d } else { ((bi * s + si) * h + hi) * d };
-                        let (xs, ys) = (&x[at..at + rot], &mut y[at..at + rot]);
-                        for i in 0..half {
-                            let (p, q) = if interleaved { (2 * i, 2 * i + 1) } else { (i, i + half) };
-                            ys[p] = xs[p] * c[i] - xs[q] * sn[i];
-                            ys[q] = xs[q] * c[i] + xs[p] * sn[i];
-                        }
-                    }
-                }
-            }
-            Ok(())
-        }
-        Kernel::Attention(a) => match dst {
-            DataMut::F32(y) => ATTN.with(|s| attention(&cx, &a, ins, &mut s.borrow_mut(), y)),
-            DataMut::F64(y) => ATTN64.with(|s| attention(&cx, &a, ins, &mut s.borrow_mut(), y)),
-            _ => Err(cx.mismatch()),
         },
         Kernel::BitNot => by_int!(dst, bit_not(&cx, ins)),
         Kernel::DropoutMask { seed, ratio } => {
@@ -331,13 +274,6 @@ fn cast(x: Data<'_>, dst: &mut DataMut<'_>) {
     }
 }
 
-thread_local! {
-    /// Attention's packed heads and scores, per thread; they grow to the largest, then no
-    /// Run allocates.
-    static ATTN: std::cell::RefCell<AttnScratch<f32>> = std::cell::RefCell::new(AttnScratch::default());
-    static ATTN64: std::cell::RefCell<AttnScratch<f64>> = std::cell::RefCell::new(AttnScratch::default());
-}
-
 /// Clip with bounds read at Run in the element type (NaN passes through for floats).
 fn clip<T: Storage + Number>(cx: &Ctx<'_>, ins: &[Data<'_>], dst: &mut DataMut<'_>) -> Result<()> {
     let Kernel::ClipInputs { min, max } = cx.step.kernel else { return Err(cx.mismatch()) };
@@ -356,17 +292,6 @@ fn clip<T: Storage + Number>(cx: &Ctx<'_>, ins: &[Data<'_>], dst: &mut DataMut<'
             _ => v,
         };
     }
-    Ok(())
-}
-
-fn max_pool<T: Storage + PartialOrd>(
-    cx: &Ctx<'_>,
-    ins: &[Data<'_>],
-    g: &rivet_kernels::conv::Window3d,
-    y: &mut [T],
-) -> Result<()> {
-    let s = cx.shape(0);
-    rivet_kernels::conv::max_pool(input::<T>(cx, ins, 0)?, s[0] * s[1], g, y);
     Ok(())
 }
 

@@ -10,11 +10,13 @@
 
 pub mod activation;
 pub mod arg_reduce;
+pub mod attention;
 pub mod batch_norm;
 pub mod center_crop_pad;
 pub mod claim;
 pub mod col2im;
 pub mod compress;
+pub mod conv_transpose;
 pub mod cumsum;
 pub mod deform_conv;
 pub mod depth_space;
@@ -23,6 +25,7 @@ pub mod einsum;
 pub mod eye_like;
 pub mod gather;
 pub mod geometry;
+pub mod global_pool;
 pub mod grid_sample;
 pub mod group_norm;
 pub mod halves;
@@ -41,6 +44,7 @@ pub mod one_hot;
 pub mod op;
 pub mod optional;
 pub mod params;
+pub mod pool;
 pub mod quant;
 pub mod range;
 pub mod resize;
@@ -48,6 +52,7 @@ mod resize_run;
 pub mod reverse_sequence;
 pub mod rnn;
 pub mod roi_align;
+pub mod rotary;
 pub mod scatter;
 pub mod shape_of;
 pub mod shape_rules;
@@ -88,6 +93,13 @@ pub static FAMILIES: &[Family] = &[
     onnx("SpaceToDepth", (1, 13), "any", depth_space::space_to_depth),
     onnx("OptionalGetElement", (18, 18), "any", optional::optional_get_element),
     onnx("LpPool", (11, 22), "float32", lp_pool::compile),
+    onnx("MaxPool", (1, 22), "numbers, halves", pool::max_pool),
+    onnx("AveragePool", (1, 22), "float32, halves", pool::average_pool),
+    onnx("GlobalAveragePool", (1, 22), "float32, halves", global_pool::global_average_pool),
+    onnx("GlobalMaxPool", (1, 22), "float32, halves", global_pool::global_max_pool),
+    onnx("ConvTranspose", (1, 22), "float32, halves", conv_transpose::conv_transpose),
+    onnx("Attention", (23, 24), "float32, float64, halves (bool or numeric mask)", attention::attention),
+    onnx("RotaryEmbedding", (23, 23), "float32, halves (int64 positions)", rotary::rotary_embedding),
     onnx("Unique", (11, 11), "numbers", unique::compile),
     onnx("CenterCropPad", (18, 18), "any", center_crop_pad::compile),
     onnx("Compress", (9, 11), "any", compress::compile),

@@ -3,6 +3,9 @@
 
 use smallvec::SmallVec;
 
+use crate::graph::{AttrValue, NodeDesc};
+use crate::node_attrs::{input, int_attr, ints_attr};
+
 /// Up to 8 axes (rank ≤ 8), kept inline so `Kernel` stays `Copy`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Axes {
@@ -90,6 +93,89 @@ pub struct Window {
     pub ceil_mode: bool,
 }
 
+/// The spatial axes (1 to 3) of a window op's input, from its declared rank.
+pub fn spatial_axes(node: &NodeDesc) -> Result<usize, String> {
+    // A convolution's weight has the input's rank: it fixes an input of unknown rank.
+    let weighted = matches!(node.op_type.as_str(), "Conv" | "ConvTranspose");
+    let dims = |k: usize| input(node, k).and_then(|v| v.dims.as_ref());
+    match dims(0).or_else(|| if weighted { dims(1) } else { None }) {
+        Some(dims) if (3..=5).contains(&dims.len()) => Ok(dims.len() - 2),
+        Some(dims) => Err(format!("{} on rank {} (Rivet runs 1-D, 2-D and 3-D)", node.op_type, dims.len())),
+        None => Err(format!("{} input of unknown rank", node.op_type)),
+    }
+}
+
+/// An attribute with a value per spatial axis (`n` of them), widened to (depth, height,
+/// width) with `neutral` on the leading axes; `default` on every axis when absent.
+pub fn per_axis(node: &NodeDesc, name: &str, n: usize, default: usize, neutral: usize) -> Result<[usize; 3], String> {
+    match ints_attr(node, name)? {
+        None => Ok([default; 3]),
+        Some(v) if v.len() == n && v.iter().all(|&d| d >= 0) => {
+            let mut out = [neutral; 3];
+            v.iter().enumerate().for_each(|(i, &d)| out[3 - n + i] = d as usize);
+            Ok(out)
+        }
+        Some(v) => Err(format!("{name} {v:?} is not {n} non-negative values")),
+    }
+}
+
+/// `pads` (begins, then ends, per spatial axis), widened as `per_axis` does.
+pub fn pads_attr(node: &NodeDesc, n: usize) -> Result<[usize; 6], String> {
+    match ints_attr(node, "pads")? {
+        None => Ok([0; 6]),
+        Some(v) if v.len() == 2 * n && v.iter().all(|&d| d >= 0) => {
+            let mut out = [0; 6];
+            for i in 0..n {
+                out[3 - n + i] = v[i] as usize;
+                out[6 - n + i] = v[n + i] as usize;
+            }
+            Ok(out)
+        }
+        Some(v) => Err(format!("pads {v:?} is not {} non-negative values", 2 * n)),
+    }
+}
+
+/// Reads a window op's attributes (1 to 3 spatial axes); other ranks are not claimed.
+pub fn window(node: &NodeDesc, kernel_required: bool) -> Result<Window, String> {
+    let n = spatial_axes(node)?;
+    let positive = |name: &str| -> Result<[usize; 3], String> {
+        let v = per_axis(node, name, n, 1, 1)?;
+        if v.contains(&0) {
+            return Err(format!("{name} must be positive"));
+        }
+        Ok(v)
+    };
+    let kernel = match ints_attr(node, "kernel_shape")? {
+        None if !kernel_required => [0; 3],
+        None => return Err("kernel_shape is required".into()),
+        Some(_) => positive("kernel_shape")?,
+    };
+    let pads = pads_attr(node, n)?;
+    let auto_pad = match node.attr("auto_pad") {
+        None => AutoPad::NotSet,
+        Some(AttrValue::String(s)) => match s.as_str() {
+            "NOTSET" => AutoPad::NotSet,
+            "VALID" => AutoPad::Valid,
+            "SAME_UPPER" => AutoPad::SameUpper,
+            "SAME_LOWER" => AutoPad::SameLower,
+            other => return Err(format!("auto_pad '{other}'")),
+        },
+        Some(other) => return Err(format!("auto_pad {other:?}")),
+    };
+    // storage_order only changes MaxPool's Indices output (read with it).
+    if !matches!(int_attr(node, "storage_order", 0)?, 0 | 1) {
+        return Err("storage_order must be 0 or 1".into());
+    }
+    Ok(Window {
+        kernel,
+        strides: positive("strides")?,
+        dilations: positive("dilations")?,
+        pads,
+        auto_pad,
+        ceil_mode: int_attr(node, "ceil_mode", 0)? != 0,
+    })
+}
+
 /// Pad's amounts (begin for every axis, then end) and fill mode.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct PadSpec {
@@ -159,21 +245,6 @@ pub enum ReduceAxes {
     AtRun,
 }
 
-/// ConvTranspose's attributes, as (height, width); 1-D nodes have height 1.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ConvTransposeSpec {
-    pub group: usize,
-    /// Per (depth, height, width), as `Window`'s.
-    pub strides: [usize; 3],
-    pub dilations: [usize; 3],
-    /// Before each axis, then after each axis.
-    pub pads: [usize; 6],
-    pub output_padding: [usize; 3],
-    /// `output_shape`'s spatial dims (0: not given).
-    pub output_shape: [usize; 3],
-    pub auto_pad: AutoPad,
-}
-
 /// How a scatter combines an update with what is there.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ScatterReduction {
@@ -182,24 +253,6 @@ pub enum ScatterReduction {
     Mul,
     Max,
     Min,
-}
-
-/// An Attention node's attributes, which optional inputs it has, and which of its
-/// outputs a step computes.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct AttentionSpec {
-    /// From the attributes (3-D inputs); 0 when Q, K, V are 4-D.
-    pub q_heads: usize,
-    pub kv_heads: usize,
-    /// `None`: 1 / sqrt(head size).
-    pub scale: Option<f32>,
-    pub softcap: f32,
-    pub causal: bool,
-    pub qk_mode: u8,
-    pub mask: bool,
-    pub past: bool,
-    pub nonpad: bool,
-    pub out: rivet_kernels::attention::AttnOut,
 }
 
 /// How a loss reduces over its elements.

@@ -46,9 +46,6 @@ pub enum Kernel {
         trans_a: bool,
         trans_b: bool,
     },
-    GlobalPool {
-        max: bool,
-    },
     Conv {
         window: Window,
         group: usize,
@@ -69,11 +66,6 @@ pub enum Kernel {
         noop_empty: bool,
     },
     Math(MathOp),
-    Pool {
-        window: Window,
-        max: bool,
-        count_pad: bool,
-    },
     /// Casts to ONNX element type `to` (half floats through f32; float to integer
     /// truncates toward zero and saturates, NaN gives 0; to bool is `x != 0`).
     Cast {
@@ -129,25 +121,9 @@ pub enum Kernel {
     /// Pow on numbers whose base or exponent is not float32 (the types may differ):
     /// computed in f64, converted to the base's type.
     PowTyped,
-    /// MaxPool's Indices output (int64, flattened over the whole input).
-    PoolIndices {
-        window: Window,
-        /// `storage_order` 1: indices within a plane count down columns first.
-        column_major: bool,
-    },
-    Attention(AttentionSpec),
     /// An op of a family in `ops::FAMILIES`: the step's `op` holds its parameters, shape
     /// rule and run.
     Op,
-    /// ConvTranspose on 1-D or 2-D images (1-D runs as height 1).
-    ConvTranspose(ConvTransposeSpec),
-    /// RotaryEmbedding (opset 23).
-    Rotary {
-        heads: usize,
-        rotary_dim: usize,
-        interleaved: bool,
-        positions: bool,
-    },
 }
 
 impl Kernel {
@@ -170,10 +146,7 @@ impl Kernel {
                 | Kernel::Dropout { .. }
                 | Kernel::DropoutMask { .. }
                 | Kernel::DropoutApply { .. }
-                | Kernel::PoolIndices { .. }
                 | Kernel::PowTyped
-                | Kernel::Attention(_)
-                | Kernel::Rotary { .. }
                 | Kernel::Op
         )
     }

@@ -6,7 +6,6 @@ use smallvec::SmallVec;
 
 use crate::data;
 use crate::graph::{dtype, NodeDesc};
-use rivet_kernels::attention::AttnOut;
 use rivet_kernels::UnaryOp;
 
 mod attrs;
@@ -140,7 +139,7 @@ pub fn kernel_for(node: &NodeDesc) -> Result<Claim, String> {
     if node.outputs.first().is_none_or(Option::is_none) {
         return Err(format!("{} needs its output", node.op_type));
     }
-    let extra_outputs_ok = matches!(node.op_type.as_str(), "Dropout" | "MaxPool" | "Split" | "Attention");
+    let extra_outputs_ok = matches!(node.op_type.as_str(), "Dropout" | "Split");
     if !extra_outputs_ok && node.outputs.len() != 1 {
         return Err(format!("{} needs exactly one output", node.op_type));
     }
@@ -174,9 +173,7 @@ pub fn kernel_for(node: &NodeDesc) -> Result<Claim, String> {
             let computes_in_f32 = !kernel.is_typed()
                 || matches!(
                     kernel,
-                    Kernel::Attention(_)
-                        | Kernel::Rotary { .. }
-                        | Kernel::Compare(_)
+                    Kernel::Compare(_)
                         | Kernel::Arith(rivet_kernels::typed::Arith::Mod { fmod: true })
                         | Kernel::Dropout { .. }
                 );
@@ -264,21 +261,6 @@ fn extra_outputs(node: &NodeDesc, kernel: &Kernel) -> Result<SmallVec<[(usize, K
                 (Kernel::SplitPart { axis, part: k as u8, parts, sizes, exact, sizes_at_run }, input_type)
             }
             (Kernel::Identity, "Dropout") => (Kernel::Ones, dtype::BOOL),
-            (Kernel::Pool { window, max: true, .. }, _) if input_type == dtype::FLOAT => {
-                let column_major = attrs::int_attr(node, "storage_order", 0)? == 1;
-                (Kernel::PoolIndices { window, column_major }, dtype::INT64)
-            }
-            (Kernel::Attention(a), _) => {
-                let out = match k {
-                    1 => AttnOut::PresentKey,
-                    2 => AttnOut::PresentValue,
-                    _ => AttnOut::Scores(a.qk_mode),
-                };
-                if k < 3 && !a.past {
-                    return Err("Attention's present key and value need past key and value".into());
-                }
-                (Kernel::Attention(AttentionSpec { out, ..a }), input_type)
-            }
             _ => return Err(format!("{}'s output {k} is not supported", node.op_type)),
         };
         if out.elem_type != want {
@@ -355,21 +337,6 @@ fn check_types(node: &NodeDesc, kernel: &Kernel, data: &[usize]) -> Result<(), S
             let int = data::is_number(out.elem_type) && !matches!(out.elem_type, dtype::FLOAT | dtype::DOUBLE);
             int && all(&types, out.elem_type)
         }
-        Kernel::Attention(a) => {
-            // float32 or float64 throughout; the mask bool or any number (added).
-            let t = out.elem_type;
-            let mut k = 3;
-            let mask_ok = !a.mask || {
-                k += 1;
-                types[k - 1] == dtype::BOOL || data::is_number(types[k - 1])
-            };
-            let past_ok = !a.past || {
-                k += 2;
-                all(&types[k - 2..k], t)
-            };
-            let nonpad_ok = !a.nonpad || types[k] == dtype::INT64;
-            matches!(t, dtype::FLOAT | dtype::DOUBLE) && all(&types[..3], t) && mask_ok && past_ok && nonpad_ok
-        }
         Kernel::Dropout { ratio, .. } => {
             let float = |t: i32| matches!(t, dtype::FLOAT | dtype::DOUBLE | dtype::FLOAT16 | dtype::BFLOAT16);
             matches!(out.elem_type, dtype::FLOAT | dtype::DOUBLE)
@@ -377,16 +344,12 @@ fn check_types(node: &NodeDesc, kernel: &Kernel, data: &[usize]) -> Result<(), S
                 && (!ratio || float(types[1]))
                 && types.last() == Some(&dtype::BOOL)
         }
-        Kernel::Rotary { positions, .. } => {
-            all(&types[..3], dtype::FLOAT) && (!positions || types[3] == dtype::INT64) && out.elem_type == dtype::FLOAT
-        }
         // float64 computed in float64: the elementwise math and the reductions.
         Kernel::Unary(_) | Kernel::Math(_) | Kernel::Reduce { .. } | Kernel::MatMul { .. } | Kernel::Gemm { .. }
             if out.elem_type == dtype::DOUBLE =>
         {
             all(&types, dtype::DOUBLE)
         }
-        Kernel::Pool { max: true, .. } if is_int(out.elem_type) => all(&types, out.elem_type),
         Kernel::PowTyped => data::is_number(types[0]) && data::is_number(types[1]) && out.elem_type == types[0],
         Kernel::ClipInputs { .. } if out.elem_type != dtype::FLOAT => {
             data::is_number(out.elem_type) && all(&types, out.elem_type)
@@ -469,11 +432,9 @@ fn types(op_type: &str) -> &'static str {
     match op_type {
         "Identity" | "Transpose" | "Flatten" | "Reshape" | "Squeeze" | "Unsqueeze" | "Concat" | "Expand" | "Slice"
         | "Split" | "Pad" => "any",
-        "RotaryEmbedding" => "float32, halves (int64 positions)",
         "IsNaN" | "IsInf" => "floats, to bool",
         "BitShift" | "BitwiseAnd" | "BitwiseOr" | "BitwiseXor" | "BitwiseNot" => "integers",
         "Dropout" => "float32, float64, halves",
-        "Attention" => "float32, float64, halves (bool or numeric mask)",
         "Where" => "any (bool condition)",
         "Add" | "Sub" | "Mul" | "Div" | "Max" | "Min" | "Sum" => "numbers, halves",
         "Mod" => "numbers, halves (floats with fmod=1)",
@@ -482,7 +443,7 @@ fn types(op_type: &str) -> &'static str {
         "Equal" => "numbers, halves and bool, to bool",
         "Less" | "LessOrEqual" | "Greater" | "GreaterOrEqual" => "numbers, halves, to bool",
         "And" | "Or" | "Xor" | "Not" => "bool",
-        "Abs" | "Neg" | "Relu" | "Sign" | "Clip" | "MaxPool" => "numbers, halves",
+        "Abs" | "Neg" | "Relu" | "Sign" | "Clip" => "numbers, halves",
         "ReduceSum" | "ReduceMean" | "ReduceProd" | "ReduceL1" | "ReduceSumSquare" | "ReduceL2" | "ReduceLogSum"
         | "ReduceLogSumExp" => "numbers, halves",
         "ReduceMax" | "ReduceMin" => "numbers, halves, bool",

@@ -352,37 +352,6 @@ pub static OPS: &[OpSpec] = &[
         build: pad,
     },
     OpSpec {
-        op_type: "MaxPool",
-        since: (1, 22),
-        arity: Arity::Unary,
-        attrs: &["auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order", "strides"],
-        build: |n| Ok(Kernel::Pool { window: window(n, true)?, max: true, count_pad: false }),
-    },
-    OpSpec {
-        op_type: "AveragePool",
-        since: (1, 22),
-        arity: Arity::Unary,
-        attrs: &["auto_pad", "ceil_mode", "count_include_pad", "dilations", "kernel_shape", "pads", "strides"],
-        build: |n| {
-            let count_pad = int_attr(n, "count_include_pad", 0)? != 0;
-            Ok(Kernel::Pool { window: window(n, true)?, max: false, count_pad })
-        },
-    },
-    OpSpec {
-        op_type: "GlobalAveragePool",
-        since: (1, 22),
-        arity: Arity::Unary,
-        attrs: &[],
-        build: |_| Ok(Kernel::GlobalPool { max: false }),
-    },
-    OpSpec {
-        op_type: "GlobalMaxPool",
-        since: (1, 22),
-        arity: Arity::Unary,
-        attrs: &[],
-        build: |_| Ok(Kernel::GlobalPool { max: true }),
-    },
-    OpSpec {
         op_type: "Cast",
         since: (6, 25),
         arity: Arity::Unary,
@@ -458,46 +427,5 @@ pub static OPS: &[OpSpec] = &[
         arity: Arity::DataThenConstants { max: 2 },
         attrs: &["axis", "split", "num_outputs"],
         build: split,
-    },
-    OpSpec {
-        op_type: "Attention",
-        since: (23, 24),
-        arity: Arity::Optional { min: 3, max: 7 },
-        // softmax_precision: Rivet's softmax runs in float32 whatever it asks.
-        attrs: &[
-            "q_num_heads",
-            "kv_num_heads",
-            "scale",
-            "softcap",
-            "is_causal",
-            "qk_matmul_output_mode",
-            "softmax_precision",
-        ],
-        build: attention,
-    },
-    OpSpec {
-        op_type: "RotaryEmbedding",
-        since: (23, 23),
-        arity: Arity::Optional { min: 3, max: 4 },
-        attrs: &["num_heads", "rotary_embedding_dim", "interleaved"],
-        build: |n| {
-            let nonneg = |name| {
-                let v = int_attr(n, name, 0)?;
-                usize::try_from(v).map_err(|_| format!("{name} {v}"))
-            };
-            Ok(Kernel::Rotary {
-                heads: nonneg("num_heads")?,
-                rotary_dim: nonneg("rotary_embedding_dim")?,
-                interleaved: int_attr(n, "interleaved", 0)? != 0,
-                positions: n.inputs.get(3).is_some_and(Option::is_some),
-            })
-        },
-    },
-    OpSpec {
-        op_type: "ConvTranspose",
-        since: (1, 22),
-        arity: Arity::Data { min: 2, max: 3 },
-        attrs: &["auto_pad", "dilations", "group", "kernel_shape", "output_padding", "output_shape", "pads", "strides"],
-        build: conv_transpose,
     },
 ];

@@ -10,7 +10,6 @@ use crate::error::{Error, Result};
 use crate::graph::{DeclaredShape, Dim, Shape};
 use crate::plan::{NodeLabel, PlanValue, Step};
 use crate::registry::{Axes, Kernel};
-use rivet_kernels::attention::AttnOut;
 use smallvec::SmallVec;
 
 pub use crate::graph::ShapeText;
@@ -51,10 +50,6 @@ pub fn matches_declared(actual: &[usize], declared: &Option<DeclaredShape>) -> b
 pub fn fixed(declared: &Option<DeclaredShape>) -> Option<Shape> {
     declared.as_ref()?.iter().map(|d| if let Dim::Fixed(n) = d { Some(*n) } else { None }).collect()
 }
-
-/// Largest element count Rivet accepts for one tensor (2^48 floats is 1 PiB): a larger
-/// declared shape is a hostile or broken model, rejected before any size arithmetic.
-pub const MAX_ELEMENTS: usize = 1 << 48;
 
 /// Element count of a shape, or an error naming the value when it is absurd.
 pub fn checked_count(shape: &[usize], what: impl fmt::Display) -> Result<usize> {
@@ -212,20 +207,6 @@ pub fn infer_shape(
         // `from_slice` copies the inline storage in one go (a clone extends element-wise).
         same_shape!() => (Shape::from_slice(x), None),
         Kernel::Ones => (x.clone(), None),
-        Kernel::ConvTranspose(spec) => {
-            let w = &shapes[step.inputs[1]];
-            let g = conv_transpose_geometry(&spec, x, w).map_err(|e| fail(format_args!("{e}")))?;
-            if let Some(&b) = step.inputs.get(2) {
-                if shapes[b].as_slice() != [g.out_channels] {
-                    return Err(fail(format_args!(
-                        "bias of shape {} is not [{}]",
-                        ShapeText(&shapes[b]),
-                        g.out_channels
-                    )));
-                }
-            }
-            (windowed(x, g.out_channels, g.out), None)
-        }
         Kernel::ClipInputs { .. } => {
             if let Some(&b) = step.inputs[1..].iter().find(|&&b| shapes[b].iter().product::<usize>() != 1) {
                 return Err(fail(format_args!("bound '{}' is not a scalar", values[b].name)));
@@ -233,24 +214,6 @@ pub fn infer_shape(
             (x.clone(), None)
         }
         Kernel::Op => return Err(Error::ep(format_args!("{}: its shape comes from its data", NodeLabel(step)))),
-        Kernel::Rotary { .. } => {
-            let ins: SmallVec<[&[usize]; 4]> = step.inputs.iter().map(|&id| shapes[id].as_slice()).collect();
-            rotary_dims(&step.kernel, &ins).map_err(|e| fail(format_args!("{e}")))?;
-            (x.clone(), None)
-        }
-        Kernel::Attention(a) => {
-            let ins: SmallVec<[&[usize]; 8]> = step.inputs.iter().map(|&id| shapes[id].as_slice()).collect();
-            let d = attention_dims(&a, &ins).map_err(|e| fail(format_args!("{e}")))?;
-            let total = d.total();
-            let shape: Shape = match a.out {
-                AttnOut::Y if d.q_3d => [d.batch, d.q_len, d.q_heads * d.v_head].into_iter().collect(),
-                AttnOut::Y => [d.batch, d.q_heads, d.q_len, d.v_head].into_iter().collect(),
-                AttnOut::PresentKey => [d.batch, d.kv_heads, total, d.head].into_iter().collect(),
-                AttnOut::PresentValue => [d.batch, d.kv_heads, total, d.v_head].into_iter().collect(),
-                AttnOut::Scores(_) => [d.batch, d.q_heads, d.q_len, total].into_iter().collect(),
-            };
-            (shape, None)
-        }
         Kernel::SplitPart { axis, part, parts, sizes, exact, sizes_at_run } => {
             let sizes = if sizes_at_run {
                 Some(Axes::new(params.first().copied().unwrap_or(&[])).map_err(|e| fail(format_args!("{e}")))?)
@@ -363,13 +326,6 @@ pub fn infer_shape(
             let (g, _) = window_3d(&window, spatial(x), k).map_err(|e| fail(format_args!("{e}")))?;
             (windowed(x, w[0], g.out), None)
         }
-        Kernel::Pool { window, .. } | Kernel::PoolIndices { window, .. } => {
-            if !(3..=5).contains(&x.len()) {
-                return Err(fail(format_args!("needs [N, C] and 1 to 3 spatial axes")));
-            }
-            let (g, _) = window_3d(&window, spatial(x), window.kernel).map_err(|e| fail(format_args!("{e}")))?;
-            (windowed(x, x[1], g.out), None)
-        }
         Kernel::Pad(spec) => {
             let rank = x.len();
             if spec.value_at_run && shapes[step.inputs[1]].iter().product::<usize>() != 1 {
@@ -388,14 +344,6 @@ pub fn infer_shape(
                 return Err(fail(format_args!("edge padding of an empty axis")));
             }
             ((0..rank).map(|a| x[a] + pads[a] + pads[a + rank]).collect(), None)
-        }
-        Kernel::GlobalPool { .. } => {
-            if x.len() < 2 {
-                return Err(fail(format_args!("needs [N, C, ...]")));
-            }
-            let mut s = x.clone();
-            s[2..].iter_mut().for_each(|d| *d = 1);
-            (s, None)
         }
     };
     let out = &values[step.output];
