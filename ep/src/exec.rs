@@ -209,7 +209,7 @@ fn run_step<'a>(
             None
         }
         None if step.op.is_some() => {
-            let mut data: SmallVec<[Option<Data<'_>>; 9]> = SmallVec::new();
+            let mut data: SmallVec<[Option<Data<'_>>; 16]> = SmallVec::new();
             for &id in &step.inputs {
                 data.push(Some(read(plan, id, inputs, &state.buffers, &state.buffer_lens, outs)));
             }
@@ -365,9 +365,10 @@ fn run_op(
     par: &dyn Parallel,
     scratch: &mut crate::ops::OpScratch,
 ) -> Result<()> {
-    // Nine inline: QLinearConv's inputs, so no op's Run spills to the heap.
-    let mut ins: SmallVec<[Data<'_>; 9]> = SmallVec::new();
-    let mut in_shapes: SmallVec<[&[usize]; 9]> = SmallVec::new();
+    // Sixteen inline: QLinearConv's nine inputs, a Concat's (as many as the float32
+    // path held), so no op's Run spills to the heap.
+    let mut ins: SmallVec<[Data<'_>; 16]> = SmallVec::new();
+    let mut in_shapes: SmallVec<[&[usize]; 16]> = SmallVec::new();
     for &id in &step.inputs {
         ins.push(src.read(id));
         in_shapes.push(&shapes[id]);
@@ -587,13 +588,6 @@ fn apply_other(
             }
             nn::transpose(x, s, &p, dst);
         }
-        Kernel::Concat { axis } => {
-            let s = shape(0);
-            let a = shapes::normalize_axis(axis, s.len(), false).unwrap_or(0);
-            let outer: usize = s[..a].iter().product();
-            let widths: SmallVec<[usize; 4]> = (0..ins.len()).map(|k| shape(k)[a..].iter().product()).collect();
-            nn::concat(ins, &widths, outer, dst);
-        }
         Kernel::MatMul { trans_b } => {
             let (sa, sb) = (shape(0), shape(1));
             let packed = match (sb, trans_b) {
@@ -643,14 +637,6 @@ fn apply_other(
             let pool = if max { conv::Pool::Max } else { conv::Pool::Average { count_pad } };
             products::pool(x, s[0] * s[1], &g, pool, pad_end, dst, par);
         }
-        Kernel::Slice { has_axes, has_steps } => {
-            let s = shape(0);
-            let plan = shapes::slice_plan(s, params, has_axes, has_steps).expect("checked by shape inference");
-            rivet_kernels::typed::slice(x, s, &plan, dst);
-        }
-        Kernel::Expand { .. } => {
-            nn::expand(x, shape(0), &shapes[step.output], dst);
-        }
         Kernel::CumSum { axis, exclusive, reverse } => {
             let s = shape(0);
             let a = shapes::int_list(&axis, params).ok().and_then(|v| v.first().copied()).unwrap_or(0);
@@ -662,15 +648,6 @@ fn apply_other(
             let s = shape(0);
             let k = shapes::int_list(&k, params).ok().and_then(|v| v.first().copied()).unwrap_or(0);
             nn::trilu(x, s[s.len() - 2], s[s.len() - 1], k, upper, dst);
-        }
-        Kernel::Reduce { op, axes, noop_empty, .. } => {
-            let s = shape(0);
-            let mask = shapes::reduced_axes(s.len(), axes, noop_empty, params).expect("checked by shape inference");
-            if mask.iter().any(|&m| m) {
-                nn::reduce(x, s, &mask[..s.len()], op, dst);
-            } else {
-                dst.copy_from_slice(x); // noop_with_empty_axes: the input unchanged
-            }
         }
         Kernel::Math(op) => dst.iter_mut().zip(x).for_each(|(o, &v)| *o = op.apply(v)),
         Kernel::Norm { axis, epsilon, rms } => {
@@ -689,16 +666,6 @@ fn apply_other(
         Kernel::Lrn { size, alpha, beta, bias } => {
             let s = shape(0);
             nn::lrn(x, s[0], s[1], s[2..].iter().product(), size, alpha, beta, bias, dst);
-        }
-        Kernel::Pad(spec) => {
-            let s = shape(0);
-            let pads = spec.resolve(s.len(), params).expect("checked by shape inference");
-            let fill = match spec.mode {
-                nn::PadMode::Constant(_) if spec.value_at_run => ins[1][0],
-                nn::PadMode::Constant(v) => v,
-                _ => 0.0,
-            };
-            nn::pad(x, s, &pads[..s.len()], &pads[s.len()..2 * s.len()], spec.mode, fill, dst);
         }
         Kernel::Variadic { .. } => unreachable!("lowered by the plan"),
 

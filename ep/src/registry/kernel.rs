@@ -1,6 +1,6 @@
 //! The kernels a plan step can run, with their resolved attributes (all `Copy`).
 
-use rivet_kernels::typed::{Arith, BitOp, Compare, Logic};
+use rivet_kernels::typed::Arith;
 use rivet_kernels::{BinaryOp, UnaryOp};
 
 pub use crate::ops::math::MathOp;
@@ -37,9 +37,6 @@ pub enum Kernel {
     /// Empty `perm`: reverse the axes.
     Transpose(Axes),
     Reshape(ReshapeRule),
-    Concat {
-        axis: i64,
-    },
     /// `A · op(B)`, numpy-batched: the registry builds `trans_b` false;
     /// `passes::fold_matmul_operands` folds into it the swap of B's last two axes that a
     /// Transpose feeding B did (B is then stored `[.., n, k]`).
@@ -79,15 +76,6 @@ pub enum Kernel {
         beta: f32,
         bias: f32,
     },
-    Pad(PadSpec),
-    Expand {
-        shape: ReduceAxes,
-    },
-    /// Slice with starts, ends and the optional axes and steps as the step's params.
-    Slice {
-        has_axes: bool,
-        has_steps: bool,
-    },
     CumSum {
         axis: ReduceAxes,
         exclusive: bool,
@@ -96,12 +84,6 @@ pub enum Kernel {
     Trilu {
         k: ReduceAxes,
         upper: bool,
-    },
-    Reduce {
-        op: rivet_kernels::nn::ReduceOp,
-        axes: ReduceAxes,
-        keepdims: bool,
-        noop_empty: bool,
     },
     Math(MathOp),
     /// LayerNormalization (or RMSNormalization when `rms`) over the axes from `axis` on.
@@ -122,12 +104,6 @@ pub enum Kernel {
     },
     /// Arithmetic on non-float32 numbers (and Mod on any).
     Arith(Arith),
-    /// A comparison with a bool output.
-    Compare(Compare),
-    Logic(Logic),
-    Not,
-    /// `cond ? x : y`, all three broadcast.
-    Where,
     /// ArgMax / ArgMin: int64 indices along `axis`.
     ArgReduce {
         axis: i64,
@@ -142,14 +118,6 @@ pub enum Kernel {
     GatherElements {
         axis: i64,
     },
-    IsNaN,
-    IsInf {
-        negative: bool,
-        positive: bool,
-    },
-    /// Bitwise ops and shifts on integers.
-    Bits(BitOp),
-    BitNot,
     /// One-hot of the maximum along `axis` (first one on ties); `legacy`: opset < 13, the
     /// input is coerced to 2-D at `axis`.
     Hardmax {
@@ -159,17 +127,6 @@ pub enum Kernel {
     /// Ones on diagonal `k` of a 2-D output shaped like the input.
     EyeLike {
         k: i64,
-    },
-    /// Part `part` of a Split along `axis`: sizes given, or even parts (`exact`: they must
-    /// divide the axis; else the last part is smaller).
-    SplitPart {
-        axis: i64,
-        part: u8,
-        parts: u8,
-        sizes: Option<Axes>,
-        exact: bool,
-        /// The sizes come from the step's int64 param at Run.
-        sizes_at_run: bool,
     },
     /// LayerNormalization's mean (or inverse standard deviation) per normalized row.
     NormStat {
@@ -291,19 +248,10 @@ impl Kernel {
             self,
             Kernel::Cast { .. }
                 | Kernel::Arith(_)
-                | Kernel::Compare(_)
-                | Kernel::Logic(_)
-                | Kernel::Not
-                | Kernel::Where
                 | Kernel::ArgReduce { .. }
                 | Kernel::Gather { .. }
                 | Kernel::GatherElements { .. }
-                | Kernel::IsNaN
-                | Kernel::IsInf { .. }
-                | Kernel::Bits(_)
-                | Kernel::BitNot
                 | Kernel::EyeLike { .. }
-                | Kernel::SplitPart { .. }
                 | Kernel::Ones
                 | Kernel::Dropout { .. }
                 | Kernel::BatchNormTrain { .. }
@@ -339,18 +287,15 @@ impl Kernel {
 
     /// Kernels whose output shape depends on their input data, known only at Run.
     /// Whether the kernel keeps an index per axis on the stack, up to rank 8 (Squeeze's
-    /// shape rule, the typed broadcasting ops, Expand, Transpose, NonZero, GatherElements,
-    /// the scatters): a tensor of higher rank at Run is then an error naming the node, not
-    /// a panic (`exec::run_step` checks, for plans whose shapes are known only at Run).
+    /// shape rule, the typed arithmetic, Transpose, NonZero, GatherElements, the
+    /// scatters): a tensor of higher rank at Run is then an error naming the node, not a
+    /// panic (`exec::run_step` checks, for plans whose shapes are known only at Run; the
+    /// family ops that stop there check in their run: `ops::elementwise::up_to_rank_8`).
     pub fn stops_at_rank_8(&self) -> bool {
         matches!(
             self,
             Kernel::Reshape(ReshapeRule::Squeeze { .. } | ReshapeRule::SqueezeAtRun)
                 | Kernel::Arith(_)
-                | Kernel::Compare(_)
-                | Kernel::Logic(_)
-                | Kernel::Where
-                | Kernel::Expand { .. }
                 | Kernel::Transpose(_)
                 | Kernel::NonZero
                 | Kernel::GatherElements { .. }

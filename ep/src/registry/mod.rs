@@ -27,7 +27,7 @@ pub struct Claim {
     /// Positions of int64 inputs read at Run (see `ReshapeRule::reads_param`).
     pub params: SmallVec<[usize; 1]>,
     /// Kernels for the node's other outputs (by output position), each run as a step of
-    /// its own on the same inputs: Split's parts, LayerNormalization's mean and inverse
+    /// its own on the same inputs: LayerNormalization's mean and inverse
     /// standard deviation, Dropout's mask.
     pub extra: SmallVec<[(usize, Kernel); 2]>,
     /// float16 or bfloat16, for a node of a float32 kernel on that type: the plan casts
@@ -154,7 +154,6 @@ pub fn kernel_for(node: &NodeDesc) -> Result<Claim, String> {
             | "MaxPool"
             | "LayerNormalization"
             | "RMSNormalization"
-            | "Split"
             | "SoftmaxCrossEntropyLoss"
             | "Attention"
             | "TopK"
@@ -167,9 +166,6 @@ pub fn kernel_for(node: &NodeDesc) -> Result<Claim, String> {
     }
     let kernel = (spec.build)(node)?;
     let mut data = data;
-    if let Kernel::Pad(PadSpec { value_at_run: true, .. }) = kernel {
-        data.push(2); // the fill, of the data's type
-    }
     if let Kernel::Dropout { .. } = kernel {
         // ratio and training_mode are read at Run.
         data = (0..node.inputs.len()).filter(|&i| node.inputs[i].is_some()).collect();
@@ -196,7 +192,6 @@ pub fn kernel_for(node: &NodeDesc) -> Result<Claim, String> {
                         | Kernel::Loss { .. }
                         | Kernel::Rotary { .. }
                         | Kernel::Einsum { .. }
-                        | Kernel::Compare(_)
                         | Kernel::ArgReduce { .. }
                         | Kernel::TopK { .. }
                         | Kernel::Arith(rivet_kernels::typed::Arith::Mod { fmod: true })
@@ -214,18 +209,12 @@ pub fn kernel_for(node: &NodeDesc) -> Result<Claim, String> {
         }
     };
     let params = match kernel {
-        Kernel::Slice { .. } => (1..node.inputs.len()).filter(|&i| node.inputs[i].is_some()).collect(),
         Kernel::Reshape(rule) if rule.reads_param() => SmallVec::from_slice(&[1]),
-        Kernel::Reduce { axes: ReduceAxes::AtRun, .. }
-        | Kernel::Expand { shape: ReduceAxes::AtRun }
-        | Kernel::Tile { repeats: ReduceAxes::AtRun }
+        Kernel::Tile { repeats: ReduceAxes::AtRun }
         | Kernel::TopK { k: ReduceAxes::AtRun, .. }
-        | Kernel::SplitPart { sizes_at_run: true, .. }
         | Kernel::CumSum { axis: ReduceAxes::AtRun, .. }
         | Kernel::Trilu { k: ReduceAxes::AtRun, .. } => SmallVec::from_slice(&[1]),
         Kernel::ConstantOfShape { shape: ReduceAxes::AtRun, .. } => SmallVec::from_slice(&[0]),
-        // Pad's amounts, then its axes, when fed at Run.
-        Kernel::Pad(p) => [(p.at_run, 1), (p.axes_at_run, 3)].into_iter().filter(|t| t.0).map(|t| t.1).collect(),
         _ => SmallVec::new(),
     };
     let extra = extra_outputs(node, &kernel)?;
@@ -258,9 +247,6 @@ fn extra_outputs(node: &NodeDesc, kernel: &Kernel) -> Result<SmallVec<[(usize, K
     for k in 1..node.outputs.len() {
         let Some(out) = present(k) else { continue };
         let (kernel, want) = match (*kernel, node.op_type.as_str()) {
-            (Kernel::SplitPart { axis, parts, sizes, exact, sizes_at_run, .. }, _) => {
-                (Kernel::SplitPart { axis, part: k as u8, parts, sizes, exact, sizes_at_run }, input_type)
-            }
             (Kernel::Norm { axis, epsilon, rms: false }, _) if input_type == dtype::FLOAT => {
                 (Kernel::NormStat { axis, epsilon, inverse_std: k == 2 }, dtype::FLOAT)
             }
@@ -323,21 +309,7 @@ fn check_types(node: &NodeDesc, kernel: &Kernel, data: &[usize]) -> Result<(), S
     };
     let all = |t: &[i32], want: i32| t.iter().all(|&x| x == want);
     let ok = match *kernel {
-        Kernel::Identity
-        | Kernel::Reshape(_)
-        | Kernel::Transpose(_)
-        | Kernel::Concat { .. }
-        | Kernel::Slice { .. }
-        | Kernel::Expand { .. }
-        | Kernel::Trilu { .. }
-        | Kernel::SplitPart { .. }
-        | Kernel::Tile { .. }
-        | Kernel::Pad(_) => {
-            if let Kernel::Pad(PadSpec { mode: rivet_kernels::nn::PadMode::Constant(v), .. }) = *kernel {
-                if v != 0.0 && out.elem_type != dtype::FLOAT {
-                    return bad("a non-zero constant on float32 only");
-                }
-            }
+        Kernel::Identity | Kernel::Reshape(_) | Kernel::Transpose(_) | Kernel::Trilu { .. } | Kernel::Tile { .. } => {
             if !(data::supported(out.elem_type) && all(&types, out.elem_type)) {
                 return bad("one element type for data and output, any but strings and sub-byte types");
             }
@@ -350,24 +322,7 @@ fn check_types(node: &NodeDesc, kernel: &Kernel, data: &[usize]) -> Result<(), S
             true
         }
         Kernel::Cast { to } => data::supported(types[0]) && data::supported(to) && out.elem_type == to,
-        Kernel::Compare(c) => {
-            let bool_ok = c == rivet_kernels::typed::Compare::Equal && types[0] == dtype::BOOL;
-            if !((data::is_number(types[0]) || bool_ok) && types[0] == types[1] && out.elem_type == dtype::BOOL) {
-                return bad("two inputs of one numeric type (or bool for Equal) and a bool output");
-            }
-            true
-        }
-        Kernel::Logic(_) | Kernel::Not => all(&types, dtype::BOOL) && out.elem_type == dtype::BOOL,
-        Kernel::Where => types[0] == dtype::BOOL && data::supported(out.elem_type) && all(&types[1..], out.elem_type),
         Kernel::ArgReduce { .. } => data::is_number(types[0]) && out.elem_type == dtype::INT64,
-        Kernel::IsNaN | Kernel::IsInf { .. } => {
-            matches!(types[0], dtype::FLOAT | dtype::DOUBLE | dtype::FLOAT16 | dtype::BFLOAT16)
-                && out.elem_type == dtype::BOOL
-        }
-        Kernel::Bits(_) | Kernel::BitNot => {
-            let int = data::is_number(out.elem_type) && !matches!(out.elem_type, dtype::FLOAT | dtype::DOUBLE);
-            int && all(&types, out.elem_type)
-        }
         Kernel::EyeLike { .. } => data::supported(types[0]) && data::supported(out.elem_type),
         Kernel::Attention(a) => {
             // float32 or float64 throughout; the mask bool or any number (added).
@@ -437,7 +392,6 @@ fn check_types(node: &NodeDesc, kernel: &Kernel, data: &[usize]) -> Result<(), S
         Kernel::Unary(_)
         | Kernel::Math(_)
         | Kernel::CumSum { .. }
-        | Kernel::Reduce { .. }
         | Kernel::Softmax { .. }
         | Kernel::Norm { .. }
         | Kernel::MatMul { .. }
@@ -462,12 +416,6 @@ fn check_types(node: &NodeDesc, kernel: &Kernel, data: &[usize]) -> Result<(), S
             if is_int(out.elem_type) =>
         {
             all(&types, out.elem_type)
-        }
-        Kernel::Reduce { op, .. } if is_int(out.elem_type) || out.elem_type == dtype::BOOL => {
-            use rivet_kernels::nn::ReduceOp as R;
-            // Every reduction on integers (L2 and the logs through f64); Max / Min on bool.
-            let ok_op = out.elem_type != dtype::BOOL || matches!(op, R::Max | R::Min);
-            ok_op && all(&types, out.elem_type)
         }
         _ => {
             if !(all(&types, dtype::FLOAT) && out.elem_type == dtype::FLOAT) {
@@ -527,14 +475,15 @@ fn f64_op(spec: &OpSpec) -> bool {
         attrs: vec![],
     };
     let elementwise = matches!((spec.build)(&node), Ok(Kernel::Unary(_) | Kernel::Math(_)));
-    elementwise || spec.op_type == "CumSum" || spec.op_type.starts_with("Reduce")
+    elementwise || spec.op_type == "CumSum"
 }
 
 /// The element types an op is claimed for, for the README's table (`check_types` decides).
 fn types(op_type: &str) -> &'static str {
     match op_type {
-        "Identity" | "Transpose" | "Flatten" | "Reshape" | "Squeeze" | "Unsqueeze" | "Concat" | "Expand" | "Slice"
-        | "Trilu" | "Split" | "Tile" | "GatherND" | "Pad" => "any",
+        "Identity" | "Transpose" | "Flatten" | "Reshape" | "Squeeze" | "Unsqueeze" | "Trilu" | "Tile" | "GatherND" => {
+            "any"
+        }
         "ScatterElements" | "ScatterND" | "Scatter" => "any (numbers and halves with a reduction)",
         "OneHot" => "numeric indices and depth, any values",
         "TopK" => "numbers, halves (int64 indices)",
@@ -545,25 +494,16 @@ fn types(op_type: &str) -> &'static str {
         "NonZero" => "any, to int64",
         "RotaryEmbedding" => "float32, halves (int64 positions)",
         "Gather" | "GatherElements" => "any (int32 / int64 indices)",
-        "IsNaN" | "IsInf" => "floats, to bool",
-        "BitShift" | "BitwiseAnd" | "BitwiseOr" | "BitwiseXor" | "BitwiseNot" => "integers",
         "EyeLike" => "any",
         "Dropout" => "float32, float64, halves",
         "Attention" => "float32, float64, halves (bool or numeric mask)",
         "NegativeLogLikelihoodLoss" | "SoftmaxCrossEntropyLoss" => "float32, float64, halves (int32 / int64 targets)",
-        "Where" => "any (bool condition)",
         "Add" | "Sub" | "Mul" | "Div" | "Max" | "Min" | "Sum" => "numbers, halves",
         "Mod" => "numbers, halves (floats with fmod=1)",
         "Pow" => "numbers (base and exponent types may differ), halves",
         "Cast" | "CastLike" => "any to any",
-        "Equal" => "numbers, halves and bool, to bool",
-        "Less" | "LessOrEqual" | "Greater" | "GreaterOrEqual" => "numbers, halves, to bool",
-        "And" | "Or" | "Xor" | "Not" => "bool",
         "ArgMax" | "ArgMin" => "numbers, halves, to int64",
         "Abs" | "Neg" | "Relu" | "Sign" | "CumSum" | "Clip" | "MaxPool" => "numbers, halves",
-        "ReduceSum" | "ReduceMean" | "ReduceProd" | "ReduceL1" | "ReduceSumSquare" | "ReduceL2" | "ReduceLogSum"
-        | "ReduceLogSumExp" => "numbers, halves",
-        "ReduceMax" | "ReduceMin" => "numbers, halves, bool",
         "Softmax"
         | "LogSoftmax"
         | "LayerNormalization"
