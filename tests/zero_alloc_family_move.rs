@@ -1,12 +1,12 @@
 //! The families moved onto `ops::Op` (issue 14) allocate nothing in Rivet per
 //! steady-state Run (counted by the probe build's CountingAllocator inside real ORT):
-//! Concat of many inputs, Slice (constant and int32 parameters at Run), the float32 and
-//! half reductions, a half comparison, Pad, Split, Where and Expand at Run, on static and
-//! symbolic shapes.
+//! Concat of many inputs, Slice (constant and int32 parameters at Run), the float32,
+//! half, float64 and integer reductions, a half comparison, Pad, Split, Where and Expand
+//! at Run, on static and symbolic shapes.
 
 use ort::value::TensorElementType as E;
 use rivet::harness::{self, Arm, HostTensor, SessionOpts};
-use rivet::model::{Attr, Dim, ModelBuilder, BOOL, FLOAT, FLOAT16, INT32, INT64};
+use rivet::model::{Attr, Dim, ModelBuilder, BOOL, DOUBLE, FLOAT, FLOAT16, INT32, INT64};
 use rivet::probe_reader::ProbeReader;
 
 fn vals(seed: u64, n: usize) -> Vec<f32> {
@@ -93,6 +93,17 @@ fn the_moved_families_allocate_nothing_per_steady_state_run() {
         .build();
     let shape = HostTensor::typed("shape", E::Int64, &[3], vec![2.0, 4.0, 6.0]);
     cases.push(("Greater, Where and Expand at Run".into(), where_expand, vec![x(), shape]));
+    // The reductions off the float32 kernel: float64 and integers (L2 and the logs
+    // through f64), their working memory in the op's scratch.
+    for (op, t) in [("ReduceMax", DOUBLE), ("ReduceLogSumExp", DOUBLE), ("ReduceL2", INT32), ("ReduceMin", INT64)] {
+        let model = ModelBuilder::new(13)
+            .input("x", FLOAT, &[sym(), 6.into()])
+            .node_with("Cast", "to", &["x"], &["t"], &[("to", Attr::Int(t as i64))])
+            .node_with(op, "op", &["t"], &["y"], &[("axes", Attr::Ints(vec![1]))])
+            .output("y", t, None)
+            .build();
+        cases.push((format!("{op} on type {t}"), model, vec![x()]));
+    }
     for (name, model, inputs) in &cases {
         let opts = SessionOpts { no_fallback: true, intra_threads: Some(1), ..Default::default() };
         let mut s = harness::session(env, model, Arm::Rivet, &opts).unwrap_or_else(|e| panic!("{name}: {e}"));
@@ -104,5 +115,5 @@ fn the_moved_families_allocate_nothing_per_steady_state_run() {
         assert_eq!(delta.runs, 4, "{name}");
         assert_eq!(delta.total().allocs, 0, "{name}: {} allocations in 4 Runs", delta.total().allocs);
     }
-    assert_eq!(cases.len(), 12);
+    assert_eq!(cases.len(), 16);
 }

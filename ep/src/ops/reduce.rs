@@ -11,7 +11,7 @@ use rivet_kernels::typed::{bf16_to_f32, f16_to_f32, f32_to_bf16, f32_to_f16};
 use super::moves::{bad_types_of, check_data_then_constants, ints, types_of};
 use super::op::util::check_attrs;
 use super::params::{Axes, ReduceAxes};
-use super::reduce_typed::{reduce_f64, reduce_ints};
+use super::reduce_typed::{reduce_f64, reduce_ints, Work};
 use super::shape_rules::reduced_axes;
 use super::{Op, RunIn, ShapeError, ShapeIn};
 use crate::data::{self, by_number, dtype, Data, DataMut};
@@ -149,10 +149,15 @@ impl Op for Reduce {
                     y.copy_from_slice(v);
                     return Ok(());
                 }
-                reduce_f64(v, s, reduced, self.op, y);
+                reduce_f64(v, s, reduced, self.op, y, x.scratch.state::<Work>());
             }
-            (DataMut::Bool(y), Data::Bool(v)) => reduce_ints::<u8>(v, s, reduced, self.op, y, true)?,
-            (out, v) => by_number!(v, Err(MISMATCH.into()), integers(v, s, reduced, self.op, out))?,
+            (DataMut::Bool(y), Data::Bool(v)) => {
+                reduce_ints::<u8>(v, s, reduced, self.op, y, true, x.scratch.state::<Work>())?
+            }
+            (out, v) => {
+                let work = x.scratch.state::<Work>();
+                by_number!(v, Err(MISMATCH.into()), integers(v, s, reduced, self.op, out, work))?
+            }
         }
         Ok(())
     }
@@ -166,9 +171,10 @@ fn integers<T: data::Storage + rivet_kernels::typed::Number>(
     reduced: &[bool],
     op: ReduceOp,
     out: &mut DataMut<'_>,
+    work: &mut Work,
 ) -> Result<(), String> {
     let (x, y) = (T::get(v).ok_or(MISMATCH)?, T::get_mut(out).ok_or(MISMATCH)?);
-    reduce_ints(x, s, reduced, op, y, false)
+    reduce_ints(x, s, reduced, op, y, false, work)
 }
 
 /// The float32 kernel; no reduced axis (noop_with_empty_axes) leaves the input as it is.

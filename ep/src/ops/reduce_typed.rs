@@ -6,6 +6,26 @@ use rivet_kernels::typed::Number;
 
 use crate::data::Storage;
 
+/// The working memory of the reductions here, kept in the op's scratch (grown once, then
+/// reused): no Run allocates.
+#[derive(Debug, Default)]
+pub struct Work {
+    /// Per output: LogSumExp's group maximum.
+    max: Vec<f64>,
+    /// Per output: Max / Min have seen no element yet (f64), or have seen one (integers).
+    flags: Vec<bool>,
+    /// An integer input and output in f64 (L2 and the logs).
+    xf: Vec<f64>,
+    yf: Vec<f64>,
+}
+
+/// `v` holding `n` copies of `value` (its capacity kept).
+fn filled<T: Copy>(v: &mut Vec<T>, n: usize, value: T) -> &mut [T] {
+    v.clear();
+    v.resize(n, value);
+    v
+}
+
 /// An integer (or, with `boolean`, bool: Max = any, Min = all) reduction, exact in the
 /// element type (wrapping); Mean divides the sum, truncating as integer division does.
 pub fn reduce_ints<T: Storage + Number>(
@@ -15,6 +35,7 @@ pub fn reduce_ints<T: Storage + Number>(
     op: ReduceOp,
     y: &mut [T],
     boolean: bool,
+    work: &mut Work,
 ) -> Result<(), String> {
     use ReduceOp as R;
     if !reduced.iter().any(|&m| m) {
@@ -25,10 +46,12 @@ pub fn reduce_ints<T: Storage + Number>(
     if matches!(op, R::L2 | R::LogSum | R::LogSumExp) && !boolean {
         // Not exact in the element type: computed in f64, truncated toward zero as ORT's
         // cast of its double result is.
-        let xf: Vec<f64> = x.iter().map(|v| v.to_f64()).collect();
-        let mut yf = vec![0.0; y.len()];
-        reduce_f64(&xf, s, reduced, op, &mut yf);
+        let (mut xf, mut yf) = (std::mem::take(&mut work.xf), std::mem::take(&mut work.yf));
+        xf.clear();
+        xf.extend(x.iter().map(|v| v.to_f64()));
+        reduce_f64(&xf, s, reduced, op, filled(&mut yf, y.len(), 0.0), work);
         y.iter_mut().zip(&yf).for_each(|(o, &v)| *o = T::from_f64(v));
+        (work.xf, work.yf) = (xf, yf);
         return Ok(());
     }
     let (zero, one) = (T::default(), T::from_f64(1.0));
@@ -38,7 +61,7 @@ pub fn reduce_ints<T: Storage + Number>(
         _ => zero,
     };
     y.iter_mut().for_each(|v| *v = init);
-    let mut seen = vec![false; if matches!(op, R::Max | R::Min) && !boolean { y.len() } else { 0 }];
+    let seen = filled(&mut work.flags, if matches!(op, R::Max | R::Min) && !boolean { y.len() } else { 0 }, false);
     let mut result = Ok(());
     for_each_grouped(x, s, reduced, &mut |out, v| {
         let o = &mut y[out];
@@ -110,7 +133,7 @@ pub fn for_each_grouped<T: Copy>(x: &[T], shape: &[usize], reduced: &[bool], f: 
 
 /// A reduction in f64 over the axes `reduced` marks. LogSumExp subtracts each group's
 /// maximum first.
-pub fn reduce_f64(x: &[f64], shape: &[usize], reduced: &[bool], op: ReduceOp, y: &mut [f64]) {
+pub fn reduce_f64(x: &[f64], shape: &[usize], reduced: &[bool], op: ReduceOp, y: &mut [f64], work: &mut Work) {
     use ReduceOp as R;
     let count = group_size(shape, reduced);
     let each = |f: &mut dyn FnMut(usize, f64)| for_each_grouped(x, shape, reduced, f);
@@ -120,8 +143,8 @@ pub fn reduce_f64(x: &[f64], shape: &[usize], reduced: &[bool], op: ReduceOp, y:
         _ => 0.0,
     };
     y.iter_mut().for_each(|v| *v = init);
-    let mut max = vec![f64::NEG_INFINITY; if op == R::LogSumExp { y.len() } else { 0 }];
-    let mut first = vec![true; if matches!(op, R::Max | R::Min) { y.len() } else { 0 }];
+    let max = filled(&mut work.max, if op == R::LogSumExp { y.len() } else { 0 }, f64::NEG_INFINITY);
+    let first = filled(&mut work.flags, if matches!(op, R::Max | R::Min) { y.len() } else { 0 }, true);
     if op == R::LogSumExp {
         each(&mut |o, v| max[o] = max[o].max(v));
     }
