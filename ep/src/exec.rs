@@ -201,7 +201,7 @@ fn run_step<'a>(
     let broadcast = match &plan.fixed {
         Some(f) => f.broadcasts[index].as_ref(),
         None if step.op.is_some() => {
-            let mut data: SmallVec<[Option<Data<'_>>; 9]> = SmallVec::new();
+            let mut data: SmallVec<[Option<Data<'_>>; 16]> = SmallVec::new();
             for &id in &step.inputs {
                 data.push(Some(read(plan, id, inputs, &state.buffers, &state.buffer_lens, outs)));
             }
@@ -248,7 +248,7 @@ fn run_step<'a>(
             let mut dst = outputs.alloc(o, out_shape, out_value.elem_type)?;
             check_len(step, dst.len(), len, out_shape)?;
             let scratch = &mut state.op_scratch[index];
-            run_kernel(step, &src, &state.shapes, &params, broadcast, &mut dst, par, scratch)?;
+            run_kernel(step, &src, &state.shapes, broadcast, &mut dst, par, scratch)?;
             drop((src, params)); // they may borrow `outs`
             outs[o] = Some(dst);
         }
@@ -256,7 +256,7 @@ fn run_step<'a>(
             buf.grow(len);
             let scratch = &mut state.op_scratch[index];
             let mut dst = buf.view_mut_prefix(len);
-            let result = run_kernel(step, &src, &state.shapes, &params, broadcast, &mut dst, par, scratch);
+            let result = run_kernel(step, &src, &state.shapes, broadcast, &mut dst, par, scratch);
             drop((src, params, dst)); // they may borrow `state.buffers`
             state.buffers[b] = owned.take().expect("taken above");
             state.buffer_lens[b] = len;
@@ -331,18 +331,12 @@ impl<'s> Sources<'s, '_> {
 /// The typed path of [`run_kernel`], out of line (its frame is larger).
 #[dispatch_phase(KernelInvoke)]
 #[inline(never)]
-fn run_typed(
-    step: &Step,
-    src: &Sources<'_, '_>,
-    shapes: &[Shape],
-    params: &[&[i64]],
-    dst: &mut DataMut<'_>,
-) -> Result<()> {
+fn run_typed(step: &Step, src: &Sources<'_, '_>, shapes: &[Shape], dst: &mut DataMut<'_>) -> Result<()> {
     let mut ins: SmallVec<[Data<'_>; 4]> = SmallVec::new();
     for &id in &step.inputs {
         ins.push(src.read(id));
     }
-    crate::exec_typed::apply_typed(step, &ins, shapes, params, dst)
+    crate::exec_typed::apply_typed(step, &ins, shapes, dst)
 }
 
 /// A family op's step (see `ops::op`), out of line.
@@ -357,9 +351,10 @@ fn run_op(
     par: &dyn Parallel,
     scratch: &mut crate::ops::OpScratch,
 ) -> Result<()> {
-    // Nine inline: QLinearConv's inputs, so no op's Run spills to the heap.
-    let mut ins: SmallVec<[Data<'_>; 9]> = SmallVec::new();
-    let mut in_shapes: SmallVec<[&[usize]; 9]> = SmallVec::new();
+    // Sixteen inline: QLinearConv's nine inputs, a Concat's (as many as the float32
+    // path held), so no op's Run spills to the heap.
+    let mut ins: SmallVec<[Data<'_>; 16]> = SmallVec::new();
+    let mut in_shapes: SmallVec<[&[usize]; 16]> = SmallVec::new();
     for &id in &step.inputs {
         ins.push(src.read(id));
         in_shapes.push(&shapes[id]);
@@ -389,7 +384,6 @@ fn run_kernel(
     step: &Step,
     src: &Sources<'_, '_>,
     shapes: &[Shape],
-    params: &[&[i64]],
     broadcast: Option<&Broadcast>,
     dst: &mut DataMut<'_>,
     par: &dyn Parallel,
@@ -399,7 +393,7 @@ fn run_kernel(
         return run_op(step, op, src, shapes, dst, par, scratch);
     }
     if step.typed {
-        return run_typed(step, src, shapes, params, dst);
+        return run_typed(step, src, shapes, dst);
     }
     let dst = dst.f32().ok_or_else(|| Error::ep(format_args!("{}: float32 step, other output", NodeLabel(step))))?;
     // Up to four inputs in a plain array: building a SmallVec costs more than the Relu
@@ -414,10 +408,10 @@ fn run_kernel(
         for (slot, &id) in f.iter_mut().zip(&step.inputs) {
             *slot = src.read(id).f32().unwrap_or(&[]);
         }
-        apply(step, &f[..n], shapes, params, broadcast, dst, par, epilogue);
+        apply(step, &f[..n], shapes, broadcast, dst, par, epilogue);
     } else {
         let f: SmallVec<[&[f32]; 16]> = step.inputs.iter().map(|&id| src.read(id).f32().unwrap_or(&[])).collect();
-        apply(step, &f, shapes, params, broadcast, dst, par, epilogue);
+        apply(step, &f, shapes, broadcast, dst, par, epilogue);
     }
     Ok(())
 }
@@ -471,7 +465,6 @@ fn apply(
     step: &Step,
     ins: &[&[f32]],
     shapes: &[Shape],
-    params: &[&[i64]],
     broadcast: Option<&Broadcast>,
     dst: &mut [f32],
     par: &dyn Parallel,
@@ -498,7 +491,7 @@ fn apply(
                 binary_f32(op, b, x, y, dst, 0);
             }
         }
-        _ => apply_other(step, ins, shapes, params, dst, par, epilogue),
+        _ => apply_other(step, ins, shapes, dst, par, epilogue),
     }
 }
 
@@ -509,7 +502,6 @@ fn apply_other(
     step: &Step,
     ins: &[&[f32]],
     shapes: &[Shape],
-    params: &[&[i64]],
     dst: &mut [f32],
     par: &dyn Parallel,
     operands: EpilogueIn<'_>,
@@ -558,13 +550,6 @@ fn apply_other(
             }
             nn::transpose(x, s, &p, dst);
         }
-        Kernel::Concat { axis } => {
-            let s = shape(0);
-            let a = shapes::normalize_axis(axis, s.len(), false).unwrap_or(0);
-            let outer: usize = s[..a].iter().product();
-            let widths: SmallVec<[usize; 4]> = (0..ins.len()).map(|k| shape(k)[a..].iter().product()).collect();
-            nn::concat(ins, &widths, outer, dst);
-        }
         Kernel::MatMul { trans_b } => {
             let (sa, sb) = (shape(0), shape(1));
             let packed = match (sb, trans_b) {
@@ -599,34 +584,7 @@ fn apply_other(
             let constant = step.constant_weights.then_some(step.output);
             products::convolution(x, ins[1], ins.get(2).copied(), xs, ws[0], group, &g, dst, par, constant, &epilogue);
         }
-        Kernel::Slice { has_axes, has_steps } => {
-            let s = shape(0);
-            let plan = shapes::slice_plan(s, params, has_axes, has_steps).expect("checked by shape inference");
-            rivet_kernels::typed::slice(x, s, &plan, dst);
-        }
-        Kernel::Expand { .. } => {
-            nn::expand(x, shape(0), &shapes[step.output], dst);
-        }
-        Kernel::Reduce { op, axes, noop_empty, .. } => {
-            let s = shape(0);
-            let mask = shapes::reduced_axes(s.len(), axes, noop_empty, params).expect("checked by shape inference");
-            if mask.iter().any(|&m| m) {
-                nn::reduce(x, s, &mask[..s.len()], op, dst);
-            } else {
-                dst.copy_from_slice(x); // noop_with_empty_axes: the input unchanged
-            }
-        }
         Kernel::Math(op) => dst.iter_mut().zip(x).for_each(|(o, &v)| *o = op.apply(v)),
-        Kernel::Pad(spec) => {
-            let s = shape(0);
-            let pads = spec.resolve(s.len(), params).expect("checked by shape inference");
-            let fill = match spec.mode {
-                nn::PadMode::Constant(_) if spec.value_at_run => ins[1][0],
-                nn::PadMode::Constant(v) => v,
-                _ => 0.0,
-            };
-            nn::pad(x, s, &pads[..s.len()], &pads[s.len()..2 * s.len()], spec.mode, fill, dst);
-        }
         Kernel::Variadic { .. } => unreachable!("lowered by the plan"),
         // Every other kernel runs on the typed path (`Kernel::is_typed`).
         _ => unreachable!("typed steps run in exec_typed"),

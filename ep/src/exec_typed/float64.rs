@@ -1,69 +1,15 @@
-//! float64 math: elementwise, reductions, MatMul and Gemm, computed in f64.
+//! float64 math: elementwise, MatMul and Gemm, computed in f64.
 
 use super::*;
 
-/// The float64 kernels: elementwise math, CumSum and the reductions, computed in f64.
+/// The float64 kernels: elementwise math and CumSum, computed in f64.
 pub(super) fn float64(cx: &Ctx<'_>, x: &[f64], y: &mut [f64]) -> Result<()> {
-    let s = cx.shape(0);
     match cx.step.kernel {
         Kernel::Unary(op) => y.iter_mut().zip(x).for_each(|(o, &v)| *o = op.apply_f64(v)),
         Kernel::Math(op) => y.iter_mut().zip(x).for_each(|(o, &v)| *o = op.apply_f64(v)),
-        Kernel::Reduce { op, axes, noop_empty, .. } => {
-            let mask = shapes::reduced_axes(s.len(), axes, noop_empty, cx.params).map_err(Error::invalid)?;
-            if !mask[..s.len()].iter().any(|&m| m) {
-                y.copy_from_slice(x);
-                return Ok(());
-            }
-            reduce_f64(x, s, &mask[..s.len()], op, y);
-        }
         _ => return Err(cx.mismatch()),
     }
     Ok(())
-}
-
-/// A reduction in f64 over the axes `reduced` marks. LogSumExp subtracts each group's
-/// maximum first.
-pub(super) fn reduce_f64(x: &[f64], shape: &[usize], reduced: &[bool], op: nn::ReduceOp, y: &mut [f64]) {
-    use nn::ReduceOp as R;
-    let count = group_size(shape, reduced);
-    let each = |f: &mut dyn FnMut(usize, f64)| for_each_grouped(x, shape, reduced, f);
-    let init = match op {
-        R::Max | R::Min => f64::NAN, // set from the first element below
-        R::Prod => 1.0,
-        _ => 0.0,
-    };
-    y.iter_mut().for_each(|v| *v = init);
-    let mut max = vec![f64::NEG_INFINITY; if op == R::LogSumExp { y.len() } else { 0 }];
-    let mut first = vec![true; if matches!(op, R::Max | R::Min) { y.len() } else { 0 }];
-    if op == R::LogSumExp {
-        each(&mut |o, v| max[o] = max[o].max(v));
-    }
-    each(&mut |o, v| match op {
-        R::Sum | R::Mean | R::LogSum => y[o] += v,
-        R::SumSquare | R::L2 => y[o] += v * v,
-        R::L1 => y[o] += v.abs(),
-        R::Prod => y[o] *= v,
-        R::LogSumExp => y[o] += (v - max[o]).exp(),
-        R::Max | R::Min => {
-            // The group's first element, then strictly larger (smaller) ones: a NaN is
-            // kept only when it comes first, as the float32 kernel and ORT do.
-            if first[o] {
-                y[o] = v;
-                first[o] = false;
-            } else if (op == R::Max && v > y[o]) || (op == R::Min && v < y[o]) {
-                y[o] = v;
-            }
-        }
-    });
-    for (o, v) in y.iter_mut().enumerate() {
-        *v = match op {
-            R::Mean => *v / count as f64,
-            R::L2 => v.sqrt(),
-            R::LogSum => v.ln(),
-            R::LogSumExp => v.ln() + max[o],
-            _ => *v,
-        };
-    }
 }
 
 /// float64 MatMul and Gemm, computed in f64 (plain loops: float64 models are for accuracy, not speed).

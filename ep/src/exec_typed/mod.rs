@@ -3,7 +3,7 @@
 //! strided loops: these are the index and mask parts of a graph, not its heavy math.
 
 use rivet_kernels::nn;
-use rivet_kernels::typed::{self, bf16_to_f32, f16_to_f32, f32_to_bf16, f32_to_f16, map2, map3, BitOp, Bits, Number};
+use rivet_kernels::typed::{self, bf16_to_f32, f16_to_f32, f32_to_bf16, f32_to_f16, map2, Number};
 use smallvec::SmallVec;
 
 use crate::data::{by_number, by_storage};
@@ -18,7 +18,6 @@ use crate::shapes;
 struct Ctx<'a> {
     step: &'a Step,
     shapes: &'a [Shape],
-    params: &'a [&'a [i64]],
 }
 
 impl Ctx<'_> {
@@ -38,66 +37,24 @@ fn input<'d, T: Storage>(cx: &Ctx<'_>, ins: &[Data<'d>], k: usize) -> Result<&'d
 }
 
 /// Runs a typed step into `dst`.
-pub(crate) fn apply_typed(
-    step: &Step,
-    ins: &[Data<'_>],
-    shapes: &[Shape],
-    params: &[&[i64]],
-    dst: &mut DataMut<'_>,
-) -> Result<()> {
-    let cx = Ctx { step, shapes, params };
+pub(crate) fn apply_typed(step: &Step, ins: &[Data<'_>], shapes: &[Shape], dst: &mut DataMut<'_>) -> Result<()> {
+    let cx = Ctx { step, shapes };
     match step.kernel {
         Kernel::Cast { .. } => {
             cast(ins[0], dst);
             Ok(())
         }
         Kernel::Arith(op) => by_number!(ins[0], Err(cx.mismatch()), arith(&cx, op, ins, dst)),
-        Kernel::Compare(op) => {
-            let DataMut::Bool(y) = dst else { return Err(cx.mismatch()) };
-            by_number!(ins[0], compare::<u8>(&cx, op, ins, y), compare(&cx, op, ins, y))
-        }
-        Kernel::Logic(op) => {
-            let (DataMut::Bool(y), Data::Bool(a), Data::Bool(b)) = (dst, ins[0], ins[1]) else {
-                return Err(cx.mismatch());
-            };
-            map2(a, cx.shape(0), b, cx.shape(1), cx.out_shape(), y, |a, b| op.apply(a, b));
-            Ok(())
-        }
-        Kernel::Not => {
-            let (DataMut::Bool(y), Data::Bool(a)) = (dst, ins[0]) else { return Err(cx.mismatch()) };
-            y.iter_mut().zip(a).for_each(|(o, &v)| *o = (v == 0) as u8);
-            Ok(())
-        }
-        Kernel::IsNaN | Kernel::IsInf { .. } => {
-            let DataMut::Bool(y) = dst else { return Err(cx.mismatch()) };
-            let test = |v: f64| match cx.step.kernel {
-                Kernel::IsInf { negative, positive } => {
-                    (v == f64::INFINITY && positive) || (v == f64::NEG_INFINITY && negative)
-                }
-                _ => v.is_nan(),
-            };
-            match ins[0] {
-                Data::F32(x) => y.iter_mut().zip(x).for_each(|(o, &v)| *o = test(v as f64) as u8),
-                Data::F64(x) => y.iter_mut().zip(x).for_each(|(o, &v)| *o = test(v) as u8),
-                Data::F16(x) => y.iter_mut().zip(x).for_each(|(o, &v)| *o = test(f16_to_f32(v) as f64) as u8),
-                Data::BF16(x) => y.iter_mut().zip(x).for_each(|(o, &v)| *o = test(bf16_to_f32(v) as f64) as u8),
-                _ => return Err(cx.mismatch()),
-            }
-            Ok(())
-        }
-        Kernel::Bits(op) => by_int!(dst, bits(&cx, op, ins)),
         Kernel::PowTyped => by_number!(ins[0], Err(cx.mismatch()), pow(&cx, ins, dst)),
         Kernel::ClipInputs { .. } => by_number!(ins[0], Err(cx.mismatch()), clip(&cx, ins, dst)),
         Kernel::MatMul { .. } | Kernel::Gemm { .. } => {
             let DataMut::F64(y) = dst else { return Err(cx.mismatch()) };
             float64_nn(&cx, ins, y)
         }
-        Kernel::Unary(_) | Kernel::Math(_) | Kernel::Reduce { .. } => match (dst, ins[0]) {
+        Kernel::Unary(_) | Kernel::Math(_) => match (dst, ins[0]) {
             (DataMut::F64(y), Data::F64(x)) => float64(&cx, x, y),
-            (DataMut::Bool(y), Data::Bool(x)) => reduce_ints::<u8>(&cx, x, y, true),
             (dst, x) => by_number!(x, Err(cx.mismatch()), integers(&cx, ins, dst)),
         },
-        Kernel::BitNot => by_int!(dst, bit_not(&cx, ins)),
         Kernel::DropoutMask { seed, ratio } => {
             let DataMut::Bool(y) = dst else { return Err(cx.mismatch()) };
             let (r, training) = dropout_params(&cx, ins, ratio.then_some(1))?;
@@ -152,35 +109,6 @@ pub(crate) fn apply_typed(
     }
 }
 
-/// Calls `$f::<T>(args.., y)` with the output's integer type.
-macro_rules! by_int {
-    ($dst:expr, $f:ident($($arg:expr),*)) => {
-        match $dst {
-            DataMut::I8(y) => $f::<i8>($($arg,)* y),
-            DataMut::I16(y) => $f::<i16>($($arg,)* y),
-            DataMut::I32(y) => $f::<i32>($($arg,)* y),
-            DataMut::I64(y) => $f::<i64>($($arg,)* y),
-            DataMut::U8(y) => $f::<u8>($($arg,)* y),
-            DataMut::U16(y) => $f::<u16>($($arg,)* y),
-            DataMut::U32(y) => $f::<u32>($($arg,)* y),
-            DataMut::U64(y) => $f::<u64>($($arg,)* y),
-            _ => Err(Error::ep(format_args!("integer step with another output type"))),
-        }
-    };
-}
-use by_int;
-
-fn bits<T: Storage + Bits>(cx: &Ctx<'_>, op: BitOp, ins: &[Data<'_>], y: &mut [T]) -> Result<()> {
-    let (a, b) = (input::<T>(cx, ins, 0)?, input::<T>(cx, ins, 1)?);
-    map2(a, cx.shape(0), b, cx.shape(1), cx.out_shape(), y, |a, b| a.bit(op, b));
-    Ok(())
-}
-
-fn bit_not<T: Storage + Bits>(cx: &Ctx<'_>, ins: &[Data<'_>], y: &mut [T]) -> Result<()> {
-    y.iter_mut().zip(input::<T>(cx, ins, 0)?).for_each(|(o, &v)| *o = v.not());
-    Ok(())
-}
-
 fn arith<T: Number + Storage>(cx: &Ctx<'_>, op: typed::Arith, ins: &[Data<'_>], dst: &mut DataMut<'_>) -> Result<()> {
     let (a, b) = (input::<T>(cx, ins, 0)?, input::<T>(cx, ins, 1)?);
     let y = T::get_mut(dst).ok_or_else(|| cx.mismatch())?;
@@ -194,12 +122,6 @@ fn arith<T: Number + Storage>(cx: &Ctx<'_>, op: typed::Arith, ins: &[Data<'_>], 
     if by_zero {
         return Err(Error::invalid(format_args!("{}: integer division by zero", NodeLabel(cx.step))));
     }
-    Ok(())
-}
-
-fn compare<T: Storage + PartialOrd>(cx: &Ctx<'_>, op: typed::Compare, ins: &[Data<'_>], y: &mut [u8]) -> Result<()> {
-    let (a, b) = (input::<T>(cx, ins, 0)?, input::<T>(cx, ins, 1)?);
-    map2(a, cx.shape(0), b, cx.shape(1), cx.out_shape(), y, |a, b| op.apply(a, b));
     Ok(())
 }
 

@@ -12,17 +12,23 @@ pub mod activation;
 pub mod arg_reduce;
 pub mod attention;
 pub mod batch_norm;
+pub mod bits;
 pub mod center_crop_pad;
 pub mod claim;
 pub mod col2im;
+pub mod compare;
 pub mod compress;
+pub mod concat;
 pub mod conv_transpose;
 pub mod cumsum;
 pub mod deform_conv;
 pub mod depth_space;
 pub mod det;
 pub mod einsum;
+pub mod elementwise;
+pub mod expand;
 pub mod eye_like;
+pub mod float_class;
 pub mod gather;
 pub mod geometry;
 pub mod global_pool;
@@ -31,22 +37,27 @@ pub mod group_norm;
 pub mod halves;
 pub mod int_input;
 pub mod layer_norm;
+pub mod logic;
 pub mod loss;
 pub mod lp_pool;
 pub mod lrn;
 pub mod math;
 pub mod max_unpool;
 pub mod ml;
+pub mod moves;
 pub mod nms;
 pub mod non_zero;
 pub mod normalize;
 pub mod one_hot;
 pub mod op;
 pub mod optional;
+pub mod pad;
 pub mod params;
 pub mod pool;
 pub mod quant;
 pub mod range;
+pub mod reduce;
+mod reduce_typed;
 pub mod resize;
 mod resize_run;
 pub mod reverse_sequence;
@@ -54,10 +65,13 @@ pub mod rnn;
 pub mod roi_align;
 pub mod rotary;
 pub mod scatter;
+pub mod select;
 pub mod shape_of;
 pub mod shape_rules;
 pub mod signal;
+pub mod slice;
 pub mod softmax;
+pub mod split;
 pub mod tensor_scatter;
 pub mod tfidf;
 pub mod tile;
@@ -180,4 +194,36 @@ pub static FAMILIES: &[Family] = &[
     onnx("LRN", (1, 13), "float32, halves", lrn::lrn),
     onnx("NegativeLogLikelihoodLoss", (12, 22), LOSS, loss::negative_log_likelihood),
     onnx("SoftmaxCrossEntropyLoss", (12, 13), LOSS, loss::softmax_cross_entropy),
+    onnx("Equal", (7, 19), "numbers, halves and bool, to bool", compare::equal),
+    onnx("Less", (7, 13), "numbers, halves, to bool", compare::less),
+    onnx("LessOrEqual", (12, 16), "numbers, halves, to bool", compare::less_or_equal),
+    onnx("Greater", (7, 13), "numbers, halves, to bool", compare::greater),
+    onnx("GreaterOrEqual", (12, 16), "numbers, halves, to bool", compare::greater_or_equal),
+    onnx("And", (7, 7), "bool", logic::and),
+    onnx("Or", (7, 7), "bool", logic::or),
+    onnx("Xor", (7, 7), "bool", logic::xor),
+    onnx("Not", (1, 1), "bool", logic::not),
+    onnx("Where", (9, 16), "any (bool condition)", select::where_op),
+    onnx("IsNaN", (9, 20), "floats, to bool", float_class::is_nan),
+    onnx("IsInf", (10, 20), "floats, to bool", float_class::is_inf),
+    onnx("BitShift", (11, 11), "integers", bits::bit_shift),
+    onnx("BitwiseAnd", (18, 18), "integers", bits::bitwise_and),
+    onnx("BitwiseOr", (18, 18), "integers", bits::bitwise_or),
+    onnx("BitwiseXor", (18, 18), "integers", bits::bitwise_xor),
+    onnx("BitwiseNot", (18, 18), "integers", bits::bitwise_not),
+    onnx("Concat", (4, 13), "any", concat::concat),
+    onnx("Expand", (8, 13), "any", expand::expand),
+    onnx("Slice", (10, 13), "any", slice::slice),
+    onnx("Split", (2, 18), "any", split::split),
+    onnx("Pad", (2, 25), "any", pad::pad),
+    onnx("ReduceSum", (1, 13), "numbers, halves", reduce::sum),
+    onnx("ReduceMean", (1, 18), "numbers, halves", reduce::mean),
+    onnx("ReduceMax", (1, 20), "numbers, halves, bool", reduce::max),
+    onnx("ReduceMin", (1, 20), "numbers, halves, bool", reduce::min),
+    onnx("ReduceProd", (1, 18), "numbers, halves", reduce::prod),
+    onnx("ReduceL1", (1, 18), "numbers, halves", reduce::l1),
+    onnx("ReduceL2", (1, 18), "numbers, halves", reduce::l2),
+    onnx("ReduceLogSum", (1, 18), "numbers, halves", reduce::log_sum),
+    onnx("ReduceLogSumExp", (1, 18), "numbers, halves", reduce::log_sum_exp),
+    onnx("ReduceSumSquare", (1, 18), "numbers, halves", reduce::sum_square),
 ];

@@ -134,10 +134,10 @@ pub fn reshaped(x: &[usize], rule: ReshapeRule) -> std::result::Result<Shape, St
     }
 }
 
-pub fn concatenated(parts: &[&Shape], axis: i64) -> std::result::Result<Shape, String> {
+pub fn concatenated(parts: &[&[usize]], axis: i64) -> std::result::Result<Shape, String> {
     let first = parts[0];
     let a = normalize_axis(axis, first.len(), false)?;
-    let mut out = first.clone();
+    let mut out = Shape::from_slice(first);
     for p in &parts[1..] {
         if p.len() != first.len() || p.iter().enumerate().any(|(i, &d)| i != a && d != first[i]) {
             return Err(format!("input of shape {} does not match {} off axis {a}", ShapeText(p), ShapeText(first)));

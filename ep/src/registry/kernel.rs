@@ -1,6 +1,6 @@
 //! The kernels a plan step can run, with their resolved attributes (all `Copy`).
 
-use rivet_kernels::typed::{Arith, BitOp, Compare, Logic};
+use rivet_kernels::typed::Arith;
 use rivet_kernels::{BinaryOp, UnaryOp};
 
 pub use crate::ops::math::MathOp;
@@ -31,9 +31,6 @@ pub enum Kernel {
     /// Empty `perm`: reverse the axes.
     Transpose(Axes),
     Reshape(ReshapeRule),
-    Concat {
-        axis: i64,
-    },
     /// `A · op(B)`, numpy-batched: the registry builds `trans_b` false;
     /// `passes::fold_matmul_operands` folds into it the swap of B's last two axes that a
     /// Transpose feeding B did (B is then stored `[.., n, k]`).
@@ -50,21 +47,6 @@ pub enum Kernel {
         window: Window,
         group: usize,
     },
-    Pad(PadSpec),
-    Expand {
-        shape: ReduceAxes,
-    },
-    /// Slice with starts, ends and the optional axes and steps as the step's params.
-    Slice {
-        has_axes: bool,
-        has_steps: bool,
-    },
-    Reduce {
-        op: rivet_kernels::nn::ReduceOp,
-        axes: ReduceAxes,
-        keepdims: bool,
-        noop_empty: bool,
-    },
     Math(MathOp),
     /// Casts to ONNX element type `to` (half floats through f32; float to integer
     /// truncates toward zero and saturates, NaN gives 0; to bool is `x != 0`).
@@ -73,31 +55,6 @@ pub enum Kernel {
     },
     /// Arithmetic on non-float32 numbers (and Mod on any).
     Arith(Arith),
-    /// A comparison with a bool output.
-    Compare(Compare),
-    Logic(Logic),
-    Not,
-    /// `cond ? x : y`, all three broadcast.
-    Where,
-    IsNaN,
-    IsInf {
-        negative: bool,
-        positive: bool,
-    },
-    /// Bitwise ops and shifts on integers.
-    Bits(BitOp),
-    BitNot,
-    /// Part `part` of a Split along `axis`: sizes given, or even parts (`exact`: they must
-    /// divide the axis; else the last part is smaller).
-    SplitPart {
-        axis: i64,
-        part: u8,
-        parts: u8,
-        sizes: Option<Axes>,
-        exact: bool,
-        /// The sizes come from the step's int64 param at Run.
-        sizes_at_run: bool,
-    },
     /// All ones (true), shaped like the input: Dropout's mask at inference.
     Ones,
     /// Dropout in training mode (its `training_mode` input read at Run); the plan lowers
@@ -133,15 +90,6 @@ impl Kernel {
             self,
             Kernel::Cast { .. }
                 | Kernel::Arith(_)
-                | Kernel::Compare(_)
-                | Kernel::Logic(_)
-                | Kernel::Not
-                | Kernel::Where
-                | Kernel::IsNaN
-                | Kernel::IsInf { .. }
-                | Kernel::Bits(_)
-                | Kernel::BitNot
-                | Kernel::SplitPart { .. }
                 | Kernel::Ones
                 | Kernel::Dropout { .. }
                 | Kernel::DropoutMask { .. }
@@ -152,18 +100,15 @@ impl Kernel {
     }
 
     /// Whether the kernel keeps an index per axis on the stack, up to rank 8 (Squeeze's
-    /// shape rule, the typed broadcasting ops, Expand, Transpose): a tensor of higher
-    /// rank at Run is then an error naming the node, not a panic (`exec::run_step`
-    /// checks, for plans whose shapes are known only at Run).
+    /// shape rule, the typed arithmetic, Transpose): a tensor of higher rank at Run is then an
+    /// error naming the node, not a panic (`exec::run_step` checks, for plans whose shapes
+    /// are known only at Run; the family ops that stop there check in their run:
+    /// `ops::elementwise::up_to_rank_8`).
     pub fn stops_at_rank_8(&self) -> bool {
         matches!(
             self,
             Kernel::Reshape(ReshapeRule::Squeeze { .. } | ReshapeRule::SqueezeAtRun)
                 | Kernel::Arith(_)
-                | Kernel::Compare(_)
-                | Kernel::Logic(_)
-                | Kernel::Where
-                | Kernel::Expand { .. }
                 | Kernel::Transpose(_)
         )
     }

@@ -26,7 +26,7 @@ pub struct Claim {
     /// Positions of int64 inputs read at Run (see `ReshapeRule::reads_param`).
     pub params: SmallVec<[usize; 1]>,
     /// Kernels for the node's other outputs (by output position), each run as a step of
-    /// its own on the same inputs: Split's parts, LayerNormalization's mean and inverse
+    /// its own on the same inputs: LayerNormalization's mean and inverse
     /// standard deviation, Dropout's mask.
     pub extra: SmallVec<[(usize, Kernel); 2]>,
     /// float16 or bfloat16, for a node of a float32 kernel on that type: the plan casts
@@ -139,7 +139,7 @@ pub fn kernel_for(node: &NodeDesc) -> Result<Claim, String> {
     if node.outputs.first().is_none_or(Option::is_none) {
         return Err(format!("{} needs its output", node.op_type));
     }
-    let extra_outputs_ok = matches!(node.op_type.as_str(), "Dropout" | "Split");
+    let extra_outputs_ok = matches!(node.op_type.as_str(), "Dropout");
     if !extra_outputs_ok && node.outputs.len() != 1 {
         return Err(format!("{} needs exactly one output", node.op_type));
     }
@@ -148,9 +148,6 @@ pub fn kernel_for(node: &NodeDesc) -> Result<Claim, String> {
     }
     let kernel = (spec.build)(node)?;
     let mut data = data;
-    if let Kernel::Pad(PadSpec { value_at_run: true, .. }) = kernel {
-        data.push(2); // the fill, of the data's type
-    }
     if let Kernel::Dropout { .. } = kernel {
         // ratio and training_mode are read at Run.
         data = (0..node.inputs.len()).filter(|&i| node.inputs[i].is_some()).collect();
@@ -173,9 +170,7 @@ pub fn kernel_for(node: &NodeDesc) -> Result<Claim, String> {
             let computes_in_f32 = !kernel.is_typed()
                 || matches!(
                     kernel,
-                    Kernel::Compare(_)
-                        | Kernel::Arith(rivet_kernels::typed::Arith::Mod { fmod: true })
-                        | Kernel::Dropout { .. }
+                    Kernel::Arith(rivet_kernels::typed::Arith::Mod { fmod: true }) | Kernel::Dropout { .. }
                 );
             if !(computes_in_f32 && is_half(&t)) {
                 return Err(why);
@@ -187,13 +182,7 @@ pub fn kernel_for(node: &NodeDesc) -> Result<Claim, String> {
         }
     };
     let params = match kernel {
-        Kernel::Slice { .. } => (1..node.inputs.len()).filter(|&i| node.inputs[i].is_some()).collect(),
         Kernel::Reshape(rule) if rule.reads_param() => SmallVec::from_slice(&[1]),
-        Kernel::Reduce { axes: ReduceAxes::AtRun, .. }
-        | Kernel::Expand { shape: ReduceAxes::AtRun }
-        | Kernel::SplitPart { sizes_at_run: true, .. } => SmallVec::from_slice(&[1]),
-        // Pad's amounts, then its axes, when fed at Run.
-        Kernel::Pad(p) => [(p.at_run, 1), (p.axes_at_run, 3)].into_iter().filter(|t| t.0).map(|t| t.1).collect(),
         _ => SmallVec::new(),
     };
     let extra = extra_outputs(node, &kernel)?;
@@ -246,7 +235,6 @@ fn with_type_as_f32(node: &NodeDesc, t: i32) -> NodeDesc {
 fn extra_outputs(node: &NodeDesc, kernel: &Kernel) -> Result<SmallVec<[(usize, Kernel); 2]>, String> {
     let mut extra: SmallVec<[(usize, Kernel); 2]> = SmallVec::new();
     let present = |k: usize| node.outputs.get(k).and_then(Option::as_ref);
-    let input_type = node.inputs[0].as_ref().map_or(0, |v| v.elem_type);
     if let Kernel::Dropout { .. } = kernel {
         // The plan makes the mask itself (before the output, which reads it).
         return match present(1) {
@@ -257,9 +245,6 @@ fn extra_outputs(node: &NodeDesc, kernel: &Kernel) -> Result<SmallVec<[(usize, K
     for k in 1..node.outputs.len() {
         let Some(out) = present(k) else { continue };
         let (kernel, want) = match (*kernel, node.op_type.as_str()) {
-            (Kernel::SplitPart { axis, parts, sizes, exact, sizes_at_run, .. }, _) => {
-                (Kernel::SplitPart { axis, part: k as u8, parts, sizes, exact, sizes_at_run }, input_type)
-            }
             (Kernel::Identity, "Dropout") => (Kernel::Ones, dtype::BOOL),
             _ => return Err(format!("{}'s output {k} is not supported", node.op_type)),
         };
@@ -295,19 +280,7 @@ fn check_types(node: &NodeDesc, kernel: &Kernel, data: &[usize]) -> Result<(), S
     };
     let all = |t: &[i32], want: i32| t.iter().all(|&x| x == want);
     let ok = match *kernel {
-        Kernel::Identity
-        | Kernel::Reshape(_)
-        | Kernel::Transpose(_)
-        | Kernel::Concat { .. }
-        | Kernel::Slice { .. }
-        | Kernel::Expand { .. }
-        | Kernel::SplitPart { .. }
-        | Kernel::Pad(_) => {
-            if let Kernel::Pad(PadSpec { mode: rivet_kernels::nn::PadMode::Constant(v), .. }) = *kernel {
-                if v != 0.0 && out.elem_type != dtype::FLOAT {
-                    return bad("a non-zero constant on float32 only");
-                }
-            }
+        Kernel::Identity | Kernel::Reshape(_) | Kernel::Transpose(_) => {
             if !(data::supported(out.elem_type) && all(&types, out.elem_type)) {
                 return bad("one element type for data and output, any but strings and sub-byte types");
             }
@@ -320,23 +293,6 @@ fn check_types(node: &NodeDesc, kernel: &Kernel, data: &[usize]) -> Result<(), S
             true
         }
         Kernel::Cast { to } => data::supported(types[0]) && data::supported(to) && out.elem_type == to,
-        Kernel::Compare(c) => {
-            let bool_ok = c == rivet_kernels::typed::Compare::Equal && types[0] == dtype::BOOL;
-            if !((data::is_number(types[0]) || bool_ok) && types[0] == types[1] && out.elem_type == dtype::BOOL) {
-                return bad("two inputs of one numeric type (or bool for Equal) and a bool output");
-            }
-            true
-        }
-        Kernel::Logic(_) | Kernel::Not => all(&types, dtype::BOOL) && out.elem_type == dtype::BOOL,
-        Kernel::Where => types[0] == dtype::BOOL && data::supported(out.elem_type) && all(&types[1..], out.elem_type),
-        Kernel::IsNaN | Kernel::IsInf { .. } => {
-            matches!(types[0], dtype::FLOAT | dtype::DOUBLE | dtype::FLOAT16 | dtype::BFLOAT16)
-                && out.elem_type == dtype::BOOL
-        }
-        Kernel::Bits(_) | Kernel::BitNot => {
-            let int = data::is_number(out.elem_type) && !matches!(out.elem_type, dtype::FLOAT | dtype::DOUBLE);
-            int && all(&types, out.elem_type)
-        }
         Kernel::Dropout { ratio, .. } => {
             let float = |t: i32| matches!(t, dtype::FLOAT | dtype::DOUBLE | dtype::FLOAT16 | dtype::BFLOAT16);
             matches!(out.elem_type, dtype::FLOAT | dtype::DOUBLE)
@@ -344,8 +300,8 @@ fn check_types(node: &NodeDesc, kernel: &Kernel, data: &[usize]) -> Result<(), S
                 && (!ratio || float(types[1]))
                 && types.last() == Some(&dtype::BOOL)
         }
-        // float64 computed in float64: the elementwise math and the reductions.
-        Kernel::Unary(_) | Kernel::Math(_) | Kernel::Reduce { .. } | Kernel::MatMul { .. } | Kernel::Gemm { .. }
+        // float64 computed in float64: the elementwise math.
+        Kernel::Unary(_) | Kernel::Math(_) | Kernel::MatMul { .. } | Kernel::Gemm { .. }
             if out.elem_type == dtype::DOUBLE =>
         {
             all(&types, dtype::DOUBLE)
@@ -359,12 +315,6 @@ fn check_types(node: &NodeDesc, kernel: &Kernel, data: &[usize]) -> Result<(), S
             if is_int(out.elem_type) =>
         {
             all(&types, out.elem_type)
-        }
-        Kernel::Reduce { op, .. } if is_int(out.elem_type) || out.elem_type == dtype::BOOL => {
-            use rivet_kernels::nn::ReduceOp as R;
-            // Every reduction on integers (L2 and the logs through f64); Max / Min on bool.
-            let ok_op = out.elem_type != dtype::BOOL || matches!(op, R::Max | R::Min);
-            ok_op && all(&types, out.elem_type)
         }
         _ => {
             if !(all(&types, dtype::FLOAT) && out.elem_type == dtype::FLOAT) {
@@ -424,29 +374,19 @@ fn f64_op(spec: &OpSpec) -> bool {
         attrs: vec![],
     };
     let elementwise = matches!((spec.build)(&node), Ok(Kernel::Unary(_) | Kernel::Math(_)));
-    elementwise || spec.op_type.starts_with("Reduce")
+    elementwise
 }
 
 /// The element types an op is claimed for, for the README's table (`check_types` decides).
 fn types(op_type: &str) -> &'static str {
     match op_type {
-        "Identity" | "Transpose" | "Flatten" | "Reshape" | "Squeeze" | "Unsqueeze" | "Concat" | "Expand" | "Slice"
-        | "Split" | "Pad" => "any",
-        "IsNaN" | "IsInf" => "floats, to bool",
-        "BitShift" | "BitwiseAnd" | "BitwiseOr" | "BitwiseXor" | "BitwiseNot" => "integers",
+        "Identity" | "Transpose" | "Flatten" | "Reshape" | "Squeeze" | "Unsqueeze" => "any",
         "Dropout" => "float32, float64, halves",
-        "Where" => "any (bool condition)",
         "Add" | "Sub" | "Mul" | "Div" | "Max" | "Min" | "Sum" => "numbers, halves",
         "Mod" => "numbers, halves (floats with fmod=1)",
         "Pow" => "numbers (base and exponent types may differ), halves",
         "Cast" | "CastLike" => "any to any",
-        "Equal" => "numbers, halves and bool, to bool",
-        "Less" | "LessOrEqual" | "Greater" | "GreaterOrEqual" => "numbers, halves, to bool",
-        "And" | "Or" | "Xor" | "Not" => "bool",
         "Abs" | "Neg" | "Relu" | "Sign" | "Clip" => "numbers, halves",
-        "ReduceSum" | "ReduceMean" | "ReduceProd" | "ReduceL1" | "ReduceSumSquare" | "ReduceL2" | "ReduceLogSum"
-        | "ReduceLogSumExp" => "numbers, halves",
-        "ReduceMax" | "ReduceMin" => "numbers, halves, bool",
         "MatMul" | "Gemm" => "float32, float64, halves",
         _ if crate::registry::OPS.iter().any(|s| s.op_type == op_type && f64_op(s)) => "float32, float64, halves",
         _ => "float32, halves",

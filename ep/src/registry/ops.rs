@@ -1,13 +1,12 @@
 //! The table of supported ops.
 
-use rivet_kernels::nn::ReduceOp;
-use rivet_kernels::typed::{Arith, BitOp, Compare, Logic};
+use rivet_kernels::typed::Arith;
 use rivet_kernels::{BinaryOp, UnaryOp};
 
 use super::attrs::*;
 use super::kernel::*;
 use super::{Arity, OpSpec};
-use crate::graph::{dtype, AttrValue, NodeDesc};
+use crate::graph::{dtype, NodeDesc};
 
 macro_rules! unary {
     ($name:literal, $lo:literal..=$hi:literal, $op:expr) => {
@@ -24,18 +23,6 @@ macro_rules! binary {
 macro_rules! math {
     ($name:literal, $lo:literal..=$hi:literal, $op:expr) => {
         OpSpec { op_type: $name, since: ($lo, $hi), arity: Arity::Unary, attrs: &[], build: |_| Ok(Kernel::Math($op)) }
-    };
-}
-
-macro_rules! reduce {
-    ($name:literal, $lo:literal..=$hi:literal, $op:expr, $input_since:literal) => {
-        OpSpec {
-            op_type: $name,
-            since: ($lo, $hi),
-            arity: Arity::DataThenConstants { max: 2 },
-            attrs: &["axes", "keepdims", "noop_with_empty_axes"],
-            build: |n| reduce(n, $op, $input_since),
-        }
     };
 }
 
@@ -65,12 +52,6 @@ fn binary(n: &NodeDesc, op: BinaryOp) -> Kernel {
     } else {
         Kernel::arith(op)
     }
-}
-
-macro_rules! typed {
-    ($name:literal, $lo:literal..=$hi:literal, $arity:expr, $kernel:expr) => {
-        OpSpec { op_type: $name, since: ($lo, $hi), arity: $arity, attrs: &[], build: |_| Ok($kernel) }
-    };
 }
 
 /// Every op Rivet claims (domain `ai.onnx`); `check_types` says for which element types.
@@ -245,16 +226,6 @@ pub static OPS: &[OpSpec] = &[
         },
     },
     OpSpec {
-        op_type: "Concat",
-        since: (4, 13),
-        arity: Arity::Variadic { min: 1, max: usize::MAX },
-        attrs: &["axis"],
-        build: |n| match n.attr("axis") {
-            Some(AttrValue::Int(axis)) => Ok(Kernel::Concat { axis: *axis }),
-            _ => Err("Concat needs an int axis".into()),
-        },
-    },
-    OpSpec {
         op_type: "MatMul",
         since: (1, 13),
         arity: Arity::Binary,
@@ -309,49 +280,6 @@ pub static OPS: &[OpSpec] = &[
         build: |n| Ok(Kernel::Math(crate::ops::math::shrink(n)?)),
     },
     OpSpec {
-        op_type: "Expand",
-        since: (8, 13),
-        arity: Arity::DataThenConstants { max: 2 },
-        attrs: &[],
-        build: |n| Ok(Kernel::Expand { shape: ints_input(n, 1, "the shape")? }),
-    },
-    OpSpec {
-        op_type: "Slice",
-        since: (10, 13),
-        arity: Arity::DataThenConstants { max: 5 },
-        attrs: &[],
-        build: |n| {
-            let present = |i: usize| n.inputs.get(i).is_some_and(Option::is_some);
-            if !present(1) || !present(2) {
-                return Err("Slice needs starts and ends".into());
-            }
-            for v in n.inputs.iter().skip(1).flatten() {
-                let index = matches!(v.elem_type, crate::graph::dtype::INT64 | crate::graph::dtype::INT32);
-                if !index || !(v.constant.is_some() || v.at_run_ok) {
-                    return Err(format!("Slice parameter '{}' is not an int64 or int32 tensor of this graph", v.name));
-                }
-            }
-            Ok(Kernel::Slice { has_axes: present(3), has_steps: present(4) })
-        },
-    },
-    reduce!("ReduceSum", 1..=13, ReduceOp::Sum, 13),
-    reduce!("ReduceMean", 1..=18, ReduceOp::Mean, 18),
-    reduce!("ReduceMax", 1..=20, ReduceOp::Max, 18),
-    reduce!("ReduceMin", 1..=20, ReduceOp::Min, 18),
-    reduce!("ReduceProd", 1..=18, ReduceOp::Prod, 18),
-    reduce!("ReduceL1", 1..=18, ReduceOp::L1, 18),
-    reduce!("ReduceL2", 1..=18, ReduceOp::L2, 18),
-    reduce!("ReduceLogSum", 1..=18, ReduceOp::LogSum, 18),
-    reduce!("ReduceLogSumExp", 1..=18, ReduceOp::LogSumExp, 18),
-    reduce!("ReduceSumSquare", 1..=18, ReduceOp::SumSquare, 18),
-    OpSpec {
-        op_type: "Pad",
-        since: (2, 25),
-        arity: Arity::DataThenConstants { max: 4 },
-        attrs: &["mode", "pads", "value"],
-        build: pad,
-    },
-    OpSpec {
         op_type: "Cast",
         since: (6, 25),
         arity: Arity::Unary,
@@ -369,16 +297,6 @@ pub static OPS: &[OpSpec] = &[
             _ => Err("CastLike needs its target_type input".into()),
         },
     },
-    typed!("Equal", 7..=19, Arity::Binary, Kernel::Compare(Compare::Equal)),
-    typed!("Less", 7..=13, Arity::Binary, Kernel::Compare(Compare::Less)),
-    typed!("LessOrEqual", 12..=16, Arity::Binary, Kernel::Compare(Compare::LessOrEqual)),
-    typed!("Greater", 7..=13, Arity::Binary, Kernel::Compare(Compare::Greater)),
-    typed!("GreaterOrEqual", 12..=16, Arity::Binary, Kernel::Compare(Compare::GreaterOrEqual)),
-    typed!("And", 7..=7, Arity::Binary, Kernel::Logic(Logic::And)),
-    typed!("Or", 7..=7, Arity::Binary, Kernel::Logic(Logic::Or)),
-    typed!("Xor", 7..=7, Arity::Binary, Kernel::Logic(Logic::Xor)),
-    typed!("Not", 1..=1, Arity::Unary, Kernel::Not),
-    typed!("Where", 9..=16, Arity::Data { min: 3, max: 3 }, Kernel::Where),
     OpSpec {
         op_type: "Mod",
         since: (10, 13),
@@ -392,40 +310,5 @@ pub static OPS: &[OpSpec] = &[
             }
             Ok(Kernel::Arith(Arith::Mod { fmod }))
         },
-    },
-    typed!("IsNaN", 9..=20, Arity::Unary, Kernel::IsNaN),
-    OpSpec {
-        op_type: "IsInf",
-        since: (10, 20),
-        arity: Arity::Unary,
-        attrs: &["detect_negative", "detect_positive"],
-        build: |n| {
-            Ok(Kernel::IsInf {
-                negative: int_attr(n, "detect_negative", 1)? != 0,
-                positive: int_attr(n, "detect_positive", 1)? != 0,
-            })
-        },
-    },
-    OpSpec {
-        op_type: "BitShift",
-        since: (11, 11),
-        arity: Arity::Binary,
-        attrs: &["direction"],
-        build: |n| match string_attr(n, "direction", "")? {
-            "LEFT" => Ok(Kernel::Bits(BitOp::ShiftLeft)),
-            "RIGHT" => Ok(Kernel::Bits(BitOp::ShiftRight)),
-            other => Err(format!("BitShift direction '{other}' is not LEFT or RIGHT")),
-        },
-    },
-    typed!("BitwiseAnd", 18..=18, Arity::Binary, Kernel::Bits(BitOp::And)),
-    typed!("BitwiseOr", 18..=18, Arity::Binary, Kernel::Bits(BitOp::Or)),
-    typed!("BitwiseXor", 18..=18, Arity::Binary, Kernel::Bits(BitOp::Xor)),
-    typed!("BitwiseNot", 18..=18, Arity::Unary, Kernel::BitNot),
-    OpSpec {
-        op_type: "Split",
-        since: (2, 18),
-        arity: Arity::DataThenConstants { max: 2 },
-        attrs: &["axis", "split", "num_outputs"],
-        build: split,
     },
 ];

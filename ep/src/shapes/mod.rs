@@ -9,7 +9,7 @@ use crate::data::Data;
 use crate::error::{Error, Result};
 use crate::graph::{DeclaredShape, Dim, Shape};
 use crate::plan::{NodeLabel, PlanValue, Step};
-use crate::registry::{Axes, Kernel};
+use crate::registry::Kernel;
 use smallvec::SmallVec;
 
 pub use crate::graph::ShapeText;
@@ -69,10 +69,6 @@ macro_rules! same_shape {
             | Kernel::Clip { .. }
             | Kernel::Math(_)
             | Kernel::Cast { .. }
-            | Kernel::Not
-            | Kernel::IsNaN
-            | Kernel::IsInf { .. }
-            | Kernel::BitNot
             | Kernel::DropoutMask { .. }
             | Kernel::DropoutApply { .. }
     };
@@ -156,7 +152,7 @@ pub fn op_shape(
     data: &[Option<Data<'_>>],
 ) -> Result<Option<Shape>> {
     let op = step.op.as_ref().expect("a family op's step holds its op");
-    let ins: SmallVec<[&[usize]; 9]> = step.inputs.iter().map(|&id| shapes[id].as_slice()).collect();
+    let ins: SmallVec<[&[usize]; 16]> = step.inputs.iter().map(|&id| shapes[id].as_slice()).collect();
     match op.shape(&crate::ops::ShapeIn { shapes: &ins, data }) {
         Ok(s) => Ok(Some(s)),
         Err(crate::ops::ShapeError::NeedsData) => Ok(None),
@@ -214,28 +210,7 @@ pub fn infer_shape(
             (x.clone(), None)
         }
         Kernel::Op => return Err(Error::ep(format_args!("{}: its shape comes from its data", NodeLabel(step)))),
-        Kernel::SplitPart { axis, part, parts, sizes, exact, sizes_at_run } => {
-            let sizes = if sizes_at_run {
-                Some(Axes::new(params.first().copied().unwrap_or(&[])).map_err(|e| fail(format_args!("{e}")))?)
-            } else {
-                sizes
-            };
-            let a = normalize_axis(axis, x.len(), false).map_err(|e| fail(format_args!("{e}")))?;
-            if x.is_empty() {
-                return Err(fail(format_args!("Split needs rank 1 or more")));
-            }
-            let (_, size) =
-                split_part(x[a], parts as usize, part as usize, sizes, exact).map_err(|e| fail(format_args!("{e}")))?;
-            let mut s = x.clone();
-            s[a] = size;
-            (s, None)
-        }
-        Kernel::Arith(_)
-        | Kernel::Compare(_)
-        | Kernel::Logic(_)
-        | Kernel::Where
-        | Kernel::Bits(_)
-        | Kernel::PowTyped => {
+        Kernel::Arith(_) | Kernel::PowTyped => {
             let mut out = Shape::from_slice(x);
             for &id in &step.inputs[1..] {
                 let b = Broadcast::new(&out, &shapes[id]).map_err(|e| {
@@ -251,34 +226,6 @@ pub fn infer_shape(
         }
         Kernel::Variadic { .. } | Kernel::Dropout { .. } => unreachable!("lowered by the plan"),
         Kernel::Transpose(perm) => (transposed(x, perm.as_slice()).map_err(|e| fail(format_args!("{e}")))?, None),
-        Kernel::Expand { shape } => {
-            let dims = int_list(&shape, params).map_err(|e| fail(format_args!("{e}")))?;
-            if dims.iter().any(|&d| d < 0) {
-                return Err(fail(format_args!("Expand to {dims:?}")));
-            }
-            let target: SmallVec<[usize; 8]> = dims.iter().map(|&d| d as usize).collect();
-            let b = Broadcast::new(x, &target).map_err(|e| fail(format_args!("{e}")))?;
-            (Shape::from_slice(b.out_shape()), None)
-        }
-        Kernel::Slice { has_axes, has_steps } => {
-            let plan = slice_plan(x, params, has_axes, has_steps).map_err(|e| fail(format_args!("{e}")))?;
-            (plan.iter().map(|&(_, _, n)| n).collect(), None)
-        }
-        Kernel::Reduce { axes, keepdims, noop_empty, .. } => {
-            let mask = reduced_axes(x.len(), axes, noop_empty, params).map_err(|e| fail(format_args!("{e}")))?;
-            let shape = (0..x.len())
-                .filter_map(|a| {
-                    if !mask[a] {
-                        Some(x[a])
-                    } else if keepdims {
-                        Some(1)
-                    } else {
-                        None
-                    }
-                })
-                .collect();
-            (shape, None)
-        }
         Kernel::Reshape(rule) => {
             let rule = if rule.reads_param() {
                 let param = params.first().ok_or_else(|| fail(format_args!("its shape or axes tensor is missing")))?;
@@ -287,10 +234,6 @@ pub fn infer_shape(
                 rule
             };
             (reshaped(x, rule).map_err(|e| fail(format_args!("{e}")))?, None)
-        }
-        Kernel::Concat { axis } => {
-            let parts: SmallVec<[&Shape; 4]> = step.inputs.iter().map(|&id| &shapes[id]).collect();
-            (concatenated(&parts, axis).map_err(|e| fail(format_args!("{e}")))?, None)
         }
         Kernel::MatMul { trans_b, .. } => {
             // A B stored `[.., n, k]` is the matrix op(B) = its last two axes swapped.
@@ -325,25 +268,6 @@ pub fn infer_shape(
             }
             let (g, _) = window_3d(&window, spatial(x), k).map_err(|e| fail(format_args!("{e}")))?;
             (windowed(x, w[0], g.out), None)
-        }
-        Kernel::Pad(spec) => {
-            let rank = x.len();
-            if spec.value_at_run && shapes[step.inputs[1]].iter().product::<usize>() != 1 {
-                return Err(fail(format_args!("constant_value must hold one value")));
-            }
-            let resolved = spec.resolve(rank, params).map_err(|e| fail(format_args!("{e}")))?;
-            let pads = &resolved[..2 * rank];
-            if spec.mode == rivet_kernels::nn::PadMode::Reflect
-                && (0..rank).any(|a| (pads[a] > 0 || pads[a + rank] > 0) && (pads[a] >= x[a] || pads[a + rank] >= x[a]))
-            {
-                return Err(fail(format_args!("reflect pads {pads:?} must be smaller than the axes")));
-            }
-            if matches!(spec.mode, rivet_kernels::nn::PadMode::Edge)
-                && (0..rank).any(|a| x[a] == 0 && pads[a] + pads[a + rank] > 0)
-            {
-                return Err(fail(format_args!("edge padding of an empty axis")));
-            }
-            ((0..rank).map(|a| x[a] + pads[a] + pads[a + rank]).collect(), None)
         }
     };
     let out = &values[step.output];
