@@ -5,7 +5,6 @@
 use std::sync::Arc;
 
 use rivet_kernels::nn::PadMode;
-use rivet_kernels::typed::{bf16_to_f32, f16_to_f32, f32_to_bf16, f32_to_f16};
 use smallvec::SmallVec;
 
 use super::moves::{bad_types_of, check_data_then_constants, ints, step_input, types_of, Ints};
@@ -202,25 +201,13 @@ impl Pad {
         fill: f32,
         out: &mut DataMut<'_>,
     ) -> Result<(), String> {
-        let (n_in, n_out) = (x.ins[0].len(), out.len());
-        let scratch = &mut x.scratch.f32;
-        if scratch.len() < n_in + n_out {
-            scratch.resize(n_in + n_out, 0.0);
+        if !super::halves::is_half(x.ins[0].elem_type()) {
+            return Err(MISMATCH.into());
         }
-        let (wide, padded) = scratch.split_at_mut(n_in);
-        let padded = &mut padded[..n_out];
-        match x.ins[0] {
-            Data::F16(v) => wide.iter_mut().zip(v).for_each(|(o, &h)| *o = f16_to_f32(h)),
-            Data::BF16(v) => wide.iter_mut().zip(v).for_each(|(o, &h)| *o = bf16_to_f32(h)),
-            _ => return Err(MISMATCH.into()),
-        }
+        let (ins, padded) = super::halves::widen_all(&x.ins[..1], &mut x.scratch.f32, out.len());
+        let Data::F32(wide) = ins[0] else { return Err(MISMATCH.into()) };
         rivet_kernels::nn::pad(wide, x.shapes[0], begin, end, self.spec.mode, fill, padded);
-        match out {
-            DataMut::F16(y) => y.iter_mut().zip(padded.iter()).for_each(|(o, &v)| *o = f32_to_f16(v)),
-            DataMut::BF16(y) => y.iter_mut().zip(padded.iter()).for_each(|(o, &v)| *o = f32_to_bf16(v)),
-            _ => return Err(MISMATCH.into()),
-        }
-        Ok(())
+        super::halves::narrow(padded, out)
     }
 }
 

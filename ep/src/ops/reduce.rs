@@ -6,7 +6,6 @@
 use std::sync::Arc;
 
 use rivet_kernels::nn::ReduceOp;
-use rivet_kernels::typed::{bf16_to_f32, f16_to_f32, f32_to_bf16, f32_to_f16};
 
 use super::moves::{bad_types_of, check_data_then_constants, ints, types_of};
 use super::op::util::check_attrs;
@@ -190,36 +189,15 @@ impl Reduce {
     /// A half input widened to float32 and a half output rounded from it, in the scratch
     /// (grown once, then reused), around the float32 kernel.
     fn reduce_half(&self, x: RunIn<'_, '_>, reduced: &[bool], out: &mut DataMut<'_>) -> Result<(), String> {
-        let (n_in, n_out) = (x.ins[0].len(), out.len());
-        let scratch = &mut x.scratch.f32;
-        if scratch.len() < n_in + n_out {
-            scratch.resize(n_in + n_out, 0.0);
-        }
-        let (wide, result) = scratch.split_at_mut(n_in);
-        let result = &mut result[..n_out];
-        let v: &[f32] = match x.ins[0] {
-            Data::F32(v) => v,
-            Data::F16(v) => {
-                wide.iter_mut().zip(v).for_each(|(o, &h)| *o = f16_to_f32(h));
-                wide
-            }
-            Data::BF16(v) => {
-                wide.iter_mut().zip(v).for_each(|(o, &h)| *o = bf16_to_f32(h));
-                wide
-            }
-            _ => return Err(MISMATCH.into()),
-        };
+        let n_out = if matches!(out, DataMut::F32(_)) { 0 } else { out.len() };
+        let (ins, result) = super::halves::widen_all(&x.ins[..1], &mut x.scratch.f32, n_out);
+        let Data::F32(v) = ins[0] else { return Err(MISMATCH.into()) };
         match out {
             DataMut::F32(y) => reduce_f32(v, x.shapes[0], reduced, self.op, y),
-            DataMut::F16(y) => {
+            _ => {
                 reduce_f32(v, x.shapes[0], reduced, self.op, result);
-                y.iter_mut().zip(result.iter()).for_each(|(o, &r)| *o = f32_to_f16(r));
+                super::halves::narrow(result, out)?;
             }
-            DataMut::BF16(y) => {
-                reduce_f32(v, x.shapes[0], reduced, self.op, result);
-                y.iter_mut().zip(result.iter()).for_each(|(o, &r)| *o = f32_to_bf16(r));
-            }
-            _ => return Err(MISMATCH.into()),
         }
         Ok(())
     }

@@ -243,20 +243,14 @@ fn extra_outputs(node: &NodeDesc, kernel: &Kernel) -> Result<SmallVec<[(usize, K
         };
     }
     for k in 1..node.outputs.len() {
-        let Some(out) = present(k) else { continue };
+        if present(k).is_none() {
+            continue;
+        }
         let (kernel, want) = match (*kernel, node.op_type.as_str()) {
             (Kernel::Identity, "Dropout") => (Kernel::Ones, dtype::BOOL),
             _ => return Err(format!("{}'s output {k} is not supported", node.op_type)),
         };
-        if out.elem_type != want {
-            return Err(format!(
-                "{} output {k} '{}' is {}, expected {}",
-                node.op_type,
-                out.name,
-                dtype::name(out.elem_type),
-                dtype::name(want)
-            ));
-        }
+        crate::ops::claim::extra_output(node, k, want)?;
         extra.push((k, kernel));
     }
     Ok(extra)
