@@ -191,10 +191,20 @@ fn run_step<'a>(
         Slot::Buffer(b) if !step.view => Some(std::mem::take(&mut state.buffers[b])),
         _ => None,
     };
-    // int64 tensors the step reads at Run (shapes, axes): only in plans that are not static.
-    let mut params: SmallVec<[&[i64]; 1]> = SmallVec::new();
-    for &id in &step.params {
-        params.push(read(plan, id, inputs, &state.buffers, &state.buffer_lens, outs).i64().unwrap_or(&[]));
+    // A failed shape check puts the buffer back (its element type is the plan's), so the
+    // next Run of the session finds it as it was.
+    macro_rules! or_restore {
+        ($e:expr) => {
+            match $e {
+                Ok(v) => v,
+                Err(e) => {
+                    if let (Slot::Buffer(b), Some(buf)) = (out_value.slot, owned.take()) {
+                        state.buffers[b] = buf;
+                    }
+                    return Err(e);
+                }
+            }
+        };
     }
     // Output shape: known since Compile for static plans, inferred here otherwise.
     let inferred;
@@ -205,9 +215,12 @@ fn run_step<'a>(
             for &id in &step.inputs {
                 data.push(Some(read(plan, id, inputs, &state.buffers, &state.buffer_lens, outs)));
             }
-            let shape = shapes::op_shape(&plan.values, step, &state.shapes, &data)?
-                .ok_or_else(|| Error::ep(format_args!("{}: no shape with every input known", NodeLabel(step))))?;
-            shapes::check_declared(&plan.values, step, &shape)?;
+            let shape = shapes::op_shape(&plan.values, step, &state.shapes, &data);
+            drop(data);
+            let shape = or_restore!(shape.and_then(|s| {
+                s.ok_or_else(|| Error::ep(format_args!("{}: no shape with every input known", NodeLabel(step))))
+            }));
+            or_restore!(shapes::check_declared(&plan.values, step, &shape));
             state.shapes[step.output] = shape;
             None
         }
@@ -222,19 +235,27 @@ fn run_step<'a>(
                 out.extend_from_slice(plan_b.out_shape());
             } else {
                 let (a, b) = (Shape::from_slice(a), Shape::from_slice(b));
-                let plan_b =
-                    shapes::infer_into(&plan.values, step, &mut state.shapes, &[])?.expect("binary steps broadcast");
+                let plan_b = or_restore!(shapes::infer_into(&plan.values, step, &mut state.shapes, &[]))
+                    .expect("binary steps broadcast");
                 state.broadcasts[index] = Some(CachedBroadcast { a, b, plan: plan_b });
             }
             state.broadcasts[index].as_ref().map(|c| &c.plan)
         }
         None => {
-            inferred = shapes::infer_into(&plan.values, step, &mut state.shapes, &params)?;
+            // int64 tensors the step reads at Run (shapes, axes): only in plans that are
+            // not static.
+            let mut params: SmallVec<[&[i64]; 1]> = SmallVec::new();
+            for &id in &step.params {
+                params.push(read(plan, id, inputs, &state.buffers, &state.buffer_lens, outs).i64().unwrap_or(&[]));
+            }
+            let result = shapes::infer_into(&plan.values, step, &mut state.shapes, &params);
+            drop(params);
+            inferred = or_restore!(result);
             inferred.as_ref()
         }
     };
     if rank_8 {
-        past_rank_8(plan, step, std::iter::once(step.output), &state.shapes)?;
+        or_restore!(past_rank_8(plan, step, std::iter::once(step.output), &state.shapes));
     }
     if step.view {
         probe::record_nodes(1);
@@ -249,7 +270,6 @@ fn run_step<'a>(
             check_len(step, dst.len(), len, out_shape)?;
             let scratch = &mut state.op_scratch[index];
             run_kernel(step, &src, &state.shapes, broadcast, &mut dst, par, scratch)?;
-            drop((src, params)); // they may borrow `outs`
             outs[o] = Some(dst);
         }
         (Slot::Buffer(b), Some(buf)) => {
@@ -257,7 +277,6 @@ fn run_step<'a>(
             let scratch = &mut state.op_scratch[index];
             let mut dst = buf.view_mut_prefix(len);
             let result = run_kernel(step, &src, &state.shapes, broadcast, &mut dst, par, scratch);
-            drop((src, params, dst)); // they may borrow `state.buffers`
             state.buffers[b] = owned.take().expect("taken above");
             state.buffer_lens[b] = len;
             result?;

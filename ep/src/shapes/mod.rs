@@ -154,7 +154,10 @@ pub fn op_shape(
     let op = step.op.as_ref().expect("a family op's step holds its op");
     let ins: SmallVec<[&[usize]; 16]> = step.inputs.iter().map(|&id| shapes[id].as_slice()).collect();
     match op.shape(&crate::ops::ShapeIn { shapes: &ins, data }) {
-        Ok(s) => Ok(Some(s)),
+        Ok(s) => {
+            checked_count(&s, format_args!("{} output '{}'", NodeLabel(step), values[step.output].name))?;
+            Ok(Some(s))
+        }
         Err(crate::ops::ShapeError::NeedsData) => Ok(None),
         Err(crate::ops::ShapeError::Invalid(why)) => {
             let list: Vec<String> =
