@@ -57,3 +57,17 @@ fn split_sizes_past_2_48_elements_are_an_error_then_the_session_runs() {
     let bad = [x, ints("s", &[2], &[-1, 5])];
     bad_then_good(&model, &bad, "node 'split' (Split)", "2^48 elements", &good);
 }
+
+#[test]
+fn a_global_pool_over_an_empty_plane_is_an_error_then_the_session_runs() {
+    for op in ["GlobalAveragePool", "GlobalMaxPool"] {
+        let model = ModelBuilder::new(13)
+            .input("x", FLOAT, &["n".into(), "c".into(), "h".into(), "w".into()])
+            .node(op, "gp", &["x"], &["y"])
+            .output("y", FLOAT, None)
+            .build();
+        let good = [HostTensor::f32("x", &[1, 2, 2, 2], vec![1.0, -2.0, 3.0, 4.0, 0.5, 6.0, -7.0, 8.0])];
+        let bad = [HostTensor::f32("x", &[1, 2, 0, 4], vec![])];
+        bad_then_good(&model, &bad, &format!("node 'gp' ({op}) input 0"), "empty spatial extent", &good);
+    }
+}

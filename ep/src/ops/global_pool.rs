@@ -52,7 +52,12 @@ impl Op for GlobalPool {
             return Err("element types differ from the plan's".into());
         };
         let s = x.shapes[0];
-        nn::global_pool(input, s[0] * s[1], s[2..].iter().product(), self.max, y);
+        let plane: usize = s[2..].iter().product();
+        if plane == 0 && !y.is_empty() {
+            // No element to take the mean or the maximum of (ORT refuses it too).
+            return Err(format!("input 0: an empty spatial extent {s:?}"));
+        }
+        nn::global_pool(input, s[0] * s[1], plane, self.max, y);
         Ok(())
     }
 }
