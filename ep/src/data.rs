@@ -309,6 +309,28 @@ macro_rules! by_number {
 }
 pub(crate) use by_number;
 
+/// Calls `$m!(y, one)` with the output's elements and its type's 1 (the bits of 1.0 for
+/// the halves, true for bool).
+macro_rules! with_one {
+    ($dst:expr, $m:ident) => {
+        match $dst {
+            DataMut::F32(y) => $m!(y, 1.0),
+            DataMut::F64(y) => $m!(y, 1.0),
+            DataMut::F16(y) => $m!(y, 0x3c00),
+            DataMut::BF16(y) => $m!(y, 0x3f80),
+            DataMut::I8(y) => $m!(y, 1),
+            DataMut::I16(y) => $m!(y, 1),
+            DataMut::I32(y) => $m!(y, 1),
+            DataMut::I64(y) => $m!(y, 1),
+            DataMut::U8(y) | DataMut::Bool(y) => $m!(y, 1),
+            DataMut::U16(y) => $m!(y, 1),
+            DataMut::U32(y) => $m!(y, 1),
+            DataMut::U64(y) => $m!(y, 1),
+        }
+    };
+}
+pub(crate) use with_one;
+
 /// An element of any numeric tensor, as f64.
 pub fn number_at(d: Data<'_>, k: usize) -> f64 {
     match d {

@@ -6,7 +6,7 @@ use rivet_kernels::nn;
 use rivet_kernels::typed::{self, bf16_to_f32, f16_to_f32, f32_to_bf16, f32_to_f16, map2, Number};
 use smallvec::SmallVec;
 
-use crate::data::{by_number, by_storage};
+use crate::data::{by_number, by_storage, with_one};
 use crate::data::{number_at, Data, DataMut, Storage};
 use crate::error::{Error, Result};
 use crate::graph::Shape;
@@ -89,20 +89,7 @@ pub(crate) fn apply_typed(step: &Step, ins: &[Data<'_>], shapes: &[Shape], dst: 
                     $y.iter_mut().for_each(|v| *v = $one);
                 }};
             }
-            match dst {
-                DataMut::F32(y) => ones!(y, 1.0),
-                DataMut::F64(y) => ones!(y, 1.0),
-                DataMut::F16(y) => ones!(y, 0x3c00),
-                DataMut::BF16(y) => ones!(y, 0x3f80),
-                DataMut::I8(y) => ones!(y, 1),
-                DataMut::I16(y) => ones!(y, 1),
-                DataMut::I32(y) => ones!(y, 1),
-                DataMut::I64(y) => ones!(y, 1),
-                DataMut::U8(y) | DataMut::Bool(y) => ones!(y, 1),
-                DataMut::U16(y) => ones!(y, 1),
-                DataMut::U32(y) => ones!(y, 1),
-                DataMut::U64(y) => ones!(y, 1),
-            }
+            with_one!(dst, ones);
             Ok(())
         }
         _ => by_storage!(dst, movement(&cx, ins)),

@@ -48,20 +48,7 @@ impl Op for EyeLike {
                 }
             }};
         }
-        match out {
-            DataMut::F32(y) => eye!(y, 1.0),
-            DataMut::F64(y) => eye!(y, 1.0),
-            DataMut::F16(y) => eye!(y, 0x3c00),
-            DataMut::BF16(y) => eye!(y, 0x3f80),
-            DataMut::I8(y) => eye!(y, 1),
-            DataMut::I16(y) => eye!(y, 1),
-            DataMut::I32(y) => eye!(y, 1),
-            DataMut::I64(y) => eye!(y, 1),
-            DataMut::U8(y) | DataMut::Bool(y) => eye!(y, 1),
-            DataMut::U16(y) => eye!(y, 1),
-            DataMut::U32(y) => eye!(y, 1),
-            DataMut::U64(y) => eye!(y, 1),
-        }
+        crate::data::with_one!(out, eye);
         Ok(())
     }
 }
