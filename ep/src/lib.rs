@@ -26,6 +26,7 @@ pub mod probe;
 mod products;
 pub mod registry;
 pub mod shapes;
+mod winograd_conv;
 
 /// With `probe-allocator` (the probe cdylib), every heap allocation is counted.
 #[cfg(feature = "probe-allocator")]

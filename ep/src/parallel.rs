@@ -113,6 +113,8 @@ pub struct TaskScratch {
     pub out: Vec<f32>,
     /// Float64 working memory (the ml ops' float64 scores).
     pub f64: Vec<f64>,
+    /// A Winograd convolution's transformed input and products.
+    pub winograd: rivet_kernels::winograd::Scratch,
 }
 
 /// A Run's scratch: one [`TaskScratch`] per task index (index 0 also serves work that is
@@ -125,6 +127,8 @@ pub struct RunScratch {
     pub(crate) packed_a: Mutex<nn::PackedA>,
     pub(crate) packed_b: Mutex<nn::PackedB>,
     pub(crate) conv_parts: Mutex<Vec<f32>>,
+    /// A strided 1x1 convolution's subsampled input.
+    pub(crate) sampled: Mutex<Vec<f32>>,
     /// Constant conv filters packed for the GEMM (one per group), by the Conv step's
     /// output value.
     pub(crate) filters: Mutex<Vec<Packed<Vec<nn::PackedA>>>>,
@@ -133,6 +137,9 @@ pub struct RunScratch {
     pub(crate) weights: Mutex<Vec<Packed<nn::PackedB>>>,
     /// Constant conv filters packed for the direct kernel, by the Conv step's output value.
     pub(crate) direct: Mutex<Vec<Packed<Vec<f32>>>>,
+    /// Constant conv filters transformed for the Winograd kernel, by the Conv step's
+    /// output value.
+    pub(crate) winograd: Mutex<Vec<Packed<rivet_kernels::winograd::Filters>>>,
 }
 
 /// A constant operand packed once, and which tensor it was packed from (address and
@@ -170,9 +177,11 @@ impl Default for RunScratch {
             packed_a: Mutex::default(),
             packed_b: Mutex::default(),
             conv_parts: Mutex::default(),
+            sampled: Mutex::default(),
             filters: Mutex::default(),
             weights: Mutex::default(),
             direct: Mutex::default(),
+            winograd: Mutex::default(),
         }
     }
 }

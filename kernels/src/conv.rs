@@ -403,6 +403,34 @@ pub fn conv(
 
 pub use crate::pool::{lp_pool, max_pool, max_pool_indices, pool, Pool};
 
+/// For a 1x1 window with a stride past 1 and no padding, with outputs, whose every output
+/// reads inside the input: the same window on the input's subsampled planes (stride 1, the output's
+/// size), where the convolution is a pointwise one. ([`subsample`] makes those planes.)
+pub fn subsampled(g: &Window3d) -> Option<Window3d> {
+    let inside = (0..3).all(|a| g.out[a] > 0 && (g.out[a] - 1) * g.stride[a] < g.input[a]);
+    (g.kernel == [1; 3] && g.pad_begin == [0; 3] && g.stride != [1; 3] && inside).then_some(Window3d {
+        input: g.out,
+        stride: [1; 3],
+        dilation: [1; 3],
+        ..*g
+    })
+}
+
+/// The inputs a strided 1x1 window reads (see [`subsampled`]) of `planes` planes of `x`,
+/// into `y` (`planes` planes of the output's size).
+pub fn subsample(x: &[f32], planes: usize, g: &Window3d, y: &mut [f32]) {
+    let ([_, in_h, in_w], [out_d, out_h, out_w], [sd, sh, sw]) = (g.input, g.out, g.stride);
+    let (plane, positions) = (g.plane(), g.positions());
+    for (src, dst) in x.chunks_exact(plane).zip(y.chunks_exact_mut(positions)).take(planes) {
+        for (zd, dz) in dst.chunks_exact_mut(out_h * out_w).enumerate().take(out_d) {
+            for (zh, row) in dz.chunks_exact_mut(out_w).enumerate() {
+                let from = &src[(zd * sd * in_h + zh * sh) * in_w..];
+                row.iter_mut().enumerate().for_each(|(zw, o)| *o = from[zw * sw]);
+            }
+        }
+    }
+}
+
 /// Sizes of a transposed convolution, per spatial axis (depth, height, width).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ConvTransposeDims {
@@ -481,6 +509,31 @@ pub fn conv_transpose(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_strided_pointwise_window_reads_its_subsampled_input() {
+        let (g, _) =
+            window_geometry([1, 5, 7], [1, 1, 1], [1, 2, 3], [1; 3], Padding::Explicit([0; 6]), false).unwrap();
+        let sub = subsampled(&g).expect("strided 1x1");
+        assert_eq!((sub.input, sub.out, sub.stride), ([1, 3, 3], [1, 3, 3], [1; 3]));
+        assert!(sub.is_pointwise());
+        let x: Vec<f32> = (0..2 * 35).map(|i| i as f32).collect();
+        let mut y = vec![f32::NAN; 2 * 9];
+        subsample(&x, 2, &g, &mut y);
+        let want = |p: usize| (0..3).flat_map(move |r| (0..3).map(move |c| (p * 35 + 2 * r * 7 + 3 * c) as f32));
+        assert_eq!(y, want(0).chain(want(1)).collect::<Vec<_>>());
+        // Stride 1, padding, an output past the input or no outputs: not this path.
+        let none = |input: [usize; 3], stride: [usize; 3], pads: [usize; 6]| {
+            let (g, _) = window_geometry(input, [1; 3], stride, [1; 3], Padding::Explicit(pads), false).unwrap();
+            subsampled(&g)
+        };
+        assert!(none([1, 5, 7], [1; 3], [0; 6]).is_none());
+        assert!(none([1, 5, 7], [1, 2, 2], [0, 1, 0, 0, 0, 0]).is_none());
+        assert!(none([1, 5, 7], [1, 2, 2], [0, 0, 0, 0, 0, 2]).is_none());
+        assert!(none([1, 5, 7], [1, 2, 2], [0, 0, 0, 0, 0, 1]).is_some(), "the last output reads inside");
+        let empty = Window3d { input: [1, 0, 7], out: [1, 0, 4], stride: [1, 2, 2], ..g };
+        assert!(subsampled(&empty).is_none());
+    }
+
     use super::*;
 
     /// A cube window (`dims` spatial axes; the leading ones of size 1 otherwise).

@@ -70,6 +70,7 @@ pub mod roi_align;
 pub mod sample;
 pub mod typed;
 mod unary;
+pub mod winograd;
 
 #[cfg(test)]
 mod binary_tests;

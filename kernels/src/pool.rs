@@ -383,6 +383,20 @@ mod tests {
             pool_at(level, &x, 1, &g, Pool::Max, [0; 3], &mut got);
             assert!(same_bits(&got, &want), "{level:?}");
         }
+        // Two zeros in one row, strides 1 and 2 (padded): the first in w order wins.
+        for stride in [1, 2] {
+            let g = Window3d::cube(2, 20, 3, stride, 1, 1, 0).unwrap();
+            let mut x = vec![-1.0f32; g.plane()];
+            (x[2 * 20 + 3], x[2 * 20 + 4]) = (-0.0, 0.0);
+            let mut want = vec![0.0; g.positions()];
+            reference(&x, 1, &g, Pool::Max, [1; 3], &mut want);
+            assert!(want.iter().any(|v| v.to_bits() == (-0.0f32).to_bits()), "stride {stride}");
+            for level in Level::supported() {
+                let mut got = vec![0.0; g.positions()];
+                pool_at(level, &x, 1, &g, Pool::Max, [1; 3], &mut got);
+                assert!(same_bits(&got, &want), "{level:?} stride {stride}");
+            }
+        }
     }
 
     #[test]

@@ -220,6 +220,49 @@ pub(crate) fn direct(
     }
 }
 
+/// Runs the Winograd input transform with the build for `isa`. Panics below AVX-512 (its
+/// callers ask [`crate::winograd::fits`] first).
+#[inline]
+pub(crate) fn winograd_input(
+    isa: Isa,
+    w: &crate::winograd::Winograd<'_>,
+    block: std::ops::Range<usize>,
+    v: &mut [f32],
+    pad: &mut Vec<f32>,
+) -> bool {
+    match isa.0 {
+        #[cfg(target_arch = "x86_64")]
+        Level::Avx512 => {
+            // SAFETY: an `Isa` never exceeds `Level::detected()`, so this CPU has
+            // avx512f/dq/bw/vl, avx2 and fma, the features `input_avx512` enables.
+            unsafe { crate::winograd::x86::input_avx512(w, block, v, pad) }
+        }
+        _ => panic!("winograd convolution: needs AVX-512"),
+    }
+}
+
+/// Runs the Winograd output transform with the build for `isa`. Panics below AVX-512.
+#[inline]
+pub(crate) fn winograd_output(
+    isa: Isa,
+    w: &crate::winograd::Winograd<'_>,
+    block: std::ops::Range<usize>,
+    ch: std::ops::Range<usize>,
+    row0: usize,
+    m: &[f32],
+    y: &mut [f32],
+) {
+    match isa.0 {
+        #[cfg(target_arch = "x86_64")]
+        Level::Avx512 => {
+            // SAFETY: an `Isa` never exceeds `Level::detected()`, so this CPU has
+            // avx512f/dq/bw/vl, avx2 and fma, the features `output_avx512` enables.
+            unsafe { crate::winograd::x86::output_avx512(w, block, ch, row0, m, y) }
+        }
+        _ => panic!("winograd convolution: needs AVX-512"),
+    }
+}
+
 /// Vector loads and stores through array references, for the intrinsic microkernels:
 /// safe `#[target_feature]` functions (callable from code with the same features).
 #[cfg(target_arch = "x86_64")]

@@ -24,7 +24,9 @@ mod simd;
 pub(crate) use dispatch::mem;
 #[cfg(test)]
 pub(crate) use dispatch::STREAM_MIN;
-pub(crate) use dispatch::{binary, depthwise_2d, direct, gemm, gemm_pack_a, gemm_pack_b, pool, unary};
+pub(crate) use dispatch::{
+    binary, depthwise_2d, direct, gemm, gemm_pack_a, gemm_pack_b, pool, unary, winograd_input, winograd_output,
+};
 
 /// A kernel build; ordered from the most portable to the widest.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

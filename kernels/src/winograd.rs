@@ -1,0 +1,350 @@
+//! 3x3 convolutions of stride 1 by Winograd's minimal filtering, F(2x2, 3x3).
+//!
+//! Each 2x2 block of outputs ("tile") is computed from the 4x4 input patch under it: the
+//! patch is transformed (`V = Bᵀ d B`), multiplied point by point with the transformed
+//! filter (`U = G g Gᵀ`, once per filter) and summed over input channels, and the 4x4 sum
+//! is transformed back (`Y = Aᵀ M A`). The sum over channels at each of the 16 points is a
+//! matrix product, `M[ξ] = U[ξ] · V[ξ]` (output channels × input channels × tiles), run
+//! on the packed GEMM with `U[ξ]` packed once. A tile takes 16 multiply-adds per input
+//! and output channel where the direct convolution takes 36: 2.25x fewer. The transforms'
+//! coefficients are 0, ±1 and ±1/2, so the sums lose about what the direct ones do (a few
+//! ulp of the depth's magnitude more).
+//!
+//! Tiles are taken a block of tile rows at a time, its transformed input and products in
+//! working memory the caller keeps; a block's transforms run on vectors of 16 tiles
+//! ([`x86`], AVX-512). Every output is the same sum whatever the block and whatever the
+//! split of the tile rows: the GEMM's depth order does not depend on the columns.
+
+use crate::arch::{self, Level};
+use crate::conv::Window3d;
+use crate::gemm::{pack_a, Epilogue, Gemm, GemmScratch, PackedA};
+use std::ops::Range;
+
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod x86;
+
+/// Points of a transformed tile (4 x 4).
+pub const POINTS: usize = 16;
+/// Tiles a block aims at: enough columns for the GEMM's 32- and 48-wide panels.
+const BLOCK_TILES: usize = 256;
+/// The least input and output channels: below them the transforms cost more than the
+/// products save.
+const MIN_CHANNELS: usize = 16;
+/// The fewest tiles: a smaller plane leaves the GEMM's panels mostly empty. Up to
+/// [`FEW_TILES`] of them, only a product of [`MIN_CHANNELS_FEW`] output channels or more
+/// gains: one thread, 128->32 channels on 14x14 (49 tiles) ran 1.40x ORT's time here and
+/// 1.21x on the direct kernel, while 64->256 on 13x13 ran 1.03x here and 1.26x there.
+const MIN_TILES: usize = 36;
+const FEW_TILES: usize = 100;
+const MIN_CHANNELS_FEW: usize = 64;
+
+/// Whether a convolution of `cg` input and `mg` output channels (one group) on `g` runs
+/// here on this CPU: AVX-512, a 3x3 kernel on two spatial axes, stride and dilation 1, two
+/// tiles a row or more (a block of one tile would be a matrix-vector product, summed in
+/// another order). Its inputs must also pass [`in_range`].
+pub fn fits(g: &Window3d, cg: usize, mg: usize) -> bool {
+    Level::detected() == Level::Avx512
+        && g.input[0] == 1
+        && g.out[0] == 1
+        && g.kernel == [1, 3, 3]
+        && g.stride == [1; 3]
+        && g.dilation == [1; 3]
+        && g.pad_begin[0] == 0
+        && cg >= MIN_CHANNELS
+        && mg >= MIN_CHANNELS
+        && tiles(g)[1] >= 2
+        && tiles(g)[0] * tiles(g)[1] >= MIN_TILES
+        && (mg >= MIN_CHANNELS_FEW || tiles(g)[0] * tiles(g)[1] >= FEW_TILES)
+}
+
+/// The largest magnitude of an input or a filter weight taken, as bits: the transforms add
+/// up to four inputs (or 2.25 times a weight) before the products and nine products after
+/// them, so an inf would become `inf - inf` = NaN and values near `f32::MAX` would
+/// overflow where the direct sum does not. Inputs or filters past it (inf and NaN among
+/// them) take another path.
+pub(crate) const LIMIT_BITS: u32 = 0x5f80_0000; // 2^64
+
+/// Whether every value of `x` is finite and at most 2^64 in magnitude (see [`fits`]).
+pub fn in_range(x: &[f32]) -> bool {
+    x.iter().map(|v| v.to_bits() & 0x7fff_ffff).max().unwrap_or(0) <= LIMIT_BITS
+}
+
+/// Tile rows and tiles per row of `g`'s output.
+pub fn tiles(g: &Window3d) -> [usize; 2] {
+    [g.out[1].div_ceil(2), g.out[2].div_ceil(2)]
+}
+
+/// Tile rows per block on `g`: about [`BLOCK_TILES`] tiles.
+pub fn block_rows(g: &Window3d) -> usize {
+    let [th, tw] = tiles(g);
+    BLOCK_TILES.div_ceil(tw.max(1)).clamp(1, th.max(1))
+}
+
+/// The filters of one convolution, transformed (`U[ξ]`, `mg` × `cg` each, ξ-major) and
+/// packed for the GEMM.
+#[derive(Debug, Default)]
+pub struct Filters {
+    raw: Vec<f32>,
+    packed: Vec<PackedA>,
+    mg: usize,
+    cg: usize,
+    /// Whether the weights pass [`in_range`].
+    usable: bool,
+}
+
+impl Filters {
+    /// Whether the weights were [`in_range`]: if not, the convolution takes another path.
+    pub fn usable(&self) -> bool {
+        self.usable
+    }
+}
+
+/// Transforms and packs `w` (`[mg, cg, 3, 3]`) for convolutions on `g`.
+pub fn transform_filters(w: &[f32], mg: usize, cg: usize, g: &Window3d, f: &mut Filters) {
+    assert_eq!(w.len(), mg * cg * 9, "winograd: filters");
+    const G: [[f32; 3]; 4] = [[1.0, 0.0, 0.0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0.0, 0.0, 1.0]];
+    f.raw.clear();
+    f.raw.resize(POINTS * mg * cg, 0.0);
+    for (kc, g3) in w.chunks_exact(9).enumerate() {
+        // G g (4 x 3), then (G g) Gᵀ (4 x 4).
+        let mut t = [[0.0f32; 3]; 4];
+        for (i, row) in t.iter_mut().enumerate() {
+            for (s, v) in row.iter_mut().enumerate() {
+                *v = G[i][0] * g3[s] + G[i][1] * g3[3 + s] + G[i][2] * g3[6 + s];
+            }
+        }
+        for (i, row) in t.iter().enumerate() {
+            for (j, gj) in G.iter().enumerate() {
+                f.raw[(4 * i + j) * mg * cg + kc] = row[0] * gj[0] + row[1] * gj[1] + row[2] * gj[2];
+            }
+        }
+    }
+    let n = block_rows(g) * tiles(g)[1];
+    f.packed.resize_with(POINTS, PackedA::new);
+    for (xi, packed) in f.packed.iter_mut().enumerate() {
+        pack_a(packed, mg, n, cg, &f.raw[xi * mg * cg..][..mg * cg], false);
+    }
+    (f.mg, f.cg, f.usable) = (mg, cg, in_range(w));
+}
+
+/// Working memory of one task: a block's transformed input and its products.
+#[derive(Debug, Default)]
+pub struct Scratch {
+    pub v: Vec<f32>,
+    pub m: Vec<f32>,
+    /// One channel's input rows, zero-padded.
+    pub pad: Vec<f32>,
+    pub gemm: GemmScratch,
+}
+
+/// One convolution (one image, one group) as [`Winograd::run`] computes it.
+pub struct Winograd<'a> {
+    /// The input planes, `[cg, in_h, in_w]`.
+    pub x: &'a [f32],
+    pub g: &'a Window3d,
+    pub filters: &'a Filters,
+    /// Bias (as `Bias::Rows`), activation, residual (the whole `[mg, positions]` addend)
+    /// and second activation.
+    pub epilogue: Epilogue<'a>,
+}
+
+impl Winograd<'_> {
+    /// Computes the outputs of tile rows `tiles` into `y`: output rows `2 * tiles.start`
+    /// up to `2 * tiles.end` (or the last) of every channel, `[mg, rows, out_w]`. Returns
+    /// false, `y` then only partly written, if an input is out of range ([`in_range`]).
+    /// Panics on a length mismatch or off AVX-512.
+    pub fn run(&self, tiles: Range<usize>, y: &mut [f32], s: &mut Scratch) -> bool {
+        let [th, _] = self::tiles(self.g);
+        assert!(tiles.end <= th, "winograd: tile rows");
+        let mut r0 = tiles.start;
+        while r0 < tiles.end {
+            let block = r0..(r0 + block_rows(self.g)).min(tiles.end);
+            if !self.input(block.clone(), &mut s.v, &mut s.pad) {
+                return false;
+            }
+            self.output(block.clone(), 0..self.filters.mg, 2 * tiles.start, &s.v, y, &mut s.m, &mut s.gemm);
+            r0 = block.end;
+        }
+        true
+    }
+
+    /// The tile rows of the block that starts at tile row `r0`.
+    pub fn block(&self, r0: usize) -> Range<usize> {
+        r0..(r0 + block_rows(self.g)).min(tiles(self.g)[0])
+    }
+
+    /// The transformed input of the tile rows `block` (at most [`block_rows`] of them),
+    /// into `v`; `pad` is working memory. Returns false if an input the block reads is
+    /// out of range ([`in_range`]).
+    pub fn input(&self, block: Range<usize>, v: &mut Vec<f32>, pad: &mut Vec<f32>) -> bool {
+        assert!(block.len() <= block_rows(self.g) && block.end <= tiles(self.g)[0], "winograd: block");
+        assert_eq!(self.x.len(), self.filters.cg * self.g.plane(), "winograd: input planes");
+        let len = POINTS * self.filters.cg * block.len() * tiles(self.g)[1];
+        if v.len() < len {
+            v.resize(len, 0.0);
+        }
+        arch::winograd_input(arch::isa(), self, block, &mut v[..len], pad)
+    }
+
+    /// The outputs of channels `ch` in the tile rows `block` from the block's transformed
+    /// input `v` ([`Winograd::input`]), with the epilogue, into `y`: `[ch.len(), rows,
+    /// out_w]`, its rows the output's from `row0` on. `ch` starts at a multiple of
+    /// [`Winograd::strip_rows`]; `m` and `gemm` are working memory.
+    #[allow(clippy::too_many_arguments)]
+    pub fn output(
+        &self,
+        block: Range<usize>,
+        ch: Range<usize>,
+        row0: usize,
+        v: &[f32],
+        y: &mut [f32],
+        m: &mut Vec<f32>,
+        gemm: &mut GemmScratch,
+    ) {
+        let f = self.filters;
+        let (mg, cg) = (f.mg, f.cg);
+        let [_, out_h, out_w] = self.g.out;
+        let pb = block.len() * tiles(self.g)[1];
+        assert!(ch.end <= mg && row0 <= 2 * block.start && (2 * block.end).min(out_h) >= row0, "winograd: part");
+        assert_eq!(y.len() % (ch.len() * out_w).max(1), 0, "winograd: output length");
+        let rows = y.len() / (ch.len() * out_w).max(1);
+        assert!(row0 + rows >= (2 * block.end).min(out_h), "winograd: output rows");
+        self.epilogue.check(mg, self.g.positions());
+        let v = &v[..POINTS * cg * pb];
+        let len = POINTS * ch.len() * pb;
+        if m.len() < len {
+            m.resize(len, 0.0);
+        }
+        let m = &mut m[..len];
+        for xi in 0..POINTS {
+            let a = &f.raw[xi * mg * cg..][..mg * cg];
+            let b = &v[xi * cg * pb..][..cg * pb];
+            let gemm_xi = Gemm { packed_a: Some(&f.packed[xi]), ..Gemm::new(mg, pb, cg, a, false, b, false) };
+            gemm_xi.compute(gemm, ch.clone(), 0..pb, &mut m[xi * ch.len() * pb..][..ch.len() * pb]);
+        }
+        arch::winograd_output(arch::isa(), self, block, ch, row0, m, y);
+    }
+
+    /// The row multiple a channel range of [`Winograd::output`] starts at.
+    pub fn strip_rows(&self) -> usize {
+        self.filters.packed[0].strip_rows().max(1)
+    }
+
+    pub(crate) fn channels(&self) -> (usize, usize) {
+        (self.filters.cg, self.filters.mg)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::conv::{self, window_geometry, Padding};
+    use crate::gemm::{Activation, Bias};
+    use crate::UnaryOp;
+
+    fn values(n: usize, seed: u64) -> Vec<f32> {
+        crate::test_values(n, seed)
+    }
+
+    /// Winograd against im2col + GEMM on one case, whole and split into two parts of
+    /// tile rows (the same bits as whole).
+    fn check(cg: usize, mg: usize, hw: [usize; 2], pad: [usize; 4], fused: bool) {
+        if Level::detected() != Level::Avx512 {
+            return;
+        }
+        let pads = Padding::Explicit([0, pad[0], pad[1], 0, pad[2], pad[3]]);
+        let (g, _) = window_geometry([1, hw[0], hw[1]], [1, 3, 3], [1; 3], [1; 3], pads, false).unwrap();
+        let positions = g.positions();
+        let x = values(cg * g.plane(), 1);
+        let w = values(mg * cg * 9, 2);
+        let bias = values(mg, 3);
+        let residual = values(mg * positions, 4);
+        let ep = Epilogue {
+            bias: Bias::Rows(&bias),
+            act: fused.then_some(Activation::Unary(UnaryOp::Relu)),
+            residual: fused.then_some(&residual[..]),
+            after: fused.then_some(Activation::Clip { min: 0.0, max: 0.5 }),
+            ..Epilogue::default()
+        };
+        let mut want = vec![0.0; mg * positions];
+        let (mut col, mut gs) = (Vec::new(), GemmScratch::new());
+        let conv_ep = Epilogue { bias: Bias::None, ..ep };
+        conv::conv(&x, &w, Some(&bias), 1, cg, mg, 1, &g, &mut want, &mut col, &mut gs, None, &conv_ep);
+        let mut f = Filters::default();
+        transform_filters(&w, mg, cg, &g, &mut f);
+        let run = Winograd { x: &x, g: &g, filters: &f, epilogue: ep };
+        let mut s = Scratch::default();
+        let mut got = vec![f32::NAN; mg * positions];
+        let [th, _] = tiles(&g);
+        assert!(run.run(0..th, &mut got, &mut s));
+        let depth = (cg * 9) as f32;
+        for (i, (&a, &b)) in got.iter().zip(&want).enumerate() {
+            assert!((a - b).abs() <= 1e-6 * depth * (1.0 + b.abs()), "{i}: winograd {a} im2col {b}");
+        }
+        // Split after the first tile row: the same bits, row by row.
+        let out_w = g.out[2];
+        let cut = 1.min(th);
+        let rows_a = (2 * cut).min(g.out[1]);
+        let mut a = vec![f32::NAN; mg * rows_a * out_w];
+        let mut b = vec![f32::NAN; mg * (g.out[1] - rows_a) * out_w];
+        assert!(run.run(0..cut, &mut a, &mut s) && run.run(cut..th, &mut b, &mut s));
+        for k in 0..mg {
+            let whole = &got[k * positions..][..positions];
+            let (pa, pb) = (
+                &a[k * rows_a * out_w..][..rows_a * out_w],
+                &b[k * (positions - rows_a * out_w)..][..positions - rows_a * out_w],
+            );
+            let joined: Vec<u32> = pa.iter().chain(pb).map(|v| v.to_bits()).collect();
+            assert_eq!(joined, whole.iter().map(|v| v.to_bits()).collect::<Vec<_>>(), "channel {k}");
+        }
+        // Split by output channels, block by block, into the planes in place: the same bits.
+        let strip = run.strip_rows();
+        if strip < mg {
+            let mut split = vec![f32::NAN; mg * positions];
+            let (lo, hi) = split.split_at_mut(strip * positions);
+            let mut r0 = 0;
+            while r0 < th {
+                let block = run.block(r0);
+                assert!(run.input(block.clone(), &mut s.v, &mut s.pad));
+                run.output(block.clone(), 0..strip, 0, &s.v, lo, &mut s.m, &mut s.gemm);
+                run.output(block.clone(), strip..mg, 0, &s.v, hi, &mut s.m, &mut s.gemm);
+                r0 = block.end;
+            }
+            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&split), bits(&got), "split by channels");
+        }
+    }
+
+    #[test]
+    fn inputs_past_the_limit_are_refused() {
+        assert!(in_range(&[0.0, -1.0, 1.8e19, -1.8e19, f32::MIN_POSITIVE]));
+        for bad in [f32::INFINITY, f32::NEG_INFINITY, f32::NAN, 1.9e19, -3e38] {
+            assert!(!in_range(&[1.0, bad, 2.0]), "{bad}");
+        }
+        let g = window_geometry([1, 12, 12], [1, 3, 3], [1; 3], [1; 3], Padding::Explicit([0, 1, 1, 0, 1, 1]), false)
+            .unwrap()
+            .0;
+        let mut f = Filters::default();
+        transform_filters(&vec![0.5; 16 * 16 * 9], 16, 16, &g, &mut f);
+        assert!(f.usable());
+        let mut w = vec![0.5; 16 * 16 * 9];
+        w[77] = f32::INFINITY;
+        transform_filters(&w, 16, 16, &g, &mut f);
+        assert!(!f.usable());
+    }
+
+    #[test]
+    fn matches_the_gemm_path() {
+        check(16, 16, [12, 12], [1, 1, 1, 1], false);
+        check(16, 64, [55, 55], [1, 1, 1, 1], true);
+        check(32, 48, [13, 27], [1, 1, 1, 1], true);
+        check(24, 20, [14, 9], [0, 0, 0, 0], false);
+        check(17, 33, [15, 40], [2, 0, 1, 2], true);
+        check(64, 64, [7, 37], [1, 2, 1, 0], false);
+        check(130, 40, [16, 16], [1, 1, 1, 1], true);
+        // Padding past the kernel's reach: whole rows and columns of zeros.
+        check(16, 16, [9, 10], [3, 3, 0, 4], true);
+        // Several blocks of tile rows.
+        check(16, 40, [70, 30], [1, 1, 1, 1], true);
+    }
+}

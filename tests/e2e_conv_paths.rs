@@ -1,0 +1,145 @@
+//! The convolution paths chosen by shape match ORT's CPU EP: 3x3 stride-1 convolutions on
+//! the Winograd kernel (with their fused bias, activation and residual, split over the
+//! pool with one thread's bits), and strided 1x1 convolutions run on their subsampled
+//! input (1-D, 2-D and 3-D, batched, with a residual).
+
+mod common;
+
+use common::{assert_matches_ort, env, strict};
+use rivet::harness::{self, Arm, HostTensor, SessionOpts};
+use rivet::model::{Attr, Dim, ModelBuilder, FLOAT};
+
+fn vals(seed: u64, len: usize) -> Vec<f32> {
+    harness::values(seed, len, -1.0, 1.0).into_iter().map(|v| v as f32).collect()
+}
+
+fn count(shape: &[i64]) -> usize {
+    shape.iter().product::<i64>() as usize
+}
+
+fn fixed(shape: &[i64]) -> Vec<Dim> {
+    shape.iter().map(|&d| Dim::Fixed(d)).collect()
+}
+
+/// `Clip(Relu(Conv(x, w, b)) + r, 0, 2)` with constant filters and bias: the chain the
+/// fusion pass folds into the convolution's epilogue. Returns the model and its inputs.
+fn conv_chain(xs: &[i64], ws: &[i64], attrs: &[(&str, Attr)], out: &[i64], seed: u64) -> (Vec<u8>, Vec<HostTensor>) {
+    let model = ModelBuilder::new(17)
+        .input("x", FLOAT, &fixed(xs))
+        .input("r", FLOAT, &fixed(out))
+        .initializer("w", ws, vals(seed + 1, count(ws)))
+        .initializer("b", &[ws[0]], vals(seed + 2, ws[0] as usize))
+        .initializer("lo", &[], vec![0.0])
+        .initializer("hi", &[], vec![2.0])
+        .node_with("Conv", "conv", &["x", "w", "b"], &["c"], attrs)
+        .node("Relu", "relu", &["c"], &["a"])
+        .node("Add", "add", &["a", "r"], &["s"])
+        .node("Clip", "clip", &["s", "lo", "hi"], &["y"])
+        .output("y", FLOAT, None)
+        .build();
+    let inputs =
+        vec![HostTensor::f32("x", xs, vals(seed, count(xs))), HostTensor::f32("r", out, vals(seed + 3, count(out)))];
+    (model, inputs)
+}
+
+/// 3x3 convolutions of stride 1 (the Winograd kernel's, on AVX-512): odd and even planes,
+/// one block of tile rows and several, symmetric, asymmetric and no padding, batches.
+#[test]
+fn winograd_convolutions_match_ort() {
+    // (x shape, output channels, pads: top, left, bottom, right)
+    // Each takes the kernel: at least 100 tiles, or 36 and 64 output channels.
+    let cases: [([i64; 4], i64, [i64; 4]); 7] = [
+        ([1, 16, 22, 22], 16, [1, 1, 1, 1]),
+        ([2, 32, 13, 27], 64, [1, 1, 1, 1]),
+        ([1, 24, 26, 22], 64, [0, 0, 0, 0]),
+        ([1, 17, 15, 40], 33, [2, 1, 0, 2]),
+        ([1, 16, 70, 30], 40, [1, 1, 1, 1]),
+        ([1, 64, 7, 37], 64, [1, 2, 1, 0]),
+        ([3, 16, 21, 21], 16, [3, 3, 0, 5]),
+    ];
+    for (xs, out_c, pads) in cases {
+        let ws = [out_c, xs[1], 3, 3];
+        let oh = xs[2] + pads[0] + pads[2] - 2;
+        let ow = xs[3] + pads[1] + pads[3] - 2;
+        let out = [xs[0], out_c, oh, ow];
+        let attrs = [("pads", Attr::Ints(pads.to_vec())), ("kernel_shape", Attr::Ints(vec![3, 3]))];
+        let (model, inputs) = conv_chain(&xs, &ws, &attrs, &out, 40);
+        assert_matches_ort(&model, &inputs, 1e-4, 1e-4, &format!("3x3 Conv chain {xs:?} -> {out_c}, pads {pads:?}"));
+    }
+}
+
+/// A Winograd convolution large enough to split over the pool by output channels (split
+/// by its shape: the tasks run in turn on one thread) gives the same bits on one thread
+/// as on all of them, and matches ORT. (That a split gives the unsplit bits is
+/// `products::tests::split_convolutions_give_the_unsplit_bits_on_every_path`.)
+#[test]
+fn a_split_winograd_convolution_gives_one_threads_bits() {
+    let (xs, ws, out) = ([1i64, 64, 56, 56], [128i64, 64, 3, 3], [1i64, 128, 56, 56]);
+    let attrs = [("pads", Attr::Ints(vec![1, 1, 1, 1]))];
+    let (model, inputs) = conv_chain(&xs, &ws, &attrs, &out, 50);
+    assert_matches_ort(&model, &inputs, 1e-4, 1e-4, "3x3 Conv chain 64 -> 128 on 56x56");
+    let run = |threads| {
+        let opts = SessionOpts { intra_threads: Some(threads), ..strict() };
+        let mut s = harness::session(env(), &model, Arm::Rivet, &opts).expect("session");
+        harness::run(&mut s, &inputs).expect("runs")
+    };
+    let (one, all) = (run(1), run(0));
+    assert!(one[0].data.iter().zip(&all[0].data).all(|(a, b)| a.to_bits() == b.to_bits()), "threads change the bits");
+}
+
+/// 1x1 convolutions of stride past 1: 1-D, 2-D (square and mixed strides, an input
+/// whose last row and column no output reads) and 3-D, batched, fused with a residual.
+#[test]
+fn strided_pointwise_convolutions_match_ort() {
+    // (x shape, output channels, strides)
+    let cases: Vec<(Vec<i64>, i64, Vec<i64>)> = vec![
+        (vec![2, 32, 14, 14], 48, vec![2, 2]),
+        (vec![1, 16, 9, 11], 20, vec![3, 2]),
+        (vec![1, 64, 28, 28], 128, vec![2, 2]),
+        (vec![2, 24, 21], 40, vec![2]),
+        (vec![1, 8, 5, 6, 7], 16, vec![2, 2, 2]),
+        (vec![1, 16, 10, 10], 32, vec![1, 2]),
+    ];
+    for (xs, out_c, strides) in cases {
+        let mut ws = vec![out_c, xs[1]];
+        ws.extend(std::iter::repeat_n(1, xs.len() - 2));
+        let mut out = vec![xs[0], out_c];
+        out.extend(xs[2..].iter().zip(&strides).map(|(&n, &s)| (n - 1) / s + 1));
+        let attrs = [("strides", Attr::Ints(strides.clone()))];
+        let (model, inputs) = conv_chain(&xs, &ws, &attrs, &out, 60);
+        assert_matches_ort(
+            &model,
+            &inputs,
+            1e-5,
+            1e-5,
+            &format!("1x1 Conv chain {xs:?} -> {out_c}, strides {strides:?}"),
+        );
+    }
+}
+
+/// Inputs the Winograd transforms cannot carry (an inf would become `inf - inf`, values
+/// near `f32::MAX` overflow inside them) take another path: the outputs are ORT's, infs
+/// where ORT has them and no NaN.
+#[test]
+fn winograd_shaped_convolutions_of_inf_and_huge_inputs_match_ort() {
+    // Whole on one thread, and split over the pool by output channels.
+    for (xs, ws) in [([1i64, 16, 20, 20], [64i64, 16, 3, 3]), ([1, 64, 56, 56], [128, 64, 3, 3])] {
+        let model = ModelBuilder::new(17)
+            .input("x", FLOAT, &fixed(&xs))
+            .initializer("w", &ws, vec![0.01; count(&ws)])
+            .node_with("Conv", "conv", &["x", "w"], &["y"], &[("pads", Attr::Ints(vec![1, 1, 1, 1]))])
+            .output("y", FLOAT, None)
+            .build();
+        let plane = (xs[2] * xs[3]) as usize;
+        let last_rows = plane - 3 * xs[3] as usize;
+        for (what, at, value) in
+            [("an inf", 3 * plane + 10 * 20 + 10, f32::INFINITY), ("3e38", 5 * plane + last_rows, 3e38)]
+        {
+            let mut data = vals(80, count(&xs));
+            data[at] = value;
+            data[at + plane] = value;
+            let inputs = [HostTensor::f32("x", &xs, data)];
+            assert_matches_ort(&model, &inputs, 1e-4, 1e-4, &format!("3x3 Conv {xs:?} of {what}"));
+        }
+    }
+}
