@@ -1,7 +1,7 @@
 //! The convolution paths chosen by shape match ORT's CPU EP: 3x3 stride-1 convolutions on
 //! the Winograd kernel (with their fused bias, activation and residual, split over the
-//! pool with one thread's bits), and strided 1x1 convolutions run on their subsampled
-//! input (1-D, 2-D and 3-D, batched, with a residual).
+//! pool with one thread's bits), strided 1x1 convolutions run on their subsampled input
+//! (1-D, 2-D and 3-D, batched, with a residual), and grouped 1x1 convolutions on the GEMM.
 
 mod common;
 
@@ -141,5 +141,25 @@ fn winograd_shaped_convolutions_of_inf_and_huge_inputs_match_ort() {
             let inputs = [HostTensor::f32("x", &xs, data)];
             assert_matches_ort(&model, &inputs, 1e-4, 1e-4, &format!("3x3 Conv {xs:?} of {what}"));
         }
+    }
+}
+
+/// Grouped 1x1 convolutions (ShuffleNet's: a few dozen channels a group) on the GEMM, one
+/// product per group with its filters packed once, fused with a residual.
+#[test]
+fn grouped_pointwise_convolutions_match_ort() {
+    // (x shape, output channels, groups)
+    for (xs, out_c, group) in [([1i64, 272, 14, 14], 68i64, 4i64), ([2, 68, 14, 14], 272, 4), ([1, 96, 7, 7], 48, 3)] {
+        let ws = [out_c, xs[1] / group, 1, 1];
+        let out = [xs[0], out_c, xs[2], xs[3]];
+        let attrs = [("group", Attr::Int(group))];
+        let (model, inputs) = conv_chain(&xs, &ws, &attrs, &out, 90);
+        assert_matches_ort(
+            &model,
+            &inputs,
+            1e-5,
+            1e-5,
+            &format!("grouped 1x1 Conv chain {xs:?} -> {out_c}, {group} groups"),
+        );
     }
 }
