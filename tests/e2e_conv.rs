@@ -422,8 +422,6 @@ fn three_dimensional_conv_and_pools_match_ort() {
 /// all of them.
 #[test]
 fn a_convolution_split_over_threads_matches_one_thread_bit_for_bit() {
-    use common::{env, strict};
-    use rivet::harness::{Arm, SessionOpts};
     for (group, c_in, c_out) in [(1i64, 16i64, 32i64), (2, 64, 64)] {
         let (xs, ws) = ([1i64, c_in, 33, 30], [c_out, c_in / group, 3, 3]);
         let n = |s: &[i64]| s.iter().product::<i64>() as usize;
@@ -448,13 +446,8 @@ fn a_convolution_split_over_threads_matches_one_thread_bit_for_bit() {
             HostTensor::f32("b", &[c_out], vals(73, c_out as usize)),
         ];
         assert_matches_ort(&model, &inputs, 1e-5, 1e-5, &format!("Conv split over threads, group {group}"));
-        let run = |threads| {
-            let opts = SessionOpts { intra_threads: Some(threads), ..strict() };
-            let mut s = harness::session(env(), &model, Arm::Rivet, &opts).expect("session");
-            harness::run(&mut s, &inputs).expect("runs")
-        };
-        let (one, all) = (run(1), run(0));
-        assert!(one[0].data.iter().zip(&all[0].data).all(|(a, b)| a.to_bits() == b.to_bits()), "group {group}");
+        let (one, all) = (common::rivet_run_at(&model, &inputs, 1, 1), common::rivet_run_at(&model, &inputs, 0, 1));
+        assert!(common::same_first_output_bits(&one, &all), "group {group}");
     }
 }
 

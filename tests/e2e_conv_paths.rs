@@ -5,8 +5,8 @@
 
 mod common;
 
-use common::{assert_matches_ort, env, strict};
-use rivet::harness::{self, Arm, HostTensor, SessionOpts};
+use common::{assert_matches_ort, rivet_run_at, same_first_output_bits};
+use rivet::harness::{self, HostTensor};
 use rivet::model::{Attr, Dim, ModelBuilder, FLOAT};
 
 fn vals(seed: u64, len: usize) -> Vec<f32> {
@@ -78,13 +78,8 @@ fn a_split_winograd_convolution_gives_one_threads_bits() {
     let attrs = [("pads", Attr::Ints(vec![1, 1, 1, 1]))];
     let (model, inputs) = conv_chain(&xs, &ws, &attrs, &out, 50);
     assert_matches_ort(&model, &inputs, 1e-4, 1e-4, "3x3 Conv chain 64 -> 128 on 56x56");
-    let run = |threads| {
-        let opts = SessionOpts { intra_threads: Some(threads), ..strict() };
-        let mut s = harness::session(env(), &model, Arm::Rivet, &opts).expect("session");
-        harness::run(&mut s, &inputs).expect("runs")
-    };
-    let (one, all) = (run(1), run(0));
-    assert!(one[0].data.iter().zip(&all[0].data).all(|(a, b)| a.to_bits() == b.to_bits()), "threads change the bits");
+    let (one, all) = (rivet_run_at(&model, &inputs, 1, 1), rivet_run_at(&model, &inputs, 0, 1));
+    assert!(same_first_output_bits(&one, &all), "threads change the bits");
 }
 
 /// 1x1 convolutions of stride past 1: 1-D, 2-D (square and mixed strides, an input

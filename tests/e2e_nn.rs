@@ -428,8 +428,6 @@ fn slice_matches_ort_with_constant_and_runtime_parameters() {
 /// split over the pool's workers when it has them, giving the bits of one thread.
 #[test]
 fn a_product_of_few_rows_split_over_threads_matches_one_thread_bit_for_bit() {
-    use common::{env, strict};
-    use rivet::harness::{Arm, SessionOpts};
     let (m, k, n) = (64i64, 256i64, 768i64);
     let model = ModelBuilder::new(13)
         .input("a", FLOAT, &[m.into(), k.into()])
@@ -440,12 +438,6 @@ fn a_product_of_few_rows_split_over_threads_matches_one_thread_bit_for_bit() {
     let vals = |seed, len: i64| harness::values(seed, len as usize, -1.0, 1.0).into_iter().map(|v| v as f32).collect();
     let inputs = [HostTensor::f32("a", &[m, k], vals(81, m * k)), HostTensor::f32("b", &[k, n], vals(82, k * n))];
     assert_matches_ort(&model, &inputs, 1e-5, 1e-5, "MatMul 64x256x768");
-    let run = |threads| {
-        let mut s =
-            harness::session(env(), &model, Arm::Rivet, &SessionOpts { intra_threads: Some(threads), ..strict() })
-                .expect("session");
-        (0..3).map(|_| harness::run(&mut s, &inputs).expect("runs")).last().unwrap()
-    };
-    let (one, all) = (run(1), run(0));
-    assert!(one[0].data.iter().zip(&all[0].data).all(|(a, b)| a.to_bits() == b.to_bits()));
+    let (one, all) = (common::rivet_run_at(&model, &inputs, 1, 3), common::rivet_run_at(&model, &inputs, 0, 3));
+    assert!(common::same_first_output_bits(&one, &all));
 }

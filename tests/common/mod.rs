@@ -20,6 +20,19 @@ pub fn rivet_session(model: &[u8]) -> Session {
     harness::session(env(), model, Arm::Rivet, &strict()).expect("Rivet session")
 }
 
+/// The outputs of the last of `runs` Runs of one Rivet session (strict) with
+/// `intra_op_num_threads = threads` (0: all cores).
+pub fn rivet_run_at(model: &[u8], inputs: &[HostTensor], threads: usize, runs: usize) -> Vec<HostTensor> {
+    let opts = SessionOpts { intra_threads: Some(threads), ..strict() };
+    let mut s = harness::session(env(), model, Arm::Rivet, &opts).expect("Rivet session");
+    (0..runs.max(1)).map(|_| harness::run(&mut s, inputs).expect("runs")).last().expect("one Run")
+}
+
+/// Whether the first outputs of two runs have the same bits.
+pub fn same_first_output_bits(a: &[HostTensor], b: &[HostTensor]) -> bool {
+    a[0].data.iter().zip(&b[0].data).all(|(x, y)| x.to_bits() == y.to_bits())
+}
+
 /// The baseline: ORT's own CPU EP, checked to be what really runs every node (once the
 /// plugin is registered, a session that does not pick devices explicitly gets Rivet).
 pub fn ort_session(model: &[u8]) -> Session {
