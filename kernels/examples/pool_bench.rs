@@ -34,18 +34,54 @@ fn main() {
         ("avg 24x56 k3s2 p1", [24, 56], 3, 2, [1, 1], Pool::Average { count_pad: false }),
         ("max 1024x7 k3s1 p1", [1024, 7], 3, 1, [1, 1], Pool::Max),
     ];
-    for (name, [c, hw], k, s, pad, mode) in cases {
+    // One case from the command line: `max|avg|avgpad C HW K S PAD_BEGIN PAD_END`.
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let one: Vec<Case>;
+    let cases: &[Case] = if args.len() == 7 {
+        let n: Vec<usize> = args[1..].iter().map(|a| a.parse().expect("a number")).collect();
+        let mode = match args[0].as_str() {
+            "max" => Pool::Max,
+            "avgpad" => Pool::Average { count_pad: true },
+            _ => Pool::Average { count_pad: false },
+        };
+        one = vec![("command line", [n[0], n[1]], n[2], n[3], [n[4], n[5]], mode)];
+        &one
+    } else {
+        &cases
+    };
+    for &(name, [c, hw], k, s, pad, mode) in cases {
         let g = window([c, hw], k, s, pad);
         let x: Vec<f32> = (0..c * hw * hw).map(|i| ((i * 7919) % 1000) as f32 / 500.0 - 1.0).collect();
         let mut y = vec![0.0; c * g.out[1] * g.out[2]];
         let mut best = f64::MAX;
-        for _ in 0..7 {
+        for _ in 0..std::env::var("BATCHES").ok().and_then(|v| v.parse().ok()).unwrap_or(7) {
             let t = Instant::now();
             for _ in 0..10 {
                 pool(&x, c, &g, mode, [0, pad[1], pad[1]], &mut y);
             }
             best = best.min(t.elapsed().as_secs_f64() / 10.0);
         }
-        println!("{name:<24} {:8.1} us {:6.2} ns/output", best * 1e6, best * 1e9 / y.len() as f64);
+        // The floor: reading the input and writing the output once.
+        let mut z = vec![0.0f32; x.len()];
+        let mut floor = f64::MAX;
+        for _ in 0..7 {
+            let t = Instant::now();
+            for _ in 0..10 {
+                z.copy_from_slice(&x);
+                let n = y.len();
+                y.copy_from_slice(&z[..n]);
+                std::hint::black_box(&mut y);
+            }
+            floor = floor.min(t.elapsed().as_secs_f64() / 10.0);
+        }
+        println!(
+            "{name:<24} {:8.1} us {:6.2} ns/output  copy {:6.1} us",
+            best * 1e6,
+            best * 1e9 / y.len() as f64,
+            floor * 1e6
+        );
     }
 }
+
+#[allow(dead_code)]
+fn copy_floor() {}

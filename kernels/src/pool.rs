@@ -320,9 +320,9 @@ mod tests {
     fn every_window_matches_the_tap_by_tap_definition_bit_for_bit_at_every_level() {
         let mut checked = 0;
         for level in Level::supported() {
-            for dims in 1..=3usize {
-                // 2-D rows of 37 outputs and more: past one 16-lane chunk, with a masked tail.
-                let len = [0, 41, 37, 5][dims];
+            for (dims, len) in [(1, 41), (2, 37), (2, 70), (3, 5)] {
+                // 2-D rows of 37 and 70 outputs: chunks of 16 lanes inside the row and at
+                // its ends, with a masked tail; and planes of more rows than run together.
                 for k in 1..=3 {
                     for stride in 1..=3 {
                         for dil in 1..=2 {

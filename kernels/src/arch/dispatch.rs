@@ -303,6 +303,64 @@ pub(crate) mod mem {
         unsafe { _mm512_maskz_loadu_ps(mask, base) }
     }
 
+    /// Masked reads checked once, for a kernel that makes many: vector `v` and tap `t`
+    /// read the lanes `masks[v * taps + t]` of `x[16 v + offsets[t]..]`, and every lane
+    /// so set lies inside `0..len`.
+    pub(crate) struct MaskedTaps<'a> {
+        len: usize,
+        offsets: &'a [isize],
+        masks: &'a [u16],
+    }
+
+    impl<'a> MaskedTaps<'a> {
+        /// `None` unless `masks` has a mask per vector and tap, each selecting only lanes
+        /// inside `0..len`.
+        pub(crate) fn new(len: usize, offsets: &'a [isize], masks: &'a [u16]) -> Option<MaskedTaps<'a>> {
+            let taps = offsets.len();
+            if taps == 0 || !masks.len().is_multiple_of(taps) || len > isize::MAX as usize / 2 {
+                return None;
+            }
+            for (v, row) in masks.chunks_exact(taps).enumerate() {
+                for (&m, &off) in row.iter().zip(offsets) {
+                    let (first, last) = (m.trailing_zeros() as isize, 15 - m.leading_zeros() as isize);
+                    let at = (16 * v) as isize + off;
+                    if m != 0 && (at + first < 0 || at + last >= len as isize) {
+                        return None;
+                    }
+                }
+            }
+            Some(MaskedTaps { len, offsets, masks })
+        }
+
+        /// Taps per vector.
+        pub(crate) fn taps(&self) -> usize {
+            self.offsets.len()
+        }
+
+        /// Tap `t` of vector `v` from `x`, zero in the lanes masked off; and its mask.
+        #[target_feature(enable = "avx512f")]
+        #[inline]
+        pub(crate) fn load(&self, x: &[f32], v: usize, t: usize) -> (__m512, u16) {
+            assert!(x.len() >= self.len);
+            let m = self.masks[v * self.offsets.len() + t];
+            let base = x.as_ptr().wrapping_offset((16 * v) as isize + self.offsets[t]);
+            // SAFETY: `new` checked that the lanes of this mask read inside 0..len, which
+            // is inside `x` (checked above); masked-off lanes are not read and cannot fault.
+            (unsafe { _mm512_maskz_loadu_ps(m, base) }, m)
+        }
+
+        /// Tap `t` of vector `v` from `x`, `fill` in the lanes masked off.
+        #[target_feature(enable = "avx512f")]
+        #[inline]
+        pub(crate) fn load_or(&self, x: &[f32], v: usize, t: usize, fill: __m512) -> __m512 {
+            assert!(x.len() >= self.len);
+            let m = self.masks[v * self.offsets.len() + t];
+            let base = x.as_ptr().wrapping_offset((16 * v) as isize + self.offsets[t]);
+            // SAFETY: as in `load`.
+            unsafe { _mm512_mask_loadu_ps(fill, m, base) }
+        }
+    }
+
     /// Stores the low `n` (at most 16) lanes of `v` to the first `n` floats of `x`.
     #[target_feature(enable = "avx512f")]
     #[inline]
