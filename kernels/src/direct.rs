@@ -16,6 +16,12 @@
 //! input (when the convolution pads), and a tile's edge costs nothing: a row's last
 //! `out_w % 6` outputs take a narrower tile.
 //!
+//! Shallow convolutions (a depth of at most 64: a stem's 3 input channels of 3x3) with
+//! rows of 16 outputs and more take wide tiles instead: 16 consecutive outputs of a row by
+//! 16 channels, one zmm a channel, each step of depth one load of the inputs and 16
+//! multiply-adds with the filters broadcast, stored straight into NCHW. Same sums, same
+//! order.
+//!
 //! The tile is written to NCHW through a transposed store; bias, activation and residual
 //! are applied to the tile first (each in the order the unfused ops would), so a fused
 //! Conv + bias + Relu + Add gives the bits of the separate steps on this sum.
@@ -275,6 +281,18 @@ mod tests {
         check(32, 16, 1, [6, 6], [3, 1], [1, 1], 1, [0; 4], false);
         check(64, 128, 2, [7, 7], [3, 3], [1, 1], 1, [1, 1, 1, 1], true);
         check(16, 80, 1, [1, 40], [1, 5], [1, 1], 1, [0, 2, 0, 2], true);
+    }
+
+    #[test]
+    fn shallow_convs_on_wide_rows_match_the_gemm_path() {
+        // Stems: 3 input channels, rows of 16 outputs and more (wide tiles) with a rest
+        // of 1 to 15 (narrow ones), strides 1 and 2, fused or not, a block of 16 and part
+        // of one.
+        check(3, 32, 1, [40, 40], [3, 3], [2, 2], 1, [1, 1, 1, 1], true);
+        check(3, 64, 1, [35, 38], [7, 7], [2, 2], 1, [3, 3, 3, 3], false);
+        check(3, 20, 1, [19, 37], [3, 3], [1, 1], 1, [1, 1, 1, 1], true);
+        check(4, 24, 1, [9, 70], [3, 3], [2, 2], 2, [2, 2, 2, 2], false);
+        check(8, 16, 1, [17, 33], [3, 3], [1, 2], 1, [0, 1, 0, 0], true);
     }
 
     #[test]
