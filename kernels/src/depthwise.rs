@@ -10,6 +10,9 @@
 
 use std::ops::Range;
 
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod x86;
+
 use crate::conv::Window3d;
 use crate::gemm::Epilogue;
 use crate::pool::{taps_in_range, width_span};
@@ -324,60 +327,80 @@ mod tests {
         for dims in 1..=3usize {
             let len = [0, 13, 9, 5][dims];
             for k in [1, 3, 5] {
-                for stride in 1..=2 {
-                    for dil in 1..=2 {
-                        for pad in [0, k / 2, k - 1] {
-                            let Some(g) = Window3d::cube(dims, len, k, stride, dil, pad, 0) else { continue };
-                            let (batch, ch) = (2, 3);
-                            let taps: usize = g.kernel.iter().product();
-                            let x = values(batch * ch * g.plane(), (k * 5 + stride + dil) as u64);
-                            let w = values(ch * taps, 9);
-                            let bias = values(ch, 4);
-                            let mut want = vec![0.0; batch * ch * g.positions()];
-                            let (mut col, mut s) = (Vec::new(), GemmScratch::new());
-                            conv(
-                                &x,
-                                &w,
-                                Some(&bias),
-                                batch,
-                                ch,
-                                ch,
-                                ch,
-                                &g,
-                                &mut want,
-                                &mut col,
-                                &mut s,
-                                None,
-                                &Default::default(),
-                            );
-                            let mut got = vec![f32::NAN; want.len()];
-                            depthwise(&x, &w, Some(&bias), batch * ch, ch, &g, &mut got);
-                            // The same sums in the same order, with fused multiply-adds in
-                            // the 2-D path's vector builds.
-                            let close = got.iter().zip(&want).all(|(a, b)| (a - b).abs() <= 1e-5 * (1.0 + b.abs()));
-                            assert!(close, "{g:?}: {got:?} vs {want:?}");
-                            if Flat::fits(&g) {
-                                // Without fused multiply-adds the 2-D path gives the bits of
-                                // the path by taps.
-                                let planes = 0..batch * ch;
-                                let mut by_taps = vec![f32::NAN; want.len()];
-                                depthwise_by_taps(&x, &w, Some(&bias), planes.clone(), ch, &g, &mut by_taps);
-                                let mut rows = vec![f32::NAN; want.len()];
-                                depthwise_2d::<false>(
+                // 2-D planes of 9x9 (six vectors, rows across them) and of 38x38 (past the
+                // same-size path's planes on AVX-512).
+                for len in if dims == 2 { vec![len, 38] } else { vec![len] } {
+                    for stride in 1..=2 {
+                        for dil in 1..=2 {
+                            for pad in [0, k / 2, k - 1] {
+                                let Some(g) = Window3d::cube(dims, len, k, stride, dil, pad, 0) else { continue };
+                                let (batch, ch) = (2, 3);
+                                let taps: usize = g.kernel.iter().product();
+                                let x = values(batch * ch * g.plane(), (k * 5 + stride + dil) as u64);
+                                let w = values(ch * taps, 9);
+                                let bias = values(ch, 4);
+                                let mut want = vec![0.0; batch * ch * g.positions()];
+                                let (mut col, mut s) = (Vec::new(), GemmScratch::new());
+                                conv(
                                     &x,
                                     &w,
                                     Some(&bias),
-                                    planes,
+                                    batch,
+                                    ch,
+                                    ch,
                                     ch,
                                     &g,
-                                    &mut rows,
-                                    &Epilogue::default(),
-                                    &mut Vec::new(),
+                                    &mut want,
+                                    &mut col,
+                                    &mut s,
+                                    None,
+                                    &Default::default(),
                                 );
-                                assert_eq!(rows, by_taps, "{g:?}");
-                                two_d += 1;
+                                let mut got = vec![f32::NAN; want.len()];
+                                depthwise(&x, &w, Some(&bias), batch * ch, ch, &g, &mut got);
+                                // The same sums in the same order, with fused multiply-adds in
+                                // the 2-D path's vector builds.
+                                let close = got.iter().zip(&want).all(|(a, b)| (a - b).abs() <= 1e-5 * (1.0 + b.abs()));
+                                assert!(close, "{g:?}: {got:?} vs {want:?}");
+                                if Flat::fits(&g) {
+                                    // Without fused multiply-adds the 2-D path gives the bits of
+                                    // the path by taps.
+                                    let planes = 0..batch * ch;
+                                    let mut by_taps = vec![f32::NAN; want.len()];
+                                    depthwise_by_taps(&x, &w, Some(&bias), planes.clone(), ch, &g, &mut by_taps);
+                                    let mut rows = vec![f32::NAN; want.len()];
+                                    depthwise_2d::<false>(
+                                        &x,
+                                        &w,
+                                        Some(&bias),
+                                        planes,
+                                        ch,
+                                        &g,
+                                        &mut rows,
+                                        &Epilogue::default(),
+                                        &mut Vec::new(),
+                                    );
+                                    assert_eq!(rows, by_taps, "{g:?}");
+                                    // The build for this CPU (on AVX-512, same-size windows read
+                                    // the input in place) gives the bits of the fused 2-D path.
+                                    let mut fused = vec![f32::NAN; want.len()];
+                                    depthwise_2d::<true>(
+                                        &x,
+                                        &w,
+                                        Some(&bias),
+                                        0..batch * ch,
+                                        ch,
+                                        &g,
+                                        &mut fused,
+                                        &Epilogue::default(),
+                                        &mut Vec::new(),
+                                    );
+                                    let bits = |v: &[f32]| v.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+                                    assert_eq!(bits(&got), bits(&fused), "{g:?}");
+                                    two_d += 1;
+                                }
+                                checked += 1;
                             }
-                            checked += 1;
                         }
                     }
                 }

@@ -444,7 +444,9 @@ mod x86 {
         epilogue: &crate::gemm::Epilogue<'_>,
         scratch: &mut Vec<f32>,
     ) {
-        crate::depthwise::depthwise_2d::<true>(x, w, bias, planes, channels, g, y, epilogue, scratch)
+        if !crate::depthwise::x86::same_size(x, w, bias, planes.clone(), channels, g, y, epilogue) {
+            crate::depthwise::depthwise_2d::<true>(x, w, bias, planes, channels, g, y, epilogue, scratch)
+        }
     }
 
     /// # Safety
@@ -462,7 +464,9 @@ mod x86 {
         epilogue: &crate::gemm::Epilogue<'_>,
         scratch: &mut Vec<f32>,
     ) {
-        crate::depthwise::depthwise_2d::<true>(x, w, bias, planes, channels, g, y, epilogue, scratch)
+        if !crate::depthwise::x86::same_size(x, w, bias, planes.clone(), channels, g, y, epilogue) {
+            crate::depthwise::depthwise_2d::<true>(x, w, bias, planes, channels, g, y, epilogue, scratch)
+        }
     }
 
     /// # Safety

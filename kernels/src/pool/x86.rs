@@ -96,7 +96,7 @@ fn same_size(x: &[f32], planes: usize, g: &Window3d, pool: Pool, pad_end: [usize
 
 /// [`same_size`]'s reads: per tap its offset, per 16 outputs and tap the lanes whose tap
 /// is in the input.
-struct SameTaps {
+pub(crate) struct SameTaps {
     offset: [isize; SAME_TAPS],
     masks: [u16; MASKS],
     taps: usize,
@@ -104,8 +104,9 @@ struct SameTaps {
 }
 
 impl SameTaps {
-    /// `None` for windows [`same_size`] does not take.
-    fn new(g: &Window3d, pad_end: [usize; 3]) -> Option<SameTaps> {
+    /// `None` for windows [`same_size`] does not take (also the depthwise convolution's
+    /// same-size path).
+    pub(crate) fn new(g: &Window3d, pad_end: [usize; 3]) -> Option<SameTaps> {
         let [in_d, in_h, in_w] = g.input;
         let ([kd, kh, kw], [_, dh, dw], [_, pt, pl]) = (g.kernel, g.dilation, g.pad_begin);
         let plane = g.plane();
@@ -121,17 +122,25 @@ impl SameTaps {
         for (k, off) in t.offset.iter_mut().enumerate().take(taps) {
             let (rh, rw) = (((k / kw) * dh) as isize - pt as isize, ((k % kw) * dw) as isize - pl as isize);
             *off = rh * in_w as isize + rw;
-            for m in 0..plane {
-                let (zh, zw) = ((m / in_w) as isize, (m % in_w) as isize);
-                let inside = (0..in_h as isize).contains(&(zh + rh)) && (0..in_w as isize).contains(&(zw + rw));
-                t.masks[(m / 16) * taps + k] |= (inside as u16) << (m % 16);
+            // Output (zh, zw)'s tap is in the input for the rows zh + rh in 0..in_h and,
+            // on each, the columns zw + rw in 0..in_w: one run of lanes a row.
+            let cols = (-rw).clamp(0, in_w as isize) as usize..(in_w as isize - rw).clamp(0, in_w as isize) as usize;
+            let rows = (-rh).clamp(0, in_h as isize) as usize..(in_h as isize - rh).clamp(0, in_h as isize) as usize;
+            for zh in rows {
+                let mut m = zh * in_w + cols.start;
+                let end = zh * in_w + cols.end;
+                while m < end {
+                    let n = (16 - m % 16).min(end - m);
+                    t.masks[(m / 16) * taps + k] |= first_lanes(n) << (m % 16);
+                    m += n;
+                }
             }
         }
         Some(t)
     }
 
     /// The reads, checked.
-    fn reads(&self) -> Option<MaskedTaps<'_>> {
+    pub(crate) fn reads(&self) -> Option<MaskedTaps<'_>> {
         MaskedTaps::new(self.plane, &self.offset[..self.taps], &self.masks[..self.plane.div_ceil(16) * self.taps])
     }
 }
