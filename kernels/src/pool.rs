@@ -440,4 +440,25 @@ mod tests {
             assert_eq!(got, want, "{mode:?}");
         }
     }
+
+    #[test]
+    fn a_dilation_near_2_pow_63_gives_the_definition_without_a_panic() {
+        // Found by review: the AVX-512 rows' test of a chunk inside the row wrapped and a
+        // plain load indexed the row at 2^63 - 8.
+        use crate::conv::{window_geometry, Padding};
+        let big = (1usize << 63) - 8;
+        for stride in [1, 2] {
+            let pads = Padding::Explicit([0, 0, 0, 0, 0, big]);
+            let (g, pad_end) = window_geometry([1, 1, 1], [1, 1, 2], [1, 1, stride], [1, 1, big], pads, false).unwrap();
+            assert_eq!(g.out, [1, 1, 1]);
+            for level in Level::supported() {
+                for mode in [Pool::Max, Pool::Average { count_pad: false }] {
+                    let (mut want, mut got) = ([0.0], [0.0]);
+                    reference(&[3.0], 1, &g, mode, pad_end, &mut want);
+                    pool_at(level, &[3.0], 1, &g, mode, pad_end, &mut got);
+                    assert_eq!(got[0].to_bits(), want[0].to_bits(), "{level:?} {mode:?} stride {stride}");
+                }
+            }
+        }
+    }
 }

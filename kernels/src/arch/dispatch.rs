@@ -310,6 +310,7 @@ pub(crate) mod mem {
         len: usize,
         offsets: &'a [isize],
         masks: &'a [u16],
+        vectors: usize,
     }
 
     impl<'a> MaskedTaps<'a> {
@@ -322,14 +323,16 @@ pub(crate) mod mem {
             }
             for (v, row) in masks.chunks_exact(taps).enumerate() {
                 for (&m, &off) in row.iter().zip(offsets) {
-                    let (first, last) = (m.trailing_zeros() as isize, 15 - m.leading_zeros() as isize);
-                    let at = (16 * v) as isize + off;
-                    if m != 0 && (at + first < 0 || at + last >= len as isize) {
+                    // In i128: no offset can wrap the sums past the checks (an offset near
+                    // isize::MAX did, found by review).
+                    let (first, last) = (m.trailing_zeros() as i128, 15 - m.leading_zeros() as i128);
+                    let at = 16 * v as i128 + off as i128;
+                    if m != 0 && (at + first < 0 || at + last >= len as i128) {
                         return None;
                     }
                 }
             }
-            Some(MaskedTaps { len, offsets, masks })
+            Some(MaskedTaps { len, offsets, masks, vectors: masks.len() / taps })
         }
 
         /// Taps per vector.
@@ -341,7 +344,8 @@ pub(crate) mod mem {
         #[target_feature(enable = "avx512f")]
         #[inline]
         pub(crate) fn load(&self, x: &[f32], v: usize, t: usize) -> (__m512, u16) {
-            assert!(x.len() >= self.len);
+            // `v * taps + t` names this vector's mask (a huge `v` wrapped onto another's).
+            assert!(x.len() >= self.len && v < self.vectors && t < self.offsets.len());
             let m = self.masks[v * self.offsets.len() + t];
             let base = x.as_ptr().wrapping_offset((16 * v) as isize + self.offsets[t]);
             // SAFETY: `new` checked that the lanes of this mask read inside 0..len, which
@@ -353,12 +357,21 @@ pub(crate) mod mem {
         #[target_feature(enable = "avx512f")]
         #[inline]
         pub(crate) fn load_or(&self, x: &[f32], v: usize, t: usize, fill: __m512) -> __m512 {
-            assert!(x.len() >= self.len);
+            assert!(x.len() >= self.len && v < self.vectors && t < self.offsets.len());
             let m = self.masks[v * self.offsets.len() + t];
             let base = x.as_ptr().wrapping_offset((16 * v) as isize + self.offsets[t]);
             // SAFETY: as in `load`.
             unsafe { _mm512_mask_loadu_ps(fill, m, base) }
         }
+    }
+
+    #[cfg(test)]
+    #[test]
+    fn masked_taps_refuse_an_offset_whose_last_lane_wraps() {
+        // Found by review: 16 v + off + 15 wrapped below `len` in isize.
+        assert!(MaskedTaps::new(4, &[isize::MAX - 5], &[0xffff]).is_none());
+        assert!(MaskedTaps::new(4, &[isize::MIN + 5], &[0x0001]).is_none());
+        assert!(MaskedTaps::new(20, &[2], &[0xffff, 0x0003]).is_some());
     }
 
     /// Stores the low `n` (at most 16) lanes of `v` to the first `n` floats of `x`.

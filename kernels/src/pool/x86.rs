@@ -289,8 +289,10 @@ fn rows(x: &[f32], planes: usize, g: &Window3d, pool: Pool, pad_end: [usize; 3],
     // Whether chunk c reads only inside the row; chunks further right start further
     // right, so the inside ones are one run.
     let inside = |c: usize| {
-        let first = (16 * c * sw) as isize;
-        first + offsets[0] >= 0 && first + offsets[kw - 1] + 16 * sw as isize <= in_w as isize
+        // In i128: a dilation or padding near 2^63 wrapped the end below the row's (a
+        // panic in the plain loads, found by review).
+        let first = (16 * c * sw) as i128;
+        first + offsets[0] as i128 >= 0 && first + offsets[kw - 1] as i128 + 16 * sw as i128 <= in_w as i128
     };
     let lo = (0..chunks).find(|&c| inside(c)).unwrap_or(chunks);
     let inside = lo..(lo..chunks).find(|&c| !inside(c)).unwrap_or(chunks);
