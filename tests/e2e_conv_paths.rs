@@ -5,21 +5,9 @@
 
 mod common;
 
-use common::{assert_matches_ort, rivet_run_at, same_first_output_bits};
-use rivet::harness::{self, HostTensor};
-use rivet::model::{Attr, Dim, ModelBuilder, FLOAT};
-
-fn vals(seed: u64, len: usize) -> Vec<f32> {
-    harness::values(seed, len, -1.0, 1.0).into_iter().map(|v| v as f32).collect()
-}
-
-fn count(shape: &[i64]) -> usize {
-    shape.iter().product::<i64>() as usize
-}
-
-fn fixed(shape: &[i64]) -> Vec<Dim> {
-    shape.iter().map(|&d| Dim::Fixed(d)).collect()
-}
+use common::{assert_matches_ort, count, fixed, rivet_run_at, same_first_output_bits, vals};
+use rivet::harness::HostTensor;
+use rivet::model::{Attr, ModelBuilder, FLOAT};
 
 /// `Clip(Relu(Conv(x, w, b)) + r, 0, 2)` with constant filters and bias: the chain the
 /// fusion pass folds into the convolution's epilogue. Returns the model and its inputs.

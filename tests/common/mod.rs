@@ -78,3 +78,18 @@ pub fn assert_matches_ort(model: &[u8], inputs: &[HostTensor], rtol: f64, atol: 
         panic!("{e}");
     }
 }
+
+/// `len` values in [-1, 1) from `seed`, as f32.
+pub fn vals(seed: u64, len: usize) -> Vec<f32> {
+    harness::values(seed, len, -1.0, 1.0).into_iter().map(|v| v as f32).collect()
+}
+
+/// The elements of a shape.
+pub fn count(shape: &[i64]) -> usize {
+    shape.iter().product::<i64>() as usize
+}
+
+/// A shape as fixed model dimensions.
+pub fn fixed(shape: &[i64]) -> Vec<rivet::model::Dim> {
+    shape.iter().map(|&d| rivet::model::Dim::Fixed(d)).collect()
+}

@@ -39,15 +39,15 @@ pub(crate) fn same_size(
 ) -> bool {
     // A convolution's output is the input's size only when each axis pads its span less
     // one: what the pools' path checks against the padding after.
+    if g.kernel.contains(&0) || channels == 0 || g.plane() > MAX_PLANE {
+        return false;
+    }
     let Some(pad_end) = [0, 1, 2].iter().try_fold([0; 3], |mut e, &a| {
-        e[a] = ((g.kernel[a] - 1) * g.dilation[a]).checked_sub(g.pad_begin[a])?;
+        e[a] = (g.kernel[a] - 1).checked_mul(g.dilation[a])?.checked_sub(g.pad_begin[a])?;
         Some(e)
     }) else {
         return false;
     };
-    if g.kernel.contains(&0) || channels == 0 || g.plane() > MAX_PLANE {
-        return false;
-    }
     let Some(taps) = SameTaps::new(g, pad_end) else {
         return false;
     };

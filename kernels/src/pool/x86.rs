@@ -114,7 +114,10 @@ impl SameTaps {
         let taps = kh * kw;
         let fits = g.out == [1, in_h, in_w] && in_d == 1 && kd == 1 && g.stride == [1; 3] && plane > 0 && taps > 0;
         // No ceil-mode overhang: each window spans its kernel, as `count_pad` divides by.
-        let fits = fits && [1, 2].iter().all(|&a| (g.kernel[a] - 1) * g.dilation[a] == g.pad_begin[a] + pad_end[a]);
+        let fits = fits
+            && [1, 2]
+                .iter()
+                .all(|&a| (g.kernel[a] - 1).checked_mul(g.dilation[a]) == g.pad_begin[a].checked_add(pad_end[a]));
         if !fits || taps > SAME_TAPS || vectors * taps > MASKS || plane >= 1 << 24 {
             return None;
         }
