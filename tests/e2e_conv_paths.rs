@@ -5,30 +5,9 @@
 
 mod common;
 
-use common::{assert_matches_ort, count, fixed, rivet_run_at, same_first_output_bits, vals};
+use common::{assert_matches_ort, conv_chain, count, fixed, rivet_run_at, same_first_output_bits, vals};
 use rivet::harness::HostTensor;
 use rivet::model::{Attr, ModelBuilder, FLOAT};
-
-/// `Clip(Relu(Conv(x, w, b)) + r, 0, 2)` with constant filters and bias: the chain the
-/// fusion pass folds into the convolution's epilogue. Returns the model and its inputs.
-fn conv_chain(xs: &[i64], ws: &[i64], attrs: &[(&str, Attr)], out: &[i64], seed: u64) -> (Vec<u8>, Vec<HostTensor>) {
-    let model = ModelBuilder::new(17)
-        .input("x", FLOAT, &fixed(xs))
-        .input("r", FLOAT, &fixed(out))
-        .initializer("w", ws, vals(seed + 1, count(ws)))
-        .initializer("b", &[ws[0]], vals(seed + 2, ws[0] as usize))
-        .initializer("lo", &[], vec![0.0])
-        .initializer("hi", &[], vec![2.0])
-        .node_with("Conv", "conv", &["x", "w", "b"], &["c"], attrs)
-        .node("Relu", "relu", &["c"], &["a"])
-        .node("Add", "add", &["a", "r"], &["s"])
-        .node("Clip", "clip", &["s", "lo", "hi"], &["y"])
-        .output("y", FLOAT, None)
-        .build();
-    let inputs =
-        vec![HostTensor::f32("x", xs, vals(seed, count(xs))), HostTensor::f32("r", out, vals(seed + 3, count(out)))];
-    (model, inputs)
-}
 
 /// 3x3 convolutions of stride 1 (the Winograd kernel's, on AVX-512): odd and even planes,
 /// one block of tile rows and several, symmetric, asymmetric and no padding, batches.

@@ -4,9 +4,8 @@
 
 mod common;
 
-use common::{assert_matches_ort, count, fixed, rivet_run_at, same_first_output_bits, vals};
-use rivet::harness::HostTensor;
-use rivet::model::{Attr, ModelBuilder, FLOAT};
+use common::{assert_matches_ort, conv_chain, rivet_run_at, same_first_output_bits};
+use rivet::model::Attr;
 
 /// A case: the input's shape, output channels, kernel, strides, dilations and pads (top,
 /// left, bottom, right).
@@ -35,21 +34,7 @@ fn stem_like_convs_match_ort_and_one_threads_bits() {
             ("dilations", Attr::Ints(d.to_vec())),
             ("kernel_shape", Attr::Ints(k.to_vec())),
         ];
-        let model = ModelBuilder::new(17)
-            .input("x", FLOAT, &fixed(&xs))
-            .input("r", FLOAT, &fixed(&out))
-            .initializer("w", &ws, vals(71, count(&ws)))
-            .initializer("b", &[out_c], vals(72, out_c as usize))
-            .initializer("lo", &[], vec![0.0])
-            .initializer("hi", &[], vec![2.0])
-            .node_with("Conv", "conv", &["x", "w", "b"], &["c"], &attrs)
-            .node("Relu", "relu", &["c"], &["a"])
-            .node("Add", "add", &["a", "r"], &["s"])
-            .node("Clip", "clip", &["s", "lo", "hi"], &["y"])
-            .output("y", FLOAT, None)
-            .build();
-        let inputs =
-            vec![HostTensor::f32("x", &xs, vals(70, count(&xs))), HostTensor::f32("r", &out, vals(73, count(&out)))];
+        let (model, inputs) = conv_chain(&xs, &ws, &attrs, &out, 70);
         let what = format!("{xs:?} -> {out_c} k{k:?} s{s:?} d{d:?} pads {pads:?}");
         assert_matches_ort(&model, &inputs, 1e-4, 1e-4, &what);
         let (one, all) = (rivet_run_at(&model, &inputs, 1, 1), rivet_run_at(&model, &inputs, 0, 2));

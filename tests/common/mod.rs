@@ -93,3 +93,30 @@ pub fn count(shape: &[i64]) -> usize {
 pub fn fixed(shape: &[i64]) -> Vec<rivet::model::Dim> {
     shape.iter().map(|&d| rivet::model::Dim::Fixed(d)).collect()
 }
+
+/// `Clip(Relu(Conv(x, w, b)) + r, 0, 2)` with constant filters and bias: the chain the
+/// fusion pass folds into the convolution's epilogue. Returns the model and its inputs.
+pub fn conv_chain(
+    xs: &[i64],
+    ws: &[i64],
+    attrs: &[(&str, rivet::model::Attr)],
+    out: &[i64],
+    seed: u64,
+) -> (Vec<u8>, Vec<HostTensor>) {
+    let model = rivet::model::ModelBuilder::new(17)
+        .input("x", rivet::model::FLOAT, &fixed(xs))
+        .input("r", rivet::model::FLOAT, &fixed(out))
+        .initializer("w", ws, vals(seed + 1, count(ws)))
+        .initializer("b", &[ws[0]], vals(seed + 2, ws[0] as usize))
+        .initializer("lo", &[], vec![0.0])
+        .initializer("hi", &[], vec![2.0])
+        .node_with("Conv", "conv", &["x", "w", "b"], &["c"], attrs)
+        .node("Relu", "relu", &["c"], &["a"])
+        .node("Add", "add", &["a", "r"], &["s"])
+        .node("Clip", "clip", &["s", "lo", "hi"], &["y"])
+        .output("y", rivet::model::FLOAT, None)
+        .build();
+    let inputs =
+        vec![HostTensor::f32("x", xs, vals(seed, count(xs))), HostTensor::f32("r", out, vals(seed + 3, count(out)))];
+    (model, inputs)
+}
