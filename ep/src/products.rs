@@ -27,6 +27,10 @@ const PARALLEL_MIN_MACS: usize = 1 << 18;
 const FEW_ROWS: usize = 64;
 /// The least rows per task.
 const MIN_ROWS_PER_TASK: usize = 16;
+/// A matrix-vector product (one row: a decode step's projection) is split by columns from
+/// this many multiply-adds: it is bound by reading B (a megabyte here), and each core
+/// brings its own share of the memory bandwidth.
+const VECTOR_MIN_MACS: usize = 1 << 18;
 
 /// Runs `f` with scratch for work that is not split (task 0's).
 fn unsplit(par: &dyn Parallel, f: impl FnOnce(&mut TaskScratch)) {
@@ -303,11 +307,8 @@ impl Product {
         let tasks = cores();
         if m <= FEW_ROWS {
             let cols = n.div_ceil(tasks).max(MIN_COLS_PER_TASK).next_multiple_of(COL_MULTIPLE);
-            return if m * n * k >= PARALLEL_MIN_MACS * 8 && m > 1 && n > cols {
-                Split::Columns(cols)
-            } else {
-                Split::Whole
-            };
+            let least = if m == 1 { VECTOR_MIN_MACS } else { PARALLEL_MIN_MACS * 8 };
+            return if m * n * k >= least && n > cols { Split::Columns(cols) } else { Split::Whole };
         }
         // Whole tiles per task, so the parts compute no more edge rows than the whole.
         let rows = m.div_ceil(tasks).max(MIN_ROWS_PER_TASK).next_multiple_of(nn::row_tile(m, n));
@@ -337,6 +338,12 @@ pub(crate) fn product_with(p: Product, a: &[f32], b: &[f32], extras: Extras<'_>,
     let g = nn::Gemm { alpha, beta, packed_b, epilogue, ..nn::Gemm::new(m, n, k, a, trans_a, b, trans_b) };
     let rows_per_task = match p.split() {
         Split::Whole => return unsplit(par, |s| g.compute(&mut s.gemm, 0..m, 0..n, c)),
+        // Unpacked and not transposed, B's columns are strided: a split would read
+        // each row of B in every task (twice the time, on one thread).
+        Split::Columns(_) if m == 1 && !trans_b && packed_b.is_none() => {
+            return unsplit(par, |s| g.compute(&mut s.gemm, 0..m, 0..n, c))
+        }
+        Split::Columns(width) if m == 1 => return vector_by_columns(&g, width, c, par),
         Split::Columns(width) => return by_columns(&g, width, c, par),
         Split::Rows(rows) => rows,
     };
@@ -390,6 +397,14 @@ fn by_columns(g: &nn::Gemm<'_>, width: usize, c: &mut [f32], par: &dyn Parallel)
             row[cols.clone()].copy_from_slice(src);
         }
     }
+}
+
+/// A matrix-vector product (`m == 1`) split by columns: C's columns are consecutive, so
+/// each task computes its part of C in place, from whole panels of a packed B (or from
+/// B's rows, stored transposed), with the whole product's bits.
+fn vector_by_columns(g: &nn::Gemm<'_>, width: usize, c: &mut [f32], par: &dyn Parallel) {
+    let width = g.packed_b.and_then(|p| p.panel_width()).map_or(width, |nr| width.next_multiple_of(nr));
+    par.for_each_task(c, width, &|start, part, s| g.compute(&mut s.gemm, 0..1, start..start + part.len(), part));
 }
 
 /// The constant `op(B)` of the step whose output is `key`, packed for an m×n×k product on

@@ -222,10 +222,11 @@ impl<'a> Gemm<'a> {
             let (plevel, nr, pn, pk, pt) = p.key.expect("gemm: B was never packed");
             assert!((pn, pk, pt) == (n, k, self.trans_b), "gemm: B was packed for another product");
             assert!(plevel == isa.level(), "gemm: B was packed for another kernel build");
-            // A matrix-vector product reads B unpacked, from any column.
-            let vector = m == 1 || n == 1;
+            // A matrix-vector product reads B unpacked, from any column, except one row by
+            // a B not stored transposed, which reads the panels.
+            let unpacked = n == 1 || (m == 1 && self.trans_b);
             assert!(
-                vector || cols.is_empty() || cols.start.is_multiple_of(nr),
+                unpacked || cols.is_empty() || cols.start.is_multiple_of(nr),
                 "gemm: a packed B is read from whole panels"
             );
             (p.data(), nr)
@@ -544,10 +545,15 @@ pub(crate) fn run<const MR: usize, const NR: usize>(
         return;
     }
     if k == 0 || small::applies(job) {
-        if k == 0 {
-            scale(c, job.beta);
-        } else {
-            small::gemv(job, c);
+        match job.packed_b {
+            _ if k == 0 => scale(c, job.beta),
+            // A row times a packed constant B: its panels are read in memory order, so the
+            // columns of a split read disjoint, contiguous parts of B.
+            Some((p, nr)) if job.m == 1 && job.n > 1 && !job.trans_b => {
+                assert_eq!(nr, NR, "gemm: B was packed for another tile");
+                small::gemv_packed(job, p.as_chunks::<NR>().0, kc_max, nc_max, c);
+            }
+            _ => small::gemv(job, c),
         }
         job.epilogue.apply(job.level, c, ldc, job.n, rows, cols);
         return;

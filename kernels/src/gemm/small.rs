@@ -44,6 +44,53 @@ pub(super) fn gemv(job: &Job<'_>, c: &mut [f32]) {
     }
 }
 
+/// [`gemv`] for `m == 1` with `op(B)` (not transposed) packed as `run` packs it for `NR`,
+/// `kc_max` and `nc_max`, and `job.cols` starting on a panel: B's panels are read in
+/// memory order (block by block of columns, depth block by depth block, panel by panel),
+/// so the tasks of a split by columns read disjoint runs of it. The sums are `gemv`'s:
+/// C's columns scaled by beta, then `alpha * a[p] * b[p][j]` added for p in order.
+#[inline(always)]
+pub(super) fn gemv_packed<const NR: usize>(
+    job: &Job<'_>,
+    packed: &[[f32; NR]],
+    kc_max: usize,
+    nc_max: usize,
+    c: &mut [f32],
+) {
+    let (n, k, alpha) = (job.n, job.k, job.alpha);
+    let cols = job.cols.clone();
+    debug_assert!(job.m == 1 && !job.trans_b && cols.start.is_multiple_of(NR));
+    super::scale(c, job.beta);
+    // The layout `pack_whole` made: blocks of `nc_max` columns, each holding, per depth
+    // block of `kc_max`, its panels of `kc` rows.
+    let kc_max = k.div_ceil(k.div_ceil(kc_max));
+    let nc_max = nc_max.min(n).next_multiple_of(NR);
+    let mut j0 = cols.start;
+    while j0 < cols.end {
+        let (block, in_block) = (j0 / nc_max, j0 % nc_max);
+        let nc = (nc_max - in_block).min(cols.end - j0);
+        let width = nc_max.min(n - block * nc_max).div_ceil(NR);
+        let part = &mut c[j0 - cols.start..][..nc];
+        for p0 in (0..k).step_by(kc_max) {
+            let kc = kc_max.min(k - p0);
+            let first = block * k * (nc_max / NR) + p0 * width + in_block / NR * kc;
+            let panels = packed[first..][..kc * nc.div_ceil(NR)].chunks_exact(kc);
+            for (out, panel) in part.chunks_mut(NR).zip(panels) {
+                let mut acc = [0.0f32; NR];
+                acc[..out.len()].copy_from_slice(out);
+                for (row, &av) in panel.iter().zip(&job.a[p0..p0 + kc]) {
+                    let s = alpha * av;
+                    for (o, &v) in acc.iter_mut().zip(row) {
+                        *o += s * v;
+                    }
+                }
+                out.copy_from_slice(&acc[..out.len()]);
+            }
+        }
+        j0 += nc;
+    }
+}
+
 /// `x · y` with 16 partial sums (vectorisable).
 #[inline(always)]
 fn dot(x: &[f32], y: &[f32]) -> f32 {

@@ -135,8 +135,9 @@ fn check(level: Level, scratch: &mut GemmScratch, t: &Case) {
     }
     assert!(shared.iter().zip(&c).all(|(x, y)| x.to_bits() == y.to_bits()), "{level:?} {m}x{n}x{k} packed B");
     // B packed for another m (its panel width then fixes the tile) and read by blocks of
-    // columns from whole panels, alone and with A packed for that tile: the same bits.
-    if m > 1 && n > 1 {
+    // columns from whole panels, alone and with A packed for that tile: the same bits
+    // (for one row too: a matrix-vector product reads the panels in memory order).
+    if n > 1 {
         let mut pb = PackedB::new();
         pack_b_at(level, &mut pb, m + 7, n, k, &b, t.tb);
         let nr = pb.panel_width().expect("packed");
@@ -210,7 +211,8 @@ fn edge_tiles_around_every_microkernel() {
 #[test]
 fn column_blocks_wider_than_nc() {
     // NC is 512 (x86) / 1024 (portable): cross both, with a depth block boundary too.
-    sweep(&[(3, 1100, 5), (15, 530, 260)]);
+    // One row (a decode step's projection) reads a packed B's blocks in memory order.
+    sweep(&[(3, 1100, 5), (15, 530, 260), (1, 1100, 260), (1, 530, 129), (1, 1376, 40)]);
 }
 
 #[test]
