@@ -366,15 +366,22 @@ pub(crate) fn product_with(p: Product, a: &[f32], b: &[f32], extras: Extras<'_>,
 /// `t * width..(t + 1) * width` into its own block (a copy of C's, when `beta` reads C),
 /// and the calling thread copies the blocks into place. Each block is computed exactly as
 /// the whole product computes those columns, so the bits are the same. `op(A)` is packed
-/// once for all of them; a packed B is read from whole panels.
+/// once for all of them where the kernel would pack it (else read in place, as the whole
+/// product reads it); a packed B is read from whole panels.
 fn by_columns(g: &nn::Gemm<'_>, width: usize, c: &mut [f32], par: &dyn Parallel) {
     let (m, n) = (g.m, g.n);
     let width = g.packed_b.and_then(|p| p.panel_width()).map_or(width, |nr| width.next_multiple_of(nr));
     let tasks = n.div_ceil(width);
     let cols = |t: usize| t * width..((t + 1) * width).min(n);
-    let mut packed = lock(&par.scratch().packed_a);
-    nn::pack_a_for(&mut packed, g);
-    let g = nn::Gemm { packed_a: Some(&*packed), ..*g };
+    // op(A) packed once for all the tasks, unless the kernel reads it in place.
+    let mut packed = (!g.reads_a_in_place()).then(|| lock(&par.scratch().packed_a));
+    let g = match &mut packed {
+        Some(packed) => {
+            nn::pack_a_for(packed, g);
+            nn::Gemm { packed_a: Some(&**packed), ..*g }
+        }
+        None => *g,
+    };
     let c_in: &[f32] = c;
     par.for_each_index(tasks, &|t, s| {
         let cols = cols(t);
@@ -715,6 +722,25 @@ mod tests {
                 let same = got.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits());
                 assert!(same, "{batch}x{in_c}->{out_c} g{group} {hw}x{hw} k{k} s{s} direct {direct}, {run} Run");
             }
+        }
+    }
+
+    #[test]
+    fn a_column_split_packs_a_only_where_the_kernel_would() {
+        let (m, n, k) = (64, 256, 512);
+        let (a, b) = (values(m * k, 1), values(k * n, 2));
+        for trans_a in [false, true] {
+            let p = Product { m, n, k, alpha: 1.0, trans_a, trans_b: false, beta: 0.0 };
+            if p.split() == Split::Whole {
+                return; // one core: nothing splits
+            }
+            let par = Serial::default();
+            product_with(p, &a, &b, Extras::default(), &mut vec![0.0; m * n], &par);
+            let g = nn::Gemm::new(m, n, k, &a, trans_a, &b, false);
+            let packed = lock(&par.scratch().packed_a).strip_rows() > 0;
+            assert_eq!(packed, !g.reads_a_in_place(), "trans_a {trans_a}");
+            // The x86 builds read a row-major A in place; every build packs a transposed one.
+            assert!(trans_a || !packed || cfg!(not(target_arch = "x86_64")), "A packed for nothing");
         }
     }
 

@@ -177,6 +177,15 @@ impl<'a> Gemm<'a> {
         self.compute_at(level, scratch, rows, cols, c_block);
     }
 
+    /// Whether computing this product reads `op(A)` where it is (A stored m×k, on the x86
+    /// builds) instead of packing it strip by strip: then a split by columns gains nothing
+    /// from packing A once for its parts, and packing it would cost the partial last
+    /// strip its short kernel (a 64-row product packed in 14-row strips computes 70).
+    pub fn reads_a_in_place(&self) -> bool {
+        let level = arch::isa_at(self.packed_level().unwrap_or_else(Level::detected)).level();
+        self.packed_a.is_none() && !self.trans_a && matches!(level, Level::Avx2 | Level::Avx512)
+    }
+
     /// The kernel build of the packed operands (asserting they agree).
     fn packed_level(&self) -> Option<Level> {
         let a = self.packed_a.map(|p| p.0.key.expect("gemm: A was never packed").0);
