@@ -236,10 +236,13 @@ struct AttnCase {
     scale: Option<f32>,
     qk_mode: Option<i64>,
     nonpad: bool,
+    /// Batch, query and key positions, head sizes of Q/K and V (default 2, 3, 4, 4, 6).
+    size: Option<[i64; 5]>,
 }
 
 fn attention_model(c: AttnCase) -> (Vec<u8>, Vec<HostTensor>) {
-    let (b, sq, skv, sp, hd, vhd) = (2i64, 3i64, 4i64, if c.past { 2i64 } else { 0 }, 4i64, 6i64);
+    let [b, sq, skv, hd, vhd] = c.size.unwrap_or([2, 3, 4, 4, 6]);
+    let sp = if c.past { 2i64 } else { 0 };
     let total = sp + skv;
     let shape_of = |heads: i64, s: i64, d: i64| if c.three_d { vec![b, s, heads * d] } else { vec![b, heads, s, d] };
     let (qs, ks, vs) = (shape_of(c.q_heads, sq, hd), shape_of(c.kv_heads, skv, hd), shape_of(c.kv_heads, skv, vhd));
@@ -293,13 +296,13 @@ fn attention_model(c: AttnCase) -> (Vec<u8>, Vec<HostTensor>) {
             "past_key",
             E::Float32,
             &pk,
-            harness::values(5, 16 * c.kv_heads as usize, -1.0, 1.0),
+            harness::values(5, (b * c.kv_heads * sp * hd) as usize, -1.0, 1.0),
         ));
         inputs.push(HostTensor::typed(
             "past_value",
             E::Float32,
             &pv,
-            harness::values(6, 24 * c.kv_heads as usize, -1.0, 1.0),
+            harness::values(6, (b * c.kv_heads * sp * vhd) as usize, -1.0, 1.0),
         ));
         names.extend(["past_key", "past_value"]);
     }
@@ -369,6 +372,32 @@ fn attention_matches_ort() {
             c.three_d, c.q_heads, c.kv_heads, c.mask, c.past, c.causal, c.softcap, c.scale, c.qk_mode, c.nonpad
         );
         assert_matches_ort(&model, &inputs, 1e-4, 1e-5, &what);
+    }
+}
+
+/// Attention large enough to split over the pool by groups of heads (4-D Q and output;
+/// grouped-query heads, causal, a mask, a cache, the scores): ORT's results, and at one
+/// thread the bits of all threads. The 3-D form is not split and is checked too.
+#[test]
+fn large_attention_splits_by_heads_and_keeps_its_bits() {
+    let size = Some([2, 48, 48, 32, 32]);
+    let base = AttnCase { q_heads: 8, kv_heads: 4, size, ..Default::default() };
+    let cases = [
+        base,
+        AttnCase { causal: true, ..base },
+        AttnCase { mask: Some((FLOAT, 4)), past: true, ..base },
+        AttnCase { qk_mode: Some(3), past: true, causal: true, ..base },
+        AttnCase { three_d: true, causal: true, ..base },
+    ];
+    for (k, c) in cases.into_iter().enumerate() {
+        let (model, inputs) = attention_model(c);
+        let what = format!("large attention case {k}");
+        assert_matches_ort(&model, &inputs, 1e-4, 1e-5, &what);
+        let (one, all) = (common::rivet_run_at(&model, &inputs, 1, 1), common::rivet_run_at(&model, &inputs, 0, 2));
+        for (o, (x, y)) in one.iter().zip(&all).enumerate() {
+            let same = x.data.iter().zip(&y.data).all(|(p, q)| p.to_bits() == q.to_bits());
+            assert!(same, "{what}: output {o}: threads change the bits");
+        }
     }
 }
 

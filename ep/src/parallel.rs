@@ -115,6 +115,8 @@ pub struct TaskScratch {
     pub f64: Vec<f64>,
     /// A Winograd convolution's transformed input and products.
     pub winograd: rivet_kernels::winograd::Scratch,
+    /// An attention step's packed heads and scores.
+    pub attention: rivet_kernels::attention::AttnScratch<f32>,
 }
 
 /// A Run's scratch: one [`TaskScratch`] per task index (index 0 also serves work that is

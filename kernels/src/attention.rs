@@ -88,7 +88,17 @@ pub trait AttnFloat:
     }
     /// `c = alpha * a * op(b)` for row-major `a` m×k and `b` k×n (n×k with `trans_b`).
     #[allow(clippy::too_many_arguments)]
-    fn matmul(m: usize, n: usize, k: usize, alpha: Self, a: &[Self], b: &[Self], trans_b: bool, c: &mut [Self]);
+    fn matmul(
+        m: usize,
+        n: usize,
+        k: usize,
+        alpha: Self,
+        a: &[Self],
+        b: &[Self],
+        trans_b: bool,
+        scratch: &mut crate::gemm::GemmScratch,
+        c: &mut [Self],
+    );
 }
 
 impl AttnFloat for f32 {
@@ -110,8 +120,18 @@ impl AttnFloat for f32 {
     fn softmax_rows(s: &mut [f32], n: usize) {
         crate::norm::softmax_rows_in_place(s, n)
     }
-    fn matmul(m: usize, n: usize, k: usize, alpha: f32, a: &[f32], b: &[f32], trans_b: bool, c: &mut [f32]) {
-        crate::gemm::gemm(m, n, k, alpha, a, false, b, trans_b, 0.0, c);
+    fn matmul(
+        m: usize,
+        n: usize,
+        k: usize,
+        alpha: f32,
+        a: &[f32],
+        b: &[f32],
+        trans_b: bool,
+        scratch: &mut crate::gemm::GemmScratch,
+        c: &mut [f32],
+    ) {
+        crate::gemm::gemm_with(scratch, m, n, k, alpha, a, false, b, trans_b, 0.0, c);
     }
 }
 
@@ -130,7 +150,17 @@ impl AttnFloat for f64 {
     fn max(self, b: f64) -> f64 {
         f64::max(self, b)
     }
-    fn matmul(m: usize, n: usize, k: usize, alpha: f64, a: &[f64], b: &[f64], trans_b: bool, c: &mut [f64]) {
+    fn matmul(
+        m: usize,
+        n: usize,
+        k: usize,
+        alpha: f64,
+        a: &[f64],
+        b: &[f64],
+        trans_b: bool,
+        _: &mut crate::gemm::GemmScratch,
+        c: &mut [f64],
+    ) {
         for i in 0..m {
             for j in 0..n {
                 let at = |p: usize| if trans_b { b[j * k + p] } else { b[p * n + j] };
@@ -160,7 +190,8 @@ pub struct AttnParams {
     pub causal: bool,
 }
 
-/// Per-thread scratch: one head's Q, K, V, scores and output, packed contiguous.
+/// One task's scratch: one head's Q, K, V, scores and output, packed contiguous, and the
+/// products' packing buffers. Each grows to the largest it has needed.
 #[derive(Debug, Default)]
 pub struct AttnScratch<T> {
     q: Vec<T>,
@@ -168,6 +199,7 @@ pub struct AttnScratch<T> {
     v: Vec<T>,
     s: Vec<T>,
     y: Vec<T>,
+    gemm: crate::gemm::GemmScratch,
 }
 
 fn sized<T: AttnFloat>(v: &mut Vec<T>, len: usize) -> &mut [T] {
@@ -179,7 +211,20 @@ fn sized<T: AttnFloat>(v: &mut Vec<T>, len: usize) -> &mut [T] {
 
 /// Adds the bias of query `i` of head `h` in batch `b` to its row of scores:
 /// `bias(b, h, i, row)`.
-pub type AttnBias<'a, T> = &'a dyn Fn(usize, usize, usize, &mut [T]);
+pub type AttnBias<'a, T> = &'a (dyn Fn(usize, usize, usize, &mut [T]) + Sync);
+
+/// The elements of `out` that one group (a batch's key/value head and the query heads it
+/// serves) writes, when each group's are one contiguous run (`[B, H, S, d]` outputs and
+/// the scores), so that [`attention_groups`] can split them: `None` for `[B, S, H * d]`
+/// and for the caches.
+pub fn group_len(d: &AttnDims, out: AttnOut) -> Option<usize> {
+    let group = d.q_heads / d.kv_heads.max(1);
+    match out {
+        AttnOut::Y if !d.q_3d => Some(group * d.q_len * d.v_head),
+        AttnOut::Scores(_) => Some(group * d.q_len * d.total()),
+        _ => None,
+    }
+}
 
 /// Computes `out` into `y`. `bias(b, h, i, row)` adds the bias of query `i` to its row of
 /// scores, one per key (mask and padding; -inf excludes); `None` when there is none. Each head's products are matrix products through
@@ -194,7 +239,34 @@ pub fn attention<T: AttnFloat>(
     scratch: &mut AttnScratch<T>,
     y: &mut [T],
 ) {
-    let total = d.total();
+    attention_groups(d, p, x, bias, out, scratch, 0..d.batch * d.kv_heads, y);
+}
+
+/// [`attention`] of groups `groups` only (group `b * kv_heads + kh`: batch `b`'s key/value
+/// head `kh` and its query heads), for an output whose groups are contiguous
+/// ([`group_len`]); `y` is their part of it. Each group is computed as `attention`
+/// computes it, so a split gives the same bits. Panics for an output without groups
+/// unless `groups` covers them all.
+#[allow(clippy::too_many_arguments)]
+pub fn attention_groups<T: AttnFloat>(
+    d: &AttnDims,
+    p: AttnParams,
+    x: &AttnInputs<'_, T>,
+    bias: Option<AttnBias<'_, T>>,
+    out: AttnOut,
+    scratch: &mut AttnScratch<T>,
+    groups: std::ops::Range<usize>,
+    y: &mut [T],
+) {
+    let (kv_heads, total) = (d.kv_heads.max(1), d.total());
+    // Where group `groups.start` starts in the whole output.
+    let base = match group_len(d, out) {
+        Some(len) => groups.start * len,
+        None => {
+            assert!(groups == (0..d.batch * d.kv_heads), "attention: this output is not split by groups");
+            0
+        }
+    };
     match out {
         AttnOut::PresentKey | AttnOut::PresentValue => {
             let (new, past, width) = match out {
@@ -217,53 +289,52 @@ pub fn attention<T: AttnFloat>(
         AttnOut::Scores(m) => m,
         _ => 3,
     };
-    let group = d.q_heads / d.kv_heads.max(1);
-    let AttnScratch { q, k, v, s, y: yh } = scratch;
+    let group = d.q_heads / kv_heads;
+    let AttnScratch { q, k, v, s, y: yh, gemm } = scratch;
     let (q, k, v) = (sized(q, d.q_len * d.head), sized(k, total * d.head), sized(v, total * d.v_head));
     let (s, yh) = (sized(s, d.q_len * total), sized(yh, d.q_len * d.v_head));
-    for b in 0..d.batch {
-        for kh in 0..d.kv_heads {
-            for j in 0..total {
-                k[j * d.head..][..d.head].copy_from_slice(row_of(d, x.k, x.past_key, b, kh, j, d.head));
-                v[j * d.v_head..][..d.v_head].copy_from_slice(row_of(d, x.v, x.past_value, b, kh, j, d.v_head));
+    for g in groups {
+        let (b, kh) = (g / kv_heads, g % kv_heads);
+        for j in 0..total {
+            k[j * d.head..][..d.head].copy_from_slice(row_of(d, x.k, x.past_key, b, kh, j, d.head));
+            v[j * d.v_head..][..d.v_head].copy_from_slice(row_of(d, x.v, x.past_value, b, kh, j, d.v_head));
+        }
+        for h in kh * group..(kh + 1) * group {
+            for i in 0..d.q_len {
+                q[i * d.head..][..d.head].copy_from_slice(&x.q[d.q_row(b, h, i)..][..d.head]);
             }
-            for h in kh * group..(kh + 1) * group {
-                for i in 0..d.q_len {
-                    q[i * d.head..][..d.head].copy_from_slice(&x.q[d.q_row(b, h, i)..][..d.head]);
-                }
-                T::matmul(d.q_len, total, d.head, T::from_f32(p.scale), q, k, true, s);
-                for (i, row) in s.chunks_mut(total.max(1)).enumerate() {
-                    if stage >= 1 {
-                        if let Some(bias) = bias {
-                            bias(b, h, i, row);
-                        }
-                        if p.causal {
-                            // Keys after the query's own position (offset by the cache).
-                            row.iter_mut().skip(i + d.past_len + 1).for_each(|e| *e = T::NEG_INFINITY);
-                        }
+            T::matmul(d.q_len, total, d.head, T::from_f32(p.scale), q, k, true, gemm, s);
+            for (i, row) in s.chunks_mut(total.max(1)).enumerate() {
+                if stage >= 1 {
+                    if let Some(bias) = bias {
+                        bias(b, h, i, row);
                     }
-                    if stage >= 2 && p.softcap > 0.0 {
-                        let cap = T::from_f32(p.softcap);
-                        row.iter_mut().for_each(|e| *e = cap * (*e / cap).tanh());
+                    if p.causal {
+                        // Keys after the query's own position (offset by the cache).
+                        row.iter_mut().skip(i + d.past_len + 1).for_each(|e| *e = T::NEG_INFINITY);
                     }
                 }
-                if stage >= 3 {
-                    T::softmax_rows(s, total);
+                if stage >= 2 && p.softcap > 0.0 {
+                    let cap = T::from_f32(p.softcap);
+                    row.iter_mut().for_each(|e| *e = cap * (*e / cap).tanh());
                 }
-                if let AttnOut::Scores(_) = out {
-                    let at = (b * d.q_heads + h) * d.q_len * total;
-                    y[at..at + d.q_len * total].copy_from_slice(s);
-                    continue;
-                }
-                T::matmul(d.q_len, d.v_head, total, T::ONE, s, v, false, yh);
-                for i in 0..d.q_len {
-                    let at = if d.q_3d {
-                        ((b * d.q_len + i) * d.q_heads + h) * d.v_head
-                    } else {
-                        ((b * d.q_heads + h) * d.q_len + i) * d.v_head
-                    };
-                    y[at..at + d.v_head].copy_from_slice(&yh[i * d.v_head..][..d.v_head]);
-                }
+            }
+            if stage >= 3 {
+                T::softmax_rows(s, total);
+            }
+            if let AttnOut::Scores(_) = out {
+                let at = (b * d.q_heads + h) * d.q_len * total - base;
+                y[at..at + d.q_len * total].copy_from_slice(s);
+                continue;
+            }
+            T::matmul(d.q_len, d.v_head, total, T::ONE, s, v, false, gemm, yh);
+            for i in 0..d.q_len {
+                let at = if d.q_3d {
+                    ((b * d.q_len + i) * d.q_heads + h) * d.v_head
+                } else {
+                    ((b * d.q_heads + h) * d.q_len + i) * d.v_head
+                } - base;
+                y[at..at + d.v_head].copy_from_slice(&yh[i * d.v_head..][..d.v_head]);
             }
         }
     }
@@ -302,6 +373,51 @@ fn softmax_row<T: AttnFloat>(s: &mut [T]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Groups of heads computed apart (as the tasks of a split compute them, each in its
+    /// own scratch) give the whole call's bits, for the output and the scores.
+    #[test]
+    fn groups_computed_apart_give_the_whole_bits() {
+        let d = AttnDims {
+            batch: 2,
+            q_heads: 4,
+            kv_heads: 2,
+            q_len: 20,
+            kv_len: 30,
+            past_len: 5,
+            head: 24,
+            v_head: 40,
+            q_3d: false,
+            kv_3d: true,
+        };
+        let vals = |n: usize, seed: u32| -> Vec<f32> {
+            (0..n)
+                .map(|i| ((i as u32).wrapping_mul(2_654_435_761).wrapping_add(seed) >> 8) as f32 / 8e6 - 1.0)
+                .collect()
+        };
+        let (q, k, v) = (vals(2 * 4 * 20 * 24, 1), vals(2 * 30 * 2 * 24, 2), vals(2 * 30 * 2 * 40, 3));
+        let (pk, pv) = (vals(2 * 2 * 5 * 24, 4), vals(2 * 2 * 5 * 40, 5));
+        let x = AttnInputs { q: &q, k: &k, v: &v, past_key: Some(&pk), past_value: Some(&pv) };
+        let p = AttnParams { scale: 0.2, softcap: 0.0, causal: true };
+        let bias = |b: usize, h: usize, i: usize, row: &mut [f32]| {
+            row.iter_mut().enumerate().for_each(|(j, e)| *e += ((b + h + i + j) % 5) as f32 * 0.1)
+        };
+        for out in [AttnOut::Y, AttnOut::Scores(3), AttnOut::Scores(1)] {
+            let len = group_len(&d, out).expect("4-D output and scores have groups");
+            let mut whole = vec![f32::NAN; 4 * len];
+            attention(&d, p, &x, Some(&bias), out, &mut AttnScratch::default(), &mut whole);
+            let mut parts = vec![f32::NAN; 4 * len];
+            for groups in [0..1, 1..3, 3..4] {
+                let part = &mut parts[groups.start * len..groups.end * len];
+                attention_groups(&d, p, &x, Some(&bias), out, &mut AttnScratch::default(), groups, part);
+            }
+            let same = whole.iter().zip(&parts).all(|(a, b)| a.to_bits() == b.to_bits());
+            assert!(same, "{out:?}: groups apart differ from the whole");
+            assert!(whole.iter().all(|v| !v.is_nan()), "{out:?}: left unwritten");
+        }
+        // [B, S, H * d] interleaves the groups: not split.
+        assert_eq!(group_len(&AttnDims { q_3d: true, ..d }, AttnOut::Y), None);
+    }
 
     /// One head, two keys: softmax weights by hand.
     #[test]

@@ -5,7 +5,9 @@
 
 use std::sync::Arc;
 
-use rivet_kernels::attention::{AttnDims, AttnFloat, AttnInputs, AttnOut, AttnParams, AttnScratch};
+use rivet_kernels::attention::{
+    attention_groups, group_len, AttnBias, AttnDims, AttnFloat, AttnInputs, AttnOut, AttnParams, AttnScratch,
+};
 use rivet_kernels::typed::Number;
 
 use super::claim::{bad_types, extra_output, outputs};
@@ -15,6 +17,11 @@ use super::{Op, RunIn, ShapeError, ShapeIn};
 use crate::data::{self, number_at, Data, DataMut, Storage};
 use crate::graph::{dtype, AttrValue, NodeDesc, Shape};
 use crate::node_attrs::{float_attr, int_attr};
+use crate::parallel::{cores, Parallel};
+
+/// Attention of at least this many multiply-adds (in both products) is split over the
+/// pool by groups of heads.
+const PARALLEL_MIN_MACS: usize = 1 << 18;
 
 // softmax_precision: Rivet's softmax runs in float32 whatever it asks.
 const ATTRS: &[&str] =
@@ -182,8 +189,7 @@ fn run<T: Storage + AttnFloat + Number>(
     a: &Attention,
     ins: &[Data<'_>],
     shapes: &[&[usize]],
-    scratch: &mut AttnScratch<T>,
-    y: &mut [T],
+    go: impl FnOnce(&AttnDims, AttnParams, &AttnInputs<'_, T>, Option<AttnBias<'_, T>>),
 ) -> Result<(), String> {
     let d = attention_dims(a, shapes)?;
     let f = |k: usize| T::get(ins[k]).ok_or("element types differ from the plan's");
@@ -247,9 +253,38 @@ fn run<T: Storage + AttnFloat + Number>(
     let scale = a.scale.unwrap_or(1.0 / (d.head as f32).sqrt());
     let p = AttnParams { scale, softcap: a.softcap, causal: a.causal };
     let x = AttnInputs { q: f(0)?, k: f(1)?, v: f(2)?, past_key, past_value };
-    let bias = (a.mask || a.nonpad).then_some(&bias as rivet_kernels::attention::AttnBias<'_, T>);
-    rivet_kernels::attention::attention(&d, p, &x, bias, a.out, scratch, y);
+    let bias = (a.mask || a.nonpad).then_some(&bias as AttnBias<'_, T>);
+    go(&d, p, &x, bias);
     Ok(())
+}
+
+/// Float32 attention, split over the pool by groups of heads (a batch's key/value head
+/// and the query heads it serves) when it is large and its output holds each group's
+/// part contiguously; each task works in its own scratch. The bits are the unsplit ones.
+#[allow(clippy::too_many_arguments)]
+fn split_f32(
+    d: &AttnDims,
+    p: AttnParams,
+    x: &AttnInputs<'_, f32>,
+    bias: Option<AttnBias<'_, f32>>,
+    out: AttnOut,
+    scratch: &mut AttnScratch<f32>,
+    par: &dyn Parallel,
+    y: &mut [f32],
+) {
+    let groups = d.batch * d.kv_heads;
+    let macs = d.batch * d.q_heads * d.q_len * d.total() * (d.head + d.v_head);
+    let tasks = cores().min(groups);
+    match group_len(d, out) {
+        Some(len) if len > 0 && tasks >= 2 && macs >= PARALLEL_MIN_MACS && y.len() == groups * len => {
+            let per_task = groups.div_ceil(tasks);
+            par.for_each_task(y, per_task * len, &|start, part, s| {
+                let first = start / len;
+                attention_groups(d, p, x, bias, out, &mut s.attention, first..first + part.len() / len, part);
+            });
+        }
+        _ => rivet_kernels::attention::attention(d, p, x, bias, out, scratch, y),
+    }
 }
 
 impl Op for Attention {
@@ -270,12 +305,22 @@ impl Op for Attention {
         Ok(within_limit(shape)?)
     }
 
-    /// Its packed heads and scores are the step's state: they grow to the largest, then
-    /// no Run allocates.
+    /// Its packed heads and scores are the step's state (each task's own when it is split):
+    /// they grow to the largest, then no Run allocates.
     fn run(&self, x: RunIn<'_, '_>, out: &mut DataMut<'_>) -> Result<(), String> {
         match out {
-            DataMut::F32(y) => run(self, x.ins, x.shapes, x.scratch.state::<AttnScratch<f32>>(), y),
-            DataMut::F64(y) => run(self, x.ins, x.shapes, x.scratch.state::<AttnScratch<f64>>(), y),
+            DataMut::F32(y) => {
+                let (scratch, par) = (x.scratch.state::<AttnScratch<f32>>(), x.par);
+                run(self, x.ins, x.shapes, |d, p, inputs, bias| {
+                    split_f32(d, p, inputs, bias, self.out, scratch, par, y)
+                })
+            }
+            DataMut::F64(y) => {
+                let scratch = x.scratch.state::<AttnScratch<f64>>();
+                run(self, x.ins, x.shapes, |d, p, inputs, bias| {
+                    rivet_kernels::attention::attention(d, p, inputs, bias, self.out, scratch, y)
+                })
+            }
             _ => Err("element types differ from the plan's".into()),
         }
     }
