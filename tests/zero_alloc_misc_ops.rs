@@ -131,6 +131,16 @@ fn the_misc_families_allocate_nothing_per_steady_state_run() {
         HostTensor::f32("o", &[1, 18, 4, 4], vals(10, 288)),
     ];
     cases.push(("DeformConv", deform, deform_in));
+    // On the GEMM, one operand copied into order first (the step's state grows once).
+    let einsum = ModelBuilder::new(12)
+        .input("a", FLOAT, &d(&[3, 2, 16, 8]))
+        .input("b", FLOAT, &d(&[2, 3, 24, 8]))
+        .node_with("Einsum", "op", &["a", "b"], &["y"], &[("equation", Attr::Str("hbqd,bhkd->bhqk".into()))])
+        .output("y", FLOAT, None)
+        .build();
+    let einsum_in =
+        vec![HostTensor::f32("a", &[3, 2, 16, 8], vals(11, 768)), HostTensor::f32("b", &[2, 3, 24, 8], vals(12, 1152))];
+    cases.push(("Einsum", einsum, einsum_in));
     for (name, model, inputs) in &cases {
         let opts = SessionOpts { no_fallback: true, intra_threads: Some(1), ..Default::default() };
         let mut s = harness::session(env, model, Arm::Rivet, &opts).unwrap_or_else(|e| panic!("{name}: {e}"));
@@ -142,5 +152,5 @@ fn the_misc_families_allocate_nothing_per_steady_state_run() {
         assert_eq!(delta.runs, 4, "{name}");
         assert_eq!(delta.total().allocs, 0, "{name}: {} allocations in 4 Runs", delta.total().allocs);
     }
-    assert_eq!(cases.len(), 13);
+    assert_eq!(cases.len(), 14);
 }

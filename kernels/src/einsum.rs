@@ -1,8 +1,14 @@
 //! Einsum: any equation over any number of operands, with `...` broadcasting, repeated
 //! labels (diagonals) and implicit outputs. One strided loop over every label's range:
-//! simple and exact, meant for the small contractions models spell with Einsum.
+//! simple and exact, for any equation. A float32 contraction of two operands that is a
+//! batched matrix product once its axes are put in order (attention's `bhqd,bhkd->bhqk`,
+//! a projection's `bsd,df->bsf`) runs on the GEMM instead ([`product`], [`contract`]):
+//! operands read in place when their axes already are in a product's order (either
+//! transpose), else copied into order first.
 
 use smallvec::SmallVec;
+
+use crate::movement::transpose;
 
 /// Labels of one term: letters as themselves, the ellipsis' axes as 1, 2, ...
 type Labels = SmallVec<[u8; 8]>;
@@ -182,6 +188,145 @@ pub fn einsum<T: Copy>(
     }
 }
 
+/// Where a contraction operand's data comes from for the GEMM.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Layout {
+    /// In place, in the product's order (`[batch, rows, depth]` for A).
+    InOrder,
+    /// In place, its last two blocks of axes swapped (stored transposed).
+    Transposed,
+    /// Copied into the product's order first: the permutation for [`transpose`].
+    Copy(SmallVec<[usize; 8]>),
+}
+
+/// A two-operand contraction as a batched matrix product: `C[b] = A[b] · B[b]` with A
+/// `m × k` and B `k × n` per batch, C's axes `[batch, m, n]` (or, with `swap`, the
+/// operands exchanged so that C comes out in the output's order).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Product {
+    pub batch: usize,
+    pub m: usize,
+    pub n: usize,
+    pub k: usize,
+    /// The operand that is A (0 or 1).
+    a: usize,
+    a_layout: Layout,
+    b_layout: Layout,
+    /// Each operand's shape (for the copies).
+    shapes: [SmallVec<[usize; 8]>; 2],
+}
+
+/// The least multiply-adds per batch for which a contraction runs on the GEMM.
+const MIN_PRODUCT: usize = 64;
+
+/// Working memory of [`contract`]: operands put in order, and the GEMM's packing.
+#[derive(Debug, Default)]
+pub struct Scratch {
+    a: Vec<f32>,
+    b: Vec<f32>,
+    gemm: crate::gemm::GemmScratch,
+}
+
+/// `eq` over operands of `shapes` as a batched matrix product, if it is one: two operands,
+/// no label repeated in a term, every label of the same extent wherever it appears (no
+/// broadcasting), every label summed over in both operands, and the output's axes in the
+/// order batch, rows, columns of one of the two ways to multiply them.
+pub fn product(eq: &Equation, shapes: &[&[usize]]) -> Option<Product> {
+    if eq.inputs.len() != 2 || shapes.len() != 2 {
+        return None;
+    }
+    let distinct = |l: &Labels| l.len() <= 8 && l.iter().enumerate().all(|(i, c)| !l[..i].contains(c));
+    if !eq.inputs.iter().all(distinct) {
+        return None;
+    }
+    let extent = |c: u8| -> Option<usize> {
+        let mut found = None;
+        for (labels, shape) in eq.inputs.iter().zip(shapes) {
+            if let Some(i) = labels.iter().position(|&d| d == c) {
+                match found {
+                    None => found = Some(shape[i]),
+                    Some(n) if n == shape[i] => {}
+                    Some(_) => return None,
+                }
+            }
+        }
+        found
+    };
+    for (a, b) in [(0, 1), (1, 0)] {
+        let (la, lb, out) = (&eq.inputs[a], &eq.inputs[b], &eq.output);
+        // Classes, in the output's order (batch, m, n) and in A's (k).
+        let batch: Labels = out.iter().copied().filter(|c| la.contains(c) && lb.contains(c)).collect();
+        let m: Labels = out.iter().copied().filter(|c| la.contains(c) && !lb.contains(c)).collect();
+        let n: Labels = out.iter().copied().filter(|c| lb.contains(c) && !la.contains(c)).collect();
+        let k: Labels = la.iter().copied().filter(|c| lb.contains(c) && !out.contains(c)).collect();
+        // Every label of A and B has a class (none is summed within one operand alone).
+        if batch.len() + m.len() + k.len() != la.len() || batch.len() + n.len() + k.len() != lb.len() {
+            return None;
+        }
+        let ordered: Labels = batch.iter().chain(&m).chain(&n).copied().collect();
+        if ordered != *out {
+            continue;
+        }
+        let size = |ls: &Labels| ls.iter().map(|&c| extent(c)).try_fold(1usize, |acc, e| acc.checked_mul(e?));
+        let layout = |labels: &Labels, first: &Labels, second: &Labels| -> Layout {
+            let cat = |x: &Labels, y: &Labels| -> Labels { batch.iter().chain(x).chain(y).copied().collect() };
+            if *labels == cat(first, second) {
+                Layout::InOrder
+            } else if *labels == cat(second, first) {
+                Layout::Transposed
+            } else {
+                let want = cat(first, second);
+                Layout::Copy(want.iter().map(|c| labels.iter().position(|d| d == c).expect("classified")).collect())
+            }
+        };
+        let shape_of = |i: usize| -> SmallVec<[usize; 8]> { shapes[i].iter().copied().collect() };
+        let (sm, sn, sk) = (size(&m)?, size(&n)?, size(&k)?);
+        // Products of a few multiply-adds each (a Hadamard product is one per batch) cost
+        // less in the loop than a GEMM call each.
+        if sm.checked_mul(sn)?.checked_mul(sk)? < MIN_PRODUCT {
+            return None;
+        }
+        return Some(Product {
+            batch: size(&batch)?,
+            m: sm,
+            n: sn,
+            k: sk,
+            a,
+            a_layout: layout(la, &m, &k),
+            b_layout: layout(lb, &k, &n),
+            shapes: if a == 0 { [shape_of(0), shape_of(1)] } else { [shape_of(1), shape_of(0)] },
+        });
+    }
+    None
+}
+
+/// Computes the contraction `p` of `operands` (in the equation's order) into `y` (the
+/// output's order): one GEMM per batch, operands read in place or put in order in
+/// `scratch` first.
+pub fn contract(p: &Product, operands: [&[f32]; 2], y: &mut [f32], scratch: &mut Scratch) {
+    let Product { batch, m, n, k, .. } = *p;
+    let (a, b) = (operands[p.a], operands[1 - p.a]);
+    let Scratch { a: sa, b: sb, gemm } = scratch;
+    let put = |x: &[f32], layout: &Layout, shape: &[usize], buf: &mut Vec<f32>| -> bool {
+        if let Layout::Copy(perm) = layout {
+            if buf.len() < x.len() {
+                buf.resize(x.len(), 0.0);
+            }
+            transpose(x, shape, perm, &mut buf[..x.len()]);
+        }
+        *layout == Layout::Transposed
+    };
+    let trans_a = put(a, &p.a_layout, &p.shapes[0], sa);
+    let trans_b = put(b, &p.b_layout, &p.shapes[1], sb);
+    let a: &[f32] = if matches!(p.a_layout, Layout::Copy(_)) { &sa[..a.len()] } else { a };
+    let b: &[f32] = if matches!(p.b_layout, Layout::Copy(_)) { &sb[..b.len()] } else { b };
+    let (ma, mb, mc) = (m * k, k * n, m * n);
+    for i in 0..batch {
+        let (ai, bi) = (&a[i * ma..][..ma], &b[i * mb..][..mb]);
+        crate::gemm::gemm_with(gemm, m, n, k, 1.0, ai, trans_a, bi, trans_b, 0.0, &mut y[i * mc..][..mc]);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -195,6 +340,58 @@ mod tests {
         let xs: Vec<&[f32]> = ops.iter().map(|(x, _)| *x).collect();
         einsum(&e, &xs, &shapes, &mut y, 0.0, |a, b| a + b, |a, b| a * b).unwrap();
         (y, out.to_vec())
+    }
+
+    /// Contractions that are batched products, on the GEMM, against the loop: in place in
+    /// either transpose, copied into order, and with the operands exchanged for the
+    /// output's order.
+    #[test]
+    fn contractions_on_the_gemm_match_the_loop() {
+        // An equation, its operands' shapes, and the product's batch, m, n and k (if one).
+        type Case<'a> = (&'a str, &'a [&'a [usize]], Option<(usize, usize, usize, usize)>);
+        let cases: &[Case<'_>] = &[
+            ("ij,jk->ik", &[&[20, 30], &[30, 17]], Some((1, 20, 17, 30))),
+            ("ij,kj->ik", &[&[20, 30], &[17, 30]], Some((1, 20, 17, 30))),
+            ("ji,jk->ik", &[&[30, 20], &[30, 17]], Some((1, 20, 17, 30))),
+            ("ik,kj->ji", &[&[20, 30], &[30, 17]], Some((1, 17, 20, 30))),
+            ("bhqd,bhkd->bhqk", &[&[2, 3, 9, 8], &[2, 3, 11, 8]], Some((6, 9, 11, 8))),
+            ("bhqk,bhkd->bhqd", &[&[2, 3, 9, 11], &[2, 3, 11, 8]], Some((6, 9, 8, 11))),
+            ("bsd,df->bsf", &[&[2, 5, 16], &[16, 24]], Some((1, 10, 24, 16))),
+            ("ijk,jkl->il", &[&[6, 4, 5], &[4, 5, 7]], Some((1, 6, 7, 20))),
+            ("bqd,dbk->bqk", &[&[3, 7, 8], &[8, 3, 9]], Some((3, 7, 9, 8))),
+            ("hbqd,bhkd->bhqk", &[&[3, 2, 9, 8], &[2, 3, 11, 8]], Some((6, 9, 11, 8))),
+            ("...ij,...jk->...ik", &[&[2, 12, 9], &[2, 9, 10]], Some((2, 12, 10, 9))),
+            // Not products: a diagonal, a broadcast, a label summed in one operand, the
+            // output's axes out of either product's order, a Hadamard product, three operands.
+            ("ii,ij->j", &[&[9, 9], &[9, 10]], None),
+            ("bij,bjk->bik", &[&[1, 12, 9], &[3, 9, 10]], None),
+            ("ijx,jk->ik", &[&[12, 9, 2], &[9, 10]], None),
+            ("bij,bjk->ibk", &[&[2, 12, 9], &[2, 9, 10]], None),
+            ("ij,ij->ij", &[&[12, 9], &[12, 9]], None),
+        ];
+        for &(eq, shapes, want) in cases {
+            let ranks: Vec<usize> = shapes.iter().map(|s| s.len()).collect();
+            let e = parse(eq, &ranks).unwrap();
+            let p = product(&e, shapes);
+            assert_eq!(p.as_ref().map(|p| (p.batch, p.m, p.n, p.k)), want, "{eq}");
+            let Some(p) = p else { continue };
+            let xs: Vec<Vec<f32>> = shapes
+                .iter()
+                .enumerate()
+                .map(|(t, s)| {
+                    (0..s.iter().product()).map(|i: usize| ((i * 7 + t * 3) % 11) as f32 * 0.25 - 1.0).collect()
+                })
+                .collect();
+            let len: usize = output_shape(&e, shapes).unwrap().iter().product();
+            let mut want = vec![0.0; len];
+            let refs: Vec<&[f32]> = xs.iter().map(|x| x.as_slice()).collect();
+            einsum(&e, &refs, shapes, &mut want, 0.0, |a, b| a + b, |a, b| a * b).unwrap();
+            let mut got = vec![f32::NAN; len];
+            contract(&p, [&xs[0], &xs[1]], &mut got, &mut Scratch::default());
+            for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                assert!((g - w).abs() <= 1e-4 * (1.0 + w.abs()), "{eq}: y[{i}] = {g}, want {w}");
+            }
+        }
     }
 
     #[test]
