@@ -141,6 +141,25 @@ fn the_misc_families_allocate_nothing_per_steady_state_run() {
     let einsum_in =
         vec![HostTensor::f32("a", &[3, 2, 16, 8], vals(11, 768)), HostTensor::f32("b", &[2, 3, 24, 8], vals(12, 1152))];
     cases.push(("Einsum", einsum, einsum_in));
+    // The transforms' plans (Bluestein's tables for 12 points) are made on the first Run.
+    let dft = ModelBuilder::new(17)
+        .input("x", FLOAT, &d(&[2, 12, 2]))
+        .node_with("DFT", "op", &["x"], &["y"], &[("inverse", Attr::Int(1))])
+        .output("y", FLOAT, None)
+        .build();
+    cases.push(("DFT", dft, vec![HostTensor::f32("x", &[2, 12, 2], vals(13, 48))]));
+    let stft = ModelBuilder::new(17)
+        .input("x", FLOAT, &d(&[1, 64, 1]))
+        .initializer_i64("step", &[], vec![8])
+        .input("w", FLOAT, &d(&[20]))
+        .node("STFT", "op", &["x", "step", "w"], &["y"])
+        .output("y", FLOAT, None)
+        .build();
+    cases.push((
+        "STFT",
+        stft,
+        vec![HostTensor::f32("x", &[1, 64, 1], vals(14, 64)), HostTensor::f32("w", &[20], vals(15, 20))],
+    ));
     for (name, model, inputs) in &cases {
         let opts = SessionOpts { no_fallback: true, intra_threads: Some(1), ..Default::default() };
         let mut s = harness::session(env, model, Arm::Rivet, &opts).unwrap_or_else(|e| panic!("{name}: {e}"));
@@ -152,5 +171,5 @@ fn the_misc_families_allocate_nothing_per_steady_state_run() {
         assert_eq!(delta.runs, 4, "{name}");
         assert_eq!(delta.total().allocs, 0, "{name}: {} allocations in 4 Runs", delta.total().allocs);
     }
-    assert_eq!(cases.len(), 14);
+    assert_eq!(cases.len(), 16);
 }

@@ -68,6 +68,7 @@ pub mod resize;
 pub mod rnn;
 pub mod roi_align;
 pub mod sample;
+pub mod spectral;
 pub mod typed;
 mod unary;
 pub mod winograd;

@@ -71,6 +71,7 @@ pub mod shape_rules;
 pub mod signal;
 pub mod slice;
 pub mod softmax;
+pub mod spectral;
 pub mod split;
 pub mod tensor_scatter;
 pub mod tfidf;
@@ -121,6 +122,8 @@ pub static FAMILIES: &[Family] = &[
     onnx("HammingWindow", (17, 17), "float32, float64", signal::hamming),
     onnx("BlackmanWindow", (17, 17), "float32, float64", signal::blackman),
     onnx("MelWeightMatrix", (17, 17), "float32, float64", signal::mel_weight_matrix),
+    onnx("DFT", (17, 20), "float32, float64", spectral::dft),
+    onnx("STFT", (17, 17), "float32, float64", spectral::stft),
     onnx("LpNormalization", (1, 22), "float32, float64", normalize::lp_normalization),
     onnx("MeanVarianceNormalization", (9, 13), "float32, float64", normalize::mean_variance_normalization),
     onnx("Det", (11, 22), "float32", det::compile),
