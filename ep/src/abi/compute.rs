@@ -335,6 +335,9 @@ struct Job<'f> {
     chunk_len: usize,
     f: &'f (dyn Fn(usize, &mut [f32]) + Sync),
     panicked: AtomicBool,
+    /// Whether any task started: a ParallelFor that fails after some did cannot be run
+    /// again here (a product accumulating into C in place is not idempotent).
+    started: AtomicBool,
     /// The node whose task this is: a worker's allocations and calls are charged to it.
     node: probe::NodeId,
 }
@@ -345,6 +348,7 @@ struct Job<'f> {
 unsafe extern "C" fn run_chunk(data: *mut c_void, index: usize) {
     // SAFETY: `data` is the Job that for_each_chunk keeps alive across ParallelFor.
     let job = unsafe { &*data.cast::<Job<'_>>() };
+    job.started.store(true, Ordering::Relaxed);
     let _node = probe::NodeScope::attach(job.node);
     let start = index * job.chunk_len;
     if start >= job.len {
@@ -371,11 +375,15 @@ impl Parallel for OrtParallel<'_> {
             chunk_len,
             f,
             panicked: AtomicBool::new(false),
+            started: AtomicBool::new(false),
             node: probe::current_node(),
         };
         let data = (&job as *const Job<'_>).cast_mut().cast::<c_void>();
         if self.api.parallel_for(self.ctx, run_chunk, tasks, data).is_err() {
-            // ORT could not schedule: elementwise chunks are idempotent, run them here.
+            // ORT could not schedule: run the chunks here, unless some ran already.
+            if job.started.load(Ordering::Relaxed) {
+                panic!("ORT's ParallelFor failed after running some of a kernel's tasks");
+            }
             return run_in_turn(out, chunk_len, f);
         }
         if job.panicked.load(Ordering::Relaxed) {

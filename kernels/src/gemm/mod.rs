@@ -42,6 +42,7 @@
 
 mod epilogue;
 mod pack;
+pub(crate) use pack::{pack_a_whole, pack_whole};
 mod packed;
 mod small;
 #[cfg(test)]
@@ -332,10 +333,12 @@ pub fn gemm_rows_at(
 
 /// The block `rows` × `cols` of [`gemm`]'s result: `c_block` holds only that block,
 /// row-major (`rows.len() * cols.len()` elements), with the same bits as the whole
-/// product's. `a` and `b` are the whole operands. For splitting a product of few rows
+/// product's when `cols.start` is a multiple of [`col_tile`] (else a full tile of the
+/// whole product becomes an edge tile of the block, which merges `beta * c` with another
+/// rounding). `a` and `b` are the whole operands. For splitting a product of few rows
 /// across threads by columns: each task packs only its own columns of B. Panics if a range
-/// is outside the product, if `m == 1` or `n == 1` with a partial column range, or if a
-/// length does not match.
+/// is outside the product, if `n == 1` with a partial column range, or if a length does
+/// not match.
 #[allow(clippy::too_many_arguments)]
 pub fn gemm_block(
     scratch: &mut GemmScratch,
@@ -407,6 +410,19 @@ pub fn gemm_block_at(
 /// costs no second packing of B.
 pub fn reads_b_in_place() -> bool {
     Level::detected() == Level::Avx512
+}
+
+/// The columns of the tile (the panel width) an m×n product runs on at the detected level,
+/// with no operand packed: a column split that cuts at multiples of it gives the whole
+/// product's bits.
+pub fn col_tile(m: usize, n: usize) -> usize {
+    match Level::detected() {
+        #[cfg(target_arch = "x86_64")]
+        Level::Avx512 => x86::col_tile_avx512(m, n),
+        #[cfg(target_arch = "x86_64")]
+        Level::Avx2 => x86::TILE_AVX2.1,
+        _ => 8,
+    }
 }
 
 /// The rows of the tile an m×n product runs on at the detected level: a row split whose
@@ -681,60 +697,6 @@ fn b_in_place(job: &Job<'_>, mr: usize, nr: usize) -> bool {
         && !job.trans_b
         && job.n >= nr
         && (job.rows.len().div_ceil(mr) <= 8 || !job.n.is_multiple_of(1024))
-}
-
-/// Packs all of `op(B)` into `dst` as `run` would pack it block by block with the same
-/// `NR`, `kc_max` and `nc_max`: the blocks in `run`'s loop order, one after the other.
-/// Returns the floats written (`k * n` rounded up to whole panels; nothing for the
-/// products `run` computes without packing).
-#[inline(always)]
-pub(crate) fn pack_whole<const NR: usize>(job: &Job<'_>, dst: &mut [f32], kc_max: usize, nc_max: usize) -> usize {
-    let (n, k) = (job.n, job.k);
-    // Packed whatever m is (a constant B packed for one m serves products of any m), but
-    // not for the products `run` computes without packing whatever m is.
-    if n <= 1 || k == 0 {
-        return 0;
-    }
-    let kc_max = k.div_ceil(k.div_ceil(kc_max));
-    let nc_max = nc_max.min(n).next_multiple_of(NR);
-    let total = k * n.next_multiple_of(NR);
-    let (mut rest, _) = dst[..total].as_chunks_mut::<NR>();
-    for j0 in (0..n).step_by(nc_max) {
-        let nc = nc_max.min(n - j0);
-        for p0 in (0..k).step_by(kc_max) {
-            let kc = kc_max.min(k - p0);
-            let (block, after) = rest.split_at_mut(kc * nc.div_ceil(NR));
-            pack::pack_b(job, j0, nc, p0, kc, block);
-            rest = after;
-        }
-    }
-    total
-}
-
-/// Packs all of `op(A)` into `dst` as `run` would pack it strip by strip with the same
-/// `MR` and `kc_max`: per depth block, every strip of `MR` rows (`kc` rows of `[f32; MR]`
-/// each, zero past the matrix). Returns the floats written.
-#[inline(always)]
-pub(crate) fn pack_a_whole<const MR: usize>(job: &Job<'_>, dst: &mut [f32], kc_max: usize) -> usize {
-    let (m, k) = (job.m, job.k);
-    // Packed whatever n is: the packing serves products of any width (a conv's filters
-    // packed at one output position serve the next Run's hundreds), and a product the
-    // driver runs without packing (n == 1, k == 0) just does not read it.
-    if m == 0 || k == 0 {
-        return 0;
-    }
-    let kc_max = k.div_ceil(k.div_ceil(kc_max));
-    let total = k * m.next_multiple_of(MR);
-    let (mut rest, _) = dst[..total].as_chunks_mut::<MR>();
-    for p0 in (0..k).step_by(kc_max) {
-        let kc = kc_max.min(k - p0);
-        for i0 in (0..m).step_by(MR) {
-            let (strip, after) = rest.split_at_mut(kc);
-            pack::pack_a(job, i0, MR.min(m - i0), p0, strip);
-            rest = after;
-        }
-    }
-    total
 }
 
 /// `c = beta * c`, or zeros (without reading c) when `beta == 0`.

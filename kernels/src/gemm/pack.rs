@@ -111,3 +111,57 @@ fn copy_row<const N: usize>(d: &mut [f32; N], src: &[f32], len: usize) {
         d[len..].fill(0.0);
     }
 }
+
+/// Packs all of `op(B)` into `dst` as `run` would pack it block by block with the same
+/// `NR`, `kc_max` and `nc_max`: the blocks in `run`'s loop order, one after the other.
+/// Returns the floats written (`k * n` rounded up to whole panels; nothing for the
+/// products `run` computes without packing).
+#[inline(always)]
+pub(crate) fn pack_whole<const NR: usize>(job: &Job<'_>, dst: &mut [f32], kc_max: usize, nc_max: usize) -> usize {
+    let (n, k) = (job.n, job.k);
+    // Packed whatever m is (a constant B packed for one m serves products of any m), but
+    // not for the products `run` computes without packing whatever m is.
+    if n <= 1 || k == 0 {
+        return 0;
+    }
+    let kc_max = k.div_ceil(k.div_ceil(kc_max));
+    let nc_max = nc_max.min(n).next_multiple_of(NR);
+    let total = k * n.next_multiple_of(NR);
+    let (mut rest, _) = dst[..total].as_chunks_mut::<NR>();
+    for j0 in (0..n).step_by(nc_max) {
+        let nc = nc_max.min(n - j0);
+        for p0 in (0..k).step_by(kc_max) {
+            let kc = kc_max.min(k - p0);
+            let (block, after) = rest.split_at_mut(kc * nc.div_ceil(NR));
+            pack_b(job, j0, nc, p0, kc, block);
+            rest = after;
+        }
+    }
+    total
+}
+
+/// Packs all of `op(A)` into `dst` as `run` would pack it strip by strip with the same
+/// `MR` and `kc_max`: per depth block, every strip of `MR` rows (`kc` rows of `[f32; MR]`
+/// each, zero past the matrix). Returns the floats written.
+#[inline(always)]
+pub(crate) fn pack_a_whole<const MR: usize>(job: &Job<'_>, dst: &mut [f32], kc_max: usize) -> usize {
+    let (m, k) = (job.m, job.k);
+    // Packed whatever n is: the packing serves products of any width (a conv's filters
+    // packed at one output position serve the next Run's hundreds), and a product the
+    // driver runs without packing (n == 1, k == 0) just does not read it.
+    if m == 0 || k == 0 {
+        return 0;
+    }
+    let kc_max = k.div_ceil(k.div_ceil(kc_max));
+    let total = k * m.next_multiple_of(MR);
+    let (mut rest, _) = dst[..total].as_chunks_mut::<MR>();
+    for p0 in (0..k).step_by(kc_max) {
+        let kc = kc_max.min(k - p0);
+        for i0 in (0..m).step_by(MR) {
+            let (strip, after) = rest.split_at_mut(kc);
+            pack_a(job, i0, MR.min(m - i0), p0, strip);
+            rest = after;
+        }
+    }
+    total
+}

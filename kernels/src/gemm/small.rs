@@ -1,6 +1,7 @@
 //! Matrix-vector products (`m == 1` or `n == 1`), where packing would cost more than the
-//! product: direct dot products and axpys over the unpacked operands, memory-bound. The
-//! choice depends only on the whole product's shape, so row splits give identical bits.
+//! product: direct dot products and axpys over the operands as stored, memory-bound, or
+//! over a constant B's panels when it came packed (read in memory order, the same sums).
+//! The choice depends only on the whole product's shape, so splits give identical bits.
 
 use super::Job;
 

@@ -83,6 +83,15 @@ fn wide_tile_for(m: usize, n: usize) -> bool {
     used(m, MR512_WIDE) * used(n, NR512_WIDE) > used(m, MR512) * used(n, NR512)
 }
 
+/// Columns of the AVX-512 tile an m×n product takes.
+pub(crate) fn col_tile_avx512(m: usize, n: usize) -> usize {
+    if wide_tile_for(m, n) {
+        NR512_WIDE
+    } else {
+        NR512
+    }
+}
+
 /// Rows of the AVX-512 tile an m×n product takes.
 pub(crate) fn row_tile_avx512(m: usize, n: usize) -> usize {
     if wide_tile_for(m, n) {
