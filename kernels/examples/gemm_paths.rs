@@ -23,7 +23,7 @@ fn main() {
     let width = n.div_ceil(2).max(64).next_multiple_of(32).next_multiple_of(nr);
     for round in 0..5 {
         let mut line = format!("{m}x{n}x{k} round {round}:");
-        for path in 0..4 {
+        for path in 0..5 {
             let t = Instant::now();
             for _ in 0..reps {
                 match path {
@@ -54,7 +54,11 @@ fn main() {
                 }
             }
             let dt = t.elapsed().as_secs_f64() / reps as f64;
-            line += &format!("  [{}] {:.1} GF/s", ["unpacked", "packed B", "cols", "cols+A"][path], flop / dt / 1e9);
+            line += &format!(
+                "  [{}] {:.1} GF/s",
+                ["unpacked", "packed B", "cols", "cols+A", "B+A whole"][path],
+                flop / dt / 1e9
+            );
         }
         println!("{line}");
     }

@@ -182,9 +182,14 @@ impl<'a> Gemm<'a> {
     /// builds) instead of packing it strip by strip: then a split by columns gains nothing
     /// from packing A once for its parts, and packing it would cost the partial last
     /// strip its short kernel (a 64-row product packed in 14-row strips computes 70).
+    /// (It answers false for a depth that is a multiple of 1024, where the tile's rows
+    /// may share L1 sets: see [`a_rows_alias`].)
     pub fn reads_a_in_place(&self) -> bool {
         let level = arch::isa_at(self.packed_level().unwrap_or_else(Level::detected)).level();
-        self.packed_a.is_none() && !self.trans_a && matches!(level, Level::Avx2 | Level::Avx512)
+        self.packed_a.is_none()
+            && !self.trans_a
+            && !self.k.is_multiple_of(1024)
+            && matches!(level, Level::Avx2 | Level::Avx512)
     }
 
     /// The kernel build of the packed operands (asserting they agree).
@@ -634,7 +639,7 @@ pub(crate) fn run<const MR: usize, const NR: usize>(
                         APanel::Packed(&p.as_chunks::<MR>().0[p0 * strips + i0 / MR * kc..][..kc])
                     }
                     // A stored m×k: its rows are read where they are, no copy.
-                    None if rows_in_place && !job.trans_a => {
+                    None if rows_in_place && !job.trans_a && !a_rows_alias(k, MR) => {
                         APanel::Rows(std::array::from_fn(|r| &job.a[(i0 + r.min(mr - 1)) * k + p0..][..kc]))
                     }
                     None => {
@@ -683,6 +688,15 @@ pub(crate) fn run<const MR: usize, const NR: usize>(
         }
         j0 += nc;
     }
+}
+
+/// Whether `mr` rows of an A stored m×k, read where they are, would evict one another
+/// from L1: rows 4 KiB apart (k a multiple of 1024 floats) fall in one set of a 32 KiB
+/// 8-way L1, and more rows than ways thrash it. 64x256x1024 on AVX-512's 14-row tile
+/// (B packed) ran at 49-65 GFLOP/s read in place, 81-95 packed strip by strip; the 8-row
+/// tile (128x768x3072) ran the same either way.
+fn a_rows_alias(k: usize, mr: usize) -> bool {
+    mr > 8 && k.is_multiple_of(1024)
 }
 
 /// Whether `run` reads B's full panels where they are instead of packing them (for the

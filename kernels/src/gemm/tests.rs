@@ -205,6 +205,8 @@ fn edge_tiles_around_every_microkernel() {
         (1, 100, 300),
         (100, 1, 300),
         (9, 7, 600),
+        // A depth of 1024: rows 4 KiB apart, packed by the driver on the 14-row tile.
+        (29, 65, 1024),
     ]);
 }
 
