@@ -91,6 +91,23 @@ fn widen<'a>(d: Data<'a>, buf: &'a mut Vec<f64>) -> Result<&'a [f64], String> {
     }
 }
 
+/// Writes `bins` (times `scale`) as complex pairs: bin k at pair `first + k * stride`.
+fn put(out: &mut DataMut<'_>, bins: &[(f64, f64)], first: usize, stride: usize, scale: f64) -> Result<(), String> {
+    let at = |k: usize| (first + k * stride) * 2;
+    match out {
+        DataMut::F32(y) => bins.iter().enumerate().for_each(|(k, p)| {
+            y[at(k)] = (p.0 * scale) as f32;
+            y[at(k) + 1] = (p.1 * scale) as f32;
+        }),
+        DataMut::F64(y) => bins.iter().enumerate().for_each(|(k, p)| {
+            y[at(k)] = p.0 * scale;
+            y[at(k) + 1] = p.1 * scale;
+        }),
+        _ => return Err("element types differ from the plan's".into()),
+    }
+    Ok(())
+}
+
 /// Fails unless the output holds `want` values (the shape the plan gave it).
 fn check_len(out: &DataMut<'_>, want: usize) -> Result<(), String> {
     let have = match out {
@@ -214,18 +231,7 @@ impl Op for DftOp {
             for i in 0..inner {
                 gather(points, xs, complex, |j| (j < len).then(|| ((o * len + j) * inner + i) * c));
                 plan.run(points, self.inverse);
-                let at = |k: usize| ((o * bins + k) * inner + i) * 2;
-                match out {
-                    DataMut::F32(y) => points[..bins].iter().enumerate().for_each(|(k, p)| {
-                        y[at(k)] = (p.0 * scale) as f32;
-                        y[at(k) + 1] = (p.1 * scale) as f32;
-                    }),
-                    DataMut::F64(y) => points[..bins].iter().enumerate().for_each(|(k, p)| {
-                        y[at(k)] = p.0 * scale;
-                        y[at(k) + 1] = p.1 * scale;
-                    }),
-                    _ => return Err("element types differ from the plan's".into()),
-                }
+                put(out, &points[..bins], o * bins * inner + i, inner, scale)?;
             }
         }
         Ok(())
@@ -346,18 +352,7 @@ impl Op for Stft {
                     points.iter_mut().zip(w).for_each(|(p, &wv)| *p = (p.0 * wv, p.1 * wv));
                 }
                 plan.run(points, false);
-                let at = ((b * f.frames + t) * bins) * 2;
-                match out {
-                    DataMut::F32(y) => points[..bins].iter().enumerate().for_each(|(k, p)| {
-                        y[at + 2 * k] = p.0 as f32;
-                        y[at + 2 * k + 1] = p.1 as f32;
-                    }),
-                    DataMut::F64(y) => points[..bins].iter().enumerate().for_each(|(k, p)| {
-                        y[at + 2 * k] = p.0;
-                        y[at + 2 * k + 1] = p.1;
-                    }),
-                    _ => return Err("element types differ from the plan's".into()),
-                }
+                put(out, &points[..bins], (b * f.frames + t) * bins, 1, 1.0)?;
             }
         }
         Ok(())
