@@ -247,6 +247,53 @@ pub fn grid() -> Vec<Case> {
             });
         }
         {
+            // A decode step's projection: one row by a constant 4096x4096 weight (64 MiB,
+            // read from memory on every Run; `summary` sets it against a copy of as many
+            // bytes).
+            let (k, n) = (4096i64, 4096i64);
+            let w = harness::values(9, (k * n) as usize, -0.02, 0.02).into_iter().map(|v| v as f32).collect();
+            let model = ModelBuilder::new(21)
+                .input("x", FLOAT, &[Dim::from(1), Dim::from(k)])
+                .initializer("w", &[k, n], w)
+                .node("MatMul", "mm", &["x", "w"], &["y"])
+                .output("y", FLOAT, None)
+                .build();
+            let mut inputs = input(k as usize);
+            inputs[0].name = "x".into();
+            inputs[0].shape = vec![1, k];
+            cases.push(Case {
+                name: format!("gemv_4096x4096/static/{tag}"),
+                model,
+                inputs,
+                threads,
+                nodes: 1,
+                fallback: false,
+            });
+        }
+        {
+            // Einsum as a matrix product, 64x64x64 (on the GEMM since its lowering).
+            let model = ModelBuilder::new(12)
+                .input("a", FLOAT, &[Dim::from(64), Dim::from(64)])
+                .input("b", FLOAT, &[Dim::from(64), Dim::from(64)])
+                .node_with("Einsum", "einsum", &["a", "b"], &["y"], &[("equation", Attr::Str("ij,jk->ik".into()))])
+                .output("y", FLOAT, None)
+                .build();
+            let mut inputs = input(64 * 64);
+            inputs[0].name = "a".into();
+            inputs[0].shape = vec![64, 64];
+            let mut b = inputs[0].clone();
+            b.name = "b".into();
+            inputs.push(b);
+            cases.push(Case {
+                name: format!("einsum_64/static/{tag}"),
+                model,
+                inputs,
+                threads,
+                nodes: 1,
+                fallback: false,
+            });
+        }
+        {
             // A transformer encoder layer: 64 tokens, width 256, 4 heads, feed-forward 1024.
             // 18 nodes in the model; ORT's optimizer turns each MatMul + bias Add into
             // Reshape, Gemm, Reshape, so 24 reach Rivet.
@@ -506,6 +553,25 @@ pub fn summary(results: &[CaseResult]) -> String {
                 out,
                 "{case}: Rivet moves {gbs:.1} GB/s per Run, memcpy of 4 MiB {copy_gbs:.1} GB/s: {:.0}% of memcpy",
                 100.0 * gbs / copy_gbs
+            );
+        }
+    }
+    // A decode step's projection reads its 64 MiB weight once per Run: against a copy of
+    // 64 MiB (which moves twice as many bytes: the rate compared is bytes moved).
+    let gemv: Vec<_> =
+        ["gemv_4096x4096/static/t1", "gemv_4096x4096/static/tall"].into_iter().filter_map(find).collect();
+    if !gemv.is_empty() {
+        let bytes = 64u64 << 20;
+        let copy_gbs = 2.0 * bytes as f64 / memcpy_p50(bytes as usize, 20).as_secs_f64() / 1e9;
+        for r in gemv {
+            let (rivet, ort) = (r.rivet.p50.as_secs_f64(), r.ort.p50.as_secs_f64());
+            let _ = writeln!(
+                out,
+                "{}: Rivet reads its weight at {:.1} GB/s, ORT at {:.1}; a one-thread copy of 64 MiB moves {copy_gbs:.1} GB/s: Rivet at {:.0}% of it",
+                r.name,
+                bytes as f64 / rivet / 1e9,
+                bytes as f64 / ort / 1e9,
+                100.0 * bytes as f64 / rivet / 1e9 / copy_gbs
             );
         }
     }
