@@ -549,6 +549,22 @@ impl<const MR: usize, const NR: usize> Out<'_, MR, NR> {
 
 /// The rows of the short kernel the x86 drivers take for strips of that many rows or fewer.
 pub(crate) const SHORT_MR: usize = 4;
+/// The rows of the mid kernel AVX-512's 14-row tile takes for a last strip of 5 to 8 rows
+/// (a 64-row product: four strips of 14 and one of 8, none computed for nothing).
+pub(crate) const MID_MR: usize = 8;
+
+/// The rows a kernel computes for a strip of `mr` rows on a tile of `MR` rows with a mid
+/// kernel of `MID` rows (`MID` no more than [`SHORT_MR`] when there is none): the fewest of
+/// the short, the mid and the full kernel that cover them.
+pub(crate) const fn kernel_rows(mr: usize, tile: usize, mid: usize) -> usize {
+    if mr <= SHORT_MR && SHORT_MR < tile {
+        SHORT_MR
+    } else if mr <= mid && mid < tile {
+        mid
+    } else {
+        tile
+    }
+}
 
 /// The blocked driver, instantiated per level with its microkernel and block sizes.
 /// `kernel(a_panel, b_panel, out)` computes `a_panel^T · b_panel` (depth = panel length)
@@ -557,7 +573,7 @@ pub(crate) const SHORT_MR: usize = 4;
 /// same order, so the bits are those of the packed operands.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn run<const MR: usize, const NR: usize>(
+pub(crate) fn run<const MR: usize, const NR: usize, const MID: usize>(
     scratch: &mut GemmScratch,
     job: &Job<'_>,
     c: &mut [f32],
@@ -566,7 +582,8 @@ pub(crate) fn run<const MR: usize, const NR: usize>(
     rows_in_place: bool,
     b_rows: bool,
     kernel: impl Fn(APanel<'_, MR>, BPanel<'_, NR>, Out<'_, MR, NR>),
-    short: impl Fn(APanel<'_, SHORT_MR>, BPanel<'_, NR>, Out<'_, SHORT_MR, NR>),
+    mid: impl Fn(APanel<'_, MR>, BPanel<'_, NR>, Out<'_, MID, NR>),
+    short: impl Fn(APanel<'_, MR>, BPanel<'_, NR>, Out<'_, SHORT_MR, NR>),
 ) {
     let (k, rows, cols) = (job.k, job.rows.clone(), job.cols.clone());
     // C's row stride: the block's width.
@@ -648,10 +665,10 @@ pub(crate) fn run<const MR: usize, const NR: usize>(
                     }
                 };
                 let strip = &mut c[(i0 - rows.start) * ldc + j0 - cols.start..];
-                // A strip of at most SHORT_MR rows read in place (the last of 197, or all of
-                // a batch-2 recurrence) takes the short kernel over the same B panels: the
-                // same sums, without computing MR - mr rows for nothing.
-                let short_rows = matches!(a_panel, APanel::Rows(_)) && mr <= SHORT_MR && MR > SHORT_MR;
+                // A last strip of few rows takes the short or the mid kernel over the same
+                // panels (the rows past the strip repeat its last, or are the packing's
+                // zeros): the same sums, without computing MR - mr rows for nothing.
+                let rows_computed = kernel_rows(mr, MR, MID);
                 for jp in 0..nc.div_ceil(NR) {
                     let j = jp * NR;
                     let b_panel = if jp < full_panels {
@@ -663,14 +680,16 @@ pub(crate) fn run<const MR: usize, const NR: usize>(
                     };
                     let nr = NR.min(nc - j);
                     let c = &mut strip[j..];
-                    if short_rows {
-                        let APanel::Rows(full) = a_panel else { unreachable!("checked above") };
-                        let a_short = APanel::Rows(std::array::from_fn(|r| full[r.min(mr - 1)]));
-                        // Through a tile and `store`, as every partial strip merges into C
-                        // (a direct store rounds `beta * c + alpha * acc` once, `store`
-                        // twice): the bits stay those of the MR-row kernel's edge tiles.
+                    // A partial tile goes through a tile and `store`, as every edge tile
+                    // merges into C (a direct store rounds `beta * c + alpha * acc` once,
+                    // `store` twice): whichever kernel computes it, the bits are the same.
+                    if rows_computed == SHORT_MR && mr < MR {
                         let mut tile = [[0.0f32; NR]; SHORT_MR];
-                        short(a_short, b_panel, Out::Tile(&mut tile));
+                        short(a_panel, b_panel, Out::Tile(&mut tile));
+                        store(&tile[..mr], nr, c, ldc, job.alpha, beta);
+                    } else if rows_computed == MID && mr < MR {
+                        let mut tile = [[0.0f32; NR]; MID];
+                        mid(a_panel, b_panel, Out::Tile(&mut tile));
                         store(&tile[..mr], nr, c, ldc, job.alpha, beta);
                     } else if mr == MR && nr == NR {
                         kernel(a_panel, b_panel, Out::C { c, ldc, alpha: job.alpha, beta });
@@ -755,7 +774,19 @@ fn micro_portable(a: APanel<'_, 4>, b: BPanel<'_, 8>, out: Out<'_, 4, 8>) {
 
 /// The portable build (any CPU).
 pub(crate) fn portable(scratch: &mut GemmScratch, job: &Job<'_>, c: &mut [f32]) {
-    run::<PORTABLE_MR, 8>(scratch, job, c, PORTABLE_KC, PORTABLE_NC, false, false, micro_portable, micro_portable);
+    // 4 rows: the tile is the short kernel's height, so neither is ever taken.
+    run::<PORTABLE_MR, 8, SHORT_MR>(
+        scratch,
+        job,
+        c,
+        PORTABLE_KC,
+        PORTABLE_NC,
+        false,
+        false,
+        micro_portable,
+        micro_portable,
+        micro_portable,
+    );
 }
 
 /// The portable build's A packing, for [`pack_a`]: floats written and the tile's rows.

@@ -2,7 +2,7 @@
 //! functions: `arch::dispatch` calls the entry points once an `Isa` proves the features,
 //! and the vector loads/stores go through its reference-taking helpers (`arch::mem`).
 
-use super::{pack_a_whole, pack_whole, run, APanel, BPanel, GemmScratch, Job, Out, SHORT_MR};
+use super::{pack_a_whole, pack_whole, run, APanel, BPanel, GemmScratch, Job, Out, MID_MR, SHORT_MR};
 use crate::arch::mem::{load16, load8, store16, store8};
 use std::arch::x86_64::*;
 
@@ -39,7 +39,8 @@ const KC512: usize = 128;
 #[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
 pub(crate) fn gemm_avx512(scratch: &mut GemmScratch, job: &Job<'_>, c: &mut [f32]) {
     if wide_tile(job) {
-        run::<MR512_WIDE, NR512_WIDE>(
+        // The tile is the mid kernel's height: it has none.
+        run::<MR512_WIDE, NR512_WIDE, SHORT_MR>(
             scratch,
             job,
             c,
@@ -47,11 +48,12 @@ pub(crate) fn gemm_avx512(scratch: &mut GemmScratch, job: &Job<'_>, c: &mut [f32
             NC,
             true,
             true,
-            |a, b, t| micro_avx512::<MR512_WIDE, NR512_WIDE, 3>(a, b, t),
-            |a, b, t| micro_avx512::<SHORT_MR, NR512_WIDE, 3>(a, b, t),
+            |a, b, t| micro_avx512::<MR512_WIDE, MR512_WIDE, NR512_WIDE, 3>(a, b, t),
+            |a, b, t| micro_avx512::<MR512_WIDE, SHORT_MR, NR512_WIDE, 3>(a, b, t),
+            |a, b, t| micro_avx512::<MR512_WIDE, SHORT_MR, NR512_WIDE, 3>(a, b, t),
         );
     } else {
-        run::<MR512, NR512>(
+        run::<MR512, NR512, MID_MR>(
             scratch,
             job,
             c,
@@ -59,8 +61,9 @@ pub(crate) fn gemm_avx512(scratch: &mut GemmScratch, job: &Job<'_>, c: &mut [f32
             NC,
             true,
             true,
-            |a, b, t| micro_avx512::<MR512, NR512, 2>(a, b, t),
-            |a, b, t| micro_avx512::<SHORT_MR, NR512, 2>(a, b, t),
+            |a, b, t| micro_avx512::<MR512, MR512, NR512, 2>(a, b, t),
+            |a, b, t| micro_avx512::<MR512, MID_MR, NR512, 2>(a, b, t),
+            |a, b, t| micro_avx512::<MR512, SHORT_MR, NR512, 2>(a, b, t),
         );
     }
 }
@@ -78,7 +81,8 @@ fn wide_tile(job: &Job<'_>) -> bool {
 }
 
 fn wide_tile_for(m: usize, n: usize) -> bool {
-    // The share of each tile shape's computed elements that are real ones.
+    // The share of each tile shape's computed elements that are real ones, counting
+    // whole strips.
     let used = |len: usize, tile: usize| len as f64 / (len.div_ceil(tile) * tile).max(1) as f64;
     used(m, MR512_WIDE) * used(n, NR512_WIDE) > used(m, MR512) * used(n, NR512)
 }
@@ -139,7 +143,8 @@ pub(crate) fn pack_b_avx2(job: &Job<'_>, dst: &mut [f32]) -> (usize, usize) {
 /// The AVX2 + FMA build of the driver.
 #[target_feature(enable = "avx2,fma")]
 pub(crate) fn gemm_avx2(scratch: &mut GemmScratch, job: &Job<'_>, c: &mut [f32]) {
-    run::<MR256, NR256>(
+    // 6 rows: no mid kernel.
+    run::<MR256, NR256, SHORT_MR>(
         scratch,
         job,
         c,
@@ -147,18 +152,20 @@ pub(crate) fn gemm_avx2(scratch: &mut GemmScratch, job: &Job<'_>, c: &mut [f32])
         NC,
         true,
         false,
-        |a, b, t| micro_avx2::<MR256>(a, b, t),
-        |a, b, t| micro_avx2::<SHORT_MR>(a, b, t),
+        |a, b, t| micro_avx2::<MR256, MR256>(a, b, t),
+        |a, b, t| micro_avx2::<MR256, SHORT_MR>(a, b, t),
+        |a, b, t| micro_avx2::<MR256, SHORT_MR>(a, b, t),
     );
 }
 
 #[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
 #[inline]
-fn micro_avx512<const MR: usize, const NR: usize, const NB: usize>(
-    a: APanel<'_, MR>,
+fn micro_avx512<const PMR: usize, const MR: usize, const NR: usize, const NB: usize>(
+    a: APanel<'_, PMR>,
     b: BPanel<'_, NR>,
     out: Out<'_, MR, NR>,
 ) {
+    const { assert!(MR <= PMR, "a kernel computes at most its strip's rows") };
     let mut acc = [[_mm512_setzero_ps(); NB]; MR];
     // One step of depth: NB vectors of B's row, each of the MR elements of A broadcast.
     let mut step = |br: &[f32; NR], ar: &dyn Fn(usize) -> f32| {
@@ -213,7 +220,8 @@ fn sixteen_mut<const N: usize>(x: &mut [f32; N], j: usize) -> &mut [f32; 16] {
 
 #[target_feature(enable = "avx2,fma")]
 #[inline]
-fn micro_avx2<const MR: usize>(a: APanel<'_, MR>, b: BPanel<'_, NR256>, out: Out<'_, MR, NR256>) {
+fn micro_avx2<const PMR: usize, const MR: usize>(a: APanel<'_, PMR>, b: BPanel<'_, NR256>, out: Out<'_, MR, NR256>) {
+    const { assert!(MR <= PMR, "a kernel computes at most its strip's rows") };
     let mut acc = [[_mm256_setzero_ps(); 2]; MR];
     let mut step = |br: &[f32; NR256], ar: &dyn Fn(usize) -> f32| {
         let (b0, b1) = halves(br);
