@@ -125,3 +125,68 @@ fn grouped_pointwise_convolutions_match_ort() {
         );
     }
 }
+
+/// 1x1 convolutions of small planes (7x7, 14x14, a 3x5 plane, a 16x16 one at the limit,
+/// batched, 1-D), run as the transposed product `Y^T = X^T W^T`, fused with their bias,
+/// Relu, residual Add and Clip; one split over the pool by output channels gives one
+/// thread's bits.
+#[test]
+fn pointwise_convolutions_of_small_planes_match_ort() {
+    // (x shape, output channels)
+    let cases: Vec<(Vec<i64>, i64)> = vec![
+        (vec![1, 160, 7, 7], 960),
+        (vec![2, 96, 14, 14], 24),
+        (vec![1, 64, 3, 5], 40),
+        (vec![1, 48, 16, 16], 100),
+        (vec![3, 33, 20], 17),
+    ];
+    for (xs, out_c) in cases {
+        let mut ws = vec![out_c, xs[1]];
+        ws.extend(std::iter::repeat_n(1, xs.len() - 2));
+        let mut out = xs.clone();
+        out[1] = out_c;
+        let (model, inputs) = conv_chain(&xs, &ws, &[], &out, 100);
+        assert_matches_ort(&model, &inputs, 1e-5, 1e-5, &format!("1x1 Conv chain {xs:?} -> {out_c}"));
+        let (one, all) = (rivet_run_at(&model, &inputs, 1, 1), rivet_run_at(&model, &inputs, 0, 1));
+        assert!(same_first_output_bits(&one, &all), "threads change the bits of {xs:?} -> {out_c}");
+    }
+}
+
+/// Depthwise 3x3 and 5x5 convolutions of small planes (the channels-last kernel on
+/// AVX-512, whole blocks of 16 channels): strides 1 and 2, "same" and asymmetric padding,
+/// dilation, batches whose split crosses an image, channel counts that are not whole
+/// blocks (the row paths), fused with their bias, Relu, residual Add and Clip.
+#[test]
+fn depthwise_convolutions_of_small_planes_match_ort() {
+    // (x shape, kernel, stride, dilation, pads: top, left, bottom, right)
+    type Case = ([i64; 4], i64, i64, i64, [i64; 4]);
+    let cases: [Case; 8] = [
+        ([1, 672, 14, 14], 5, 1, 1, [2, 2, 2, 2]),
+        ([1, 1152, 7, 7], 5, 1, 1, [2, 2, 2, 2]),
+        ([1, 672, 14, 14], 5, 2, 1, [2, 2, 2, 2]),
+        ([2, 240, 28, 28], 3, 2, 1, [1, 1, 1, 1]),
+        ([3, 48, 9, 11], 3, 1, 1, [0, 1, 2, 0]),
+        ([1, 32, 12, 12], 3, 1, 2, [2, 2, 2, 2]),
+        ([1, 40, 7, 7], 3, 1, 1, [1, 1, 1, 1]),
+        ([1, 64, 5, 5], 5, 2, 1, [2, 2, 2, 2]),
+    ];
+    for (xs, k, s, d, pads) in cases {
+        let c = xs[1];
+        let ws = [c, 1, k, k];
+        let span = d * (k - 1) + 1;
+        let oh = (xs[2] + pads[0] + pads[2] - span) / s + 1;
+        let ow = xs[3] + pads[1] + pads[3] - span;
+        let out = [xs[0], c, oh, ow / s + 1];
+        let attrs = [
+            ("group", Attr::Int(c)),
+            ("pads", Attr::Ints(pads.to_vec())),
+            ("strides", Attr::Ints(vec![s, s])),
+            ("dilations", Attr::Ints(vec![d, d])),
+        ];
+        let (model, inputs) = conv_chain(&xs, &ws, &attrs, &out, 110);
+        let what = format!("depthwise {k}x{k} s{s} d{d} Conv chain {xs:?} pads {pads:?}");
+        assert_matches_ort(&model, &inputs, 1e-5, 1e-5, &what);
+        let (one, all) = (rivet_run_at(&model, &inputs, 1, 1), rivet_run_at(&model, &inputs, 0, 1));
+        assert!(same_first_output_bits(&one, &all), "threads change the bits of {what}");
+    }
+}

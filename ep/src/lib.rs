@@ -22,6 +22,7 @@ pub mod node_events;
 pub mod ops;
 pub mod parallel;
 pub mod plan;
+mod pointwise_conv;
 pub mod probe;
 mod products;
 pub mod registry;

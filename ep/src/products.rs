@@ -23,6 +23,7 @@ use smallvec::SmallVec;
 use std::sync::MutexGuard;
 
 use crate::parallel::{cores, lock, packed_once, Packed, Parallel, TaskScratch, PARALLEL_MIN_LEN};
+use crate::pointwise_conv;
 
 /// Products of at least this many multiply-adds are split by rows over the thread pool.
 const PARALLEL_MIN_MACS: usize = 1 << 18;
@@ -74,7 +75,8 @@ pub(crate) fn convolution(
         if x.len() < PARALLEL_MIN_LEN || tasks < 2 || positions == 0 {
             return unsplit(par, |s| run(0..planes, x, y, s));
         }
-        let per_task = planes.div_ceil(tasks);
+        // Whole blocks of 16 channels a task, as the channels-last kernel takes them.
+        let per_task = planes.div_ceil(tasks).next_multiple_of(16);
         return par.for_each_task(y, per_task * positions, &|start, part, s| {
             let first = start / positions;
             run(first..first + part.len() / positions, &x[first * g.plane()..], part, s);
@@ -96,6 +98,12 @@ pub(crate) fn convolution(
         return convolution(&sampled[..len], w, bias, &xs_sub, out_c, group, &sub, y, par, constant, epilogue);
     }
     let kk = xs[1] / group * g.kernel.iter().product::<usize>();
+    if let (Some(key), true) =
+        (constant, group == 1 && g.is_pointwise() && pointwise_conv::fits(g.positions(), in_c, out_c))
+    {
+        let shape = (xs[0], in_c, g.positions());
+        return pointwise_conv::convolution(x, w, bias, shape, out_c, y, par, key, epilogue);
+    }
     if let (Some(key), true) = (constant, group == 1 && winograd::fits(g, in_c, out_c)) {
         if crate::winograd_conv::convolution(x, w, bias, xs, out_c, g, y, par, key, epilogue) {
             return;

@@ -84,7 +84,8 @@ fn packed_weights_and_epilogues_give_the_whole_products_bits_in_every_split() {
 /// A convolution as the plan runs it (split over the pool by its shape; `Serial` runs
 /// the tasks in turn, as a one-thread session does) against the kernels' unsplit
 /// call for its path: the same bits, on the direct kernel, on the GEMM split by output
-/// channels (a widening 1x1) and on the GEMM split by rows; with batches and groups;
+/// channels (a widening 1x1), on the GEMM split by rows and on the transposed product of
+/// a small plane's 1x1 split by output channels; with batches and groups;
 /// on the first Run (packing the filters) and on the second (reading them packed).
 #[test]
 fn split_convolutions_give_the_unsplit_bits_on_every_path() {
@@ -98,6 +99,8 @@ fn split_convolutions_give_the_unsplit_bits_on_every_path() {
         (2, 16, 96, 1, 56, 1, 1, 0),
         (1, 96, 24, 1, 56, 1, 1, 0),
         (1, 160, 320, 1, 7, 1, 1, 0),
+        (2, 96, 200, 1, 14, 1, 1, 0),
+        (1, 960, 160, 1, 7, 1, 1, 0),
     ] {
         let pads = Padding::Explicit([0, p, p, 0, p, p]);
         let (g, _) = window_geometry([1, hw, hw], [1, k, k], [1, s, s], [1; 3], pads, false).unwrap();
@@ -112,7 +115,19 @@ fn split_convolutions_give_the_unsplit_bits_on_every_path() {
         };
         let mut want = vec![0.0; batch * out_c * positions];
         let direct = direct::fits(&g, mg, kk);
-        if group == 1 && winograd::fits(&g, in_c, out_c) {
+        if group == 1 && g.is_pointwise() && crate::pointwise_conv::fits(positions, in_c, out_c) {
+            // The transposed product, whole: Y^T = X^T W^T, then Y and the epilogue.
+            for (n, yn) in want.chunks_exact_mut(out_c * positions).enumerate() {
+                let xn = &x[n * in_c * plane..][..in_c * plane];
+                let mut yt = vec![0.0; positions * out_c];
+                let product = nn::Gemm::new(positions, out_c, in_c, xn, true, &w, true);
+                product.compute(&mut nn::GemmScratch::new(), 0..positions, 0..out_c, &mut yt);
+                nn::transpose_2d(&yt, positions, out_c, yn);
+                let block = n * out_c * positions..(n + 1) * out_c * positions;
+                let after = nn::Epilogue { bias: nn::Bias::Rows(&bias), residual: Some(&residual[block]), ..epilogue };
+                after.apply_rows(yn, positions, 0..out_c);
+            }
+        } else if group == 1 && winograd::fits(&g, in_c, out_c) {
             let mut filters = winograd::Filters::default();
             winograd::transform_filters(&w, out_c, in_c, &g, &mut filters);
             for (n, yn) in want.chunks_exact_mut(out_c * positions).enumerate() {

@@ -11,6 +11,8 @@
 use std::ops::Range;
 
 #[cfg(target_arch = "x86_64")]
+pub(crate) mod nhwc;
+#[cfg(target_arch = "x86_64")]
 pub(crate) mod x86;
 
 use crate::conv::Window3d;

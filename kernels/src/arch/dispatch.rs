@@ -263,6 +263,20 @@ pub(crate) fn winograd_output(
     }
 }
 
+/// Transposes a float matrix with the build for `isa`.
+#[inline]
+pub(crate) fn transpose_2d(isa: Isa, x: &[f32], rows: usize, cols: usize, y: &mut [f32]) {
+    match isa.0 {
+        #[cfg(target_arch = "x86_64")]
+        Level::Avx512 => {
+            // SAFETY: an `Isa` never exceeds `Level::detected()`, so this CPU has
+            // avx512f/dq/bw/vl, avx2 and fma, the features `transpose_avx512` enables.
+            unsafe { crate::movement::x86::transpose_avx512(x, rows, cols, y) }
+        }
+        _ => crate::movement::transpose(x, &[rows, cols], &[1, 0], y),
+    }
+}
+
 /// Vector loads and stores through array references, for the intrinsic microkernels:
 /// safe `#[target_feature]` functions (callable from code with the same features).
 #[cfg(target_arch = "x86_64")]
@@ -374,6 +388,37 @@ pub(crate) mod mem {
         assert!(MaskedTaps::new(20, &[2], &[0xffff, 0x0003]).is_some());
     }
 
+    /// 16-float loads from one slice at `bases[j] + taps[ky][kx]`, every combination
+    /// checked once, when it is made: the inner loops of a kernel that reads a window of
+    /// taps for `U` outputs (the channels-last depthwise convolution) load with no check
+    /// of their own.
+    pub(crate) struct Window16<'a, const U: usize, const KH: usize, const KW: usize> {
+        x: &'a [f32],
+        bases: [usize; U],
+        taps: &'a [[usize; KW]; KH],
+    }
+
+    impl<'a, const U: usize, const KH: usize, const KW: usize> Window16<'a, U, KH, KW> {
+        /// `None` unless every `bases[j] + taps[ky][kx] + 16` is at most `x.len()`.
+        pub(crate) fn new(x: &'a [f32], bases: [usize; U], taps: &'a [[usize; KW]; KH]) -> Option<Self> {
+            let base = bases.iter().copied().max()?;
+            let tap = taps.iter().flatten().copied().max()?;
+            let end = base.checked_add(tap)?.checked_add(16)?;
+            (end <= x.len()).then_some(Window16 { x, bases, taps })
+        }
+
+        /// The 16 floats at `bases[j] + taps[ky][kx]`.
+        #[target_feature(enable = "avx512f")]
+        #[inline]
+        pub(crate) fn load(&self, j: usize, ky: usize, kx: usize) -> __m512 {
+            let at = self.bases[j] + self.taps[ky][kx];
+            // SAFETY: `new` checked that `at + 16 <= x.len()` for every base and tap (all
+            // of them non-negative, so no sum exceeds the largest base plus the largest
+            // tap), and the fields never change; the load has no alignment requirement.
+            unsafe { _mm512_loadu_ps(self.x.as_ptr().add(at)) }
+        }
+    }
+
     /// Stores the low `n` (at most 16) lanes of `v` to the first `n` floats of `x`.
     #[target_feature(enable = "avx512f")]
     #[inline]
@@ -457,6 +502,9 @@ mod x86 {
         epilogue: &crate::gemm::Epilogue<'_>,
         scratch: &mut Vec<f32>,
     ) {
+        if crate::depthwise::nhwc::channels_last(x, w, bias, planes.clone(), channels, g, y, epilogue, scratch) {
+            return;
+        }
         if !crate::depthwise::x86::same_size(x, w, bias, planes.clone(), channels, g, y, epilogue) {
             crate::depthwise::depthwise_2d::<true>(x, w, bias, planes, channels, g, y, epilogue, scratch)
         }
@@ -477,6 +525,9 @@ mod x86 {
         epilogue: &crate::gemm::Epilogue<'_>,
         scratch: &mut Vec<f32>,
     ) {
+        if crate::depthwise::nhwc::channels_last(x, w, bias, planes.clone(), channels, g, y, epilogue, scratch) {
+            return;
+        }
         if !crate::depthwise::x86::same_size(x, w, bias, planes.clone(), channels, g, y, epilogue) {
             crate::depthwise::depthwise_2d::<true>(x, w, bias, planes, channels, g, y, epilogue, scratch)
         }
