@@ -10,6 +10,7 @@ use crate::error::Result;
 use crate::graph::GraphDesc;
 use crate::plan::Plan;
 
+pub mod drop_dead_steps;
 pub mod fix_shapes;
 pub mod fold_matmul_operands;
 pub mod fuse_epilogues;
@@ -29,6 +30,7 @@ pub struct Pass {
 
 /// The passes after lowering, in the order they run.
 pub const PASSES: &[Pass] = &[
+    Pass { name: "drop_dead_steps", run: drop_dead_steps::run },
     Pass { name: "fold_matmul_operands", run: fold_matmul_operands::run },
     Pass { name: "fuse_gelu", run: fuse_gelu::run },
     Pass { name: "fuse_epilogues", run: fuse_epilogues::run },
@@ -123,6 +125,7 @@ mod tests {
         assert_eq!(
             names,
             [
+                "drop_dead_steps",
                 "fold_matmul_operands",
                 "fuse_gelu",
                 "fuse_epilogues",
