@@ -75,8 +75,8 @@ pub(crate) fn convolution(
         if x.len() < PARALLEL_MIN_LEN || tasks < 2 || positions == 0 {
             return unsplit(par, |s| run(0..planes, x, y, s));
         }
-        // Whole blocks of 16 channels a task, as the channels-last kernel takes them.
-        let per_task = planes.div_ceil(tasks).next_multiple_of(16);
+        // Whole blocks of 16 channels a task where the channels-last kernel takes them.
+        let per_task = planes.div_ceil(tasks).next_multiple_of(depthwise::split_planes(g, in_c));
         return par.for_each_task(y, per_task * positions, &|start, part, s| {
             let first = start / positions;
             run(first..first + part.len() / positions, &x[first * g.plane()..], part, s);

@@ -63,6 +63,17 @@ pub fn depthwise_planes(
     }
 }
 
+/// The planes a split of a depthwise convolution should keep together: 16 where the
+/// channels-last kernel takes the window (it runs whole blocks of 16 channels), else 1.
+pub fn split_planes(g: &Window3d, channels: usize) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    if crate::arch::Level::detected() == crate::arch::Level::Avx512 && nhwc::fits(g) && channels.is_multiple_of(16) {
+        return 16;
+    }
+    let _ = (g, channels);
+    1
+}
+
 /// Largest kernel height and width of the 2-D path.
 const MAX_K: usize = 7;
 /// Slack floats past each phase, so the last vector of a tap may read past its plane.
@@ -321,6 +332,20 @@ mod tests {
 
     fn values(n: usize, seed: u64) -> Vec<f32> {
         crate::test_values(n, seed)
+    }
+
+    /// Splits keep whole blocks of 16 channels only where the channels-last kernel runs
+    /// (a 14x14 5x5 window of 32 channels on AVX-512), not for a large plane or a channel
+    /// count that is not whole blocks, whose tasks need no such grain. (Found by review:
+    /// every depthwise split was rounded to 16 planes.)
+    #[test]
+    fn splits_keep_blocks_of_16_only_for_the_channels_last_kernel() {
+        let small = Window3d::cube(2, 14, 5, 1, 1, 2, 0).expect("fits");
+        let large = Window3d::cube(2, 56, 3, 1, 1, 1, 0).expect("fits");
+        let avx512 = crate::arch::Level::detected() == crate::arch::Level::Avx512;
+        assert_eq!(split_planes(&small, 32), if avx512 { 16 } else { 1 });
+        assert_eq!(split_planes(&small, 24), 1);
+        assert_eq!(split_planes(&large, 32), 1);
     }
 
     #[test]

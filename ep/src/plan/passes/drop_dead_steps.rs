@@ -11,7 +11,7 @@ use crate::error::Result;
 use crate::graph::GraphDesc;
 use crate::plan::Plan;
 
-pub fn run(plan: &mut Plan, _graph: &GraphDesc) -> Result<()> {
+pub fn run(plan: &mut Plan, graph: &GraphDesc) -> Result<()> {
     let mut live = vec![false; plan.values.len()];
     for &v in &plan.outputs {
         live[v] = true;
@@ -28,15 +28,15 @@ pub fn run(plan: &mut Plan, _graph: &GraphDesc) -> Result<()> {
     if !removed.contains(&true) {
         return Ok(());
     }
-    // Errors about an input name its first reader: the first one that remains.
-    for (v, value) in plan.values.iter_mut().enumerate() {
+    // Errors about an input name its first reader and the position of the input in that
+    // reader's node, as lowering records them: the first step that remains whose node
+    // takes the value (by name: a step's inputs skip a node's absent ones).
+    for value in plan.values.iter_mut() {
         if value.first_reader.is_some_and(|(s, _)| removed[s]) {
-            value.first_reader = plan
-                .steps
-                .iter()
-                .enumerate()
-                .filter(|&(s, _)| !removed[s])
-                .find_map(|(s, step)| step.inputs.iter().position(|&x| x == v).map(|k| (s, k)));
+            value.first_reader = plan.steps.iter().enumerate().filter(|&(s, _)| !removed[s]).find_map(|(s, step)| {
+                let inputs = &graph.nodes.get(step.node)?.inputs;
+                inputs.iter().position(|i| i.as_ref().is_some_and(|i| i.name == value.name)).map(|pos| (s, pos))
+            });
         }
     }
     let absorbed_into: Vec<usize> = (0..plan.steps.len()).collect();
@@ -47,7 +47,7 @@ pub fn run(plan: &mut Plan, _graph: &GraphDesc) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::graph::Dim;
+    use crate::graph::{Dim, GraphDesc};
     use crate::plan::passes::test_graphs::{lowered_then, node, relu_chain, v};
 
     /// A branch nothing reads (`a -> b`) goes, with the step that fed only it; the chain
@@ -61,6 +61,29 @@ mod tests {
         let plan = lowered_then(&g, run);
         let names: Vec<&str> = plan.steps.iter().map(|s| s.node_name.as_str()).collect();
         assert_eq!(names, ["r0", "r1"]);
+    }
+
+    /// When a value's first reader is dropped, errors about it name the next reader and
+    /// the value's position among that node's inputs, as lowering records it (Clip's max
+    /// is input 2 with min absent, though it is the step's second input). (Found by review:
+    /// the step's input index was taken.)
+    #[test]
+    fn an_inputs_first_reader_moves_to_the_next_with_its_node_position() {
+        let d = [Dim::Fixed(4)];
+        let (x, hi) = (v("x", &d), v("hi", &[]));
+        let mut clip = node("clip", "Clip", 13, &[x.clone(), hi.clone()], v("y", &d));
+        clip.inputs.insert(1, None);
+        let g = GraphDesc {
+            nodes: vec![node("dead", "Neg", 13, std::slice::from_ref(&hi), v("z", &[])), clip],
+            inputs: vec![x, hi],
+            constant_inputs: vec![],
+            outputs: vec![v("y", &d)],
+            constants: vec![],
+        };
+        let plan = lowered_then(&g, run);
+        let hi = plan.values.iter().find(|v| v.name == "hi").expect("hi");
+        assert_eq!(hi.first_reader, Some((0, 2)));
+        assert_eq!(plan.steps[0].node_name, "clip");
     }
 
     /// Every step of a plan whose values are all read or returned stays.
