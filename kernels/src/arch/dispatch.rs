@@ -45,6 +45,36 @@ pub(crate) fn unary(isa: Isa, op: &UnaryOp, io: Io<'_>) {
     }
 }
 
+/// SiLU (`x * sigmoid(x)`, the Sigmoid op's value times x) in place with the build for
+/// `isa`: one pass on the SIMD builds; the portable one runs Sigmoid on a copy of each
+/// chunk, then multiplies.
+#[inline]
+pub(crate) fn silu_inplace(isa: Isa, xs: &mut [f32]) {
+    match isa.0 {
+        #[cfg(target_arch = "x86_64")]
+        Level::Avx512 => {
+            // SAFETY: an `Isa` never exceeds `Level::detected()`, so this CPU has
+            // avx512f/dq/bw/vl, avx2 and fma, the features `silu_avx512` enables.
+            unsafe { x86::silu_avx512(Io::InPlace(xs)) }
+        }
+        #[cfg(target_arch = "x86_64")]
+        Level::Avx2 => {
+            // SAFETY: an `Isa` never exceeds `Level::detected()`, so this CPU has
+            // avx2 and fma, the features `silu_avx2` enables.
+            unsafe { x86::silu_avx2(Io::InPlace(xs)) }
+        }
+        _ => {
+            let mut s = [0.0f32; 256];
+            for chunk in xs.chunks_mut(256) {
+                let s = &mut s[..chunk.len()];
+                s.copy_from_slice(chunk);
+                unary(isa, &UnaryOp::Sigmoid, Io::InPlace(s));
+                chunk.iter_mut().zip(s.iter()).for_each(|(x, &g)| *x *= g);
+            }
+        }
+    }
+}
+
 /// Runs `binary::run_op` with the build for `isa`.
 #[inline]
 pub(crate) fn binary(isa: Isa, op: BinaryOp, plan: &Broadcast, a: &[f32], b: &[f32], out: &mut [f32], start: usize) {
@@ -471,6 +501,20 @@ mod x86 {
             UnaryOp::Gelu => simd::gelu_avx2(io),
             _ => op.run::<true>(io),
         }
+    }
+
+    /// # Safety
+    /// The CPU must support avx2 and fma.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn silu_avx2(io: Io<'_>) {
+        simd::silu_avx2(io)
+    }
+
+    /// # Safety
+    /// The CPU must support avx512f, avx512dq, avx512bw, avx512vl, avx2 and fma.
+    #[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
+    pub(super) unsafe fn silu_avx512(io: Io<'_>) {
+        simd::silu_avx512(io)
     }
 
     /// # Safety

@@ -25,8 +25,8 @@ pub(crate) use dispatch::mem;
 #[cfg(test)]
 pub(crate) use dispatch::STREAM_MIN;
 pub(crate) use dispatch::{
-    binary, depthwise_2d, direct, gemm, gemm_pack_a, gemm_pack_b, pool, transpose_2d, unary, winograd_input,
-    winograd_output,
+    binary, depthwise_2d, direct, gemm, gemm_pack_a, gemm_pack_b, pool, silu_inplace, transpose_2d, unary,
+    winograd_input, winograd_output,
 };
 
 /// A kernel build; ordered from the most portable to the widest.

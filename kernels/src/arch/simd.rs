@@ -169,6 +169,33 @@ pub(crate) fn sigmoid_avx512(io: Io<'_>) {
     blocks!(io, 16, x => k16::sigmoid(x))
 }
 
+/// SiLU, `x * sigmoid(x)`, AVX-512 build: the Sigmoid kernel's value times x, exactly,
+/// in one pass (the Sigmoid + Mul pair's bits).
+#[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
+pub(crate) fn silu_avx512(io: Io<'_>) {
+    blocks!(io, 16, x => {
+        let s = k16::sigmoid(x);
+        let mut r = [0.0f32; 16];
+        for ((r, &x), &s) in r.iter_mut().zip(x).zip(&s) {
+            *r = x * s;
+        }
+        r
+    })
+}
+
+/// SiLU, AVX2 build.
+#[target_feature(enable = "avx2,fma")]
+pub(crate) fn silu_avx2(io: Io<'_>) {
+    blocks!(io, 8, x => {
+        let s = k8::sigmoid(x);
+        let mut r = [0.0f32; 8];
+        for ((r, &x), &s) in r.iter_mut().zip(x).zip(&s) {
+            *r = x * s;
+        }
+        r
+    })
+}
+
 /// GELU (tanh form), AVX-512 build.
 #[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
 pub(crate) fn gelu_tanh_avx512(io: Io<'_>) {

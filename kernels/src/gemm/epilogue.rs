@@ -44,15 +44,7 @@ impl Activation {
                 let v = if *o < min { min } else { *o };
                 *o = if v > max { max } else { v };
             }),
-            Activation::Silu => {
-                let mut s = [0.0f32; 256];
-                for chunk in xs.chunks_mut(256) {
-                    let s = &mut s[..chunk.len()];
-                    s.copy_from_slice(chunk);
-                    UnaryOp::Sigmoid.apply_inplace_at(level, s);
-                    chunk.iter_mut().zip(s.iter()).for_each(|(x, &g)| *x *= g);
-                }
-            }
+            Activation::Silu => crate::arch::silu_inplace(crate::arch::isa_at(level), xs),
         }
     }
 }
