@@ -150,20 +150,29 @@ fn block<const KH: usize, const KW: usize, const U: usize>(
             *t = (ky * g.dilation[1] * pad.wp + kx * g.dilation[2]) * LANES;
         }
     }
-    let ow = g.out[2];
-    let first = |p: usize| ((p / ow) * g.stride[1] * pad.wp + (p % ow) * g.stride[2]) * LANES;
+    // Each output's first input, in floats, walked in position order (no division).
+    let (ow, row_step, col_step) = (g.out[2], g.stride[1] * pad.wp * LANES, g.stride[2] * LANES);
+    let (mut oy, mut ox) = (0, 0);
+    let mut next = || {
+        let at = oy * row_step + ox * col_step;
+        ox += 1;
+        if ox == ow {
+            (oy, ox) = (oy + 1, 0);
+        }
+        at
+    };
     let positions = g.positions();
     let mut p = 0;
     while p + U <= positions {
-        outputs::<KH, KW, U>(xp, std::array::from_fn(|j| first(p + j)), &taps, &wv, bias, &mut yt[p * LANES..]);
+        outputs::<KH, KW, U>(xp, std::array::from_fn(|_| next()), &taps, &wv, bias, &mut yt[p * LANES..]);
         p += U;
     }
     while p + 4 <= positions {
-        outputs::<KH, KW, 4>(xp, std::array::from_fn(|j| first(p + j)), &taps, &wv, bias, &mut yt[p * LANES..]);
+        outputs::<KH, KW, 4>(xp, std::array::from_fn(|_| next()), &taps, &wv, bias, &mut yt[p * LANES..]);
         p += 4;
     }
     while p < positions {
-        outputs::<KH, KW, 1>(xp, [first(p)], &taps, &wv, bias, &mut yt[p * LANES..]);
+        outputs::<KH, KW, 1>(xp, [next()], &taps, &wv, bias, &mut yt[p * LANES..]);
         p += 1;
     }
 }
