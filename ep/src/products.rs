@@ -154,7 +154,7 @@ fn direct_conv(
     let (positions, plane) = (g.positions(), g.plane());
     let mut cache = lock(&par.scratch().direct);
     let packed = packed_once(&mut cache, key, w, |p| direct::pack_filters(w, out_c, group, kk, p));
-    let src = direct::source(g);
+    let src = direct::source(g, cg);
     let mut padded = lock(&par.scratch().conv_parts);
     let blocks = mg.div_ceil(direct::BLOCK);
     let tasks = cores().min(blocks);

@@ -147,7 +147,7 @@ fn split_convolutions_give_the_unsplit_bits_on_every_path() {
         } else if direct {
             let mut packed = Vec::new();
             direct::pack_filters(&w, out_c, group, kk, &mut packed);
-            let src = direct::source(&g);
+            let src = direct::source(&g, cg);
             let group_w = packed.len() / group;
             let mut padded = Vec::new();
             for n in 0..batch {

@@ -17,10 +17,10 @@
 //! `out_w % 6` outputs take a narrower tile.
 //!
 //! Shallow convolutions (a depth of at most 64: a stem's 3 input channels of 3x3) with
-//! rows of 16 outputs and more take wide tiles instead: 16 consecutive outputs of a row by
-//! 16 channels, one zmm a channel, each step of depth one load of the inputs and 16
-//! multiply-adds with the filters broadcast, stored straight into NCHW. Same sums, same
-//! order.
+//! rows of 16 outputs and more take wide tiles instead: 32 consecutive outputs of a row by
+//! 8 channels (or, for a row's last 16 or fewer, 16 by 16), one zmm per channel and 16
+//! outputs, each step of depth one load of the inputs per 16 outputs and one broadcast
+//! filter per channel, stored straight into NCHW. Same sums, same order.
 //!
 //! The tile is written to NCHW through a transposed store; bias, activation and residual
 //! are applied to the tile first (each in the order the unfused ops would), so a fused
@@ -95,10 +95,14 @@ pub struct Source {
     pub cols: usize,
     /// Whether the planes need a padded copy.
     pub copy: bool,
+    /// Whether each padded row holds its even columns, then its odd ones, `cols / 2`
+    /// each (with room past the last): the wide tiles of a width stride of 2 then load
+    /// each tap's 16 inputs as one run, not as the even lanes of 32.
+    pub split: bool,
 }
 
-/// The padded planes `g` needs.
-pub fn source(g: &Window3d) -> Source {
+/// The padded planes `g` needs, with `cg` input channels a group.
+pub fn source(g: &Window3d, cg: usize) -> Source {
     let [_, in_h, in_w] = g.input;
     let [_, out_h, out_w] = g.out;
     let [_, kh, kw] = g.kernel;
@@ -106,20 +110,63 @@ pub fn source(g: &Window3d) -> Source {
     let rows = (in_h + g.pad_begin[1]).max(reach(1, out_h, kh));
     let cols = (in_w + g.pad_begin[2]).max(reach(2, out_w, kw));
     let copy = g.pad_begin[1] > 0 || g.pad_begin[2] > 0 || rows > in_h || cols > in_w;
-    Source { rows, cols, copy }
+    if g.stride[2] == 2 && g.dilation[2] == 1 && wide_tiles(g, cg) {
+        // Tiles of up to 32 outputs from multiples of 32 read past the row's last output
+        // by at most 31 + kw / 2 in either half: all inside the row.
+        let half = (cols.div_ceil(2)).max(out_w.next_multiple_of(32) + kw / 2 + 1);
+        return Source { rows, cols: 2 * half, copy: true, split: true };
+    }
+    Source { rows, cols, copy, split: false }
 }
 
-/// Copies one group's `cg` input planes into `dst`, zero-padded as `src` says.
+/// The deepest convolution the wide tiles take, and the stems they take at any depth (up
+/// to 4 input channels of 7x7). On the double tiles (AMD Zen 5, kernel only), 3->64
+/// channels of 7x7 at stride 2 ran at 190-195 GFLOP/s against the narrow tiles' 154;
+/// 16->32 of 3x3 (a depth of 144) at 96-137 against 198, the narrow tiles reusing each
+/// broadcast input for two blocks.
+const WIDE_DEPTH: usize = 64;
+const STEM_CHANNELS: usize = 4;
+const STEM_TAPS: usize = 49;
+
+/// Whether a convolution of `cg` input channels a group runs on wide tiles (see the
+/// module's notes): 2-D with rows of at least 16 outputs, shallow or a stem. The narrow
+/// tiles broadcast each input and load each tap's filters, `R + NB` loads for `R × NB`
+/// multiply-adds, then transpose the tile into NCHW; at a depth of 27 that transpose and
+/// those loads were most of the time (3->32 channels of 3x3 at stride 2 on 224x224: 2.25x
+/// ORT's time).
+pub(crate) fn wide_tiles(g: &Window3d, cg: usize) -> bool {
+    let taps = g.kernel[1] * g.kernel[2];
+    let depth = cg * taps;
+    !g.is_pointwise() && g.out[2] >= 16 && (depth <= WIDE_DEPTH || (cg <= STEM_CHANNELS && taps <= STEM_TAPS))
+}
+
+/// Copies one group's `cg` input planes into `dst`, zero-padded (and split) as `src` says.
 pub fn pad_planes(x: &[f32], cg: usize, g: &Window3d, src: Source, dst: &mut Vec<f32>) {
     let [_, in_h, in_w] = g.input;
     let (pt, pl) = (g.pad_begin[1], g.pad_begin[2]);
     let plane = src.rows * src.cols;
     dst.clear();
     dst.resize(cg * plane, 0.0);
+    let half = src.cols / 2;
     for c in 0..cg {
         let (xp, dp) = (&x[c * in_h * in_w..][..in_h * in_w], &mut dst[c * plane..][..plane]);
         for (y, row) in xp.chunks_exact(in_w).enumerate() {
-            dp[(y + pt) * src.cols + pl..][..in_w].copy_from_slice(row);
+            let out = &mut dp[(y + pt) * src.cols..][..src.cols];
+            if !src.split {
+                out[pl..][..in_w].copy_from_slice(row);
+                continue;
+            }
+            // Padded column j = pl + i goes to half j % 2 at j / 2: the row's even
+            // inputs to one half and its odd ones to the other, as runs.
+            let (even, odd) = out.split_at_mut(half);
+            let (first, second) = if pl.is_multiple_of(2) { (even, odd) } else { (odd, even) };
+            let (a, b) = (&mut first[pl / 2..][..in_w.div_ceil(2)], &mut second[pl.div_ceil(2)..][..in_w / 2]);
+            for ((a, b), pair) in a.iter_mut().zip(b.iter_mut()).zip(row.chunks_exact(2)) {
+                (*a, *b) = (pair[0], pair[1]);
+            }
+            if in_w % 2 == 1 {
+                a[in_w / 2] = row[in_w - 1];
+            }
         }
     }
 }
@@ -222,7 +269,7 @@ mod tests {
         conv::conv(&x, &w, Some(&bias), 1, in_c, out_c, group, &g, &mut want, &mut col, &mut scratch, None, &ep(res));
         let mut packed = Vec::new();
         pack_filters(&w, out_c, group, kk, &mut packed);
-        let src = source(&g);
+        let src = source(&g, cg);
         let blocks = mg.div_ceil(BLOCK);
         let mut got = vec![f32::NAN; out_c * positions];
         let mut split = vec![f32::NAN; out_c * positions];
@@ -285,14 +332,61 @@ mod tests {
 
     #[test]
     fn shallow_convs_on_wide_rows_match_the_gemm_path() {
-        // Stems: 3 input channels, rows of 16 outputs and more (wide tiles) with a rest
-        // of 1 to 15 (narrow ones), strides 1 and 2, fused or not, a block of 16 and part
-        // of one.
+        // Stems: 3 input channels, rows of 16 outputs and more (wide tiles of 32 or 16)
+        // with a rest of 1 to 15 (narrow ones), strides 1 and 2, fused or not, a block of
+        // 16 and part of one (8 channels a double tile: 4 and 12 of a block too).
         check(3, 32, 1, [40, 40], [3, 3], [2, 2], 1, [1, 1, 1, 1], true);
+        check(3, 24, 1, [6, 54], [3, 3], [1, 1], 1, [1, 1, 1, 1], true);
+        check(3, 44, 1, [9, 101], [3, 3], [2, 2], 1, [0; 4], false);
         check(3, 64, 1, [35, 38], [7, 7], [2, 2], 1, [3, 3, 3, 3], false);
         check(3, 20, 1, [19, 37], [3, 3], [1, 1], 1, [1, 1, 1, 1], true);
         check(4, 24, 1, [9, 70], [3, 3], [2, 2], 2, [2, 2, 2, 2], false);
         check(8, 16, 1, [17, 33], [3, 3], [1, 2], 1, [0, 1, 0, 0], true);
+    }
+
+    /// A lone Relu or Clip on wide tiles is applied in the registers before the store:
+    /// the bits of the conv followed by the activation's own pass, NaN and -0 included
+    /// (a NaN input; a Clip whose lower bound is -0).
+    #[test]
+    fn wide_tiles_clamp_in_registers_as_the_activation_would() {
+        if Level::detected() != Level::Avx512 {
+            return;
+        }
+        for (stride, pad) in [(2, 1), (1, 0), (2, 0)] {
+            let pads = Padding::Explicit([0, pad, pad, 0, pad, pad]);
+            let (g, _) = window_geometry([1, 20, 45], [1, 3, 3], [1, stride, stride], [1, 1, 1], pads, false).unwrap();
+            let (cg, mg, kk) = (3, 24, 27);
+            let mut x = values(cg * g.plane(), 5);
+            x[7 * 45 + 9] = f32::NAN;
+            let w = values(mg * kk, 6);
+            let bias = values(mg, 7);
+            let mut packed = Vec::new();
+            pack_filters(&w, mg, 1, kk, &mut packed);
+            let src = source(&g, cg);
+            let mut padded = Vec::new();
+            let xs: &[f32] = if src.copy {
+                pad_planes(&x, cg, &g, src, &mut padded);
+                &padded
+            } else {
+                &x
+            };
+            let clips = [Activation::Clip { min: -0.25, max: 0.5 }, Activation::Clip { min: -0.0, max: 0.5 }];
+            for act in [Activation::Unary(UnaryOp::Relu), clips[0], clips[1]] {
+                let run = |epilogue: Epilogue<'static>| {
+                    let d = Direct { x: xs, src, cg, g: &g, w: &packed, bias: Some(&bias), epilogue };
+                    let mut y = vec![f32::NAN; mg * g.positions()];
+                    d.run(0..mg, &mut y, &mut Vec::new());
+                    y
+                };
+                let got = run(Epilogue { act: Some(act), ..Epilogue::default() });
+                let mut want = run(Epilogue::default());
+                act.apply(Level::Avx512, &mut want);
+                assert!(want.iter().any(|v| v.is_nan()));
+                assert_eq!(want.iter().any(|v| v.to_bits() == (-0.0f32).to_bits()), act == clips[1]);
+                let bits = |v: &[f32]| v.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&got), bits(&want), "{act:?} stride {stride} pad {pad}");
+            }
+        }
     }
 
     #[test]

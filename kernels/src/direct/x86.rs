@@ -8,6 +8,8 @@ use std::ops::Range;
 use super::{Direct, BLOCK};
 use crate::arch::mem::{load16, store16, store_first};
 use crate::arch::Level;
+use crate::gemm::Activation;
+use crate::UnaryOp;
 
 /// The most outputs of a row per tile of `nb` blocks: 6 × 4 blocks = 24 accumulators, 4
 /// filter vectors and a broadcast in the 32 zmm; one or two blocks take 8 outputs, so a
@@ -36,6 +38,8 @@ struct Geo {
     ky_step: usize,
     kx_step: usize,
     positions: usize,
+    /// The padded rows' length.
+    row_len: usize,
 }
 
 /// See [`Direct::run`].
@@ -60,16 +64,18 @@ pub(crate) fn direct_avx512(d: &Direct<'_>, channels: Range<usize>, y: &mut [f32
         ky_step: g.dilation[1] * cols_in,
         kx_step: g.dilation[2],
         positions,
+        row_len: cols_in,
     };
     let blocks = channels.len().div_ceil(BLOCK);
-    if wide(d, &geo, flat) {
+    if super::wide_tiles(g, d.cg) || d.src.split {
         for b in 0..blocks {
             let first = channels.start + b * BLOCK;
             let ch = first..(first + BLOCK).min(channels.end);
             let y = &mut y[(first - channels.start) * positions..][..ch.len() * positions];
-            match sx {
-                1 => wide_rows::<1>(d, &geo, ch, y),
-                _ => wide_rows::<2>(d, &geo, ch, y),
+            match (sx, d.src.split) {
+                (_, true) => wide_rows::<1, true>(d, &geo, ch, y),
+                (1, _) => wide_rows::<1, false>(d, &geo, ch, y),
+                _ => wide_rows::<2, false>(d, &geo, ch, y),
             }
         }
         return;
@@ -249,24 +255,10 @@ fn tile<const R: usize, const NB: usize, const S: usize>(
     }
 }
 
-/// The deepest convolution the wide tiles take: 3->64 channels of 7x7 at stride 2 (a
-/// depth of 147) ran 1.11x ORT's time on them and 0.93x on the narrow tiles, 3x3 (27)
-/// 1.24x and 1.73x.
-const WIDE_DEPTH: usize = 64;
-
-/// Whether the convolution runs on wide tiles: shallow (a stem's 3 input channels of 3x3
-/// or 7x7), rows of at least 16 outputs. The narrow tiles broadcast each input and load
-/// each tap's filters, `R + NB` loads for `R × NB` multiply-adds, then transpose the tile
-/// into NCHW; at a depth of 27 that transpose and those loads were most of the time
-/// (3->32 channels of 3x3 at stride 2 on 224x224: 2.25x ORT's time).
-fn wide(d: &Direct<'_>, geo: &Geo, flat: bool) -> bool {
-    !flat && geo.cols >= 16 && d.cg * geo.kh * geo.kw <= WIDE_DEPTH
-}
-
 /// The outputs of channels `ch` (one block) into `y` (their rows), on wide tiles, and on
 /// the narrow ones where a wide tile would read past the planes (a last row's end).
 #[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
-fn wide_rows<const S: usize>(d: &Direct<'_>, geo: &Geo, ch: Range<usize>, y: &mut [f32]) {
+fn wide_rows<const S: usize, const SPLIT: bool>(d: &Direct<'_>, geo: &Geo, ch: Range<usize>, y: &mut [f32]) {
     let kk = geo.cg * geo.kh * geo.kw;
     let block = ch.start / BLOCK;
     let w: &[[f32; BLOCK]] = d.w[block * kk * BLOCK..][..kk * BLOCK].as_chunks().0;
@@ -275,19 +267,48 @@ fn wide_rows<const S: usize>(d: &Direct<'_>, geo: &Geo, ch: Range<usize>, y: &mu
         std::array::from_fn(|l| d.bias.map_or(0.0, |b| b.get(ch.start + l).copied().unwrap_or(0.0)));
     let bias = d.bias.map(|_| [load16(&bias_lanes)]);
     // The last input a wide tile reads, past its first: 16 outputs S apart, the 32 floats
-    // loaded at stride 2 reaching one past the last.
-    let reach = (geo.cg - 1) * geo.plane + (geo.kh - 1) * geo.ky_step + (geo.kw - 1) * geo.kx_step + 16 * S;
+    // loaded at stride 2 reaching one past the last; a double tile reads 16 outputs more.
+    let reach = (geo.cg - 1) * geo.plane + (geo.kh - 1) * geo.ky_step + tap(geo, geo.kw - 1, SPLIT) + 16 * S;
+    // Split rows: output ox's taps start at column ox of a half.
+    let step = if SPLIT { 1 } else { S };
+    let fits = |base: usize, vectors: usize| base + reach + 16 * S * (vectors - 1) <= d.x.len();
+    // Positions of whole rows whose epilogue is still to apply; none when the wide tiles
+    // apply it in their registers.
+    let clamp = register_clamp(d);
+    let mut pending = 0..0;
     for oy in 0..geo.rows {
         let mut ox = 0;
-        // A row's last tile may have fewer than 16 outputs: it reads past them (inside
-        // the padded planes) and stores only them.
-        while ox < geo.cols && oy * geo.row_step + ox * S + reach <= d.x.len() {
-            let n = (geo.cols - ox).min(16);
-            wide_tile::<S>(d, geo, w, &bias_lanes, &ch, oy * geo.row_step + ox * S, oy * geo.cols + ox, n, y);
-            ox += n;
+        // A row's last tile may have fewer than 16 (or 32) outputs: it reads past them
+        // (inside the padded planes) and stores only them.
+        while ox < geo.cols {
+            let (base, pos, left) = (oy * geo.row_step + ox * step, oy * geo.cols + ox, geo.cols - ox);
+            if left > 16 && fits(base, 2) {
+                let n = left.min(32);
+                for half in 0..ch.len().div_ceil(8) {
+                    wide_tile::<S, SPLIT, 2, 8>(d, geo, w, &bias_lanes, clamp, &ch, half * 8, base, pos, n, y);
+                }
+                ox += n;
+            } else if fits(base, 1) {
+                let n = left.min(16);
+                wide_tile::<S, SPLIT, 1, 16>(d, geo, w, &bias_lanes, clamp, &ch, 0, base, pos, n, y);
+                ox += n;
+            } else {
+                break;
+            }
         }
-        // The wide tiles' epilogue, a row of each channel at a time.
-        wide_epilogue(d, geo, &ch, oy * geo.cols..oy * geo.cols + ox, y);
+        // The wide tiles' epilogue over runs of whole rows, each channel's run one call:
+        // one call per row and channel cost 10-14 ns on top of the row's few vectors
+        // (3->64 channels of 3x3 on 224x224 with Relu: 342 -> 262 us).
+        let row = oy * geo.cols..oy * geo.cols + if clamp.is_some() { 0 } else { ox };
+        if ox == geo.cols && pending.end == row.start && pending.len() < EPILOGUE_RUN {
+            pending.end = row.end;
+        } else {
+            wide_epilogue(d, geo, &ch, pending, y);
+            pending = row;
+        }
+        if ox < geo.cols {
+            wide_epilogue(d, geo, &ch, std::mem::take(&mut pending), y);
+        }
         while ox < geo.cols {
             let base = oy * geo.row_step + ox * S;
             let r = (geo.cols - ox).min(r_max(1));
@@ -305,57 +326,141 @@ fn wide_rows<const S: usize>(d: &Direct<'_>, geo: &Geo, ch: Range<usize>, y: &mu
             ox += r;
         }
     }
+    wide_epilogue(d, geo, &ch, pending, y);
 }
 
-/// One wide tile: `n` (up to 16) outputs of a row from position `pos` (input `base`) for each of the
-/// block's channels, one zmm a channel. Each step of depth loads the 16 inputs once (two
-/// loads and a permute that keeps the even lanes at stride 2) and makes one fused
-/// multiply-add a channel, its filter broadcast: the same sums in the same order as the
-/// narrow tiles, then the bias and the epilogue, stored straight into the channels' rows.
+/// The epilogue as bounds the wide tiles apply in their registers before they store: a
+/// lone Relu (`x < 0 ? 0 : x`, which is Clip to `[0, inf]` bit for bit, NaN and -0
+/// included) or Clip, with no residual. `None` for any other epilogue, applied after the
+/// stores. (A stem's Relu as a pass over the stored rows: 3->64 channels of 3x3 on
+/// 224x224, 262 -> 312 us.)
+fn register_clamp(d: &Direct<'_>) -> Option<(f32, f32)> {
+    let ep = &d.epilogue;
+    if ep.residual.is_some() || ep.after.is_some() {
+        return None;
+    }
+    match ep.act? {
+        Activation::Unary(UnaryOp::Relu) => Some((0.0, f32::INFINITY)),
+        Activation::Clip { min, max } => Some((min, max)),
+        _ => None,
+    }
+}
+
+/// Positions a run of the wide tiles' epilogue gathers before it is applied (16 channels
+/// of them, 32 KiB, still in L1).
+const EPILOGUE_RUN: usize = 512;
+
+/// One wide tile: `n` (up to `16 V`) outputs of a row from position `pos` (input `base`)
+/// for `C` of the block's channels from `first`, `V` zmm a channel. Each step of depth
+/// loads the `16 V` inputs once (two loads and a permute that keeps the even lanes at
+/// stride 2) and makes `V` fused multiply-adds a channel with its filter broadcast once:
+/// the same sums in the same order as the narrow tiles, then the bias and the epilogue,
+/// stored straight into the channels' rows. Two vectors of 8 channels run at the
+/// multiply-add pipes' rate; one of 16, a broadcast per multiply-add, at two thirds of it
+/// (141 against 222 GFLOP/s in a loop of nothing else, AMD Zen 5).
 #[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
-#[inline]
+#[inline(never)]
 #[allow(clippy::too_many_arguments)]
-fn wide_tile<const S: usize>(
+fn wide_tile<const S: usize, const SPLIT: bool, const V: usize, const C: usize>(
     d: &Direct<'_>,
     geo: &Geo,
     w: &[[f32; BLOCK]],
     bias: &[f32; BLOCK],
+    clamp: Option<(f32, f32)>,
     ch: &Range<usize>,
+    first: usize,
     base: usize,
     pos: usize,
     n: usize,
     y: &mut [f32],
 ) {
     let evens = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-    let mut acc = [_mm512_setzero_ps(); BLOCK];
+    let mut acc = [[_mm512_setzero_ps(); V]; C];
     let mut k = 0;
     for c in 0..geo.cg {
         for ky in 0..geo.kh {
             let row = &d.x[base + c * geo.plane + ky * geo.ky_step..];
             for kx in 0..geo.kw {
-                let xs = &row[kx * geo.kx_step..][..16 * S];
-                let v = if S == 1 {
-                    load16(xs.try_into().unwrap())
-                } else {
-                    let (a, b) = xs.split_at(16);
-                    _mm512_permutex2var_ps(load16(a.try_into().unwrap()), evens, load16(b.try_into().unwrap()))
-                };
-                let wk = &w[k];
-                for j in 0..BLOCK {
-                    acc[j] = _mm512_fmadd_ps(v, _mm512_set1_ps(wk[j]), acc[j]);
+                let xs = &row[tap(geo, kx, SPLIT)..][..16 * S * V];
+                // A loop, not `array::from_fn`: its closure was left out of line once, a
+                // call per load (2x slower).
+                let mut v = [_mm512_setzero_ps(); V];
+                for (q, v) in v.iter_mut().enumerate() {
+                    let xs = &xs[16 * S * q..][..16 * S];
+                    *v = if S == 1 {
+                        load16(xs.try_into().unwrap())
+                    } else {
+                        let (a, b) = xs.split_at(16);
+                        _mm512_permutex2var_ps(load16(a.try_into().unwrap()), evens, load16(b.try_into().unwrap()))
+                    };
+                }
+                let wk = &w[k][first..][..C];
+                for (acc, &wj) in acc.iter_mut().zip(wk) {
+                    let wj = _mm512_set1_ps(wj);
+                    for (a, &v) in acc.iter_mut().zip(&v) {
+                        *a = _mm512_fmadd_ps(v, wj, *a);
+                    }
                 }
                 k += 1;
             }
         }
     }
-    for (j, &a) in acc.iter().enumerate().take(ch.len()) {
-        let v = if d.bias.is_some() { _mm512_add_ps(a, _mm512_set1_ps(bias[j])) } else { a };
-        let out = &mut y[j * geo.positions + pos..];
-        if n == 16 {
-            store16((&mut out[..16]).try_into().unwrap(), v);
-        } else {
-            store_first(out, n, v);
+    // The sums leave the registers once, here: the stores below index them by a loop
+    // that is not unrolled, which on `acc` itself kept it on the stack throughout (2x
+    // slower).
+    let sums = acc;
+    store_tile(d, geo, bias, clamp, ch, first, pos, n, &sums, y);
+}
+
+/// Stores a wide tile's `sums` (see [`wide_tile`]): bias, then the register clamp, then
+/// each channel's `n` outputs.
+#[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
+#[inline(never)]
+#[allow(clippy::too_many_arguments)]
+fn store_tile<const V: usize, const C: usize>(
+    d: &Direct<'_>,
+    geo: &Geo,
+    bias: &[f32; BLOCK],
+    clamp: Option<(f32, f32)>,
+    ch: &Range<usize>,
+    first: usize,
+    pos: usize,
+    n: usize,
+    sums: &[[__m512; V]; C],
+    y: &mut [f32],
+) {
+    let channels = ch.len().saturating_sub(first).min(C);
+    for (j, acc) in sums.iter().enumerate().take(channels) {
+        for (q, &a) in acc.iter().enumerate() {
+            let m = n.saturating_sub(16 * q).min(16);
+            if m == 0 {
+                break;
+            }
+            let mut v = if d.bias.is_some() { _mm512_add_ps(a, _mm512_set1_ps(bias[first + j])) } else { a };
+            if let Some((lo, hi)) = clamp {
+                // As `Activation::Clip`: below lo is lo, then above hi is hi; NaN passes.
+                let (lo, hi) = (_mm512_set1_ps(lo), _mm512_set1_ps(hi));
+                v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask::<_CMP_LT_OQ>(v, lo), lo);
+                v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask::<_CMP_GT_OQ>(v, hi), hi);
+            }
+            let out = &mut y[(first + j) * geo.positions + pos + 16 * q..];
+            if m == 16 {
+                store16((&mut out[..16]).try_into().unwrap(), v);
+            } else {
+                store_first(out, m, v);
+            }
         }
+    }
+}
+
+/// Where tap `kx` of a row's first output is, from its first: `kx` columns on, or on
+/// split rows (the even columns, then the odd ones) in the half of its parity.
+#[inline(always)]
+fn tap(geo: &Geo, kx: usize, split: bool) -> usize {
+    if split {
+        (kx % 2) * (geo.row_len / 2) + kx / 2
+    } else {
+        kx * geo.kx_step
     }
 }
 

@@ -1,0 +1,69 @@
+//! Kernel-only timing of the direct convolution on CNN stems and other shallow layers:
+//! `cargo run --release -p rivet-kernels --example direct_bench`. Prints us per call
+//! (best of several batches) and GFLOP/s.
+
+use rivet_kernels::conv::{window_geometry, Padding};
+use rivet_kernels::direct::{pack_filters, pad_planes, source, Direct};
+use rivet_kernels::{Activation, Epilogue, UnaryOp};
+use std::time::Instant;
+
+/// A case: name, input channels, output channels, input size, kernel, stride, padding.
+type Case = (&'static str, usize, usize, usize, usize, usize, usize);
+
+/// Relu fused when `RELU` is set, as the CNNs' stems have it.
+fn epilogue() -> Epilogue<'static> {
+    let act = std::env::var_os("RELU").map(|_| Activation::Unary(UnaryOp::Relu));
+    Epilogue { act, ..Epilogue::default() }
+}
+
+fn main() {
+    let cases: [Case; 5] = [
+        ("squeezenet 3->64 3x3 s2", 3, 64, 224, 3, 2, 0),
+        ("resnet 3->64 7x7 s2 p3", 3, 64, 224, 7, 2, 3),
+        ("mobilenet 3->32 3x3 s2 p1", 3, 32, 224, 3, 2, 1),
+        ("yolo 3->16 3x3 s1 p1", 3, 16, 416, 3, 1, 1),
+        ("16->32 3x3 s2 p1 on 80", 16, 32, 80, 3, 2, 1),
+    ];
+    for (name, cin, cout, hw, k, s, p) in cases {
+        let pads = Padding::Explicit([0, p, p, 0, p, p]);
+        let (g, _) = window_geometry([1, hw, hw], [1, k, k], [1, s, s], [1, 1, 1], pads, false).unwrap();
+        let kk = cin * k * k;
+        let x: Vec<f32> = (0..cin * hw * hw).map(|i| ((i * 7919) % 1000) as f32 / 500.0 - 1.0).collect();
+        let w: Vec<f32> = (0..cout * kk).map(|i| ((i * 104729) % 1000) as f32 / 5000.0 - 0.1).collect();
+        let bias = vec![0.1f32; cout];
+        let mut packed = Vec::new();
+        pack_filters(&w, cout, 1, kk, &mut packed);
+        let src = source(&g, cin);
+        let mut padded = Vec::new();
+        let xs: &[f32] = if src.copy {
+            pad_planes(&x, cin, &g, src, &mut padded);
+            &padded
+        } else {
+            &x
+        };
+        let run = Direct { x: xs, src, cg: cin, g: &g, w: &packed, bias: Some(&bias), epilogue: epilogue() };
+        let mut y = vec![0.0; cout * g.positions()];
+        let mut carry = Vec::new();
+        let mut best = f64::MAX;
+        for _ in 0..15 {
+            let t = Instant::now();
+            for _ in 0..5 {
+                run.run(0..cout, &mut y, &mut carry);
+            }
+            best = best.min(t.elapsed().as_secs_f64() / 5.0);
+        }
+        let mut copy = f64::MAX;
+        for _ in 0..15 {
+            let t = Instant::now();
+            pad_planes(&x, cin, &g, src, &mut padded);
+            copy = copy.min(t.elapsed().as_secs_f64());
+        }
+        let flops = 2.0 * (cout * kk * g.positions()) as f64;
+        let (split, copy) = (if src.split { "split" } else { "" }, if src.copy { copy * 1e6 } else { 0.0 });
+        println!(
+            "{name:<28} {:8.1} us {:6.1} GFLOP/s  padded copy {copy:6.1} us {split}",
+            best * 1e6,
+            flops / best / 1e9
+        );
+    }
+}
