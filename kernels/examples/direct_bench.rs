@@ -17,12 +17,16 @@ fn epilogue() -> Epilogue<'static> {
 }
 
 fn main() {
-    let cases: [Case; 5] = [
+    let cases: [Case; 9] = [
         ("squeezenet 3->64 3x3 s2", 3, 64, 224, 3, 2, 0),
         ("resnet 3->64 7x7 s2 p3", 3, 64, 224, 7, 2, 3),
         ("mobilenet 3->32 3x3 s2 p1", 3, 32, 224, 3, 2, 1),
         ("yolo 3->16 3x3 s1 p1", 3, 16, 416, 3, 1, 1),
         ("16->32 3x3 s2 p1 on 80", 16, 32, 80, 3, 2, 1),
+        ("512->512 3x3 p1 on 7", 512, 512, 7, 3, 1, 1),
+        ("512->512 3x3 s2 p1 on 14", 512, 512, 14, 3, 2, 1),
+        ("256->256 3x3 s2 p1 on 28", 256, 256, 28, 3, 2, 1),
+        ("128->128 3x3 s2 p1 on 56", 128, 128, 56, 3, 2, 1),
     ];
     for (name, cin, cout, hw, k, s, p) in cases {
         let pads = Padding::Explicit([0, p, p, 0, p, p]);
@@ -59,9 +63,11 @@ fn main() {
             copy = copy.min(t.elapsed().as_secs_f64());
         }
         let flops = 2.0 * (cout * kk * g.positions()) as f64;
+        // A hash of the output's bits, to compare builds.
+        let hash = y.iter().fold(0xcbf29ce484222325u64, |h, v| (h ^ v.to_bits() as u64).wrapping_mul(0x100000001b3));
         let (split, copy) = (if src.split { "split" } else { "" }, if src.copy { copy * 1e6 } else { 0.0 });
         println!(
-            "{name:<28} {:8.1} us {:6.1} GFLOP/s  padded copy {copy:6.1} us {split}",
+            "{name:<28} {:8.1} us {:6.1} GFLOP/s  padded copy {copy:6.1} us {split:5} {hash:016x}",
             best * 1e6,
             flops / best / 1e9
         );

@@ -140,33 +140,44 @@ fn block_rows<const NB: usize, const S: usize>(
     let mut c0 = 0;
     while c0 < geo.cg {
         let cs = c0..(c0 + per_chunk).min(geo.cg);
-        for oy in 0..geo.rows {
-            let mut ox = 0;
-            while ox < geo.cols {
-                let r = (geo.cols - ox).min(r_max(NB));
-                let at = Tile { base: oy * geo.row_step + ox * S, pos: oy * geo.cols + ox, cs: cs.clone() };
-                let carry = if chunked { &mut carry[at.pos..at.pos + r] } else { &mut [] };
-                let b = bias.as_ref();
-                macro_rules! tiles {
-                    ($($n:literal)*) => {
-                        match r {
-                            $($n => tile::<$n, NB, S>(d, geo, &w, b, &ch, at, carry, y),)*
-                            _ => unreachable!("tile of {r} outputs"),
-                        }
-                    };
+        // Tiles over the positions in order, across rows: 7x7 outputs are 9 tiles of 5
+        // or 6, not 7 rows of a 6 and a 1 (a 1-output tile loads 4 filter vectors for 4
+        // multiply-adds).
+        let (mut oy, mut ox) = (0, 0);
+        let mut pos = 0;
+        while pos < geo.positions {
+            let left = geo.positions - pos;
+            let r = left.div_ceil(left.div_ceil(r_max(NB)));
+            let mut bases = [0; 8];
+            for b in &mut bases[..r] {
+                *b = oy * geo.row_step + ox * S;
+                ox += 1;
+                if ox == geo.cols {
+                    (oy, ox) = (oy + 1, 0);
                 }
-                tiles!(1 2 3 4 5 6 7 8);
-                ox += r;
             }
+            let at = Tile { bases, pos, cs: cs.clone() };
+            let carry = if chunked { &mut carry[pos..pos + r] } else { &mut [] };
+            let b = bias.as_ref();
+            macro_rules! tiles {
+                ($($n:literal)*) => {
+                    match r {
+                        $($n => tile::<$n, NB, S>(d, geo, &w, b, &ch, at, carry, y),)*
+                        _ => unreachable!("tile of {r} outputs"),
+                    }
+                };
+            }
+            tiles!(1 2 3 4 5 6 7 8);
+            pos += r;
         }
         c0 = cs.end;
     }
 }
 
-/// A tile's first input (in a padded plane), first output position, and the input
-/// channels (of a depth chunk) it sums now.
+/// A tile's outputs' first inputs (in a padded plane; its first `R`), first output
+/// position, and the input channels (of a depth chunk) it sums now.
 struct Tile {
-    base: usize,
+    bases: [usize; 8],
     pos: usize,
     cs: Range<usize>,
 }
@@ -195,17 +206,19 @@ fn tile<const R: usize, const NB: usize, const S: usize>(
             }
         }
     }
-    // The inputs one tap reads: R of them, S apart.
-    let span = (R - 1) * S + 1;
+    // The inputs of a kernel row: from each output's first, the taps' span.
+    let span = (geo.kw - 1) * geo.kx_step + 1;
     let mut k = at.cs.start * geo.kh * geo.kw;
     for c in at.cs.clone() {
         for ky in 0..geo.kh {
-            let row = &d.x[at.base + c * geo.plane + ky * geo.ky_step..];
+            let mut rows = [&[] as &[f32]; R];
+            for (row, &base) in rows.iter_mut().zip(&at.bases) {
+                *row = &d.x[base + c * geo.plane + ky * geo.ky_step..][..span];
+            }
             for kx in 0..geo.kw {
-                let xs = &row[kx * geo.kx_step..][..span];
                 let wv: [__m512; NB] = std::array::from_fn(|i| load16(&w[i][k]));
-                for (r, acc) in acc.iter_mut().enumerate() {
-                    let v = _mm512_set1_ps(xs[r * S]);
+                for (acc, row) in acc.iter_mut().zip(&rows) {
+                    let v = _mm512_set1_ps(row[kx * geo.kx_step]);
                     for (a, &wi) in acc.iter_mut().zip(&wv) {
                         *a = _mm512_fmadd_ps(v, wi, *a);
                     }
@@ -312,7 +325,7 @@ fn wide_rows<const S: usize, const SPLIT: bool>(d: &Direct<'_>, geo: &Geo, ch: R
         while ox < geo.cols {
             let base = oy * geo.row_step + ox * S;
             let r = (geo.cols - ox).min(r_max(1));
-            let at = Tile { base, pos: oy * geo.cols + ox, cs: 0..geo.cg };
+            let at = Tile { bases: std::array::from_fn(|i| base + i * S), pos: oy * geo.cols + ox, cs: 0..geo.cg };
             let b = bias.as_ref();
             macro_rules! tiles {
                 ($($n:literal)*) => {
