@@ -157,11 +157,13 @@ fn direct_conv(
     let src = direct::source(g, cg);
     let mut padded = lock(&par.scratch().conv_parts);
     let blocks = mg.div_ceil(direct::BLOCK);
-    // At least 2 blocks a task: a tile of one block broadcasts an input for each
-    // multiply-add and runs at about half the rate of two blocks' (16->32 channels of
-    // 3x3 s2 on 80x80, one thread: 166-189 us as two tasks of one block). Two threads
-    // on one block each do no more than one thread on both.
-    let tasks = cores().min(blocks / 2).max(1);
+    // At least 2 blocks a task on the narrow tiles: a tile of one block broadcasts an
+    // input for each multiply-add and runs at about half the rate of two blocks' (16->32
+    // channels of 3x3 s2 on 80x80, one thread: 166-189 us as two tasks of one block).
+    // Two threads on one block each do no more than one thread on both. The wide tiles
+    // (stems) run a block at a time anyway.
+    let least = if direct::wide_tiles(g, cg) { 1 } else { 2 };
+    let tasks = cores().min(blocks / least).max(1);
     let per_task = blocks.div_ceil(tasks.max(1)) * direct::BLOCK;
     let group_w = blocks * kk * direct::BLOCK;
     for n in 0..xs[0] {

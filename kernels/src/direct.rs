@@ -134,7 +134,7 @@ const STEM_TAPS: usize = 49;
 /// multiply-adds, then transpose the tile into NCHW; at a depth of 27 that transpose and
 /// those loads were most of the time (3->32 channels of 3x3 at stride 2 on 224x224: 2.25x
 /// ORT's time).
-pub(crate) fn wide_tiles(g: &Window3d, cg: usize) -> bool {
+pub fn wide_tiles(g: &Window3d, cg: usize) -> bool {
     let taps = g.kernel[1] * g.kernel[2];
     let depth = cg * taps;
     !g.is_pointwise() && g.out[2] >= 16 && (depth <= WIDE_DEPTH || (cg <= STEM_CHANNELS && taps <= STEM_TAPS))
