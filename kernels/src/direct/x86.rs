@@ -313,10 +313,10 @@ fn wide_rows<const S: usize, const SPLIT: bool>(d: &Direct<'_>, geo: &Geo, ch: R
     let bias_lanes: [f32; BLOCK] =
         std::array::from_fn(|l| d.bias.map_or(0.0, |b| b.get(ch.start + l).copied().unwrap_or(0.0)));
     let bias = d.bias.map(|_| [load16(&bias_lanes)]);
-    // The last input a wide tile reads, past its first: 16 outputs S apart, the 32 floats
-    // loaded at stride 2 reaching one past the last; a double tile reads 16 outputs more.
-    // The furthest tap: on split rows an odd one's half lies past the last even one
-    // (found by review).
+    // The last input a wide tile reads, past its first: its furthest tap (on split rows
+    // an odd tap's half lies past the last even one, found by review), then 16 outputs
+    // S apart, the 32 floats loaded at stride 2 reaching one past the last; a double
+    // tile reads 16 outputs more.
     let far = (0..geo.kw).map(|kx| tap(geo, kx, SPLIT)).max().unwrap_or(0);
     let reach = (geo.cg - 1) * geo.plane + (geo.kh - 1) * geo.ky_step + far + 16 * S;
     // Split rows: output ox's taps start at column ox of a half.
@@ -335,12 +335,14 @@ fn wide_rows<const S: usize, const SPLIT: bool>(d: &Direct<'_>, geo: &Geo, ch: R
             if left > 16 && fits(base, 2) {
                 let n = left.min(32);
                 for half in 0..ch.len().div_ceil(8) {
-                    wide_tile::<S, SPLIT, 2, 8>(d, geo, w, &bias_lanes, clamp, &ch, half * 8, base, pos, n, y);
+                    let at = WideAt { bias: &bias_lanes, clamp, ch: &ch, first: half * 8, pos, n };
+                    wide_tile::<S, SPLIT, 2, 8>(d, geo, w, &at, base, y);
                 }
                 ox += n;
             } else if fits(base, 1) {
                 let n = left.min(16);
-                wide_tile::<S, SPLIT, 1, 16>(d, geo, w, &bias_lanes, clamp, &ch, 0, base, pos, n, y);
+                let at = WideAt { bias: &bias_lanes, clamp, ch: &ch, first: 0, pos, n };
+                wide_tile::<S, SPLIT, 1, 16>(d, geo, w, &at, base, y);
                 ox += n;
             } else {
                 break;
@@ -349,15 +351,16 @@ fn wide_rows<const S: usize, const SPLIT: bool>(d: &Direct<'_>, geo: &Geo, ch: R
         // The wide tiles' epilogue over runs of whole rows, each channel's run one call:
         // one call per row and channel cost 10-14 ns on top of the row's few vectors
         // (3->64 channels of 3x3 on 224x224 with Relu: 342 -> 262 us).
-        let row = oy * geo.cols..oy * geo.cols + if clamp.is_some() { 0 } else { ox };
-        if ox == geo.cols && pending.end == row.start && pending.len() < EPILOGUE_RUN {
-            pending.end = row.end;
-        } else {
-            wide_epilogue(d, geo, &ch, pending, y);
-            pending = row;
-        }
-        if ox < geo.cols {
-            wide_epilogue(d, geo, &ch, std::mem::take(&mut pending), y);
+        if clamp.is_none() {
+            let row = oy * geo.cols..oy * geo.cols + ox;
+            if ox == geo.cols && pending.end == row.start && pending.len() < EPILOGUE_RUN {
+                pending.end = row.end;
+            } else {
+                wide_epilogue(d, geo, &ch, std::mem::replace(&mut pending, row), y);
+            }
+            if ox < geo.cols {
+                wide_epilogue(d, geo, &ch, std::mem::take(&mut pending), y);
+            }
         }
         // `source` leaves split rows room for every wide tile; the narrow tiles read
         // whole rows, not halves, and must not run on them.
@@ -403,6 +406,17 @@ fn register_clamp(d: &Direct<'_>) -> Option<(f32, f32)> {
 /// of them, 32 KiB, still in L1).
 const EPILOGUE_RUN: usize = 512;
 
+/// Where a wide tile goes: `n` outputs from position `pos`, `C` of the block's channels
+/// from `first`, with the block's `bias` lanes and the register `clamp`.
+struct WideAt<'a> {
+    bias: &'a [f32; BLOCK],
+    clamp: Option<(f32, f32)>,
+    ch: &'a Range<usize>,
+    first: usize,
+    pos: usize,
+    n: usize,
+}
+
 /// One wide tile: `n` (up to `16 V`) outputs of a row from position `pos` (input `base`)
 /// for `C` of the block's channels from `first`, `V` zmm a channel. Each step of depth
 /// loads the `16 V` inputs once (two loads and a permute that keeps the even lanes at
@@ -413,18 +427,12 @@ const EPILOGUE_RUN: usize = 512;
 /// (141 against 222 GFLOP/s in a loop of nothing else, AMD Zen 5).
 #[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
 #[inline(never)]
-#[allow(clippy::too_many_arguments)]
 fn wide_tile<const S: usize, const SPLIT: bool, const V: usize, const C: usize>(
     d: &Direct<'_>,
     geo: &Geo,
     w: &[[f32; BLOCK]],
-    bias: &[f32; BLOCK],
-    clamp: Option<(f32, f32)>,
-    ch: &Range<usize>,
-    first: usize,
+    at: &WideAt<'_>,
     base: usize,
-    pos: usize,
-    n: usize,
     y: &mut [f32],
 ) {
     let evens = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
@@ -447,7 +455,7 @@ fn wide_tile<const S: usize, const SPLIT: bool, const V: usize, const C: usize>(
                         _mm512_permutex2var_ps(load16(a.try_into().unwrap()), evens, load16(b.try_into().unwrap()))
                     };
                 }
-                let wk = &w[k][first..][..C];
+                let wk = &w[k][at.first..][..C];
                 for (acc, &wj) in acc.iter_mut().zip(wk) {
                     let wj = _mm512_set1_ps(wj);
                     for (a, &v) in acc.iter_mut().zip(&v) {
@@ -462,26 +470,21 @@ fn wide_tile<const S: usize, const SPLIT: bool, const V: usize, const C: usize>(
     // that is not unrolled, which on `acc` itself kept it on the stack throughout (2x
     // slower).
     let sums = acc;
-    store_tile(d, geo, bias, clamp, ch, first, pos, n, &sums, y);
+    store_tile(d, geo, at, &sums, y);
 }
 
 /// Stores a wide tile's `sums` (see [`wide_tile`]): bias, then the register clamp, then
 /// each channel's `n` outputs.
 #[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
 #[inline(never)]
-#[allow(clippy::too_many_arguments)]
 fn store_tile<const V: usize, const C: usize>(
     d: &Direct<'_>,
     geo: &Geo,
-    bias: &[f32; BLOCK],
-    clamp: Option<(f32, f32)>,
-    ch: &Range<usize>,
-    first: usize,
-    pos: usize,
-    n: usize,
+    at: &WideAt<'_>,
     sums: &[[__m512; V]; C],
     y: &mut [f32],
 ) {
+    let WideAt { bias, clamp, ch, first, pos, n } = *at;
     let channels = ch.len().saturating_sub(first).min(C);
     for (j, acc) in sums.iter().enumerate().take(channels) {
         for (q, &a) in acc.iter().enumerate() {
