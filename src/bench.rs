@@ -386,9 +386,30 @@ fn stats(all: &[Duration], rounds: Vec<Duration>) -> ArmStats {
 
 /// Runs one case: `rounds` interleaved rounds of about `round_ms` each per arm.
 pub fn run_case(case: &Case, rounds: usize, round_ms: f64) -> Result<CaseResult, String> {
+    run_case_at(case, rounds, round_ms, Precision::Fp32)
+}
+
+/// Rivet's provider option `precision` for a bench run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Precision {
+    Fp32,
+    /// Rivet's products in bfloat16 (against ORT's float32): outputs are checked against
+    /// ORT's only within [`BF16_MAX_RELATIVE_ERROR`] of their RMS.
+    Bf16,
+}
+
+/// The largest error of a bf16 run's output, over the RMS of ORT's float32 output, that
+/// the bench accepts as the same answer. (A wrong product is off by about the RMS.)
+pub const BF16_MAX_RELATIVE_ERROR: f64 = 0.1;
+
+/// [`run_case`] with Rivet at `precision`.
+pub fn run_case_at(case: &Case, rounds: usize, round_ms: f64, precision: Precision) -> Result<CaseResult, String> {
     let env = harness::environment()?;
     let opts = SessionOpts { intra_threads: case.threads, ..Default::default() };
-    let strict = SessionOpts { no_fallback: !case.fallback, ..opts.clone() };
+    let mut strict = SessionOpts { no_fallback: !case.fallback, ..opts.clone() };
+    if precision == Precision::Bf16 {
+        strict.provider_options.push(("Rivet.precision".into(), "bf16".into()));
+    }
     let model = case.session_model()?;
     let mut ort = harness::session(env, &model, Arm::OrtCpu, &opts)?;
     let mut rivet = harness::session(env, &model, Arm::Rivet, &strict)?;
@@ -397,7 +418,15 @@ pub fn run_case(case: &Case, rounds: usize, round_ms: f64) -> Result<CaseResult,
     // Same answer first.
     let want = harness::run_prepared(&mut ort, &inputs)?;
     let got = harness::run_prepared(&mut rivet, &inputs)?;
-    let same = if case.name.starts_with("real_") {
+    let same = if precision == Precision::Bf16 {
+        let err = crate::real_models::relative_error(&got, &want)?;
+        if err > BF16_MAX_RELATIVE_ERROR {
+            Err(format!("bf16 output off by {err:.3} of its RMS"))
+        } else {
+            eprintln!("{}: bf16 error {err:.2e} of the output's RMS", case.name);
+            Ok(err)
+        }
+    } else if case.name.starts_with("real_") {
         crate::real_models::compare(&got, &want)
     } else {
         harness::compare(&got, &want, 1e-4, 1e-5)

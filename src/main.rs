@@ -17,11 +17,12 @@ const USAGE: &str = "usage:
       RIVET_PROFILE_DISPATCH=0 turns timing off), output shape, allocations, bytes and ORT calls;
       then per-phase counts per Run and per node: calls, ns, allocations, bytes, ORT
       calls, statuses. CPU fallback stays on: the tables cover the nodes Rivet runs.
-  rivet bench [--case SUBSTRING]... [--rounds N] [--round-ms MS] [--callgrind] [--out DIR]
+  rivet bench [--case SUBSTRING]... [--rounds N] [--round-ms MS] [--callgrind] [--out DIR] [--precision P]
       A/B benchmark against ORT's CPU EP in this process: interleaved rounds, p50/p90,
       ratio, ORT drift, rounds won. Writes results.csv and ratios.svg to DIR
       (default target/rivet-bench). --callgrind: instructions per Run of both arms
-      under valgrind instead (one-thread cases).
+      under valgrind instead (one-thread cases). --precision bf16: Rivet's
+      products in bfloat16 against ORT's float32 (outputs checked within 0.1 of their RMS).
   rivet ops
       Prints the table of supported ops (markdown), generated from Rivet's registry.";
 
@@ -188,6 +189,7 @@ fn selected_cases(filters: &[String]) -> Vec<rivet::bench::Case> {
 
 fn bench(args: &[String]) -> Result<(), String> {
     let (mut filters, mut rounds, mut round_ms, mut callgrind) = (Vec::new(), 5usize, 20.0f64, false);
+    let mut precision = rivet::bench::Precision::Fp32;
     let mut out_dir = rivet::paths::workspace_root().join("target/rivet-bench");
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -198,6 +200,13 @@ fn bench(args: &[String]) -> Result<(), String> {
             "--round-ms" => round_ms = value("--round-ms")?.parse().map_err(|_| "--round-ms takes a number")?,
             "--out" => out_dir = value("--out")?.into(),
             "--callgrind" => callgrind = true,
+            "--precision" => {
+                precision = match value("--precision")?.as_str() {
+                    "fp32" => rivet::bench::Precision::Fp32,
+                    "bf16" => rivet::bench::Precision::Bf16,
+                    other => return Err(format!("--precision is fp32 or bf16, not {other}")),
+                }
+            }
             other => return Err(format!("unknown argument '{other}'\n{USAGE}")),
         }
     }
@@ -225,7 +234,7 @@ fn bench(args: &[String]) -> Result<(), String> {
     }
     let mut results = Vec::new();
     for case in &cases {
-        let r = rivet::bench::run_case(case, rounds, round_ms)?;
+        let r = rivet::bench::run_case_at(case, rounds, round_ms, precision)?;
         eprint!(
             "{}",
             rivet::bench::table(std::slice::from_ref(&r), rounds)

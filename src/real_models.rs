@@ -89,6 +89,33 @@ pub fn compare(got: &[HostTensor], want: &[HostTensor]) -> Result<f64, String> {
     Ok(worst)
 }
 
+/// The largest difference between `got` and `want` over the RMS of `want`'s output it
+/// is in, for outputs of a lower precision (bf16) against float32. Errors on a count or
+/// shape mismatch; NaN compares as infinitely far.
+pub fn relative_error(got: &[HostTensor], want: &[HostTensor]) -> Result<f64, String> {
+    if got.len() != want.len() {
+        return Err(format!("{} outputs, expected {}", got.len(), want.len()));
+    }
+    let mut worst = 0.0f64;
+    for (g, w) in got.iter().zip(want) {
+        if g.shape != w.shape {
+            return Err(format!("output {}: shape {:?}, expected {:?}", w.name, g.shape, w.shape));
+        }
+        let rms = (w.data.iter().map(|v| v * v).sum::<f64>() / w.data.len().max(1) as f64).sqrt();
+        for (a, b) in g.data.iter().zip(&w.data) {
+            let d = if a.is_nan() != b.is_nan() {
+                f64::INFINITY
+            } else if a.is_nan() {
+                0.0
+            } else {
+                (a - b).abs()
+            };
+            worst = worst.max(d / rms.max(f64::MIN_POSITIVE));
+        }
+    }
+    Ok(worst)
+}
+
 // ------------------------------------------------------------------ protobuf walking
 
 /// One field of a protobuf message: its number, wire type, payload and raw bytes.

@@ -539,7 +539,8 @@ fn apply_other(
     };
     // A constant B packed once (MatMul and Gemm), by the step's output value.
     let weights = |m: usize, n: usize, k: usize, trans_b: bool| {
-        step.constant_weights.then(|| products::packed_weights(par, step.output, (m, n, k), ins[1], trans_b))
+        let packing = products::Packing { key: step.output, bf16: step.bf16 };
+        step.constant_weights.then(|| products::packed_weights(par, packing, (m, n, k), ins[1], trans_b))
     };
     match step.kernel {
         Kernel::Identity | Kernel::Reshape(_) | Kernel::Unary(_) | Kernel::Binary(_) => {

@@ -44,7 +44,8 @@ pub(crate) fn convolution(
     epilogue: &nn::Epilogue<'_>,
 ) {
     let (p, n, k) = (positions, out_c, in_c);
-    let weights = crate::products::packed_weights(par, key, (p, n, k), w, true);
+    let packing = crate::products::Packing { key, bf16: false };
+    let weights = crate::products::packed_weights(par, packing, (p, n, k), w, true);
     let packed_b = &weights[key].packed;
     // Whole panels of the packed W^T per task, so every task computes its channels as the
     // whole product would: the same bits, split or not.

@@ -441,15 +441,32 @@ fn vector_by_columns(g: &nn::Gemm<'_>, width: usize, c: &mut [f32], par: &dyn Pa
 /// that entry filled.
 pub(crate) fn packed_weights<'s>(
     par: &'s dyn Parallel,
-    key: usize,
+    packing: Packing,
     (m, n, k): (usize, usize, usize),
     b: &[f32],
     trans_b: bool,
 ) -> MutexGuard<'s, Vec<Packed<nn::PackedB>>> {
     let mut cache = lock(&par.scratch().weights);
-    packed_once(&mut cache, key, b, |packed| nn::pack_b(packed, m, n, k, b, trans_b));
+    packed_once(&mut cache, packing.key, b, |packed| {
+        // bf16 where the CPU has it and B is wide enough to fill the 32-column panels; else
+        // packed for the float kernels.
+        if !(packing.bf16 && n >= BF16_MIN_COLUMNS && nn::pack_b_bf16(packed, n, k, b, trans_b)) {
+            nn::pack_b(packed, m, n, k, b, trans_b);
+        }
+    });
     cache
 }
+
+/// How a constant B is packed: the cache entry (the step's output value) and whether for
+/// the bf16 kernel.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Packing {
+    pub key: usize,
+    pub bf16: bool,
+}
+
+/// The fewest columns of B a bf16 product takes: its panels are 32 wide.
+const BF16_MIN_COLUMNS: usize = 16;
 
 /// How a MatMul step multiplies: `alpha · A · op(B)`, op(B) the last two axes of B
 /// swapped when `trans_b` (B stored `[.., n, k]`).

@@ -3,9 +3,11 @@
 //! [--only=LEVEL]`.
 //!
 //! Prints the best and median GFLOP/s over repeated runs (default 512³, one thread).
-//! `--threads` also splits the rows over two threads with `gemm_rows`.
+//! `--threads` also splits the rows over two threads with `gemm_rows`. The last rows time
+//! a B packed once (a constant weight, as the plugin holds it) for the float kernel and,
+//! where the CPU has AVX-512 BF16, as bfloat16 pairs for the `bf16` precision.
 
-use rivet_kernels::{gemm_rows_at, GemmScratch, Level};
+use rivet_kernels::{bf16_supported, gemm_rows_at, pack_b, pack_b_bf16, Gemm, GemmScratch, Level, PackedB};
 use std::time::Instant;
 
 fn main() {
@@ -40,6 +42,28 @@ fn main() {
             .collect();
         g.sort_by(f64::total_cmp);
         println!("{:<8} {:8.1} {:8.1}", level.name(), g[20], g[10]);
+    }
+    let mut packs = vec![("packed-B", PackedB::new())];
+    pack_b(&mut packs[0].1, m, n, k, &b, tb);
+    if bf16_supported() {
+        let mut p = PackedB::new();
+        assert!(pack_b_bf16(&mut p, n, k, &b, tb));
+        packs.push(("bf16", p));
+    }
+    for (name, packed) in &packs {
+        let g = Gemm { packed_b: Some(packed), ..Gemm::new(m, n, k, &a, ta, &b, tb) };
+        let mut s = GemmScratch::new();
+        let mut g_s: Vec<f64> = (0..21)
+            .map(|_| {
+                let t = Instant::now();
+                for _ in 0..reps {
+                    g.compute(&mut s, 0..m, 0..n, &mut c);
+                }
+                flop * reps as f64 / t.elapsed().as_secs_f64() / 1e9
+            })
+            .collect();
+        g_s.sort_by(f64::total_cmp);
+        println!("{name:<8} {:8.1} {:8.1}", g_s[20], g_s[10]);
     }
     if threads {
         let level = Level::detected();

@@ -290,6 +290,27 @@ impl Api {
         self.session_config_value(options, key).map(Some)
     }
 
+    /// Writes `message` to ORT's log as a warning (a null logger writes nothing).
+    #[ort_ffi]
+    pub(crate) fn log_warning(&self, logger: *const ort_sys::OrtLogger, message: &str) -> Result<()> {
+        if logger.is_null() {
+            return Ok(());
+        }
+        let text = CString::new(message.replace('\0', " ")).unwrap_or_default();
+        // SAFETY: `logger` is the one ORT passed to CreateEp, valid for that call; the
+        // strings are NUL-terminated and outlive it.
+        self.check(unsafe {
+            (self.ort.Logger_LogMessage)(
+                logger,
+                ort_sys::OrtLoggingLevel::ORT_LOGGING_LEVEL_WARNING,
+                text.as_ptr(),
+                c"rivet".as_ptr(),
+                0,
+                c"CreateEp".as_ptr(),
+            )
+        })
+    }
+
     #[ort_ffi]
     fn session_config_value(&self, options: *const OrtSessionOptions, key: &CStr) -> Result<String> {
         let mut buf = vec![0u8; 256];

@@ -2,7 +2,7 @@
 
 use std::ffi::c_char;
 
-use ort_sys::{OrtGraph, OrtNode, OrtSessionOptions, OrtStatus};
+use ort_sys::{OrtGraph, OrtLogger, OrtNode, OrtSessionOptions, OrtStatus};
 
 use super::api::Api;
 use super::compute::ComputeInfo;
@@ -24,12 +24,39 @@ use crate::registry::kernel_for;
 /// ORT stores provider options under `ep.<lowercased EP name>.`.
 const INJECT_PANIC_KEY: &std::ffi::CStr = c"ep.rivet.inject_panic";
 const NO_FALLBACK_KEY: &std::ffi::CStr = c"session.disable_cpu_ep_fallback";
+/// Provider option `precision`: `fp32` (the default) or `bf16` (see [`Precision`]).
+const PRECISION_KEY: &std::ffi::CStr = c"ep.rivet.precision";
+
+/// The arithmetic of the session's matrix products.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Precision {
+    /// Float32 throughout: every result as without the option.
+    Fp32,
+    /// MatMul and Gemm by a constant B multiply bfloat16 operands (rounded to nearest
+    /// even) and sum in float32, on AVX-512 BF16; everything else stays float32.
+    Bf16,
+}
+
+impl Precision {
+    /// The option's value (`None`: unset); a bad value is an error naming the good ones.
+    pub(crate) fn parse(value: Option<&str>) -> Result<Precision> {
+        match value.map(str::trim) {
+            None | Some("fp32") => Ok(Precision::Fp32),
+            Some("bf16") => Ok(Precision::Bf16),
+            Some(other) => {
+                Err(Error::ep(format_args!("Rivet: provider option precision = '{other}' is not one of fp32, bf16")))
+            }
+        }
+    }
+}
 
 #[repr(C)]
 pub(super) struct Ep {
     base: OrtEp,
     api: Api,
     inject_panic: Option<String>,
+    /// The products' arithmetic: bf16 only where the CPU has AVX-512 BF16.
+    precision: Precision,
     /// `session.disable_cpu_ep_fallback=1`: a node Rivet cannot run fails the session in
     /// Compile, with the node and the reason, instead of ORT's generic message.
     no_fallback: bool,
@@ -46,8 +73,13 @@ fn ep<'a>(this: *const OrtEp) -> &'a Ep {
 }
 
 impl Ep {
-    pub(super) fn create(api: Api, options: *const OrtSessionOptions) -> Result<*mut OrtEp> {
+    pub(super) fn create(api: Api, options: *const OrtSessionOptions, logger: *const OrtLogger) -> Result<*mut OrtEp> {
         let inject_panic = api.session_config_entry(options, INJECT_PANIC_KEY)?;
+        let mut precision = Precision::parse(api.session_config_entry(options, PRECISION_KEY)?.as_deref())?;
+        if precision == Precision::Bf16 && !rivet_kernels::nn::bf16_supported() {
+            api.log_warning(logger, "Rivet: precision bf16 needs AVX-512 BF16, which this CPU lacks: running fp32")?;
+            precision = Precision::Fp32;
+        }
         let no_fallback = api.session_config_entry(options, NO_FALLBACK_KEY)?.is_some_and(|v| v.trim() == "1");
         let kernels = ControlFlowKernels::create(api)?;
         // The 1.24 table (with GetKernelRegistry) only for a runtime that reads it;
@@ -81,6 +113,7 @@ impl Ep {
             },
             api,
             inject_panic,
+            precision,
             no_fallback,
             kernels,
             events: Default::default(),
@@ -212,6 +245,10 @@ unsafe extern "system" fn compile(
                     e
                 }
             })?;
+            let mut plan = plan;
+            if ep.precision == Precision::Bf16 {
+                plan.use_bf16();
+            }
             let panic_here =
                 ep.inject_panic.as_deref().is_some_and(|target| desc.nodes.iter().any(|n| n.name == target));
             // Owned until every graph compiled: on an error, the ones built so far drop.

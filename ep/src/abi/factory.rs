@@ -189,12 +189,12 @@ unsafe extern "system" fn create_ep(
     _metadata: *const *const OrtKeyValuePairs,
     _num_devices: usize,
     session_options: *const OrtSessionOptions,
-    _logger: *const OrtLogger,
+    logger: *const OrtLogger,
     ep: *mut *mut OrtEp,
 ) -> *mut OrtStatus {
     let f = factory(this);
     guard(&f.api, "CreateEp", || {
-        let created = Ep::create(f.api, session_options)?;
+        let created = Ep::create(f.api, session_options, logger)?;
         // SAFETY: valid out pointer.
         unsafe { *ep = created };
         Ok(())

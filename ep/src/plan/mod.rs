@@ -64,6 +64,9 @@ pub struct Step {
     /// For `Kernel::Op`: bit `k` is set when step input `k` (below 32) is the same data
     /// every Run (set by `mark_constant_weights`; see `ops::RunIn::constant`).
     pub constant_inputs: u32,
+    /// A MatMul or Gemm whose constant B runs on bfloat16 products with float32 sums (the
+    /// `bf16` precision; set by [`Plan::use_bf16`]).
+    pub bf16: bool,
     /// Whether the step runs on the typed path (`exec::apply_typed`): a kernel over other
     /// element types than float32. The float32 path is the tuned one.
     pub typed: bool,

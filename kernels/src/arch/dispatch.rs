@@ -125,6 +125,26 @@ pub(crate) fn gemm(isa: Isa, scratch: &mut GemmScratch, job: &Job<'_>, c: &mut [
     }
 }
 
+/// The block `rows` × `cols` of `g`, whose B (`b`) is packed as bfloat16 pairs (see
+/// `gemm::bf16`). Panics on a CPU without AVX-512 BF16, where nothing packs one.
+#[inline]
+pub(crate) fn gemm_bf16(
+    g: &gemm::Gemm<'_>,
+    b: &[f32],
+    scratch: &mut GemmScratch,
+    rows: std::ops::Range<usize>,
+    cols: std::ops::Range<usize>,
+    c: &mut [f32],
+) {
+    assert!(gemm::bf16_supported(), "gemm: a bf16 product on a CPU without AVX-512 BF16");
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: `bf16_supported` says the detected level is AVX-512 (avx512f/dq/bw/vl, avx2,
+    // fma) and the CPU has avx512bf16: the features `gemm_bf16_avx512` enables.
+    unsafe {
+        gemm::bf16_x86::gemm_bf16_avx512(g, b, scratch, rows, cols, c)
+    }
+}
+
 /// Packs all of `op(B)` into `dst` for the driver of `isa` (see `gemm::pack_whole`);
 /// returns the floats written and the width of the panels it was packed in.
 #[inline]
@@ -319,6 +339,33 @@ pub(crate) mod mem {
     pub(crate) fn load16(x: &[f32; 16]) -> __m512 {
         // SAFETY: `x` is 16 readable f32s; the load has no alignment requirement.
         unsafe { _mm512_loadu_ps(x.as_ptr()) }
+    }
+
+    /// Loads 16 pairs of bfloat16, each pair held in one float's bits.
+    #[target_feature(enable = "avx512f,avx512bf16")]
+    #[inline]
+    pub(crate) fn load_bh(x: &[f32; 16]) -> __m512bh {
+        // SAFETY: `x` is 64 readable bytes (no alignment requirement); a 512-bit vector
+        // of floats and one of bfloat16 have the same size, any bits being valid in both.
+        unsafe { std::mem::transmute::<__m512, __m512bh>(_mm512_loadu_ps(x.as_ptr())) }
+    }
+
+    /// One pair of bfloat16 (held in a float's bits) in all 16 lanes.
+    #[target_feature(enable = "avx512f,avx512bf16")]
+    #[inline]
+    pub(crate) fn bcast_bh(x: f32) -> __m512bh {
+        // SAFETY: a transmute between 512-bit vector types of the same size, any bits
+        // being valid in both.
+        unsafe { std::mem::transmute::<__m512, __m512bh>(_mm512_set1_ps(x)) }
+    }
+
+    /// Stores 32 bfloat16 (16 pairs, each in one float's bits).
+    #[target_feature(enable = "avx512f,avx512bf16")]
+    #[inline]
+    pub(crate) fn store_bh(x: &mut [f32; 16], v: __m512bh) {
+        // SAFETY: as in `load_bh`: the same size, any bits valid; `x` is 64 writable bytes
+        // and the store has no alignment requirement.
+        unsafe { _mm512_storeu_ps(x.as_mut_ptr(), std::mem::transmute::<__m512bh, __m512>(v)) }
     }
 
     /// Stores 16 floats.

@@ -25,7 +25,7 @@ pub(crate) use dispatch::mem;
 #[cfg(test)]
 pub(crate) use dispatch::STREAM_MIN;
 pub(crate) use dispatch::{
-    binary, depthwise_2d, direct, gemm, gemm_pack_a, gemm_pack_b, pool, silu_inplace, transpose_2d, unary,
+    binary, depthwise_2d, direct, gemm, gemm_bf16, gemm_pack_a, gemm_pack_b, pool, silu_inplace, transpose_2d, unary,
     winograd_input, winograd_output,
 };
 

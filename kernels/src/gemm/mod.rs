@@ -40,6 +40,9 @@
 //! in the same order (depth ascending); the FMA levels round once per step, so they may
 //! differ from the portable one in the last bits.
 
+mod bf16;
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod bf16_x86;
 mod epilogue;
 mod pack;
 pub(crate) use pack::{pack_a_whole, pack_whole};
@@ -57,6 +60,7 @@ use crate::conv::Im2col;
 use std::cell::RefCell;
 use std::ops::Range;
 
+pub use bf16::{bf16_supported, pack_b_bf16, to_bf16};
 pub use epilogue::{Activation, Bias, Epilogue, Scale};
 use packed::tiles_agree;
 pub use packed::{pack_a, pack_a_at, pack_a_for, pack_b, pack_b_at, PackedA, PackedB};
@@ -187,6 +191,10 @@ impl<'a> Gemm<'a> {
     /// (It answers false for a depth that is a multiple of 1024, where the tile's rows
     /// may share L1 sets: see [`a_rows_alias`].)
     pub fn reads_a_in_place(&self) -> bool {
+        if self.packed_b.is_some_and(PackedB::is_bf16) {
+            // The bf16 kernel rounds A into its own strips.
+            return true;
+        }
         let level = arch::isa_at(self.packed_level().unwrap_or_else(Level::detected)).level();
         self.packed_a.is_none()
             && !self.trans_a
@@ -227,6 +235,9 @@ impl<'a> Gemm<'a> {
         let len = rows.len() * cols.len();
         assert_eq!(c_block.len(), len, "gemm: `c` must hold rows.len()*cols.len() elements");
         self.epilogue.check(m, n);
+        if self.packed_b.is_some_and(PackedB::is_bf16) {
+            return bf16::compute(self, scratch, rows, cols, c_block);
+        }
         let isa = arch::isa_at(level);
         let packed_a = self.packed_a.map(|p| {
             let (plevel, pm, _, pk, pt) = p.0.key.expect("gemm: A was never packed");

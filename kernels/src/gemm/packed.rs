@@ -23,6 +23,9 @@ pub struct PackedB {
     /// flag. (For a [`PackedA`]: the build, m, n, k and flag.) A packed B serves products
     /// of any m: the panel width then fixes the tile.
     pub(super) key: Option<(Level, usize, usize, usize, bool)>,
+    /// Packed as bfloat16 pairs by [`pack_b_bf16`](super::pack_b_bf16), for the bf16
+    /// kernel (each float of `buf` holds the two bfloat16 of a column's pair of depths).
+    pub(super) bf16: bool,
 }
 
 impl PackedB {
@@ -41,8 +44,13 @@ impl PackedB {
         self.key.map(|key| key.1)
     }
 
+    /// Whether it holds bfloat16 pairs (made by [`pack_b_bf16`](super::pack_b_bf16)).
+    pub fn is_bf16(&self) -> bool {
+        self.bf16
+    }
+
     /// Room for `floats` 64-byte aligned; returns it.
-    fn room(&mut self, floats: usize) -> &mut [f32] {
+    pub(super) fn room(&mut self, floats: usize) -> &mut [f32] {
         const ALIGN: usize = 16;
         if self.buf.len() < floats + ALIGN {
             self.buf.resize(floats + ALIGN, 0.0);
@@ -109,6 +117,7 @@ pub fn pack_b_at(level: Level, packed: &mut PackedB, m: usize, n: usize, k: usiz
     // at most 48 wide.
     let (len, nr) = arch::gemm_pack_b(isa, &job, packed.room(k * (n + 47)));
     packed.len = len;
+    packed.bf16 = false;
     packed.key = Some((isa.level(), nr, n, k, trans_b));
 }
 

@@ -9,6 +9,7 @@
 use crate::error::Result;
 use crate::graph::GraphDesc;
 use crate::plan::Plan;
+use crate::registry::Kernel;
 
 pub mod drop_dead_steps;
 pub mod fix_shapes;
@@ -112,6 +113,20 @@ impl Plan {
         }
         plan.units = crate::plan::NodeUnit::of_steps(&plan.steps);
         Ok(plan)
+    }
+
+    /// The `bf16` precision: every float MatMul and Gemm whose B is constant (marked by
+    /// `mark_constant_weights`) runs on bfloat16 products with float32 sums, its B packed
+    /// once as bfloat16. Other steps are unchanged. Returns how many steps it marked.
+    pub fn use_bf16(&mut self) -> usize {
+        let mut marked = 0;
+        for step in &mut self.steps {
+            if step.constant_weights && matches!(step.kernel, Kernel::MatMul { .. } | Kernel::Gemm { .. }) {
+                step.bf16 = true;
+                marked += 1;
+            }
+        }
+        marked
     }
 }
 

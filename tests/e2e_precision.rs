@@ -1,0 +1,75 @@
+//! The provider option `precision`: `fp32` (the default) and `bf16`, where MatMul and Gemm
+//! by a constant B multiply bfloat16 operands with float32 sums on AVX-512 BF16.
+
+mod common;
+
+use common::{env, ort_session, rivet_run_at, strict, vals};
+use rivet::harness::{self, Arm, HostTensor, SessionOpts};
+use rivet::model::{Attr, ModelBuilder, FLOAT};
+
+fn with_precision(value: &str) -> SessionOpts {
+    SessionOpts { provider_options: vec![("Rivet.precision".into(), value.into())], ..strict() }
+}
+
+fn has_bf16() -> bool {
+    std::arch::is_x86_feature_detected!("avx512f") && std::arch::is_x86_feature_detected!("avx512bf16")
+}
+
+/// A projection with a bias and Gelu (a MatMul by a constant, 64 x 256 x 384, its
+/// epilogue fused), then a Gemm by a constant stored transposed (64 x 384 x 40, with C).
+fn projections() -> (Vec<u8>, Vec<HostTensor>) {
+    let (m, k, n, n2) = (64i64, 256i64, 384i64, 40i64);
+    let model = ModelBuilder::new(21)
+        .input("x", FLOAT, &common::fixed(&[m, k]))
+        .initializer("w", &[k, n], vals(1, (k * n) as usize))
+        .initializer("b", &[n], vals(2, n as usize))
+        .initializer("w2", &[n2, n], vals(3, (n2 * n) as usize))
+        .initializer("c2", &[n2], vals(4, n2 as usize))
+        .node("MatMul", "proj", &["x", "w"], &["h0"])
+        .node("Add", "bias", &["h0", "b"], &["h1"])
+        .node("Gelu", "act", &["h1"], &["h"])
+        .node_with("Gemm", "head", &["h", "w2", "c2"], &["y"], &[("transB", Attr::Int(1))])
+        .output("y", FLOAT, None)
+        .build();
+    (model, vec![HostTensor::f32("x", &[m, k], vals(5, (m * k) as usize))])
+}
+
+#[test]
+fn a_bad_precision_fails_session_creation_naming_the_option_and_its_values() {
+    let (model, _) = projections();
+    let err = harness::session(env(), &model, Arm::Rivet, &with_precision("fp16")).expect_err("fp16 is no value");
+    assert!(err.contains("precision") && err.contains("'fp16'") && err.contains("fp32, bf16"), "{err}");
+}
+
+#[test]
+fn fp32_given_explicitly_is_the_default_bit_for_bit() {
+    let (model, inputs) = projections();
+    let default = rivet_run_at(&model, &inputs, 1, 2);
+    let mut s = harness::session(env(), &model, Arm::Rivet, &with_precision("fp32")).expect("session");
+    let fp32 = harness::run(&mut s, &inputs).expect("runs");
+    assert!(common::same_first_output_bits(&default, &fp32));
+}
+
+#[test]
+fn bf16_products_are_float_results_to_bfloat16_accuracy_the_same_at_any_thread_count() {
+    let (model, inputs) = projections();
+    let want = harness::run(&mut ort_session(&model), &inputs).expect("ORT runs");
+    let run = |threads: usize| {
+        let opts = SessionOpts { intra_threads: Some(threads), ..with_precision("bf16") };
+        let mut s = harness::session(env(), &model, Arm::Rivet, &opts).expect("bf16 session");
+        (0..3).map(|_| harness::run(&mut s, &inputs).expect("runs")).last().expect("a Run")
+    };
+    let one = run(1);
+    let err = rivet::real_models::relative_error(&one, &want).expect("same shapes");
+    if !has_bf16() {
+        // The option then changes nothing (and says so in ORT's log).
+        assert!(common::same_first_output_bits(&one, &rivet_run_at(&model, &inputs, 1, 1)));
+        eprintln!("no AVX-512 BF16 here: bf16 ran as fp32");
+        return;
+    }
+    // Operands rounded to 8 significant bits: an error of about 2^-9 per term, not
+    // float32's 2^-24 (so the products did run in bfloat16), and far below a wrong
+    // product's, which is off by about the RMS.
+    assert!(err > 1e-4 && err < 2e-2, "bf16 error {err:e} of the RMS");
+    assert!(common::same_first_output_bits(&one, &run(2)), "two threads split the products with the same bits");
+}
