@@ -10,7 +10,7 @@ const USAGE: &str = "usage: cargo xtask <command>
   setup           make .venv/ with requirements.txt (onnxruntime==1.32.0, onnx, numpy, pytest)
   build           build the plugin (target/release/librivet_ep.so) and its probe build
   run [ARGS]      build, then `rivet run ARGS` (a built-in model, or --model PATH [--dim N=V])
-  bench [ARGS]    build, then `rivet bench ARGS` (A/B against ORT's CPU EP; --case, --callgrind)
+  bench [ARGS]    build, then `rivet bench ARGS` (A/B against ORT's CPU EP; --case, --callgrind, --precision bf16)
   leakcheck       end-to-end tests under valgrind memcheck: 0 bytes definitely lost and no
                   invalid access inside Rivet (`--short`: the error-path suites, as CI runs it)
   miri            the marshalling layer's tests under Miri (nightly + miri, added if missing)
