@@ -73,3 +73,19 @@ fn bf16_products_are_float_results_to_bfloat16_accuracy_the_same_at_any_thread_c
     assert!(err > 1e-4 && err < 2e-2, "bf16 error {err:e} of the RMS");
     assert!(common::same_first_output_bits(&one, &run(2)), "two threads split the products with the same bits");
 }
+
+#[test]
+fn a_product_of_depth_zero_runs_as_in_fp32() {
+    // Found by review: packing a [0, 64] weight as bfloat16 panicked inside Compute.
+    let model = ModelBuilder::new(21)
+        .input("a", FLOAT, &common::fixed(&[4, 0]))
+        .initializer("w", &[0, 64], vec![])
+        .node("MatMul", "empty", &["a", "w"], &["y"])
+        .output("y", FLOAT, None)
+        .build();
+    let inputs = [HostTensor::f32("a", &[4, 0], vec![])];
+    let mut s = harness::session(env(), &model, Arm::Rivet, &with_precision("bf16")).expect("session");
+    let out = harness::run(&mut s, &inputs).expect("runs");
+    assert_eq!(out[0].shape, vec![4, 64]);
+    assert!(out[0].data.iter().all(|&v| v == 0.0));
+}

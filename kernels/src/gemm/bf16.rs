@@ -52,11 +52,11 @@ pub fn to_bf16(x: f32) -> u16 {
 
 /// Packs `op(B)` (`b` stored k×n, or n×k when `trans_b`) as bfloat16 pairs for products
 /// of any m by it, and returns true; or returns false and leaves `packed` as it was when
-/// this CPU has no AVX-512 BF16 (the caller packs it for the float kernels instead).
-/// Panics if `b.len() != k * n`.
+/// this CPU has no AVX-512 BF16 or the depth is 0 (nothing to multiply: the caller packs
+/// it for the float kernels instead). Panics if `b.len() != k * n`.
 pub fn pack_b_bf16(packed: &mut PackedB, n: usize, k: usize, b: &[f32], trans_b: bool) -> bool {
     assert_eq!(b.len(), k * n, "gemm: `b` must hold k*n elements");
-    if !bf16_supported() {
+    if !bf16_supported() || k == 0 {
         return false;
     }
     let pairs = k.div_ceil(2);
@@ -91,12 +91,8 @@ pub(super) fn compute(g: &Gemm<'_>, scratch: &mut GemmScratch, rows: Range<usize
     assert!((pn, pk, pt) == (g.n, g.k, g.trans_b), "gemm: B was packed for another product");
     assert!(g.packed_a.is_none() && g.im2col.is_none(), "gemm: a bf16 product packs its own A");
     assert!(cols.start.is_multiple_of(NR), "gemm: a packed B is read from whole panels");
+    assert!(g.k > 0, "gemm: a bf16 B has depth (pack_b_bf16 refuses k = 0)");
     if rows.is_empty() || cols.is_empty() {
-        return;
-    }
-    if g.k == 0 {
-        super::scale(c, g.beta);
-        g.epilogue.apply(Level::detected(), c, cols.len(), g.n, rows, cols);
         return;
     }
     crate::arch::gemm_bf16(g, packed.data(), scratch, rows, cols, c);

@@ -158,6 +158,8 @@ fn a_is_rounded_as_the_scalar_rounding_does() {
         // (Compared as values: the identity's other terms add +0 to a -0.)
         assert_eq!(got, from_bf16(to_bf16(x)), "depth {p}: {x:e}");
     }
+    // Depth 0: nothing to round; left to the float kernels (found by review: it panicked).
+    assert!(!pack_b_bf16(&mut PackedB::new(), 32, 0, &[], false));
     assert_eq!(to_bf16(tie), 0x3f80);
     assert_eq!(to_bf16(odd_tie), 0x3f82);
     assert_eq!(to_bf16(1e-40), 0);
