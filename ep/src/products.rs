@@ -448,9 +448,8 @@ pub(crate) fn packed_weights<'s>(
 ) -> MutexGuard<'s, Vec<Packed<nn::PackedB>>> {
     let mut cache = lock(&par.scratch().weights);
     packed_once(&mut cache, packing.key, b, |packed| {
-        // bf16 where the CPU has it and B is wide enough to fill the 32-column panels; else
-        // packed for the float kernels.
-        if !(packing.bf16 && n >= BF16_MIN_COLUMNS && nn::pack_b_bf16(packed, n, k, b, trans_b)) {
+        // For the float kernels unless bf16 was asked for and `pack_b_bf16` takes this B.
+        if !(packing.bf16 && nn::pack_b_bf16(packed, n, k, b, trans_b)) {
             nn::pack_b(packed, m, n, k, b, trans_b);
         }
     });
@@ -464,9 +463,6 @@ pub(crate) struct Packing {
     pub key: usize,
     pub bf16: bool,
 }
-
-/// The fewest columns of B a bf16 product takes: its panels are 32 wide.
-const BF16_MIN_COLUMNS: usize = 16;
 
 /// How a MatMul step multiplies: `alpha · A · op(B)`, op(B) the last two axes of B
 /// swapped when `trans_b` (B stored `[.., n, k]`).

@@ -238,14 +238,13 @@ unsafe extern "system" fn compile(
         let mut built = Vec::with_capacity(count);
         for i in 0..count {
             let (name, desc) = read::fused_graph(&ep.api, graphs[i], fused[i])?;
-            let plan = Plan::build(&name, &desc).map_err(|e| {
+            let mut plan = Plan::build(&name, &desc).map_err(|e| {
                 if ep.no_fallback {
                     Error { message: format!("{e}; CPU fallback is disabled (session.disable_cpu_ep_fallback=1)"), ..e }
                 } else {
                     e
                 }
             })?;
-            let mut plan = plan;
             if ep.precision == Precision::Bf16 {
                 plan.use_bf16();
             }

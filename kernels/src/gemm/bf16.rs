@@ -22,6 +22,9 @@ use std::sync::OnceLock;
 
 /// The panel width of a bf16-packed B.
 pub(crate) const NR: usize = 32;
+/// The fewest columns of B the bf16 kernel takes: narrower, most of each 32-column
+/// panel would be padding.
+const MIN_COLUMNS: usize = 16;
 
 /// Whether this CPU runs bf16 products: AVX-512 (not lowered by `RIVET_KERNELS_LEVEL`)
 /// with the BF16 extension. Detected once.
@@ -52,11 +55,12 @@ pub fn to_bf16(x: f32) -> u16 {
 
 /// Packs `op(B)` (`b` stored k×n, or n×k when `trans_b`) as bfloat16 pairs for products
 /// of any m by it, and returns true; or returns false and leaves `packed` as it was when
-/// this CPU has no AVX-512 BF16 or the depth is 0 (nothing to multiply: the caller packs
-/// it for the float kernels instead). Panics if `b.len() != k * n`.
+/// this CPU has no AVX-512 BF16, the depth is 0 (nothing to multiply) or B has fewer than
+/// [`MIN_COLUMNS`]: the caller packs it for the float kernels instead. Panics if
+/// `b.len() != k * n`.
 pub fn pack_b_bf16(packed: &mut PackedB, n: usize, k: usize, b: &[f32], trans_b: bool) -> bool {
     assert_eq!(b.len(), k * n, "gemm: `b` must hold k*n elements");
-    if !bf16_supported() || k == 0 {
+    if !bf16_supported() || k == 0 || n < MIN_COLUMNS {
         return false;
     }
     let pairs = k.div_ceil(2);

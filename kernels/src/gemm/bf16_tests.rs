@@ -46,7 +46,7 @@ fn bf16_products_sum_the_rounded_operands_in_float() {
         (1, 32, 64),
         (1, 70, 33),
         (2, 33, 1),
-        (3, 5, 2),
+        (3, 17, 2),
         (13, 31, 31),
         (14, 32, 32),
         (15, 64, 100),
@@ -160,6 +160,9 @@ fn a_is_rounded_as_the_scalar_rounding_does() {
     }
     // Depth 0: nothing to round; left to the float kernels (found by review: it panicked).
     assert!(!pack_b_bf16(&mut PackedB::new(), 32, 0, &[], false));
+    // Fewer than 16 columns: mostly padding; left to the float kernels.
+    assert!(!pack_b_bf16(&mut PackedB::new(), 15, 2, &[0.0; 30], false));
+    assert!(pack_b_bf16(&mut PackedB::new(), 16, 2, &[0.0; 32], false));
     assert_eq!(to_bf16(tie), 0x3f80);
     assert_eq!(to_bf16(odd_tie), 0x3f82);
     assert_eq!(to_bf16(1e-40), 0);

@@ -117,16 +117,11 @@ impl Plan {
 
     /// The `bf16` precision: every float MatMul and Gemm whose B is constant (marked by
     /// `mark_constant_weights`) runs on bfloat16 products with float32 sums, its B packed
-    /// once as bfloat16. Other steps are unchanged. Returns how many steps it marked.
-    pub fn use_bf16(&mut self) -> usize {
-        let mut marked = 0;
+    /// once as bfloat16 (where `pack_b_bf16` takes it). Other steps are unchanged.
+    pub fn use_bf16(&mut self) {
         for step in &mut self.steps {
-            if step.constant_weights && matches!(step.kernel, Kernel::MatMul { .. } | Kernel::Gemm { .. }) {
-                step.bf16 = true;
-                marked += 1;
-            }
+            step.bf16 = step.constant_weights && matches!(step.kernel, Kernel::MatMul { .. } | Kernel::Gemm { .. });
         }
-        marked
     }
 }
 
