@@ -608,3 +608,54 @@ fn standalone_quantization_ops_are_claimed_with_fallback_on() {
     let inputs = [HostTensor::f32("x", &[3, 5], x), tensor("w", INT8, &[3, 5], ints(INT8, 81, 15))];
     assert_eq!(claims_with_fallback(&model, &inputs), ["DequantizeLinear", "QuantizeLinear"]);
 }
+
+/// Runs `runs` in turn through one Rivet session and one ORT session of `model`, each
+/// output equal.
+fn runs_match_ort(model: &[u8], runs: &[Vec<HostTensor>], what: &str) {
+    let mut rivet = harness::session(env(), model, Arm::Rivet, &strict()).expect("rivet session");
+    let mut ort = harness::session(env(), model, Arm::OrtCpu, &SessionOpts::default()).expect("ort session");
+    for (r, inputs) in runs.iter().enumerate() {
+        let got = harness::run(&mut rivet, inputs).expect("rivet run");
+        let want = harness::run(&mut ort, inputs).expect("ort run");
+        let first = got[0].data.iter().zip(&want[0].data).position(|(x, y)| x != y);
+        assert!(got[0].data.len() == want[0].data.len() && first.is_none(), "{what}, run {r}: differs at {first:?}");
+    }
+}
+
+#[test]
+fn constant_weights_are_packed_once_and_other_operands_each_run() {
+    // Constant weights (packed on the first Run, kept): each Run's other input differs.
+    let (m, k, n) = (19i64, 70i64, 37i64);
+    let (ka, kb) = ((m * k) as usize, (k * n) as usize);
+    let model = One::new(10)
+        .input("a", UINT8, &dims(&[m, k]))
+        .constant("b", INT8, &[k, n], &ints(INT8, 30, kb))
+        .constant("za", UINT8, &[], &[131.0])
+        .constant("zb", INT8, &[n], &ints(INT8, 31, n as usize))
+        .node("MatMulInteger", &[], &[("y", INT32)]);
+    let runs: Vec<_> = (0..3).map(|s| vec![tensor("a", UINT8, &[m, k], ints(UINT8, 32 + s, ka))]).collect();
+    runs_match_ort(&model, &runs, "MatMulInteger, constant b");
+    // B an input: packed again on each Run (a cache keyed on it would give run 1 run 0's).
+    let model = One::new(10).input("a", UINT8, &dims(&[m, k])).input("b", INT8, &dims(&[k, n])).node(
+        "MatMulInteger",
+        &[],
+        &[("y", INT32)],
+    );
+    let a = tensor("a", UINT8, &[m, k], ints(UINT8, 40, ka));
+    let runs: Vec<_> = (0..3).map(|s| vec![a.clone(), tensor("b", INT8, &[k, n], ints(INT8, 41 + s, kb))]).collect();
+    runs_match_ort(&model, &runs, "MatMulInteger, b an input");
+    // QLinearConv with constant per-channel weights, two groups: each Run's image differs.
+    let (xs, ws) = ([1i64, 4, 9, 8], [6i64, 2, 3, 3]);
+    let model = One::new(10)
+        .input("x", UINT8, &dims(&xs))
+        .constant("sx", FLOAT, &[], &[0.02])
+        .constant("zx", UINT8, &[], &[110.0])
+        .constant("w", INT8, &ws, &ints(INT8, 50, len(&ws)))
+        .constant("sw", FLOAT, &[6], &[0.003, 0.004, 0.005, 0.006, 0.007, 0.008])
+        .constant("zw", INT8, &[6], &[0.0; 6])
+        .constant("sy", FLOAT, &[], &[0.05])
+        .constant("zy", UINT8, &[], &[120.0])
+        .node("QLinearConv", &[("group", Attr::Int(2)), ("pads", Attr::Ints(vec![1; 4]))], &[("y", UINT8)]);
+    let runs: Vec<_> = (0..3).map(|s| vec![tensor("x", UINT8, &xs, ints(UINT8, 51 + s, len(&xs)))]).collect();
+    runs_match_ort(&model, &runs, "QLinearConv, constant weights");
+}

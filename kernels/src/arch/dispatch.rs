@@ -145,6 +145,82 @@ pub(crate) fn gemm_bf16(
     }
 }
 
+/// The 8-bit product of packed operands on AVX-512 VNNI (see `qgemm::packed`). Panics
+/// on a CPU without it.
+#[inline]
+pub(crate) fn qgemm_vnni(
+    a: &crate::qgemm::QPackedA,
+    b: &crate::qgemm::QPackedB,
+    cols: std::ops::Range<usize>,
+    c: &mut [i32],
+    ldc: usize,
+) {
+    assert!(crate::qgemm::vnni_supported(), "qgemm: a VNNI product on a CPU without AVX-512 VNNI");
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: `vnni_supported` says the detected level is AVX-512 (avx512f/dq/bw/vl) and
+    // the CPU has avx512vnni: the features `qgemm_avx512` enables.
+    unsafe {
+        crate::qgemm::x86::qgemm_avx512(a, b, cols, c, ldc)
+    }
+}
+
+/// Runs `f` compiled for the widest instruction set this CPU has: `f` must be an
+/// `#[inline(always)]` closure, so that its body is built inside the `#[target_feature]`
+/// wrapper (LLVM then vectorises its loops for that set).
+#[inline(always)]
+pub(crate) fn widest<R>(f: impl FnOnce() -> R) -> R {
+    match Level::detected() {
+        #[cfg(target_arch = "x86_64")]
+        Level::Avx512 => {
+            // SAFETY: the detected level is AVX-512, so this CPU has avx512f/dq/bw/vl,
+            // avx2 and fma, the features `run_avx512` enables.
+            unsafe { x86::run_avx512(f) }
+        }
+        #[cfg(target_arch = "x86_64")]
+        Level::Avx2 => {
+            // SAFETY: the detected level is AVX2, so this CPU has avx2 and fma, the
+            // features `run_avx2` enables.
+            unsafe { x86::run_avx2(f) }
+        }
+        _ => f(),
+    }
+}
+
+/// The smallest and largest of `x`, NaN ignored (see `qgemm::min_max`).
+#[inline]
+pub(crate) fn min_max(x: &[f32]) -> (f32, f32) {
+    match Level::detected() {
+        #[cfg(target_arch = "x86_64")]
+        Level::Avx512 => {
+            // SAFETY: the detected level is AVX-512, so this CPU has avx512f, the feature
+            // `min_max_avx512` enables.
+            unsafe { crate::qgemm::x86::min_max_avx512(x) }
+        }
+        _ => crate::qgemm::min_max_portable(x),
+    }
+}
+
+/// The 8-bit product of packed operands without VNNI, in the AVX2 build where the CPU
+/// has AVX2 (see `qgemm::packed::portable`).
+#[inline]
+pub(crate) fn qgemm_portable(
+    a: &crate::qgemm::QPackedA,
+    b: &crate::qgemm::QPackedB,
+    cols: std::ops::Range<usize>,
+    c: &mut [i32],
+    ldc: usize,
+) {
+    match Level::detected() {
+        #[cfg(target_arch = "x86_64")]
+        Level::Avx2 | Level::Avx512 => {
+            // SAFETY: the detected level is AVX2 or above, so this CPU has avx2 and fma,
+            // the features `qgemm_portable_avx2` enables.
+            unsafe { x86::qgemm_portable_avx2(a, b, cols, c, ldc) }
+        }
+        _ => crate::qgemm::portable_body(a, b, cols, c, ldc),
+    }
+}
+
 /// Packs all of `op(B)` into `dst` for the driver of `isa` (see `gemm::pack_whole`);
 /// returns the floats written and the width of the panels it was packed in.
 #[inline]
@@ -368,6 +444,22 @@ pub(crate) mod mem {
         unsafe { _mm512_storeu_ps(x.as_mut_ptr(), std::mem::transmute::<__m512bh, __m512>(v)) }
     }
 
+    /// Loads 16 i32s.
+    #[target_feature(enable = "avx512f")]
+    #[inline]
+    pub(crate) fn load16i(x: &[i32; 16]) -> __m512i {
+        // SAFETY: `x` is 64 readable bytes; the load has no alignment requirement.
+        unsafe { _mm512_loadu_si512(x.as_ptr().cast()) }
+    }
+
+    /// Stores 16 i32s.
+    #[target_feature(enable = "avx512f")]
+    #[inline]
+    pub(crate) fn store16i(x: &mut [i32; 16], v: __m512i) {
+        // SAFETY: `x` is 64 writable bytes; the store has no alignment requirement.
+        unsafe { _mm512_storeu_si512(x.as_mut_ptr().cast(), v) }
+    }
+
     /// Stores 16 floats.
     #[target_feature(enable = "avx512f")]
     #[inline]
@@ -548,6 +640,33 @@ mod x86 {
             UnaryOp::Gelu => simd::gelu_avx2(io),
             _ => op.run::<true>(io),
         }
+    }
+
+    /// # Safety
+    /// The CPU must support avx512f, avx512dq, avx512bw, avx512vl, avx2 and fma.
+    #[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
+    pub(super) unsafe fn run_avx512<R>(f: impl FnOnce() -> R) -> R {
+        f()
+    }
+
+    /// # Safety
+    /// The CPU must support avx2 and fma.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn run_avx2<R>(f: impl FnOnce() -> R) -> R {
+        f()
+    }
+
+    /// # Safety
+    /// The CPU must support avx2 and fma.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn qgemm_portable_avx2(
+        a: &crate::qgemm::QPackedA,
+        b: &crate::qgemm::QPackedB,
+        cols: std::ops::Range<usize>,
+        c: &mut [i32],
+        ldc: usize,
+    ) {
+        crate::qgemm::portable_body(a, b, cols, c, ldc)
     }
 
     /// # Safety

@@ -8,11 +8,11 @@
 use std::sync::Arc;
 
 use rivet_kernels::conv::Window3d;
-use rivet_kernels::qgemm::{self, packed_a_len, packed_b_len, packed_k, requantize_row};
+use rivet_kernels::qgemm::{self, qgemm, requantize_row, QPackedA};
 
 use super::super::op::util::{bad_types, check_attrs, check_inputs, input, input_type, output_type};
 use super::super::{Op, RunIn, ShapeError, ShapeIn};
-use super::{float_at, int_at, is_q8, numel, pack_a_any, per_channel, scalar_float, scalar_int, sub};
+use super::{data_key, float_at, int_at, is_q8, numel, pack_a, per_channel, scalar_float, scalar_int, sub, Packs};
 use crate::data::{Data, DataMut};
 use crate::graph::dtype::{FLOAT, INT32};
 use crate::graph::{NodeDesc, Shape};
@@ -210,28 +210,13 @@ impl Op for QConv {
             Some(s) => per_channel(s, m, "the weights' zero point")?,
             None => false,
         };
-        let zw0 = zw_data.and_then(|z| int_at(z, 0)).unwrap_or(0);
-        let zw = |row: usize| if zw_per { zw_data.and_then(|z| int_at(z, row)).unwrap_or(0) } else { zw0 };
-
-        let s = &mut *x.scratch;
-        let (la, lb) = (packed_a_len(m, k), packed_b_len(k, p));
-        s.i16.resize(la + lb, 0);
-        let (pa, pb) = s.i16.split_at_mut(la);
-        // Every output channel's weights, packed once for all images: row `m` at `m · kp`.
         if numel(ws) != m * k {
             return Err("the weights have fewer elements than their shape".into());
         }
-        pack_a_any(x.ins[iw], m, k, k, zw, pa)?;
-        let (mut zy, mut bias) = (0, None);
+        let (mut zy, mut bias, mut sx, mut sy) = (0, None, 0.0, 0.0);
         if self.qlinear {
-            let sx = scalar_float(x.ins[1], x.shapes[1], "the input's scale")?;
-            let sy = scalar_float(x.ins[6], x.shapes[6], "the output's scale")?;
-            let sw_per = per_channel(x.shapes[4], m, "the weights' scale")?;
-            s.f32.resize(m, 0.0);
-            for (row, o) in s.f32.iter_mut().enumerate() {
-                let sw = float_at(x.ins[4], if sw_per { row } else { 0 }).ok_or("the weights' scale is short")?;
-                *o = sx * sw / sy;
-            }
+            sx = scalar_float(x.ins[1], x.shapes[1], "the input's scale")?;
+            sy = scalar_float(x.ins[6], x.shapes[6], "the output's scale")?;
             zy = scalar_int(Some(x.ins[7]), Some(x.shapes[7]), "the output's zero point")?;
             if let Some(&b) = x.ins.get(8) {
                 let Data::I32(b) = b else { return Err("the bias is not int32".into()) };
@@ -240,28 +225,53 @@ impl Op for QConv {
                 }
                 bias = Some(b);
             }
-            s.i32.resize(mg * p, 0);
         }
-        let kp = packed_k(k);
+        // The weights (and their zero points) the same data every Run: packed once.
+        let constant = |i: usize| i >= x.ins.len() || x.constant & (1 << i) != 0;
+        let w_key = data_key(x.ins[iw]).filter(|_| constant(iw) && constant(izw)).map(|(at, len)| (at, len, 0));
+        let packs = x.scratch.state::<Packs>();
+        if w_key.is_none() || packs.key != w_key {
+            // Each group's output channels' weights, one A a group.
+            packs.zero.clear();
+            for row in 0..if zw_per { m } else { 1 } {
+                packs.zero.push(zw_data.and_then(|z| int_at(z, row)).unwrap_or(0));
+            }
+            packs.key = None;
+            packs.groups.resize_with(g, QPackedA::new);
+            for (grp, a) in packs.groups.iter_mut().enumerate() {
+                let zero = if zw_per { &packs.zero[grp * mg..(grp + 1) * mg] } else { &packs.zero[..] };
+                pack_a(sub(x.ins[iw], grp * mg * k, mg * k)?, mg, k, k, zero, a)?;
+            }
+            packs.key = w_key;
+        }
+        if self.qlinear {
+            let sw_per = per_channel(x.shapes[4], m, "the weights' scale")?;
+            packs.scales.clear();
+            for row in 0..m {
+                let sw = float_at(x.ins[4], if sw_per { row } else { 0 }).ok_or("the weights' scale is short")?;
+                packs.scales.push(sx * sw / sy);
+            }
+            packs.acc.resize(mg * p, 0);
+        }
+        let Packs { groups, b, acc, scales, .. } = packs;
         for n in 0..batch {
-            for grp in 0..g {
+            for (grp, a) in groups.iter().enumerate() {
                 let at = (n * c + grp * cg) * plane;
                 match sub(x.ins[ix], at, cg * plane)? {
-                    Data::U8(v) => qgemm::pack_im2col(v, cg, &geo, zx, pb),
-                    Data::I8(v) => qgemm::pack_im2col(v, cg, &geo, zx, pb),
+                    Data::U8(v) => b.pack_im2col(v, cg, &geo, zx),
+                    Data::I8(v) => b.pack_im2col(v, cg, &geo, zx),
                     _ => return Err("the input is not uint8 or int8".into()),
                 }
-                let a = &pa[grp * mg * kp..(grp + 1) * mg * kp];
                 let rows = (n * m + grp * mg) * p..(n * m + (grp + 1) * mg) * p;
                 match out {
-                    DataMut::I32(y) if !self.qlinear => qgemm::qgemm_packed(mg, p, k, a, pb, &mut y[rows], p),
+                    DataMut::I32(y) if !self.qlinear => qgemm(a, b, 0..p, &mut y[rows], p),
                     DataMut::U8(y) if self.qlinear => {
-                        qgemm::qgemm_packed(mg, p, k, a, pb, &mut s.i32, p);
-                        requantize_rows(&s.i32, p, grp * mg, bias, &s.f32, zy, &mut y[rows]);
+                        qgemm(a, b, 0..p, acc, p);
+                        requantize_rows(acc, p, grp * mg, bias, scales, zy, &mut y[rows]);
                     }
                     DataMut::I8(y) if self.qlinear => {
-                        qgemm::qgemm_packed(mg, p, k, a, pb, &mut s.i32, p);
-                        requantize_rows(&s.i32, p, grp * mg, bias, &s.f32, zy, &mut y[rows]);
+                        qgemm(a, b, 0..p, acc, p);
+                        requantize_rows(acc, p, grp * mg, bias, scales, zy, &mut y[rows]);
                     }
                     _ => return Err("the output element type differs from the plan's".into()),
                 }

@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use rivet_kernels::qgemm::{requantize, QInt};
+use rivet_kernels::qgemm::{self, QInt};
 
 use super::super::op::util::{bad_types, check_attrs, check_inputs, input, input_type, output_type};
 use super::super::{Op, RunIn, ShapeError, ShapeIn};
@@ -211,11 +211,7 @@ fn quantize_as<T: QInt>(
     l: &Layout,
     y: &mut [T],
 ) -> Result<(), String> {
-    for_runs(l, scale, zp, |r, s, z| {
-        for (o, &v) in y[r.clone()].iter_mut().zip(&x[r]) {
-            *o = requantize::<T>(v / s, z);
-        }
-    })
+    for_runs(l, scale, zp, |r, s, z| qgemm::quantize(&x[r.clone()], s, z, &mut y[r]))
 }
 
 fn dequantize_as<T: QInt>(
@@ -225,11 +221,7 @@ fn dequantize_as<T: QInt>(
     l: &Layout,
     y: &mut [f32],
 ) -> Result<(), String> {
-    for_runs(l, scale, zp, |r, s, z| {
-        for (o, &v) in y[r.clone()].iter_mut().zip(&x[r]) {
-            *o = v.to_i32().wrapping_sub(z) as f32 * s;
-        }
-    })
+    for_runs(l, scale, zp, |r, s, z| qgemm::dequantize(&x[r.clone()], s, z, &mut y[r]))
 }
 
 /// DynamicQuantizeLinear: output 0 is `x` quantized to uint8, 1 the scale, 2 the zero point.
@@ -252,11 +244,7 @@ pub fn dynamic_quantize(node: &NodeDesc, output: usize) -> Result<Arc<dyn Op>, S
 /// The scale and zero point of `x` as ORT computes them: the range widened to hold 0,
 /// `scale = (max - min) / 255` (1 for an all-zero range), `zp = round(clamp(-min / scale))`.
 fn dynamic_params(x: &[f32]) -> (f32, i32) {
-    let (mut lo, mut hi) = (f32::INFINITY, f32::NEG_INFINITY);
-    for &v in x {
-        lo = lo.min(v);
-        hi = hi.max(v);
-    }
+    let (lo, hi) = qgemm::min_max(x);
     let (lo, hi) = (lo.min(0.0), hi.max(0.0));
     let scale = if hi == lo { 1.0 } else { (hi - lo) / 255.0 };
     let zp = (0.0 - lo / scale).clamp(0.0, 255.0).round_ties_even() as i32;
@@ -272,11 +260,7 @@ impl Op for Dynamic {
         let Data::F32(v) = x.ins[0] else { return Err("DynamicQuantizeLinear input is not float32".into()) };
         let (scale, zp) = dynamic_params(v);
         match (self.output, out) {
-            (0, DataMut::U8(y)) => {
-                for (o, &e) in y.iter_mut().zip(v) {
-                    *o = requantize::<u8>(e / scale, zp);
-                }
-            }
+            (0, DataMut::U8(y)) => qgemm::quantize(v, scale, zp, y),
             (1, DataMut::F32(y)) if y.len() == 1 => y[0] = scale,
             (2, DataMut::U8(y)) if y.len() == 1 => y[0] = zp as u8,
             _ => return Err("output element types differ from the plan's".into()),

@@ -6,11 +6,11 @@
 
 use std::sync::Arc;
 
-use rivet_kernels::qgemm::{self, packed_a_len, packed_b_len, requantize_cols};
+use rivet_kernels::qgemm::{qgemm, requantize_cols};
 
 use super::super::op::util::{bad_types, check_attrs, check_inputs, input, input_type, output_type};
 use super::super::{Op, RunIn, ShapeError, ShapeIn};
-use super::{float_at, int_at, is_q8, pack_a_any, pack_b_any, scalar_float, scalar_int, sub};
+use super::{data_key, float_at, int_at, is_q8, pack_a, pack_b, scalar_float, scalar_int, sub, Packs};
 use crate::data::DataMut;
 use crate::graph::dtype::{FLOAT, FLOAT16, INT32};
 use crate::graph::{NodeDesc, Shape};
@@ -209,48 +209,56 @@ impl Op for QMatMul {
         };
         let zb0 = zb_data.and_then(|z| int_at(z, 0)).unwrap_or(0);
 
-        let s = &mut *x.scratch;
-        let (la, lb) = (packed_a_len(m, k), packed_b_len(k, n));
-        s.i16.resize(la + lb, 0);
-        let (pa, pb) = s.i16.split_at_mut(la);
         let (mut sa, mut sy, mut sb_at) = (0.0, 0.0, Param::One);
         if self.qlinear {
             sa = scalar_float(x.ins[1], x.shapes[1], "a's scale")?;
             sy = scalar_float(x.ins[6], x.shapes[6], "y's scale")?;
             sb_at = d.b_param(x.shapes[4], "b's scale")?;
-            s.f32.resize(if sb_at == Param::One { 1 } else { n }, 0.0);
-            s.i32.resize(m * n, 0);
         }
         let zy = if self.qlinear { scalar_int(Some(x.ins[7]), Some(x.shapes[7]), "y's zero point")? } else { 0 };
+        // B (and its zero point) the same data every Run: packed once, kept while it is.
+        let constant = |i: usize| i >= x.ins.len() || x.constant & (1 << i) != 0;
+        let b_key = data_key(x.ins[ib]).filter(|_| constant(ib) && constant(izb));
+        let p = x.scratch.state::<Packs>();
+        if self.qlinear {
+            p.acc.resize(m * n, 0);
+        }
         let mut packed_b = None;
         for t in 0..d.batches() {
             let (ta, tb) = d.operands(t);
-            pack_a_any(sub(x.ins[ia], ta * m * k, m * k)?, m, k, k, |_| za, pa)?;
+            pack_a(sub(x.ins[ia], ta * m * k, m * k)?, m, k, k, &[za], &mut p.a)?;
             if packed_b != Some(tb) {
-                let zb = |j: usize| match zb_at.index(tb, j, n) {
-                    Some(i) => zb_data.and_then(|z| int_at(z, i)).unwrap_or(0),
-                    None => zb0,
-                };
-                pack_b_any(sub(x.ins[ib], tb * k * n, k * n)?, k, n, n, zb, pb)?;
+                let key = b_key.map(|(at, len)| (at, len, tb));
+                if key.is_none() || p.key != key {
+                    p.zero.clear();
+                    p.zero.extend((0..if zb_at == Param::One { 1 } else { n }).map(|j| match zb_at.index(tb, j, n) {
+                        Some(i) => zb_data.and_then(|z| int_at(z, i)).unwrap_or(0),
+                        None => zb0,
+                    }));
+                    p.key = None;
+                    pack_b(sub(x.ins[ib], tb * k * n, k * n)?, k, n, n, &p.zero, &mut p.b)?;
+                    p.key = key;
+                }
                 if self.qlinear {
-                    for (j, o) in s.f32.iter_mut().enumerate() {
+                    p.scales.clear();
+                    for j in 0..if sb_at == Param::One { 1 } else { n } {
                         let at = sb_at.index(tb, j, n).unwrap_or(0);
                         let sb = float_at(x.ins[4], at).ok_or("b's scale is not float32 or float16")?;
-                        *o = sa * sb / sy;
+                        p.scales.push(sa * sb / sy);
                     }
                 }
                 packed_b = Some(tb);
             }
             let at = t * m * n..(t + 1) * m * n;
             match out {
-                DataMut::I32(y) if !self.qlinear => qgemm::qgemm_packed(m, n, k, pa, pb, &mut y[at], n),
+                DataMut::I32(y) if !self.qlinear => qgemm(&p.a, &p.b, 0..n, &mut y[at], n),
                 DataMut::U8(y) if self.qlinear => {
-                    qgemm::qgemm_packed(m, n, k, pa, pb, &mut s.i32, n);
-                    requantize_cols(&s.i32, n, &s.f32, zy, &mut y[at]);
+                    qgemm(&p.a, &p.b, 0..n, &mut p.acc, n);
+                    requantize_cols(&p.acc, n, &p.scales, zy, &mut y[at]);
                 }
                 DataMut::I8(y) if self.qlinear => {
-                    qgemm::qgemm_packed(m, n, k, pa, pb, &mut s.i32, n);
-                    requantize_cols(&s.i32, n, &s.f32, zy, &mut y[at]);
+                    qgemm(&p.a, &p.b, 0..n, &mut p.acc, n);
+                    requantize_cols(&p.acc, n, &p.scales, zy, &mut y[at]);
                 }
                 _ => return Err("the output element type differs from the plan's".into()),
             }

@@ -17,7 +17,7 @@ pub use linear::{dequantize, dynamic_quantize as dynamic, quantize};
 pub use matmul::{matmul_integer, qlinear_matmul};
 
 use crate::data::Data;
-use rivet_kernels::qgemm;
+use rivet_kernels::qgemm::{QPackedA, QPackedB};
 
 use crate::graph::dtype;
 
@@ -70,35 +70,48 @@ fn scalar_float(d: Data<'_>, shape: &[usize], what: &str) -> Result<f32, String>
     float_at(d, 0).ok_or_else(|| format!("{what} is not float32 or float16"))
 }
 
-/// Packs an 8-bit A (see `rivet_kernels::qgemm::pack_a`).
-fn pack_a_any(
-    a: Data<'_>,
-    m: usize,
-    k: usize,
-    lda: usize,
-    za: impl Fn(usize) -> i32,
-    out: &mut [i16],
-) -> Result<(), String> {
+/// A quantized product's packed operands and working memory, kept in the step's scratch
+/// from Run to Run (so a steady-state Run allocates nothing).
+#[derive(Default)]
+struct Packs {
+    a: QPackedA,
+    /// A convolution's weights, one A a group.
+    groups: Vec<QPackedA>,
+    b: QPackedB,
+    /// The constant operand packed last: its data's address and length, and which of its
+    /// matrices. While a Run hands in the same, it is not packed again.
+    key: Option<(usize, usize, usize)>,
+    /// Zero points (one per column or row), scales (one per column or row), and i32
+    /// accumulators before requantizing.
+    zero: Vec<i32>,
+    scales: Vec<f32>,
+    acc: Vec<i32>,
+}
+
+/// Where an 8-bit tensor's data is and how long: the key of a packed constant.
+fn data_key(d: Data<'_>) -> Option<(usize, usize)> {
+    match d {
+        Data::U8(v) => Some((v.as_ptr() as usize, v.len())),
+        Data::I8(v) => Some((v.as_ptr() as usize, v.len())),
+        _ => None,
+    }
+}
+
+/// Packs an 8-bit A (m×k, row stride `lda`) with zero points `za` (one, or one per row).
+fn pack_a(a: Data<'_>, m: usize, k: usize, lda: usize, za: &[i32], out: &mut QPackedA) -> Result<(), String> {
     match a {
-        Data::U8(v) => qgemm::pack_a(v, m, k, lda, za, out),
-        Data::I8(v) => qgemm::pack_a(v, m, k, lda, za, out),
+        Data::U8(v) => out.pack(v, m, k, lda, za),
+        Data::I8(v) => out.pack(v, m, k, lda, za),
         _ => return Err("an integer operand is not uint8 or int8".into()),
     }
     Ok(())
 }
 
-/// Packs an 8-bit B (see `rivet_kernels::qgemm::pack_b`).
-fn pack_b_any(
-    b: Data<'_>,
-    k: usize,
-    n: usize,
-    ldb: usize,
-    zb: impl Fn(usize) -> i32,
-    out: &mut [i16],
-) -> Result<(), String> {
+/// Packs an 8-bit B (k×n, row stride `ldb`) with zero points `zb` (one, or one per column).
+fn pack_b(b: Data<'_>, k: usize, n: usize, ldb: usize, zb: &[i32], out: &mut QPackedB) -> Result<(), String> {
     match b {
-        Data::U8(v) => qgemm::pack_b(v, k, n, ldb, false, zb, out),
-        Data::I8(v) => qgemm::pack_b(v, k, n, ldb, false, zb, out),
+        Data::U8(v) => out.pack(v, k, n, ldb, zb),
+        Data::I8(v) => out.pack(v, k, n, ldb, zb),
         _ => return Err("an integer operand is not uint8 or int8".into()),
     }
     Ok(())

@@ -1,0 +1,193 @@
+//! Integer matrix products for the quantized ops: `C[i][j] = Σ_k (A[i][k] - za) ·
+//! (B[k][j] - zb[j])` with i32 accumulation, exact for 8-bit operands (|term| ≤ 255² and
+//! K up to 33 000 before an i32 could overflow).
+//!
+//! The operands are packed as bytes for the dot-product instructions (AVX-512 VNNI),
+//! with the sums of A's rows and B's columns for the zero-point terms (`packed`).
+//! Then requantization: `y = clamp(round_half_even(acc · scale) + zy)`, the float
+//! arithmetic ORT's int8 kernels use.
+
+mod packed;
+#[cfg(test)]
+mod packed_tests;
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod x86;
+
+pub(crate) use packed::portable_body;
+pub use packed::{qgemm, vnni_supported, QPackedA, QPackedB, MR, NR, Q8};
+
+/// A quantized element type: 8-bit integers (the GEMM operands) and the 16-bit ones
+/// (Quantize/Dequantize only).
+pub trait QInt: Copy + Send + Sync + 'static {
+    const MIN: i32;
+    const MAX: i32;
+    fn to_i32(self) -> i32;
+    /// `v` must be in `MIN..=MAX`.
+    fn from_i32(v: i32) -> Self;
+}
+
+macro_rules! qint {
+    ($($t:ty),*) => {$(
+        impl QInt for $t {
+            const MIN: i32 = <$t>::MIN as i32;
+            const MAX: i32 = <$t>::MAX as i32;
+            #[inline(always)]
+            fn to_i32(self) -> i32 {
+                self as i32
+            }
+            #[inline(always)]
+            fn from_i32(v: i32) -> Self {
+                v as $t
+            }
+        }
+    )*};
+}
+qint!(u8, i8, u16, i16, i32);
+
+/// `y = clamp(round_half_even(v · scale) + zy)` to `T`'s range: the clamp is taken in
+/// float before rounding, so NaN gives the type's minimum (as ORT's kernels do).
+#[inline(always)]
+pub fn requantize<T: QInt>(v: f32, zy: i32) -> T {
+    let lo = (T::MIN - zy) as f32;
+    let hi = (T::MAX - zy) as f32;
+    let v = v.max(lo).min(hi);
+    if T::MAX - T::MIN < 1 << 20 && zy.unsigned_abs() < 1 << 20 {
+        // |v| < 2^22: adding 1.5 · 2^23 rounds it to an integer (ties to even, the
+        // default rounding) in the low bits of the sum, read back without a conversion
+        // that the vectoriser would have to saturate.
+        const MAGIC: f32 = 12_582_912.0;
+        T::from_i32((v + MAGIC).to_bits() as i32 - MAGIC.to_bits() as i32 + zy)
+    } else {
+        T::from_i32(v.round_ties_even() as i32 + zy)
+    }
+}
+
+/// Rows of i32 accumulators (`acc`, m×n) scaled and rounded into `y`: column `j` of
+/// every row uses `scale[j]` (or `scale[0]` if one).
+pub fn requantize_cols<T: QInt>(acc: &[i32], n: usize, scale: &[f32], zy: i32, y: &mut [T]) {
+    crate::arch::widest(
+        #[inline(always)]
+        move || requantize_cols_body(acc, n, scale, zy, y),
+    )
+}
+
+#[inline(always)]
+fn requantize_cols_body<T: QInt>(acc: &[i32], n: usize, scale: &[f32], zy: i32, y: &mut [T]) {
+    for (arow, yrow) in acc.chunks_exact(n).zip(y.chunks_exact_mut(n)) {
+        if scale.len() == 1 {
+            for (o, &v) in yrow.iter_mut().zip(arow) {
+                *o = requantize::<T>(v as f32 * scale[0], zy);
+            }
+        } else {
+            for ((o, &v), &s) in yrow.iter_mut().zip(arow).zip(scale) {
+                *o = requantize::<T>(v as f32 * s, zy);
+            }
+        }
+    }
+}
+
+/// One row of accumulators plus `bias`, scaled by `scale` and rounded into `y`.
+pub fn requantize_row<T: QInt>(acc: &[i32], bias: i32, scale: f32, zy: i32, y: &mut [T]) {
+    crate::arch::widest(
+        #[inline(always)]
+        move || {
+            for (o, &v) in y.iter_mut().zip(acc) {
+                *o = requantize::<T>(v.wrapping_add(bias) as f32 * scale, zy);
+            }
+        },
+    )
+}
+
+/// `y = clamp(round_half_even(x / scale) + zy)` (QuantizeLinear, DynamicQuantizeLinear),
+/// in the widest build.
+pub fn quantize<T: QInt>(x: &[f32], scale: f32, zy: i32, y: &mut [T]) {
+    crate::arch::widest(
+        #[inline(always)]
+        move || {
+            for (o, &v) in y.iter_mut().zip(x) {
+                *o = requantize::<T>(v / scale, zy);
+            }
+        },
+    )
+}
+
+/// `y = (x - zx) · scale` (DequantizeLinear; the difference wrapping, as for int32), in
+/// the widest build.
+pub fn dequantize<T: QInt>(x: &[T], scale: f32, zx: i32, y: &mut [f32]) {
+    crate::arch::widest(
+        #[inline(always)]
+        move || {
+            for (o, &v) in y.iter_mut().zip(x) {
+                *o = v.to_i32().wrapping_sub(zx) as f32 * scale;
+            }
+        },
+    )
+}
+
+/// The smallest and largest of `x` (NaN ignored unless all are; ±inf for an empty `x`).
+pub fn min_max(x: &[f32]) -> (f32, f32) {
+    crate::arch::min_max(x)
+}
+
+/// [`min_max`] without SIMD.
+pub(crate) fn min_max_portable(x: &[f32]) -> (f32, f32) {
+    let (mut lo, mut hi) = (f32::INFINITY, f32::NEG_INFINITY);
+    for &v in x {
+        lo = if v < lo { v } else { lo };
+        hi = if v > hi { v } else { hi };
+    }
+    (lo, hi)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn min_max_ignores_nan_and_reads_every_element() {
+        for len in [0, 1, 15, 16, 17, 40, 1000] {
+            let mut x: Vec<f32> = (0..len).map(|i| ((i * 37 % 101) as f32 - 50.0) * 0.25).collect();
+            for i in (0..len).step_by(7) {
+                x[i] = f32::NAN;
+            }
+            let want = min_max_portable(&x);
+            assert_eq!(min_max(&x), want, "len {len}");
+            if len > 2 {
+                // The extremes at the last element (a tail) and in a vector.
+                x[len - 1] = -1e9;
+                x[len / 2] = 1e9;
+                assert_eq!(min_max(&x), (-1e9, 1e9), "len {len}");
+            }
+        }
+        assert_eq!(min_max(&[f32::NAN; 20]), (f32::INFINITY, f32::NEG_INFINITY));
+    }
+
+    #[test]
+    fn quantize_matches_requantize_on_ties_and_saturation() {
+        let x: Vec<f32> =
+            (0..300).map(|i| (i as f32 - 150.0) * 0.5 * 3.0 + if i % 3 == 0 { 1e6 } else { 0.0 }).collect();
+        for zy in [0, 17, 255] {
+            let mut y = vec![0u8; x.len()];
+            quantize(&x, 3.0, zy, &mut y);
+            let want: Vec<u8> = x.iter().map(|&v| requantize::<u8>(v / 3.0, zy)).collect();
+            assert_eq!(y, want);
+            assert!(y
+                .iter()
+                .zip(&x)
+                .all(|(&q, &v)| q as i32 == ((v / 3.0).round_ties_even() as i32 + zy).clamp(0, 255)));
+        }
+        let mut y = vec![0i16; 3];
+        quantize(&[2.5, -3.5, 1e9], 1.0, -100, &mut y);
+        assert_eq!(y, [-98, -104, 32767]);
+    }
+
+    #[test]
+    fn requantize_rounds_half_to_even_and_saturates() {
+        assert_eq!(requantize::<u8>(2.5, 0), 2);
+        assert_eq!(requantize::<u8>(3.5, 0), 4);
+        assert_eq!(requantize::<u8>(-0.5, 10), 10);
+        assert_eq!(requantize::<u8>(300.0, 10), 255);
+        assert_eq!(requantize::<i8>(-300.0, 0), -128);
+        assert_eq!(requantize::<i8>(f32::NAN, 3), -128);
+    }
+}

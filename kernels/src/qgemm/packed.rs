@@ -1,0 +1,366 @@
+//! The 8-bit product on packed operands: `C[i][j] = Σ_k (A[i][k] - za[i]) · (B[k][j] -
+//! zb[j])` in wrapping i32 (exact whenever the true sum fits, as for 8-bit operands and
+//! any depth below 33 000), in the layout of the dot-product instructions.
+//!
+//! AVX-512 VNNI's `vpdpbusd` adds to each of 16 i32 lanes the four products of an
+//! unsigned byte of one operand and a signed byte of the other. So A is packed unsigned
+//! and B signed: an int8 A is shifted by +128 and a uint8 B by -128, their zero points
+//! with them (`a - za = (a + 128) - (za + 128)`), which leaves every difference, and so
+//! C, unchanged. The sums of A's rows and B's columns are kept with them, and the zero
+//! points enter once per element of C: `C = S - za·colsum(B) - zb·(rowsum(A) - k·za)`
+//! where `S = Σ A·B` on the shifted bytes.
+//!
+//! - A (m×k) in strips of [`MR`] rows; a strip is chunks of 64 depths, each holding
+//!   for every row of the strip its 16 quads (four consecutive depths, one i32 of four
+//!   bytes), so a tile's broadcast of row `r`, quad `j` of a chunk reads one i32.
+//! - B (k×n) in panels of [`NR`] columns; a panel holds for each quad two vectors of 16
+//!   columns, each lane the column's four bytes of that quad.
+//!
+//! Depths past k are zero bytes in both, adding nothing to S or to the sums.
+
+use std::ops::Range;
+
+use super::QInt;
+use crate::arch::Level;
+use crate::conv::Window3d;
+
+/// Rows of a strip (and of the full tile).
+pub const MR: usize = 14;
+/// Columns of a panel (two vectors of 16).
+pub const NR: usize = 32;
+/// Quads (four depths) in a chunk of a strip.
+pub(crate) const CHUNK: usize = 16;
+
+/// An 8-bit element type of a product operand.
+pub trait Q8: QInt {
+    /// Added to a value to make it unsigned (0 for uint8, 128 for int8).
+    const TO_UNSIGNED: i32;
+    fn unsigned(self) -> u8 {
+        (self.to_i32() + Self::TO_UNSIGNED) as u8
+    }
+    fn signed(self) -> i8 {
+        (self.to_i32() + Self::TO_UNSIGNED - 128) as i8
+    }
+}
+
+impl Q8 for u8 {
+    const TO_UNSIGNED: i32 = 0;
+}
+
+impl Q8 for i8 {
+    const TO_UNSIGNED: i32 = 128;
+}
+
+/// Whether this CPU runs the AVX-512 VNNI tiles (else a portable tile runs the same
+/// packing, much more slowly).
+pub fn vnni_supported() -> bool {
+    static HAS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *HAS.get_or_init(|| {
+        #[cfg(target_arch = "x86_64")]
+        {
+            Level::detected() == Level::Avx512 && std::arch::is_x86_feature_detected!("avx512vnni")
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            false
+        }
+    })
+}
+
+/// A left operand: unsigned bytes in strips, the sums of its rows, its zero points
+/// (shifted with it; one, or one per row).
+#[derive(Debug, Default, Clone)]
+pub struct QPackedA {
+    pub(crate) units: Vec<[i32; 16]>,
+    pub(crate) row_sums: Vec<i32>,
+    pub(crate) zero: Vec<i32>,
+    pub(crate) m: usize,
+    pub(crate) k: usize,
+}
+
+/// A right operand: signed bytes in panels, the sums of its columns, its zero points
+/// (shifted with it; one, or one per column).
+#[derive(Debug, Default, Clone)]
+pub struct QPackedB {
+    pub(crate) units: Vec<[i32; 16]>,
+    pub(crate) col_sums: Vec<i32>,
+    pub(crate) zero: Vec<i32>,
+    pub(crate) k: usize,
+    pub(crate) n: usize,
+}
+
+fn quads(k: usize) -> usize {
+    k.div_ceil(4)
+}
+
+fn chunks(k: usize) -> usize {
+    quads(k).div_ceil(CHUNK)
+}
+
+impl QPackedA {
+    pub fn new() -> QPackedA {
+        QPackedA::default()
+    }
+
+    pub fn rows(&self) -> usize {
+        self.m
+    }
+
+    fn strip_len(&self) -> usize {
+        chunks(self.k) * MR
+    }
+
+    /// Packs A (m×k, row `i` at `a[i * lda..]`) with zero points `za` (one, or one per
+    /// row), reusing this one's memory.
+    pub fn pack<T: Q8>(&mut self, a: &[T], m: usize, k: usize, lda: usize, za: &[i32]) {
+        assert!(za.len() == 1 || za.len() == m, "qgemm: one zero point, or one per row of A");
+        assert!(m == 0 || a.len() >= (m - 1) * lda + k, "qgemm: A is shorter than its shape");
+        self.m = m;
+        self.k = k;
+        self.zero.clear();
+        self.zero.extend(za.iter().map(|&z| z + T::TO_UNSIGNED));
+        let strip_len = self.strip_len();
+        self.units.clear();
+        self.units.resize(m.div_ceil(MR) * strip_len, [0; 16]);
+        self.row_sums.clear();
+        self.row_sums.resize(m, 0);
+        for i in 0..m {
+            let row = &a[i * lda..i * lda + k];
+            let (strip, r) = (i / MR, i % MR);
+            let mut sum = 0i32;
+            for (ch, piece) in row.chunks(4 * CHUNK).enumerate() {
+                let mut bytes = [0u8; 4 * CHUNK];
+                for (b, &v) in bytes.iter_mut().zip(piece) {
+                    *b = v.unsigned();
+                }
+                sum += bytes.iter().map(|&b| b as i32).sum::<i32>();
+                let unit = &mut self.units[strip * strip_len + ch * MR + r];
+                for (o, quad) in unit.iter_mut().zip(bytes.as_chunks::<4>().0) {
+                    *o = i32::from_le_bytes(*quad);
+                }
+            }
+            self.row_sums[i] = sum;
+        }
+    }
+}
+
+impl QPackedB {
+    pub fn new() -> QPackedB {
+        QPackedB::default()
+    }
+
+    pub fn cols(&self) -> usize {
+        self.n
+    }
+
+    fn panel_len(&self) -> usize {
+        2 * quads(self.k)
+    }
+
+    /// Packs B (k×n, row `r` at `b[r * ldb..]`) with zero points `zb` (one, or one per
+    /// column), reusing this one's memory.
+    pub fn pack<T: Q8>(&mut self, b: &[T], k: usize, n: usize, ldb: usize, zb: &[i32]) {
+        assert!(k == 0 || b.len() >= (k - 1) * ldb + n, "qgemm: B is shorter than its shape");
+        self.pack_rows::<T>(k, n, zb, |r, j0, dst| {
+            for (o, &v) in dst.iter_mut().zip(&b[r * ldb + j0..]) {
+                *o = v.signed();
+            }
+        });
+    }
+
+    /// Packs a k×n B of which `row(r, j0, dst)` writes columns `j0..j0 + dst.len()` of
+    /// row `r` as signed bytes (shifted as `T::signed` shifts), with zero points `zb` of
+    /// `T` (one, or one per column).
+    pub fn pack_rows<T: Q8>(&mut self, k: usize, n: usize, zb: &[i32], mut row: impl FnMut(usize, usize, &mut [i8])) {
+        assert!(zb.len() == 1 || zb.len() == n, "qgemm: one zero point, or one per column of B");
+        self.k = k;
+        self.n = n;
+        self.zero.clear();
+        self.zero.extend(zb.iter().map(|&z| z + T::TO_UNSIGNED - 128));
+        let panel_len = self.panel_len();
+        self.units.clear();
+        self.units.resize(n.div_ceil(NR) * panel_len, [0; 16]);
+        self.col_sums.clear();
+        self.col_sums.resize(n, 0);
+        // Four rows at a time (one quad), on the stack in pieces of 256 columns.
+        const PIECE: usize = 256;
+        let mut rows = [[0i8; PIECE]; 4];
+        for q in 0..quads(k) {
+            for j0 in (0..n).step_by(PIECE) {
+                let w = PIECE.min(n - j0);
+                for (d, r) in rows.iter_mut().enumerate() {
+                    let depth = 4 * q + d;
+                    if depth < k {
+                        row(depth, j0, &mut r[..w]);
+                    } else {
+                        r[..w].fill(0);
+                    }
+                }
+                for (jj, j) in (j0..j0 + w).enumerate() {
+                    let bytes = [rows[0][jj], rows[1][jj], rows[2][jj], rows[3][jj]];
+                    self.col_sums[j] += bytes.iter().map(|&b| b as i32).sum::<i32>();
+                    let unit = (j / NR) * panel_len + 2 * q + (j % NR) / 16;
+                    self.units[unit][j % 16] = i32::from_le_bytes(bytes.map(|b| b as u8));
+                }
+            }
+        }
+    }
+}
+
+impl QPackedB {
+    /// Packs the im2col matrix of `channels` planes of one image (`x`, planes of
+    /// `g.plane()` elements, zero point `zx`) as a B of depth `channels · taps` and
+    /// `g.positions()` columns: row `(c, kd, ky, kx)`, column the output position. Taps in
+    /// the padding read the zero point (a difference of 0).
+    pub fn pack_im2col<T: Q8>(&mut self, x: &[T], channels: usize, g: &Window3d, zx: i32) {
+        let (plane, taps) = (g.plane(), g.kernel.iter().product::<usize>());
+        assert!(x.len() >= channels * plane, "qgemm: the image is shorter than its shape");
+        let [_, o1, o2] = g.out;
+        let [_, k1, k2] = g.kernel;
+        let pad = T::from_i32(zx).signed();
+        self.pack_rows::<T>(channels * taps, g.positions(), &[zx], |r, j0, dst| {
+            let (c, t) = (r / taps, r % taps);
+            let tap = [t / (k1 * k2), (t / k2) % k1, t % k2];
+            let src = &x[c * plane..(c + 1) * plane];
+            for (jj, o) in dst.iter_mut().enumerate() {
+                let j = j0 + jj;
+                *o = match g.tap([j / (o1 * o2), (j / o2) % o1, j % o2], tap) {
+                    Some(i) => src[i].signed(),
+                    None => pad,
+                };
+            }
+        });
+    }
+}
+
+/// `c` (rows × `cols` of the product, row stride `ldc`; `cols.start` a multiple of
+/// [`NR`]) = `a` × `b` with their zero points.
+pub fn qgemm(a: &QPackedA, b: &QPackedB, cols: Range<usize>, c: &mut [i32], ldc: usize) {
+    assert_eq!(a.k, b.k, "qgemm: the operands' depths differ");
+    assert!(cols.start.is_multiple_of(NR) && cols.end <= b.n, "qgemm: columns outside B or off a panel");
+    assert!(a.m == 0 || c.len() >= (a.m - 1) * ldc + cols.len(), "qgemm: C is too short");
+    if a.m == 0 || cols.is_empty() {
+        return;
+    }
+    if vnni_supported() {
+        crate::arch::qgemm_vnni(a, b, cols, c, ldc);
+    } else {
+        portable(a, b, cols, c, ldc);
+    }
+}
+
+/// The parts of a tile's place: its rows' sums and zero points, its columns' sums and
+/// zero points, and where it goes.
+pub(crate) struct TileOut<'a> {
+    pub c: &'a mut [i32],
+    pub ldc: usize,
+    /// Rows of the tile (at most MR) and columns (at most NR).
+    pub h: usize,
+    pub w: usize,
+    pub row_sums: &'a [i32],
+    pub za: [i32; MR],
+    pub col_sums: [i32; NR],
+    pub zb: [i32; NR],
+    pub k: i32,
+}
+
+impl TileOut<'_> {
+    /// Writes the tile's sums `s` (row `r`, column `j` at `s[r][j]`) with the zero-point
+    /// terms.
+    #[inline(always)]
+    pub fn store_scalar(self, s: &[[i32; NR]]) {
+        for (r, sums) in s.iter().enumerate().take(self.h) {
+            let (za, ra) = (self.za[r], self.row_sums[r]);
+            let row = &mut self.c[r * self.ldc..r * self.ldc + self.w];
+            for (j, o) in row.iter_mut().enumerate() {
+                *o = correct(sums[j], za, ra, self.col_sums[j], self.zb[j], self.k);
+            }
+        }
+    }
+}
+
+/// `S - za·cb - zb·(ra - k·za)` in wrapping i32.
+#[inline(always)]
+pub(crate) fn correct(s: i32, za: i32, ra: i32, cb: i32, zb: i32, k: i32) -> i32 {
+    s.wrapping_sub(za.wrapping_mul(cb)).wrapping_sub(zb.wrapping_mul(ra.wrapping_sub(k.wrapping_mul(za))))
+}
+
+/// Every tile of the product, in the order the kernels take them: each panel of `cols`
+/// over every strip of A. `tile(strip, panel, out)` computes one.
+pub(crate) fn for_each_tile(
+    a: &QPackedA,
+    b: &QPackedB,
+    cols: Range<usize>,
+    c: &mut [i32],
+    ldc: usize,
+    mut tile: impl FnMut(&[[i32; 16]], &[[i32; 16]], TileOut<'_>),
+) {
+    let (strip_len, panel_len) = (a.strip_len(), b.panel_len());
+    let at = |z: &[i32], i: usize| if z.len() == 1 { z[0] } else { z[i] };
+    let mut j0 = cols.start;
+    while j0 < cols.end {
+        let w = NR.min(cols.end - j0);
+        let panel = &b.units[(j0 / NR) * panel_len..][..panel_len];
+        let (mut cb, mut zb) = ([0; NR], [0; NR]);
+        for jj in 0..w {
+            cb[jj] = b.col_sums[j0 + jj];
+            zb[jj] = at(&b.zero, j0 + jj);
+        }
+        for (s, strip) in a.units.chunks_exact(strip_len).enumerate() {
+            let i0 = s * MR;
+            let h = MR.min(a.m - i0);
+            let mut za = [0; MR];
+            for (r, z) in za.iter_mut().enumerate().take(h) {
+                *z = at(&a.zero, i0 + r);
+            }
+            let out = TileOut {
+                c: &mut c[i0 * ldc + (j0 - cols.start)..],
+                ldc,
+                h,
+                w,
+                row_sums: &a.row_sums[i0..i0 + h],
+                za,
+                col_sums: cb,
+                zb,
+                k: a.k as i32,
+            };
+            tile(strip, panel, out);
+        }
+        j0 += NR;
+    }
+}
+
+/// The product without VNNI: the same tiles in plain integer arithmetic, which LLVM
+/// vectorises (8 lanes of `vpmulld` in the AVX2 build `arch` picks where the CPU has it).
+pub(crate) fn portable(a: &QPackedA, b: &QPackedB, cols: Range<usize>, c: &mut [i32], ldc: usize) {
+    crate::arch::qgemm_portable(a, b, cols, c, ldc);
+}
+
+/// The body of [`portable`], inlined into each build.
+#[inline(always)]
+pub(crate) fn portable_body(a: &QPackedA, b: &QPackedB, cols: Range<usize>, c: &mut [i32], ldc: usize) {
+    let q = quads(a.k);
+    for_each_tile(a, b, cols, c, ldc, |strip, panel, out| {
+        let mut s = [[0i32; NR]; MR];
+        for (ch, chunk) in strip.chunks_exact(MR).enumerate() {
+            for (j, quad) in (ch * CHUNK..q.min((ch + 1) * CHUNK)).enumerate() {
+                // The quad's four signed bytes of each column, as four planes of i32.
+                let mut planes = [[0i32; NR]; 4];
+                for (l, &v) in panel[2 * quad].iter().chain(&panel[2 * quad + 1]).enumerate() {
+                    for (d, p) in planes.iter_mut().enumerate() {
+                        p[l] = (v << (24 - 8 * d)) >> 24;
+                    }
+                }
+                for (r, sums) in s.iter_mut().enumerate().take(out.h) {
+                    let av = chunk[r][j].to_le_bytes().map(i32::from);
+                    for (l, sum) in sums.iter_mut().enumerate() {
+                        let dot =
+                            av[0] * planes[0][l] + av[1] * planes[1][l] + av[2] * planes[2][l] + av[3] * planes[3][l];
+                        *sum = sum.wrapping_add(dot);
+                    }
+                }
+            }
+        }
+        out.store_scalar(&s);
+    });
+}

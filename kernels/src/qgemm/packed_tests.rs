@@ -1,0 +1,123 @@
+use super::packed::portable;
+use super::*;
+
+/// A reproducible pseudo-random value in `0..256`.
+fn byte(seed: &mut u64) -> i32 {
+    *seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    (*seed >> 56) as i32
+}
+
+fn naive(a: &[i32], b: &[i32], (m, n, k): (usize, usize, usize), za: &[i32], zb: &[i32]) -> Vec<i32> {
+    let at = |z: &[i32], i: usize| if z.len() == 1 { z[0] } else { z[i] };
+    let mut c = vec![0; m * n];
+    for i in 0..m {
+        for j in 0..n {
+            c[i * n + j] = (0..k).map(|p| (a[i * k + p] - at(za, i)) * (b[p * n + j] - at(zb, j))).sum();
+        }
+    }
+    c
+}
+
+/// Runs one case with operands of types `A` and `B`, on the dispatched kernel and on the
+/// portable one, over the whole width and over a split at a panel.
+fn case<A: Q8, B: Q8>(m: usize, n: usize, k: usize, per_row: bool, per_col: bool, seed: &mut u64) {
+    let val = |seed: &mut u64, t_min: i32| byte(seed) + t_min;
+    let a: Vec<i32> = (0..m * k).map(|_| val(seed, A::MIN)).collect();
+    let b: Vec<i32> = (0..k * n).map(|_| val(seed, B::MIN)).collect();
+    let za: Vec<i32> = (0..if per_row { m } else { 1 }).map(|_| val(seed, A::MIN)).collect();
+    let zb: Vec<i32> = (0..if per_col { n } else { 1 }).map(|_| val(seed, B::MIN)).collect();
+    let (ta, tb): (Vec<A>, Vec<B>) =
+        (a.iter().map(|&v| A::from_i32(v)).collect(), b.iter().map(|&v| B::from_i32(v)).collect());
+    let mut pa = QPackedA::new();
+    pa.pack(&ta, m, k, k, &za);
+    let mut pb = QPackedB::new();
+    pb.pack(&tb, k, n, n, &zb);
+    let want = naive(&a, &b, (m, n, k), &za, &zb);
+    let label = format!("{m}x{n}x{k} {} x {} per_row {per_row} per_col {per_col}", A::MIN, B::MIN);
+    let mut c = vec![i32::MIN; m * n];
+    qgemm(&pa, &pb, 0..n, &mut c, n);
+    assert_eq!(c, want, "dispatched {label}");
+    let mut c = vec![i32::MIN; m * n];
+    portable(&pa, &pb, 0..n, &mut c, n);
+    assert_eq!(c, want, "portable {label}");
+    if n > NR {
+        // Two column blocks, each into its own part of C (stride n).
+        let mut c = vec![i32::MIN; m * n];
+        qgemm(&pa, &pb, 0..NR, &mut c, n);
+        qgemm(&pa, &pb, NR..n, &mut c[NR..], n);
+        assert_eq!(c, want, "split {label}");
+    }
+}
+
+#[test]
+fn packed_products_match_the_definition_for_every_signedness_and_zero_point_layout() {
+    let mut seed = 7;
+    let shapes =
+        [(1, 1, 1), (1, 40, 3), (2, 33, 65), (3, 17, 4), (14, 32, 64), (15, 70, 129), (29, 64, 300), (5, 100, 1000)];
+    for &(m, n, k) in &shapes {
+        for (per_row, per_col) in [(false, false), (true, false), (false, true), (true, true)] {
+            case::<u8, i8>(m, n, k, per_row, per_col, &mut seed);
+            case::<u8, u8>(m, n, k, per_row, per_col, &mut seed);
+            case::<i8, i8>(m, n, k, per_row, per_col, &mut seed);
+            case::<i8, u8>(m, n, k, per_row, per_col, &mut seed);
+        }
+    }
+}
+
+#[test]
+fn extreme_operands_sum_exactly() {
+    // Every product at its largest magnitude, over a long depth: 255 · 255 · 20 000 and
+    // (-128) · (-128) terms stay inside i32 and come out exact.
+    let (m, n, k) = (3, 35, 20_000);
+    for (a, b, za, zb) in [(255u8, 0u8, 0, 255), (0, 255, 255, 0)] {
+        let (ta, tb) = (vec![a; m * k], vec![b; k * n]);
+        let (mut pa, mut pb) = (QPackedA::new(), QPackedB::new());
+        pa.pack(&ta, m, k, k, &[za]);
+        pb.pack(&tb, k, n, n, &[zb]);
+        let mut c = vec![0; m * n];
+        qgemm(&pa, &pb, 0..n, &mut c, n);
+        let want = (a as i32 - za) * (b as i32 - zb) * k as i32;
+        assert!(c.iter().all(|&v| v == want), "{a} {b}: {} != {want}", c[0]);
+    }
+    let (ta, tb) = (vec![-128i8; m * k], vec![-128i8; k * n]);
+    let (mut pa, mut pb) = (QPackedA::new(), QPackedB::new());
+    pa.pack(&ta, m, k, k, &[0]);
+    pb.pack(&tb, k, n, n, &[0]);
+    let mut c = vec![0; m * n];
+    qgemm(&pa, &pb, 0..n, &mut c, n);
+    assert!(c.iter().all(|&v| v == 128 * 128 * k as i32));
+}
+
+#[test]
+fn im2col_packing_gives_the_convolution() {
+    let mut seed = 11;
+    for (dims, len, kk, stride, dil, pad) in
+        [(2, 7, 3, 1, 1, 1), (2, 9, 3, 2, 1, 0), (1, 12, 5, 1, 2, 3), (3, 4, 2, 1, 1, 1)]
+    {
+        let g = crate::conv::Window3d::cube(dims, len, kk, stride, dil, pad, 0).expect("fits");
+        let (channels, cout, plane, p) = (3, 5, g.plane(), g.positions());
+        let taps: usize = g.kernel.iter().product();
+        let x: Vec<u8> = (0..channels * plane).map(|_| byte(&mut seed) as u8).collect();
+        let w: Vec<i8> = (0..cout * channels * taps).map(|_| (byte(&mut seed) - 128) as i8).collect();
+        let (zx, zw) = (byte(&mut seed), [-3, 0, 7, -128, 127]);
+        let mut want = vec![0i32; cout * p];
+        for m in 0..cout {
+            for (pos, o) in crate::conv::outputs(&g).enumerate() {
+                let mut acc = 0;
+                for c in 0..channels {
+                    for (t, tap) in crate::conv::taps(&g).enumerate() {
+                        let xv = g.tap(o, tap).map_or(zx, |i| x[c * plane + i] as i32);
+                        acc += (xv - zx) * (w[(m * channels + c) * taps + t] as i32 - zw[m]);
+                    }
+                }
+                want[m * p + pos] = acc;
+            }
+        }
+        let (mut pa, mut pb) = (QPackedA::new(), QPackedB::new());
+        pa.pack(&w, cout, channels * taps, channels * taps, &zw);
+        pb.pack_im2col(&x, channels, &g, zx);
+        let mut c = vec![0; cout * p];
+        qgemm(&pa, &pb, 0..p, &mut c, p);
+        assert_eq!(c, want, "dims {dims} len {len} k {kk} stride {stride} dil {dil} pad {pad}");
+    }
+}

@@ -1,0 +1,126 @@
+//! The AVX-512 VNNI tiles of [`packed`](super::packed): safe `#[target_feature]` code,
+//! called by `arch::qgemm_vnni` once the CPU is known to have the features.
+//!
+//! Each 32-column panel of B runs over every strip of A; a tile of up to 14 rows sums the
+//! whole depth in 28 registers with `vpdpbusd` (64 byte products an instruction, four
+//! times the multiply-adds of a float `vfmadd231ps`), then adds the zero-point terms as
+//! it stores.
+
+use super::packed::{for_each_tile, QPackedA, QPackedB, TileOut, CHUNK, MR, NR};
+use crate::arch::mem::{load16, load16i, store16, store16i};
+use std::arch::x86_64::*;
+use std::ops::Range;
+
+/// `c` = `a` × `b` over the columns `cols` (see `packed::qgemm`).
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
+pub(crate) fn qgemm_avx512(a: &QPackedA, b: &QPackedB, cols: Range<usize>, c: &mut [i32], ldc: usize) {
+    let quads = a.k.div_ceil(4);
+    let small = a.m <= 2;
+    for_each_tile(a, b, cols, c, ldc, |strip, panel, out| tile_rows(small, strip, panel, quads, out));
+}
+
+/// The tile of `out.h` rows; `two_sets` for a product of one or two rows.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
+fn tile_rows(two_sets: bool, strip: &[[i32; 16]], panel: &[[i32; 16]], quads: usize, out: TileOut<'_>) {
+    match out.h {
+        1 if two_sets => tile::<1, 2>(strip, panel, quads, out),
+        2 if two_sets => tile::<2, 2>(strip, panel, quads, out),
+        1 => tile::<1, 1>(strip, panel, quads, out),
+        2 => tile::<2, 1>(strip, panel, quads, out),
+        3 => tile::<3, 1>(strip, panel, quads, out),
+        4 => tile::<4, 1>(strip, panel, quads, out),
+        5 => tile::<5, 1>(strip, panel, quads, out),
+        6 => tile::<6, 1>(strip, panel, quads, out),
+        7 => tile::<7, 1>(strip, panel, quads, out),
+        8 => tile::<8, 1>(strip, panel, quads, out),
+        9 => tile::<9, 1>(strip, panel, quads, out),
+        10 => tile::<10, 1>(strip, panel, quads, out),
+        11 => tile::<11, 1>(strip, panel, quads, out),
+        12 => tile::<12, 1>(strip, panel, quads, out),
+        13 => tile::<13, 1>(strip, panel, quads, out),
+        _ => tile::<MR, 1>(strip, panel, quads, out),
+    }
+}
+
+/// `R` rows × 32 columns over the whole depth. `S` sets of sums: a product of one or two
+/// rows alternates quads between two, so that the chain of additions into each register
+/// does not bound it, and adds them at the end (integer sums: the same result).
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
+#[inline]
+fn tile<const R: usize, const S: usize>(strip: &[[i32; 16]], panel: &[[i32; 16]], quads: usize, out: TileOut<'_>) {
+    let mut acc = [[[_mm512_setzero_si512(); 2]; R]; S];
+    for (ch, chunk) in strip.chunks_exact(MR).enumerate() {
+        let chunk: &[[i32; 16]; MR] = chunk.try_into().expect("a chunk of MR rows");
+        let q0 = ch * CHUNK;
+        let len = CHUNK.min(quads - q0);
+        let bs = &panel[2 * q0..2 * (q0 + len)];
+        for (j, bj) in bs.chunks_exact(2).enumerate() {
+            let (b0, b1) = (load16i(&bj[0]), load16i(&bj[1]));
+            let set = &mut acc[j % S];
+            for (r, sums) in set.iter_mut().enumerate() {
+                let a = _mm512_set1_epi32(chunk[r][j]);
+                sums[0] = _mm512_dpbusd_epi32(sums[0], a, b0);
+                sums[1] = _mm512_dpbusd_epi32(sums[1], a, b1);
+            }
+        }
+    }
+    let mut sums = acc[0];
+    for set in &acc[1..] {
+        for (x, y) in sums.iter_mut().zip(set) {
+            x[0] = _mm512_add_epi32(x[0], y[0]);
+            x[1] = _mm512_add_epi32(x[1], y[1]);
+        }
+    }
+    store(&sums, out);
+}
+
+/// Writes a tile with its zero-point terms: `S - za·cb - zb·(ra - k·za)`, wrapping.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
+#[inline]
+fn store<const R: usize>(sums: &[[__m512i; 2]; R], out: TileOut<'_>) {
+    let half = |x: &[i32; NR], h: usize| -> [i32; 16] { x[16 * h..16 * h + 16].try_into().expect("16 lanes") };
+    let cb = [load16i(&half(&out.col_sums, 0)), load16i(&half(&out.col_sums, 1))];
+    let zb = [load16i(&half(&out.zb, 0)), load16i(&half(&out.zb, 1))];
+    for (r, s) in sums.iter().enumerate() {
+        let za = out.za[r];
+        let zav = _mm512_set1_epi32(za);
+        let t = _mm512_set1_epi32(out.row_sums[r].wrapping_sub(out.k.wrapping_mul(za)));
+        let mut v = [[0i32; 16]; 2];
+        for h in 0..2 {
+            let x = _mm512_sub_epi32(s[h], _mm512_mullo_epi32(zav, cb[h]));
+            store16i(&mut v[h], _mm512_sub_epi32(x, _mm512_mullo_epi32(zb[h], t)));
+        }
+        let row = &mut out.c[r * out.ldc..][..out.w];
+        if out.w == NR {
+            let (lo, hi) = row.split_at_mut(16);
+            lo.copy_from_slice(&v[0]);
+            hi.copy_from_slice(&v[1]);
+        } else {
+            row.copy_from_slice(&v.as_flattened()[..out.w]);
+        }
+    }
+}
+
+/// The smallest and largest of `x`, NaN ignored (see `qgemm::min_max`).
+#[target_feature(enable = "avx512f")]
+pub(crate) fn min_max_avx512(x: &[f32]) -> (f32, f32) {
+    let (chunks, rest) = x.as_chunks::<16>();
+    let (mut lo, mut hi) = (_mm512_set1_ps(f32::INFINITY), _mm512_set1_ps(f32::NEG_INFINITY));
+    for c in chunks {
+        // With a NaN in `v`, `vminps` / `vmaxps` return their second operand.
+        let v = load16(c);
+        lo = _mm512_min_ps(v, lo);
+        hi = _mm512_max_ps(v, hi);
+    }
+    let (mut l, mut h) = ([0f32; 16], [0f32; 16]);
+    store16(&mut l, lo);
+    store16(&mut h, hi);
+    let (mut lo, mut hi) = (f32::INFINITY, f32::NEG_INFINITY);
+    for &v in l.iter().chain(rest) {
+        lo = if v < lo { v } else { lo };
+    }
+    for &v in h.iter().chain(rest) {
+        hi = if v > hi { v } else { hi };
+    }
+    (lo, hi)
+}
