@@ -48,6 +48,28 @@ fn main() {
     });
     pa.pack(&a, m, k, k, &[17]);
     stats("both packed", ops, reps, || qgemm(&pa, &pb, 0..n, &mut c, n));
+    // The im2col of a 3x3 convolution of 32 channels on 64x64, padded by 1.
+    let g = rivet_kernels::conv::Window3d {
+        input: [1, 64, 64],
+        out: [1, 64, 64],
+        kernel: [1, 3, 3],
+        stride: [1; 3],
+        dilation: [1; 3],
+        pad_begin: [0, 1, 1],
+    };
+    let img: Vec<u8> = (0..32 * 64 * 64).map(|i| (i * 7 % 251) as u8).collect();
+    let mut pi = QPackedB::new();
+    let len = (32 * 9 * 64 * 64) as f64;
+    stats("im2col 32x3x3 on 64x64 (G bytes/s)", len, 5, || pi.pack_im2col(&img, 32, &g, 7));
+    let plain: Vec<u8> = (0..288 * 4096).map(|i| (i * 7 % 251) as u8).collect();
+    stats("pack of a plain 288x4096 B (G bytes/s)", len, 5, || pi.pack(&plain, 288, 4096, 4096, &[7]));
+    let mut w = QPackedA::new();
+    let wt: Vec<i8> = (0..32 * 288).map(|i| (i % 200) as i8).collect();
+    w.pack(&wt, 32, 288, 288, &[0]);
+    let mut out = vec![0i32; 32 * 4096];
+    stats("its product 32x4096x288 (GOP/s)", 2.0 * 32.0 * 4096.0 * 288.0, 5, || {
+        qgemm(&w, &pi, 0..4096, &mut out, 4096)
+    });
     // The elementwise steps around the products: per element, as G-elements/s.
     let x: Vec<f32> = (0..m * k).map(|i| ((i * 13 % 97) as f32 - 48.0) * 0.05).collect();
     let mut y = vec![0u8; m * k];

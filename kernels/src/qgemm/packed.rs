@@ -83,6 +83,8 @@ pub struct QPackedA {
 #[derive(Debug, Default, Clone)]
 pub struct QPackedB {
     pub(crate) units: Vec<[i32; 16]>,
+    /// Four rows of bytes, while packing.
+    rows: Vec<i8>,
     pub(crate) col_sums: Vec<i32>,
     pub(crate) zero: Vec<i32>,
     pub(crate) k: usize,
@@ -161,17 +163,17 @@ impl QPackedB {
     /// column), reusing this one's memory.
     pub fn pack<T: Q8>(&mut self, b: &[T], k: usize, n: usize, ldb: usize, zb: &[i32]) {
         assert!(k == 0 || b.len() >= (k - 1) * ldb + n, "qgemm: B is shorter than its shape");
-        self.pack_rows::<T>(k, n, zb, |r, j0, dst| {
-            for (o, &v) in dst.iter_mut().zip(&b[r * ldb + j0..]) {
+        self.pack_rows::<T>(k, n, zb, |r, dst| {
+            for (o, &v) in dst.iter_mut().zip(&b[r * ldb..]) {
                 *o = v.signed();
             }
         });
     }
 
-    /// Packs a k×n B of which `row(r, j0, dst)` writes columns `j0..j0 + dst.len()` of
-    /// row `r` as signed bytes (shifted as `T::signed` shifts), with zero points `zb` of
-    /// `T` (one, or one per column).
-    pub fn pack_rows<T: Q8>(&mut self, k: usize, n: usize, zb: &[i32], mut row: impl FnMut(usize, usize, &mut [i8])) {
+    /// Packs a k×n B of which `row(r, dst)` writes row `r` (n columns) as signed bytes
+    /// (shifted as `T::signed` shifts), with zero points `zb` of `T` (one, or one per
+    /// column).
+    pub fn pack_rows<T: Q8>(&mut self, k: usize, n: usize, zb: &[i32], mut row: impl FnMut(usize, &mut [i8])) {
         assert!(zb.len() == 1 || zb.len() == n, "qgemm: one zero point, or one per column of B");
         self.k = k;
         self.n = n;
@@ -182,27 +184,61 @@ impl QPackedB {
         self.units.resize(n.div_ceil(NR) * panel_len, [0; 16]);
         self.col_sums.clear();
         self.col_sums.resize(n, 0);
-        // Four rows at a time (one quad), on the stack in pieces of 256 columns.
-        const PIECE: usize = 256;
-        let mut rows = [[0i8; PIECE]; 4];
-        for q in 0..quads(k) {
-            for j0 in (0..n).step_by(PIECE) {
-                let w = PIECE.min(n - j0);
-                for (d, r) in rows.iter_mut().enumerate() {
-                    let depth = 4 * q + d;
-                    if depth < k {
-                        row(depth, j0, &mut r[..w]);
-                    } else {
-                        r[..w].fill(0);
+        // Four rows at a time (one quad), whole, then interleaved 16 columns at a time; in
+        // the widest build (the filler inlined into it).
+        let mut rows = std::mem::take(&mut self.rows);
+        let stride = n.next_multiple_of(16);
+        rows.clear();
+        rows.resize(4 * stride, 0);
+        let (units, col_sums) = (&mut self.units, &mut self.col_sums);
+        crate::arch::widest(
+            #[inline(always)]
+            || {
+                for q in 0..quads(k) {
+                    for (d, r) in rows.chunks_exact_mut(stride).enumerate() {
+                        let depth = 4 * q + d;
+                        if depth < k {
+                            row(depth, &mut r[..n]);
+                        } else {
+                            r[..n].fill(0);
+                        }
                     }
+                    interleave(&rows, stride, n, col_sums, units, |v| (v / 2) * panel_len + 2 * q + v % 2);
                 }
-                for (jj, j) in (j0..j0 + w).enumerate() {
-                    let bytes = [rows[0][jj], rows[1][jj], rows[2][jj], rows[3][jj]];
-                    self.col_sums[j] += bytes.iter().map(|&b| b as i32).sum::<i32>();
-                    let unit = (j / NR) * panel_len + 2 * q + (j % NR) / 16;
-                    self.units[unit][j % 16] = i32::from_le_bytes(bytes.map(|b| b as u8));
-                }
-            }
+            },
+        );
+        self.rows = rows;
+    }
+}
+
+/// Adds four rows of bytes (`rows`, each `stride` long, `n` used) to the column sums and
+/// writes them as quads: columns `16 v .. 16 v + 16` into unit `unit(v)`.
+#[inline(always)]
+fn interleave(
+    rows: &[i8],
+    stride: usize,
+    n: usize,
+    col_sums: &mut [i32],
+    units: &mut [[i32; 16]],
+    unit: impl Fn(usize) -> usize,
+) {
+    let (r0, rest) = rows.split_at(stride);
+    let (r1, rest) = rest.split_at(stride);
+    let (r2, r3) = rest.split_at(stride);
+    for (j, s) in col_sums[..n].iter_mut().enumerate() {
+        *s += r0[j] as i32 + r1[j] as i32 + r2[j] as i32 + r3[j] as i32;
+    }
+    for v in 0..n.div_ceil(16) {
+        let at = 16 * v;
+        let col = |r: &[i8]| -> [i8; 16] { r[at..at + 16].try_into().expect("16 columns") };
+        let (c0, c1, c2, c3) = (col(r0), col(r1), col(r2), col(r3));
+        let dst = &mut units[unit(v)];
+        for l in 0..16 {
+            let word = (c0[l] as u8 as u32)
+                | (c1[l] as u8 as u32) << 8
+                | (c2[l] as u8 as u32) << 16
+                | (c3[l] as u8 as u32) << 24;
+            dst[l] = word as i32;
         }
     }
 }
@@ -215,19 +251,75 @@ impl QPackedB {
     pub fn pack_im2col<T: Q8>(&mut self, x: &[T], channels: usize, g: &Window3d, zx: i32) {
         let (plane, taps) = (g.plane(), g.kernel.iter().product::<usize>());
         assert!(x.len() >= channels * plane, "qgemm: the image is shorter than its shape");
-        let [_, o1, o2] = g.out;
+        let [o0, o1, o2] = g.out;
         let [_, k1, k2] = g.kernel;
+        let [_, in1, in2] = g.input;
         let pad = T::from_i32(zx).signed();
-        self.pack_rows::<T>(channels * taps, g.positions(), &[zx], |r, j0, dst| {
+        let (stride, dil, begin) = (g.stride[2] as isize, g.dilation[2] as isize, g.pad_begin[2] as isize);
+        self.pack_rows::<T>(channels * taps, g.positions(), &[zx], |r, dst| {
             let (c, t) = (r / taps, r % taps);
             let tap = [t / (k1 * k2), (t / k2) % k1, t % k2];
             let src = &x[c * plane..(c + 1) * plane];
-            for (jj, o) in dst.iter_mut().enumerate() {
-                let j = j0 + jj;
-                *o = match g.tap([j / (o1 * o2), (j / o2) % o1, j % o2], tap) {
-                    Some(i) => src[i].signed(),
-                    None => pad,
+            // Along the width, output `ox` reads column `ox · stride + off`: inside the
+            // row for `lo..hi`, padding elsewhere.
+            let off = tap[2] as isize * dil - begin;
+            let lo = if off >= 0 { 0 } else { ((-off + stride - 1) / stride) as usize };
+            let hi = if in2 as isize - off <= 0 { 0 } else { ((in2 as isize - 1 - off) / stride + 1) as usize };
+            let (lo, hi) = (lo.min(o2), hi.min(o2).max(lo.min(o2)));
+            // Stride 1 and the output as wide as the input: output rows `oy0..oy1` (those
+            // inside the input's height) read one run of the plane shifted by `off`;
+            // copied whole, then the padding columns of each row set.
+            let block_copy = g.stride[1] == 1 && stride == 1 && o2 == in2;
+            for od in 0..o0 {
+                let plane_out = &mut dst[od * o1 * o2..][..o1 * o2];
+                let Some(z) = g.source(0, od, tap[0]) else {
+                    plane_out.fill(pad);
+                    continue;
                 };
+                if block_copy {
+                    let ys = |oy: usize| g.source(1, oy, tap[1]).is_some();
+                    let oy0 = (0..o1).find(|&oy| ys(oy)).unwrap_or(o1);
+                    let oy1 = (oy0..o1).find(|&oy| !ys(oy)).unwrap_or(o1);
+                    plane_out[..oy0 * o2].fill(pad);
+                    plane_out[oy1 * o2..].fill(pad);
+                    if oy0 < oy1 {
+                        let y0 = g.source(1, oy0, tap[1]).expect("inside");
+                        let base = ((z * in1 + y0) * in2) as isize + off;
+                        let out = &mut plane_out[oy0 * o2..oy1 * o2];
+                        // Positions whose source lies outside the plane are padding columns.
+                        let p_lo = (-base).clamp(0, out.len() as isize) as usize;
+                        let p_hi = (plane as isize - base).clamp(p_lo as isize, out.len() as isize) as usize;
+                        let from = (base + p_lo as isize) as usize;
+                        for (o, &v) in out[p_lo..p_hi].iter_mut().zip(&src[from..]) {
+                            *o = v.signed();
+                        }
+                        for r in out.chunks_exact_mut(o2) {
+                            r[..lo].fill(pad);
+                            r[hi..].fill(pad);
+                        }
+                    }
+                    continue;
+                }
+                for oy in 0..o1 {
+                    let out = &mut plane_out[oy * o2..][..o2];
+                    let Some(y) = g.source(1, oy, tap[1]) else {
+                        out.fill(pad);
+                        continue;
+                    };
+                    let row = &src[(z * in1 + y) * in2..][..in2];
+                    out[..lo].fill(pad);
+                    out[hi..].fill(pad);
+                    let first = (lo as isize * stride + off) as usize;
+                    if stride == 1 {
+                        for (o, &v) in out[lo..hi].iter_mut().zip(&row[first..]) {
+                            *o = v.signed();
+                        }
+                    } else {
+                        for (o, &v) in out[lo..hi].iter_mut().zip(row[first..].iter().step_by(stride as usize)) {
+                            *o = v.signed();
+                        }
+                    }
+                }
             }
         });
     }

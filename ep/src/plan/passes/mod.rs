@@ -16,6 +16,7 @@ pub mod fix_shapes;
 pub mod fold_matmul_operands;
 pub mod fuse_epilogues;
 pub mod fuse_gelu;
+pub mod fuse_qdq;
 pub mod lower;
 pub mod mark_constant_weights;
 pub mod share_buffers;
@@ -103,10 +104,14 @@ pub(crate) fn scalar_constant(plan: &Plan, graph: &GraphDesc, v: crate::plan::Va
 }
 
 impl Plan {
-    /// Builds the plan for a fused subgraph: lowering, then every pass of `PASSES`. Fails
+    /// Builds the plan for a fused subgraph: QDQ fusion on the graph (`fuse_qdq`),
+    /// lowering, then every pass of `PASSES`. Fails
     /// if a node is not runnable (it should not have been claimed), the graph does not
     /// hang together, or its declared shapes contradict each other.
     pub fn build(name: &str, graph: &GraphDesc) -> Result<Plan> {
+        // Quantized groups fused on the graph first (their nodes become others).
+        let fused = fuse_qdq::run(graph);
+        let graph = fused.as_ref().unwrap_or(graph);
         let mut plan = lower::run(name, graph)?;
         for pass in PASSES {
             (pass.run)(&mut plan, graph)?;

@@ -1,0 +1,401 @@
+//! QDQ fusion, on the graph before lowering: each `DequantizeLinear -> Conv ->
+//! QuantizeLinear` group of a statically quantized model becomes one QLinearConv node,
+//! which runs on the integer kernels (`qgemm`) instead of dequantizing the input and the
+//! weights to float, convolving in float and quantizing the result.
+//!
+//! The group is the one ORT's own QDQ transformer turns into QLinearConv on its CPU EP,
+//! with the same result: the input's and weights' quantized data and parameters become
+//! the fused node's, the bias's int32 data (its DequantizeLinear's input, whose scale the
+//! quantizer set to `x_scale · w_scale`) its bias, and the QuantizeLinear's parameters its
+//! output's. A group is fused only when:
+//! - the input is per tensor, the weights per tensor or per output channel (axis 0), and
+//!   every scale and zero point is a graph input or constant, not a computed value;
+//! - the DequantizeLinear outputs and the Conv's output are read by the group alone (ORT
+//!   gives each reader its own DequantizeLinear) and are not graph outputs;
+//! - where the bias's parameters are small enough to be read at Compile, its zero point
+//!   is 0 and its scale is `x_scale · w_scale` (else the float reading is kept);
+//! - the CPU has AVX-512 VNNI (without it the integer kernel is slower than the float
+//!   convolution, and the float reading is kept);
+//! - QLinearConv compiles for the node (types and attributes).
+//!
+//! Absent zero points become constants of 0 of their type.
+
+use std::collections::HashMap;
+
+use crate::data::{dtype, Buf};
+use crate::graph::{ConstDesc, Constant, Dim, GraphDesc, NodeDesc, Shape, ValueDesc};
+
+/// Whether this CPU fuses groups (it has AVX-512 VNNI).
+pub fn enabled() -> bool {
+    rivet_kernels::qgemm::vnni_supported()
+}
+
+/// The graph with every fusable group replaced, or `None` when nothing is fused.
+pub fn run(graph: &GraphDesc) -> Option<GraphDesc> {
+    if !enabled() {
+        return None;
+    }
+    fuse(graph)
+}
+
+/// [`run`] on any CPU (the integer kernels are exact everywhere; only their speed needs
+/// VNNI).
+pub(crate) fn fuse(graph: &GraphDesc) -> Option<GraphDesc> {
+    let ix = Index::new(graph);
+    let mut out = graph.clone();
+    let mut removed = vec![false; graph.nodes.len()];
+    let mut fused_any = false;
+    for (i, node) in graph.nodes.iter().enumerate() {
+        if node.op_type != "Conv" || !onnx_domain(node) {
+            continue;
+        }
+        let Some(group) = conv_group(&ix, i) else { continue };
+        let Some(fused) = group.node(&ix, &mut out.constants) else { continue };
+        if crate::registry::kernel_for(&fused).is_err() {
+            continue;
+        }
+        out.nodes[i] = fused;
+        for n in group.absorbed() {
+            removed[n] = true;
+        }
+        fused_any = true;
+    }
+    if !fused_any {
+        return None;
+    }
+    let mut keep = removed.iter().map(|&r| !r);
+    out.nodes.retain(|_| keep.next().unwrap_or(true));
+    Some(out)
+}
+
+fn onnx_domain(node: &NodeDesc) -> bool {
+    matches!(node.domain.as_str(), "" | "ai.onnx")
+}
+
+/// Who produces and who reads each value of the graph.
+struct Index<'g> {
+    graph: &'g GraphDesc,
+    producer: HashMap<&'g str, usize>,
+    readers: HashMap<&'g str, Vec<usize>>,
+    outputs: Vec<&'g str>,
+}
+
+impl<'g> Index<'g> {
+    fn new(graph: &'g GraphDesc) -> Index<'g> {
+        let (mut producer, mut readers) = (HashMap::new(), HashMap::<&str, Vec<usize>>::new());
+        for (i, node) in graph.nodes.iter().enumerate() {
+            for v in node.outputs.iter().flatten() {
+                producer.insert(v.name.as_str(), i);
+            }
+            for v in node.inputs.iter().flatten() {
+                readers.entry(v.name.as_str()).or_default().push(i);
+            }
+        }
+        let outputs = graph.outputs.iter().map(|v| v.name.as_str()).collect();
+        Index { graph, producer, readers, outputs }
+    }
+
+    fn node(&self, i: usize) -> &'g NodeDesc {
+        &self.graph.nodes[i]
+    }
+
+    /// The DequantizeLinear (of the ONNX domain) producing `v`, read by `reader` alone
+    /// and not a graph output.
+    fn sole_dq(&self, v: &ValueDesc, reader: usize) -> Option<usize> {
+        let p = *self.producer.get(v.name.as_str())?;
+        let node = self.node(p);
+        (node.op_type == "DequantizeLinear" && onnx_domain(node) && self.only_for(&v.name, reader)).then_some(p)
+    }
+
+    /// Whether `v` is read by node `reader` alone, once, and is not a graph output.
+    fn only_for(&self, v: &str, reader: usize) -> bool {
+        self.readers.get(v).is_some_and(|r| r == &[reader]) && !self.outputs.contains(&v)
+    }
+
+    /// Whether `v` is a graph input or constant (no node computes it).
+    fn is_leaf(&self, v: &ValueDesc) -> bool {
+        !self.producer.contains_key(v.name.as_str())
+    }
+}
+
+/// A `DequantizeLinear -> Conv -> QuantizeLinear` group: node indices.
+struct ConvGroup {
+    conv: usize,
+    dq_x: usize,
+    dq_w: usize,
+    dq_b: Option<usize>,
+    q: usize,
+}
+
+fn conv_group(ix: &Index<'_>, conv: usize) -> Option<ConvGroup> {
+    let node = ix.node(conv);
+    let input = |k: usize| node.inputs.get(k).and_then(Option::as_ref);
+    let dq_x = ix.sole_dq(input(0)?, conv)?;
+    let dq_w = ix.sole_dq(input(1)?, conv)?;
+    let dq_b = match input(2) {
+        Some(b) => Some(ix.sole_dq(b, conv)?),
+        None => None,
+    };
+    if node.inputs.len() > 3 {
+        return None;
+    }
+    let y = node.outputs.first()?.as_ref()?;
+    let &[q] = ix.readers.get(y.name.as_str())?.as_slice() else { return None };
+    let qn = ix.node(q);
+    let q_ok = qn.op_type == "QuantizeLinear" && onnx_domain(qn) && qn.inputs.first()?.as_ref()? == y;
+    (q_ok && !ix.outputs.contains(&y.name.as_str()) && node.outputs.len() == 1).then_some(ConvGroup {
+        conv,
+        dq_x,
+        dq_w,
+        dq_b,
+        q,
+    })
+}
+
+/// A DequantizeLinear's or QuantizeLinear's parameters: scale, zero point (or its type
+/// when absent), and the axis and block size attributes.
+struct Params<'g> {
+    scale: &'g ValueDesc,
+    zero: Option<&'g ValueDesc>,
+    axis: i64,
+    block: i64,
+}
+
+fn params(node: &NodeDesc) -> Option<Params<'_>> {
+    let int_attr = |name: &str, default: i64| match node.attr(name) {
+        Some(crate::graph::AttrValue::Int(v)) => Some(*v),
+        None => Some(default),
+        Some(_) => None,
+    };
+    Some(Params {
+        scale: node.inputs.get(1)?.as_ref()?,
+        zero: node.inputs.get(2).and_then(Option::as_ref),
+        axis: int_attr("axis", 1)?,
+        block: int_attr("block_size", 0)?,
+    })
+}
+
+/// The declared dims of `v`, when all are fixed.
+fn fixed_dims(v: &ValueDesc) -> Option<Vec<usize>> {
+    v.dims.as_ref()?.iter().map(|d| if let Dim::Fixed(n) = d { Some(*n) } else { None }).collect()
+}
+
+/// One value: a scalar or a one-element 1-D tensor.
+fn is_one(v: &ValueDesc) -> bool {
+    fixed_dims(v).is_some_and(|d| d.len() <= 1 && d.iter().product::<usize>() == 1)
+}
+
+impl ConvGroup {
+    fn absorbed(&self) -> impl Iterator<Item = usize> + '_ {
+        [self.dq_x, self.dq_w, self.q].into_iter().chain(self.dq_b)
+    }
+
+    /// The QLinearConv node replacing the group (zero-point constants it needs added to
+    /// `constants`), or `None` when the group is not one to fuse.
+    fn node(&self, ix: &Index<'_>, constants: &mut Vec<ConstDesc>) -> Option<NodeDesc> {
+        let conv = ix.node(self.conv);
+        let (dq_x, dq_w, q) = (ix.node(self.dq_x), ix.node(self.dq_w), ix.node(self.q));
+        let (px, pw, py) = (params(dq_x)?, params(dq_w)?, params(q)?);
+        let x = dq_x.inputs.first()?.as_ref()?;
+        let w = dq_w.inputs.first()?.as_ref()?;
+        let y = q.outputs.first()?.as_ref()?;
+        // Per tensor for the input and output; per tensor or per output channel (axis 0)
+        // for the weights; no blocks.
+        let channels = fixed_dims(w).and_then(|d| d.first().copied());
+        let w_per_channel = fixed_dims(pw.scale).is_some_and(|d| d.len() == 1 && Some(d[0]) == channels)
+            && (pw.axis == 0 || pw.axis == -(fixed_dims(w).map_or(0, |d| d.len()) as i64));
+        if !is_one(px.scale) || !is_one(py.scale) || !(is_one(pw.scale) || w_per_channel) {
+            return None;
+        }
+        if [px.block, pw.block, py.block].iter().any(|&b| b != 0) {
+            return None;
+        }
+        let mut all =
+            [px.scale, pw.scale, py.scale].into_iter().chain([px.zero, pw.zero, py.zero].into_iter().flatten());
+        if !all.all(|v| ix.is_leaf(v)) {
+            return None;
+        }
+        if y.elem_type != dtype::UINT8 && y.elem_type != dtype::INT8 {
+            return None;
+        }
+        let mut zero = |p: &Params<'_>, elem_type: i32, like: &ValueDesc| -> ValueDesc {
+            match p.zero {
+                Some(z) => z.clone(),
+                None => zero_constant(constants, &format!("{}/zero_point", like.name), elem_type),
+            }
+        };
+        let (zx, zw, zy) = (zero(&px, x.elem_type, x), zero(&pw, w.elem_type, w), zero(&py, y.elem_type, y));
+        let mut inputs = vec![
+            Some(x.clone()),
+            Some(px.scale.clone()),
+            Some(zx),
+            Some(w.clone()),
+            Some(pw.scale.clone()),
+            Some(zw),
+            Some(py.scale.clone()),
+            Some(zy),
+        ];
+        if let Some(b) = self.dq_b {
+            let dq_b = ix.node(b);
+            let pb = params(dq_b)?;
+            let bias = dq_b.inputs.first()?.as_ref()?;
+            if bias.elem_type != dtype::INT32 || !bias_matches(&pb, px.scale, pw.scale) {
+                return None;
+            }
+            inputs.push(Some(bias.clone()));
+        }
+        Some(NodeDesc {
+            name: conv.name.clone(),
+            op_type: "QLinearConv".into(),
+            domain: String::new(),
+            since_version: 10,
+            inputs,
+            outputs: vec![Some(y.clone())],
+            attrs: conv.attrs.clone(),
+        })
+    }
+}
+
+/// Whether a bias's DequantizeLinear reads it as the fused node will: zero point 0 and
+/// scale `x_scale · w_scale`, checked where the values are known at Compile.
+fn bias_matches(pb: &Params<'_>, sx: &ValueDesc, sw: &ValueDesc) -> bool {
+    if pb.block != 0 {
+        return false;
+    }
+    if let Some(Constant::I64(z)) = pb.zero.and_then(|z| z.constant.as_ref()) {
+        if z.iter().any(|&v| v != 0) {
+            return false;
+        }
+    }
+    let f32s = |v: &ValueDesc| match &v.constant {
+        Some(Constant::F32(x)) => Some(x.clone()),
+        _ => None,
+    };
+    match (f32s(pb.scale), f32s(sx), f32s(sw)) {
+        (Some(sb), Some(sx), Some(sw)) if sx.len() == 1 => {
+            let want = |i: usize| sx[0] * sw[if sw.len() == 1 { 0 } else { i }];
+            sb.len() == sw.len().max(1) && sb.iter().enumerate().all(|(i, &s)| s == want(i))
+        }
+        _ => true,
+    }
+}
+
+/// A new constant scalar 0 of `elem_type` named `name` (once), as a value.
+fn zero_constant(constants: &mut Vec<ConstDesc>, name: &str, elem_type: i32) -> ValueDesc {
+    if !constants.iter().any(|c| c.name == name) {
+        let data = match elem_type {
+            dtype::INT8 => Buf::I8(vec![0]),
+            _ => Buf::U8(vec![0]),
+        };
+        constants.push(ConstDesc { name: name.into(), shape: Shape::new(), data });
+    }
+    ValueDesc { name: name.into(), elem_type, dims: Some(Default::default()), ..Default::default() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(name: &str, elem_type: i32, dims: &[usize]) -> ValueDesc {
+        ValueDesc {
+            name: name.into(),
+            elem_type,
+            dims: Some(dims.iter().map(|&d| Dim::Fixed(d)).collect()),
+            ..Default::default()
+        }
+    }
+
+    fn node(op: &str, name: &str, ins: &[&ValueDesc], outs: &[&ValueDesc]) -> NodeDesc {
+        NodeDesc {
+            name: name.into(),
+            op_type: op.into(),
+            domain: String::new(),
+            since_version: 19,
+            inputs: ins.iter().map(|&x| Some(x.clone())).collect(),
+            outputs: outs.iter().map(|&x| Some(x.clone())).collect(),
+            attrs: vec![],
+        }
+    }
+
+    /// x (u8) -> DQ -> Conv(DQ(w), DQ(b)) -> Q -> y (u8).
+    fn group() -> GraphDesc {
+        let (xq, sx, zx) =
+            (v("xq", dtype::UINT8, &[1, 2, 5, 5]), v("sx", dtype::FLOAT, &[]), v("zx", dtype::UINT8, &[]));
+        let (wq, sw, zw) =
+            (v("wq", dtype::INT8, &[3, 2, 3, 3]), v("sw", dtype::FLOAT, &[3]), v("zw", dtype::INT8, &[3]));
+        let (bq, sb) = (v("bq", dtype::INT32, &[3]), v("sb", dtype::FLOAT, &[3]));
+        let (sy, zy) = (v("sy", dtype::FLOAT, &[]), v("zy", dtype::UINT8, &[]));
+        let (xf, wf, bf) =
+            (v("xf", dtype::FLOAT, &[1, 2, 5, 5]), v("wf", dtype::FLOAT, &[3, 2, 3, 3]), v("bf", dtype::FLOAT, &[3]));
+        let (yf, yq) = (v("yf", dtype::FLOAT, &[1, 3, 3, 3]), v("yq", dtype::UINT8, &[1, 3, 3, 3]));
+        let mut dq_w = node("DequantizeLinear", "dq_w", &[&wq, &sw, &zw], &[&wf]);
+        dq_w.attrs.push(("axis".into(), crate::graph::AttrValue::Int(0)));
+        GraphDesc {
+            nodes: vec![
+                node("DequantizeLinear", "dq_x", &[&xq, &sx, &zx], &[&xf]),
+                dq_w,
+                node("DequantizeLinear", "dq_b", &[&bq, &sb], &[&bf]),
+                node("Conv", "conv", &[&xf, &wf, &bf], &[&yf]),
+                node("QuantizeLinear", "q", &[&yf, &sy, &zy], &[&yq]),
+            ],
+            inputs: vec![xq, sx, zx, wq, sw, zw, bq, sb, sy, zy],
+            constant_inputs: vec![],
+            outputs: vec![yq],
+            constants: vec![],
+        }
+    }
+
+    #[test]
+    fn a_conv_group_becomes_one_qlinear_conv_with_the_quantized_operands() {
+        let fused = fuse(&group()).expect("fused");
+        assert_eq!(fused.nodes.len(), 1);
+        let n = &fused.nodes[0];
+        assert_eq!((n.op_type.as_str(), n.name.as_str()), ("QLinearConv", "conv"));
+        let names: Vec<&str> = n.inputs.iter().map(|v| v.as_ref().unwrap().name.as_str()).collect();
+        assert_eq!(names, ["xq", "sx", "zx", "wq", "sw", "zw", "sy", "zy", "bq"]);
+        assert_eq!(n.outputs[0].as_ref().unwrap().name, "yq");
+    }
+
+    #[test]
+    fn groups_that_are_not_exactly_the_pattern_stay_float() {
+        // The Conv's float output also a graph output.
+        let mut g = group();
+        g.outputs.push(g.nodes[3].outputs[0].clone().unwrap());
+        assert!(fuse(&g).is_none());
+        // The input's DequantizeLinear read by another node too.
+        let mut g = group();
+        let extra = node("Relu", "r", &[g.nodes[0].outputs[0].as_ref().unwrap()], &[&v("r", dtype::FLOAT, &[1])]);
+        g.nodes.push(extra);
+        assert!(fuse(&g).is_none());
+        // Weights per channel along axis 1 (the DequantizeLinear default).
+        let mut g = group();
+        g.nodes[1].attrs.clear();
+        assert!(fuse(&g).is_none());
+        // A known bias scale that is not x_scale · w_scale.
+        let mut g = group();
+        let c = |x: Vec<f32>| Some(Constant::F32(x));
+        g.nodes[0].inputs[1].as_mut().unwrap().constant = c(vec![0.5]);
+        g.nodes[1].inputs[1].as_mut().unwrap().constant = c(vec![0.25, 0.5, 1.0]);
+        g.nodes[2].inputs[1].as_mut().unwrap().constant = c(vec![0.125, 0.25, 0.25]);
+        assert!(fuse(&g).is_none());
+        g.nodes[2].inputs[1].as_mut().unwrap().constant = c(vec![0.125, 0.25, 0.5]);
+        assert!(fuse(&g).is_some());
+        // A computed output scale.
+        let mut g = group();
+        let sy = g.nodes[4].inputs[1].clone().unwrap();
+        g.nodes.insert(0, node("Identity", "id", &[&v("s0", dtype::FLOAT, &[])], &[&sy]));
+        assert!(fuse(&g).is_none());
+    }
+
+    #[test]
+    fn absent_zero_points_become_zero_constants() {
+        let mut g = group();
+        g.nodes[0].inputs.truncate(2);
+        g.nodes[4].inputs.truncate(2);
+        let fused = fuse(&g).expect("fused");
+        let n = &fused.nodes[0];
+        assert_eq!(n.inputs[2].as_ref().unwrap().name, "xq/zero_point");
+        assert_eq!(n.inputs[7].as_ref().unwrap().name, "yq/zero_point");
+        assert_eq!(fused.constants.len(), 2);
+    }
+}
