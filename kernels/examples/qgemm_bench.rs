@@ -60,12 +60,12 @@ fn main() {
     let img: Vec<u8> = (0..32 * 64 * 64).map(|i| (i * 7 % 251) as u8).collect();
     let mut pi = QPackedB::new();
     let len = (32 * 9 * 64 * 64) as f64;
-    stats("im2col 32x3x3 on 64x64 (G bytes/s)", len, 5, || pi.pack_im2col(&img, 32, &g, 7));
+    stats("im2col 32x3x3 on 64x64 (G bytes/s)", len, 5, || pi.pack_conv_input(&img, 32, &g, 7));
     let plain: Vec<u8> = (0..288 * 4096).map(|i| (i * 7 % 251) as u8).collect();
     stats("pack of a plain 288x4096 B (G bytes/s)", len, 5, || pi.pack(&plain, 288, 4096, 4096, &[7]));
     let mut w = QPackedA::new();
     let wt: Vec<i8> = (0..32 * 288).map(|i| (i % 200) as i8).collect();
-    w.pack(&wt, 32, 288, 288, &[0]);
+    w.pack_conv_weights(&wt, 32, 32, 9, &[0]);
     let mut out = vec![0i32; 32 * 4096];
     stats("its product 32x4096x288 (GOP/s)", 2.0 * 32.0 * 4096.0 * 288.0, 5, || {
         qgemm(&w, &pi, 0..4096, &mut out, 4096)

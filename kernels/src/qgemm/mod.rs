@@ -7,6 +7,7 @@
 //! Then requantization: `y = clamp(round_half_even(acc · scale) + zy)`, the float
 //! arithmetic ORT's int8 kernels use.
 
+mod conv;
 mod packed;
 #[cfg(test)]
 mod packed_tests;

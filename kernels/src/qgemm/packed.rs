@@ -22,7 +22,6 @@ use std::ops::Range;
 
 use super::QInt;
 use crate::arch::Level;
-use crate::conv::Window3d;
 
 /// Rows of a strip (and of the full tile).
 pub const MR: usize = 14;
@@ -75,7 +74,13 @@ pub struct QPackedA {
     pub(crate) row_sums: Vec<i32>,
     pub(crate) zero: Vec<i32>,
     pub(crate) m: usize,
+    /// Depth of the layout (a convolution's has zero quads inside it).
     pub(crate) k: usize,
+    /// Depths that hold values: the product's depth for the zero-point terms.
+    pub(crate) real_k: usize,
+    /// A convolution's weights reordered, and their zero points shifted, while packing.
+    pub(crate) reorder: Vec<u8>,
+    pub(crate) zero_shifted: Vec<i32>,
 }
 
 /// A right operand: signed bytes in panels, the sums of its columns, its zero points
@@ -87,11 +92,16 @@ pub struct QPackedB {
     rows: Vec<i8>,
     pub(crate) col_sums: Vec<i32>,
     pub(crate) zero: Vec<i32>,
+    /// As in [`QPackedA`].
     pub(crate) k: usize,
+    pub(crate) real_k: usize,
     pub(crate) n: usize,
+    /// A convolution's input with its channels in quads, while packing.
+    pub(crate) words: Vec<i32>,
+    pub(crate) word_row: Vec<i32>,
 }
 
-fn quads(k: usize) -> usize {
+pub(crate) fn quads(k: usize) -> usize {
     k.div_ceil(4)
 }
 
@@ -119,6 +129,7 @@ impl QPackedA {
         assert!(m == 0 || a.len() >= (m - 1) * lda + k, "qgemm: A is shorter than its shape");
         self.m = m;
         self.k = k;
+        self.real_k = k;
         self.zero.clear();
         self.zero.extend(za.iter().map(|&z| z + T::TO_UNSIGNED));
         let strip_len = self.strip_len();
@@ -155,7 +166,7 @@ impl QPackedB {
         self.n
     }
 
-    fn panel_len(&self) -> usize {
+    pub(crate) fn panel_len(&self) -> usize {
         2 * quads(self.k)
     }
 
@@ -176,6 +187,7 @@ impl QPackedB {
     pub fn pack_rows<T: Q8>(&mut self, k: usize, n: usize, zb: &[i32], mut row: impl FnMut(usize, &mut [i8])) {
         assert!(zb.len() == 1 || zb.len() == n, "qgemm: one zero point, or one per column of B");
         self.k = k;
+        self.real_k = k;
         self.n = n;
         self.zero.clear();
         self.zero.extend(zb.iter().map(|&z| z + T::TO_UNSIGNED - 128));
@@ -243,92 +255,10 @@ fn interleave(
     }
 }
 
-impl QPackedB {
-    /// Packs the im2col matrix of `channels` planes of one image (`x`, planes of
-    /// `g.plane()` elements, zero point `zx`) as a B of depth `channels · taps` and
-    /// `g.positions()` columns: row `(c, kd, ky, kx)`, column the output position. Taps in
-    /// the padding read the zero point (a difference of 0).
-    pub fn pack_im2col<T: Q8>(&mut self, x: &[T], channels: usize, g: &Window3d, zx: i32) {
-        let (plane, taps) = (g.plane(), g.kernel.iter().product::<usize>());
-        assert!(x.len() >= channels * plane, "qgemm: the image is shorter than its shape");
-        let [o0, o1, o2] = g.out;
-        let [_, k1, k2] = g.kernel;
-        let [_, in1, in2] = g.input;
-        let pad = T::from_i32(zx).signed();
-        let (stride, dil, begin) = (g.stride[2] as isize, g.dilation[2] as isize, g.pad_begin[2] as isize);
-        self.pack_rows::<T>(channels * taps, g.positions(), &[zx], |r, dst| {
-            let (c, t) = (r / taps, r % taps);
-            let tap = [t / (k1 * k2), (t / k2) % k1, t % k2];
-            let src = &x[c * plane..(c + 1) * plane];
-            // Along the width, output `ox` reads column `ox · stride + off`: inside the
-            // row for `lo..hi`, padding elsewhere.
-            let off = tap[2] as isize * dil - begin;
-            let lo = if off >= 0 { 0 } else { ((-off + stride - 1) / stride) as usize };
-            let hi = if in2 as isize - off <= 0 { 0 } else { ((in2 as isize - 1 - off) / stride + 1) as usize };
-            let (lo, hi) = (lo.min(o2), hi.min(o2).max(lo.min(o2)));
-            // Stride 1 and the output as wide as the input: output rows `oy0..oy1` (those
-            // inside the input's height) read one run of the plane shifted by `off`;
-            // copied whole, then the padding columns of each row set.
-            let block_copy = g.stride[1] == 1 && stride == 1 && o2 == in2;
-            for od in 0..o0 {
-                let plane_out = &mut dst[od * o1 * o2..][..o1 * o2];
-                let Some(z) = g.source(0, od, tap[0]) else {
-                    plane_out.fill(pad);
-                    continue;
-                };
-                if block_copy {
-                    let ys = |oy: usize| g.source(1, oy, tap[1]).is_some();
-                    let oy0 = (0..o1).find(|&oy| ys(oy)).unwrap_or(o1);
-                    let oy1 = (oy0..o1).find(|&oy| !ys(oy)).unwrap_or(o1);
-                    plane_out[..oy0 * o2].fill(pad);
-                    plane_out[oy1 * o2..].fill(pad);
-                    if oy0 < oy1 {
-                        let y0 = g.source(1, oy0, tap[1]).expect("inside");
-                        let base = ((z * in1 + y0) * in2) as isize + off;
-                        let out = &mut plane_out[oy0 * o2..oy1 * o2];
-                        // Positions whose source lies outside the plane are padding columns.
-                        let p_lo = (-base).clamp(0, out.len() as isize) as usize;
-                        let p_hi = (plane as isize - base).clamp(p_lo as isize, out.len() as isize) as usize;
-                        let from = (base + p_lo as isize) as usize;
-                        for (o, &v) in out[p_lo..p_hi].iter_mut().zip(&src[from..]) {
-                            *o = v.signed();
-                        }
-                        for r in out.chunks_exact_mut(o2) {
-                            r[..lo].fill(pad);
-                            r[hi..].fill(pad);
-                        }
-                    }
-                    continue;
-                }
-                for oy in 0..o1 {
-                    let out = &mut plane_out[oy * o2..][..o2];
-                    let Some(y) = g.source(1, oy, tap[1]) else {
-                        out.fill(pad);
-                        continue;
-                    };
-                    let row = &src[(z * in1 + y) * in2..][..in2];
-                    out[..lo].fill(pad);
-                    out[hi..].fill(pad);
-                    let first = (lo as isize * stride + off) as usize;
-                    if stride == 1 {
-                        for (o, &v) in out[lo..hi].iter_mut().zip(&row[first..]) {
-                            *o = v.signed();
-                        }
-                    } else {
-                        for (o, &v) in out[lo..hi].iter_mut().zip(row[first..].iter().step_by(stride as usize)) {
-                            *o = v.signed();
-                        }
-                    }
-                }
-            }
-        });
-    }
-}
-
 /// `c` (rows × `cols` of the product, row stride `ldc`; `cols.start` a multiple of
 /// [`NR`]) = `a` × `b` with their zero points.
 pub fn qgemm(a: &QPackedA, b: &QPackedB, cols: Range<usize>, c: &mut [i32], ldc: usize) {
-    assert_eq!(a.k, b.k, "qgemm: the operands' depths differ");
+    assert!(a.k == b.k && a.real_k == b.real_k, "qgemm: the operands' depths differ");
     assert!(cols.start.is_multiple_of(NR) && cols.end <= b.n, "qgemm: columns outside B or off a panel");
     assert!(a.m == 0 || c.len() >= (a.m - 1) * ldc + cols.len(), "qgemm: C is too short");
     if a.m == 0 || cols.is_empty() {
@@ -414,7 +344,7 @@ pub(crate) fn for_each_tile(
                 za,
                 col_sums: cb,
                 zb,
-                k: a.k as i32,
+                k: a.real_k as i32,
             };
             tile(strip, panel, out);
         }

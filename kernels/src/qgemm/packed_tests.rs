@@ -88,36 +88,59 @@ fn extreme_operands_sum_exactly() {
     assert!(c.iter().all(|&v| v == 128 * 128 * k as i32));
 }
 
-#[test]
-fn im2col_packing_gives_the_convolution() {
-    let mut seed = 11;
-    for (dims, len, kk, stride, dil, pad) in
-        [(2, 7, 3, 1, 1, 1), (2, 9, 3, 2, 1, 0), (1, 12, 5, 1, 2, 3), (3, 4, 2, 1, 1, 1)]
-    {
-        let g = crate::conv::Window3d::cube(dims, len, kk, stride, dil, pad, 0).expect("fits");
-        let (channels, cout, plane, p) = (3, 5, g.plane(), g.positions());
-        let taps: usize = g.kernel.iter().product();
-        let x: Vec<u8> = (0..channels * plane).map(|_| byte(&mut seed) as u8).collect();
-        let w: Vec<i8> = (0..cout * channels * taps).map(|_| (byte(&mut seed) - 128) as i8).collect();
-        let (zx, zw) = (byte(&mut seed), [-3, 0, 7, -128, 127]);
-        let mut want = vec![0i32; cout * p];
-        for m in 0..cout {
-            for (pos, o) in crate::conv::outputs(&g).enumerate() {
-                let mut acc = 0;
-                for c in 0..channels {
-                    for (t, tap) in crate::conv::taps(&g).enumerate() {
-                        let xv = g.tap(o, tap).map_or(zx, |i| x[c * plane + i] as i32);
-                        acc += (xv - zx) * (w[(m * channels + c) * taps + t] as i32 - zw[m]);
-                    }
+/// A convolution of `channels` channels of type `X` by weights of type `W` on the
+/// product against the direct definition.
+fn conv_case<X: Q8, W: Q8>(g: &crate::conv::Window3d, channels: usize, seed: &mut u64) {
+    let (cout, plane, p) = (5, g.plane(), g.positions());
+    let taps: usize = g.kernel.iter().product();
+    let x: Vec<i32> = (0..channels * plane).map(|_| byte(seed) + X::MIN).collect();
+    let w: Vec<i32> = (0..cout * channels * taps).map(|_| byte(seed) + W::MIN).collect();
+    let zx = byte(seed) + X::MIN;
+    let zw: Vec<i32> = (0..cout).map(|_| byte(seed) + W::MIN).collect();
+    let mut want = vec![0i32; cout * p];
+    for m in 0..cout {
+        for (pos, o) in crate::conv::outputs(g).enumerate() {
+            let mut acc = 0;
+            for c in 0..channels {
+                for (t, tap) in crate::conv::taps(g).enumerate() {
+                    let xv = g.tap(o, tap).map_or(zx, |i| x[c * plane + i]);
+                    acc += (xv - zx) * (w[(m * channels + c) * taps + t] - zw[m]);
                 }
-                want[m * p + pos] = acc;
             }
+            want[m * p + pos] = acc;
         }
-        let (mut pa, mut pb) = (QPackedA::new(), QPackedB::new());
-        pa.pack(&w, cout, channels * taps, channels * taps, &zw);
-        pb.pack_im2col(&x, channels, &g, zx);
-        let mut c = vec![0; cout * p];
-        qgemm(&pa, &pb, 0..p, &mut c, p);
-        assert_eq!(c, want, "dims {dims} len {len} k {kk} stride {stride} dil {dil} pad {pad}");
+    }
+    let tx: Vec<X> = x.iter().map(|&v| X::from_i32(v)).collect();
+    let tw: Vec<W> = w.iter().map(|&v| W::from_i32(v)).collect();
+    let (mut pa, mut pb) = (QPackedA::new(), QPackedB::new());
+    pa.pack_conv_weights(&tw, cout, channels, taps, &zw);
+    pb.pack_conv_input(&tx, channels, g, zx);
+    let mut c = vec![0; cout * p];
+    qgemm(&pa, &pb, 0..p, &mut c, p);
+    assert_eq!(c, want, "{g:?}, {channels} channels, x from {} w from {}", X::MIN, W::MIN);
+}
+
+#[test]
+fn convolutions_pack_into_the_product_of_their_definition() {
+    let mut seed = 11;
+    // Block copies (stride 1, same width) with padding and dilation; rows with strides;
+    // 1 to 3 spatial axes.
+    let shapes = [
+        (2, 7, 3, 1, 1, 1),
+        (2, 9, 3, 2, 1, 0),
+        (1, 12, 5, 1, 2, 3),
+        (3, 4, 2, 1, 1, 1),
+        (2, 8, 3, 1, 2, 2),
+        (2, 6, 5, 1, 1, 2),
+        (3, 5, 3, 1, 1, 1),
+    ];
+    for (dims, len, kk, stride, dil, pad) in shapes {
+        let g = crate::conv::Window3d::cube(dims, len, kk, stride, dil, pad, 0).expect("fits");
+        for channels in [1, 3, 4, 8, 9] {
+            conv_case::<u8, i8>(&g, channels, &mut seed);
+        }
+        conv_case::<i8, u8>(&g, 6, &mut seed);
+        conv_case::<u8, u8>(&g, 4, &mut seed);
+        conv_case::<i8, i8>(&g, 5, &mut seed);
     }
 }

@@ -12,7 +12,7 @@ use rivet_kernels::qgemm::{self, qgemm, requantize_row, QPackedA};
 
 use super::super::op::util::{bad_types, check_attrs, check_inputs, input, input_type, output_type};
 use super::super::{Op, RunIn, ShapeError, ShapeIn};
-use super::{data_key, float_at, int_at, is_q8, numel, pack_a, per_channel, scalar_float, scalar_int, sub, Packs};
+use super::{data_key, float_at, int_at, is_q8, numel, per_channel, scalar_float, scalar_int, sub, Packs};
 use crate::data::{Data, DataMut};
 use crate::graph::dtype::{FLOAT, INT32};
 use crate::graph::{NodeDesc, Shape};
@@ -240,7 +240,11 @@ impl Op for QConv {
             packs.groups.resize_with(g, QPackedA::new);
             for (grp, a) in packs.groups.iter_mut().enumerate() {
                 let zero = if zw_per { &packs.zero[grp * mg..(grp + 1) * mg] } else { &packs.zero[..] };
-                pack_a(sub(x.ins[iw], grp * mg * k, mg * k)?, mg, k, k, zero, a)?;
+                match sub(x.ins[iw], grp * mg * k, mg * k)? {
+                    Data::U8(w) => a.pack_conv_weights(w, mg, cg, taps, zero),
+                    Data::I8(w) => a.pack_conv_weights(w, mg, cg, taps, zero),
+                    _ => return Err("the weights are not uint8 or int8".into()),
+                }
             }
             packs.key = w_key;
         }
@@ -258,8 +262,8 @@ impl Op for QConv {
             for (grp, a) in groups.iter().enumerate() {
                 let at = (n * c + grp * cg) * plane;
                 match sub(x.ins[ix], at, cg * plane)? {
-                    Data::U8(v) => b.pack_im2col(v, cg, &geo, zx),
-                    Data::I8(v) => b.pack_im2col(v, cg, &geo, zx),
+                    Data::U8(v) => b.pack_conv_input(v, cg, &geo, zx),
+                    Data::I8(v) => b.pack_conv_input(v, cg, &geo, zx),
                     _ => return Err("the input is not uint8 or int8".into()),
                 }
                 let rows = (n * m + grp * mg) * p..(n * m + (grp + 1) * mg) * p;
