@@ -343,6 +343,14 @@ pub fn grid() -> Vec<Case> {
                 fallback: true,
             });
         }
+        // The project's real models quantized by ORT's tool (`int8_models`), both ways.
+        for (stem, mode) in crate::int8_models::INT8_MODELS {
+            let Ok((model, inputs)) = crate::int8_models::quantized(stem, mode) else { continue };
+            let name = |how: &str| format!("int8_{stem}_{}/{how}/{tag}", mode.name());
+            let (m, i) = (model.clone(), inputs.clone());
+            cases.push(Case { name: name("alone"), model: m, inputs: i, threads, nodes: 0, fallback: false });
+            cases.push(Case { name: name("fallback"), model, inputs, threads, nodes: 0, fallback: true });
+        }
         for (op, attrs) in unary_ops() {
             let label = if attrs.is_empty() { op.to_lowercase() } else { format!("{}_tanh", op.to_lowercase()) };
             let opset = if op == "Celu" { 12 } else { 21 };

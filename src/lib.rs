@@ -5,6 +5,7 @@
 pub mod bench;
 pub mod callgrind;
 pub mod harness;
+pub mod int8_models;
 pub mod model;
 pub mod ort_extra;
 pub mod paths;

@@ -393,6 +393,12 @@ fn conv_cases() -> Vec<ConvCase> {
             vec![3, 1, 3, 3],
             vec![("group", Attr::Int(3)), ("auto_pad", Attr::Str("SAME_UPPER".into()))],
         ),
+        // Depthwise with strides and a batch (the float depthwise kernel on differences).
+        (
+            vec![2, 5, 9, 9],
+            vec![5, 1, 3, 3],
+            vec![("group", Attr::Int(5)), ("strides", Attr::Ints(vec![2, 2])), ("pads", Attr::Ints(vec![1, 1, 1, 1]))],
+        ),
         (
             vec![1, 2, 7, 6],
             vec![2, 2, 2, 2],

@@ -228,6 +228,10 @@ impl Op for QConv {
         }
         // The weights (and their zero points) the same data every Run: packed once.
         let constant = |i: usize| i >= x.ins.len() || x.constant & (1 << i) != 0;
+        // One input and one output channel a group: the float depthwise kernel on the
+        // differences from the zero points. Every partial sum is an integer below
+        // taps · 255², exact in float32 while that is below 2^24.
+        let depthwise = cg == 1 && mg == 1 && taps * 255 * 255 < 1 << 24;
         let w_key = data_key(x.ins[iw]).filter(|_| constant(iw) && constant(izw)).map(|(at, len)| (at, len, 0));
         let packs = x.scratch.state::<Packs>();
         if w_key.is_none() || packs.key != w_key {
@@ -237,7 +241,18 @@ impl Op for QConv {
                 packs.zero.push(zw_data.and_then(|z| int_at(z, row)).unwrap_or(0));
             }
             packs.key = None;
-            packs.groups.resize_with(g, QPackedA::new);
+            if depthwise {
+                // The weights' differences from their zero points, as floats.
+                packs.wf.clear();
+                for ch in 0..m {
+                    let z = packs.zero[if zw_per { ch } else { 0 }];
+                    for t in 0..taps {
+                        let w = int_at(x.ins[iw], ch * taps + t).ok_or("the weights are short")?;
+                        packs.wf.push((w - z) as f32);
+                    }
+                }
+            }
+            packs.groups.resize_with(if depthwise { 0 } else { g }, QPackedA::new);
             for (grp, a) in packs.groups.iter_mut().enumerate() {
                 let zero = if zw_per { &packs.zero[grp * mg..(grp + 1) * mg] } else { &packs.zero[..] };
                 match sub(x.ins[iw], grp * mg * k, mg * k)? {
@@ -256,6 +271,9 @@ impl Op for QConv {
                 packs.scales.push(sx * sw / sy);
             }
             packs.acc.resize(mg * p, 0);
+        }
+        if depthwise {
+            return run_depthwise(packs, x.ins[ix], (batch, c, plane, p), &geo, zx, (bias, zy), out);
         }
         let Packs { groups, b, acc, scales, .. } = packs;
         for n in 0..batch {
@@ -283,6 +301,44 @@ impl Op for QConv {
         }
         Ok(())
     }
+}
+
+/// A depthwise QLinearConv or ConvInteger (see `depthwise` in `run`): per image, the
+/// input's differences from its zero point as floats, the float depthwise kernel, then
+/// the exact integer sums requantized (or written).
+fn run_depthwise(
+    packs: &mut Packs,
+    input: Data<'_>,
+    (batch, c, plane, p): (usize, usize, usize, usize),
+    geo: &Window3d,
+    zx: i32,
+    (bias, zy): (Option<&[i32]>, i32),
+    out: &mut DataMut<'_>,
+) -> Result<(), String> {
+    let Packs { wf, xf, yf, dw_scratch, acc, scales, .. } = packs;
+    xf.resize(c * plane, 0.0);
+    yf.resize(c * p, 0.0);
+    acc.resize(c * p, 0);
+    for n in 0..batch {
+        match sub(input, n * c * plane, c * plane)? {
+            Data::U8(v) => qgemm::dequantize(v, 1.0, zx, xf),
+            Data::I8(v) => qgemm::dequantize(v, 1.0, zx, xf),
+            _ => return Err("the input is not uint8 or int8".into()),
+        }
+        let none = rivet_kernels::Epilogue::default();
+        rivet_kernels::depthwise::depthwise_planes(xf, wf, None, 0..c, c, geo, yf, &none, dw_scratch);
+        for (a, &v) in acc.iter_mut().zip(yf.iter()) {
+            *a = v as i32;
+        }
+        let rows = n * c * p..(n + 1) * c * p;
+        match out {
+            DataMut::I32(y) if scales.is_empty() => y[rows].copy_from_slice(acc),
+            DataMut::U8(y) => requantize_rows(acc, p, 0, bias, scales, zy, &mut y[rows]),
+            DataMut::I8(y) => requantize_rows(acc, p, 0, bias, scales, zy, &mut y[rows]),
+            _ => return Err("the output element type differs from the plan's".into()),
+        }
+    }
+    Ok(())
 }
 
 /// Each output channel's row of accumulators (channels from `first`) plus its bias,

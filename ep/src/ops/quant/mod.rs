@@ -86,6 +86,12 @@ struct Packs {
     zero: Vec<i32>,
     scales: Vec<f32>,
     acc: Vec<i32>,
+    /// A depthwise convolution's weights, input and sums as floats (exact integers), and
+    /// its kernel's scratch.
+    wf: Vec<f32>,
+    xf: Vec<f32>,
+    yf: Vec<f32>,
+    dw_scratch: Vec<f32>,
 }
 
 /// Where an 8-bit tensor's data is and how long: the key of a packed constant.
