@@ -6,7 +6,7 @@
 //! (a constant weight) and A packed on every run (an activation), on the VNNI tiles where
 //! the CPU has AVX-512 VNNI and on the portable tile.
 
-use rivet_kernels::qgemm::{qgemm, QPackedA, QPackedB};
+use rivet_kernels::qgemm::{qgemm, QOut, QPackedA, QPackedB};
 use std::time::Instant;
 
 fn stats(label: &str, ops: f64, reps: usize, mut run: impl FnMut()) {
@@ -44,10 +44,10 @@ fn main() {
     let mut c = vec![0i32; m * n];
     stats("packed B, A packed each run", ops, reps, || {
         pa.pack(&a, m, k, k, &[17]);
-        qgemm(&pa, &pb, 0..n, &mut c, n);
+        qgemm(&pa, &pb, 0..n, QOut::I32(&mut c), n);
     });
     pa.pack(&a, m, k, k, &[17]);
-    stats("both packed", ops, reps, || qgemm(&pa, &pb, 0..n, &mut c, n));
+    stats("both packed", ops, reps, || qgemm(&pa, &pb, 0..n, QOut::I32(&mut c), n));
     // The im2col of a 3x3 convolution of 32 channels on 64x64, padded by 1.
     let g = rivet_kernels::conv::Window3d {
         input: [1, 64, 64],
@@ -68,8 +68,14 @@ fn main() {
     w.pack_conv_weights(&wt, 32, 32, 9, &[0]);
     let mut out = vec![0i32; 32 * 4096];
     stats("its product 32x4096x288 (GOP/s)", 2.0 * 32.0 * 4096.0 * 288.0, 5, || {
-        qgemm(&w, &pi, 0..4096, &mut out, 4096)
+        qgemm(&w, &pi, 0..4096, QOut::I32(&mut out), 4096)
     });
+    // The same product written as requantized bytes (one scale a row), as the quantized
+    // convolutions write it, against i32 sums.
+    let mut bytes = vec![0u8; m * n];
+    let scales: Vec<f32> = (0..m).map(|i| 0.001 * (i % 5 + 1) as f32).collect();
+    let rq = rivet_kernels::qgemm::Requant { scale: &scales, per_row: true, bias: None, zy: 3 };
+    stats("both packed, requantized to u8", ops, reps, || qgemm(&pa, &pb, 0..n, QOut::U8(&mut bytes, rq), n));
     // The elementwise steps around the products: per element, as G-elements/s.
     let x: Vec<f32> = (0..m * k).map(|i| ((i * 13 % 97) as f32 - 48.0) * 0.05).collect();
     let mut y = vec![0u8; m * k];

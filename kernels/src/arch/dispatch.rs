@@ -152,7 +152,7 @@ pub(crate) fn qgemm_vnni(
     a: &crate::qgemm::QPackedA,
     b: &crate::qgemm::QPackedB,
     cols: std::ops::Range<usize>,
-    c: &mut [i32],
+    out: &mut crate::qgemm::QOut<'_>,
     ldc: usize,
 ) {
     assert!(crate::qgemm::vnni_supported(), "qgemm: a VNNI product on a CPU without AVX-512 VNNI");
@@ -160,7 +160,7 @@ pub(crate) fn qgemm_vnni(
     // SAFETY: `vnni_supported` says the detected level is AVX-512 (avx512f/dq/bw/vl) and
     // the CPU has avx512vnni: the features `qgemm_avx512` enables.
     unsafe {
-        crate::qgemm::x86::qgemm_avx512(a, b, cols, c, ldc)
+        crate::qgemm::x86::qgemm_avx512(a, b, cols, out, ldc)
     }
 }
 
@@ -207,7 +207,7 @@ pub(crate) fn qgemm_portable(
     a: &crate::qgemm::QPackedA,
     b: &crate::qgemm::QPackedB,
     cols: std::ops::Range<usize>,
-    c: &mut [i32],
+    out: &mut crate::qgemm::QOut<'_>,
     ldc: usize,
 ) {
     match Level::detected() {
@@ -215,9 +215,9 @@ pub(crate) fn qgemm_portable(
         Level::Avx2 | Level::Avx512 => {
             // SAFETY: the detected level is AVX2 or above, so this CPU has avx2 and fma,
             // the features `qgemm_portable_avx2` enables.
-            unsafe { x86::qgemm_portable_avx2(a, b, cols, c, ldc) }
+            unsafe { x86::qgemm_portable_avx2(a, b, cols, out, ldc) }
         }
-        _ => crate::qgemm::portable_body(a, b, cols, c, ldc),
+        _ => crate::qgemm::portable_body(a, b, cols, out, ldc),
     }
 }
 
@@ -460,6 +460,14 @@ pub(crate) mod mem {
         unsafe { _mm512_storeu_si512(x.as_mut_ptr().cast(), v) }
     }
 
+    /// Stores 16 bytes.
+    #[target_feature(enable = "avx512f")]
+    #[inline]
+    pub(crate) fn store16b(x: &mut [u8; 16], v: __m128i) {
+        // SAFETY: `x` is 16 writable bytes; the store has no alignment requirement.
+        unsafe { _mm_storeu_si128(x.as_mut_ptr().cast(), v) }
+    }
+
     /// Stores 16 floats.
     #[target_feature(enable = "avx512f")]
     #[inline]
@@ -663,10 +671,10 @@ mod x86 {
         a: &crate::qgemm::QPackedA,
         b: &crate::qgemm::QPackedB,
         cols: std::ops::Range<usize>,
-        c: &mut [i32],
+        out: &mut crate::qgemm::QOut<'_>,
         ldc: usize,
     ) {
-        crate::qgemm::portable_body(a, b, cols, c, ldc)
+        crate::qgemm::portable_body(a, b, cols, out, ldc)
     }
 
     /// # Safety

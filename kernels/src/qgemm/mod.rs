@@ -15,7 +15,7 @@ mod packed_tests;
 pub(crate) mod x86;
 
 pub(crate) use packed::portable_body;
-pub use packed::{qgemm, vnni_supported, QPackedA, QPackedB, MR, NR, Q8};
+pub use packed::{qgemm, vnni_supported, QOut, QPackedA, QPackedB, Requant, MR, NR, Q8};
 
 /// A quantized element type: 8-bit integers (the GEMM operands) and the 16-bit ones
 /// (Quantize/Dequantize only).
@@ -60,30 +60,6 @@ pub fn requantize<T: QInt>(v: f32, zy: i32) -> T {
         T::from_i32((v + MAGIC).to_bits() as i32 - MAGIC.to_bits() as i32 + zy)
     } else {
         T::from_i32(v.round_ties_even() as i32 + zy)
-    }
-}
-
-/// Rows of i32 accumulators (`acc`, m×n) scaled and rounded into `y`: column `j` of
-/// every row uses `scale[j]` (or `scale[0]` if one).
-pub fn requantize_cols<T: QInt>(acc: &[i32], n: usize, scale: &[f32], zy: i32, y: &mut [T]) {
-    crate::arch::widest(
-        #[inline(always)]
-        move || requantize_cols_body(acc, n, scale, zy, y),
-    )
-}
-
-#[inline(always)]
-fn requantize_cols_body<T: QInt>(acc: &[i32], n: usize, scale: &[f32], zy: i32, y: &mut [T]) {
-    for (arow, yrow) in acc.chunks_exact(n).zip(y.chunks_exact_mut(n)) {
-        if scale.len() == 1 {
-            for (o, &v) in yrow.iter_mut().zip(arow) {
-                *o = requantize::<T>(v as f32 * scale[0], zy);
-            }
-        } else {
-            for ((o, &v), &s) in yrow.iter_mut().zip(arow).zip(scale) {
-                *o = requantize::<T>(v as f32 * s, zy);
-            }
-        }
     }
 }
 

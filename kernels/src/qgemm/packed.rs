@@ -255,26 +255,80 @@ fn interleave(
     }
 }
 
-/// `c` (rows × `cols` of the product, row stride `ldc`; `cols.start` a multiple of
-/// [`NR`]) = `a` × `b` with their zero points.
-pub fn qgemm(a: &QPackedA, b: &QPackedB, cols: Range<usize>, c: &mut [i32], ldc: usize) {
+/// Where a product goes: its i32 sums, or them requantized to 8 bits.
+pub enum QOut<'a> {
+    I32(&'a mut [i32]),
+    U8(&'a mut [u8], Requant<'a>),
+    I8(&'a mut [i8], Requant<'a>),
+}
+
+/// Requantization as the quantized ops define it: `y = clamp(round_half_even((acc +
+/// bias) · scale) + zy)`, the sum plus bias in wrapping i32, then float32.
+#[derive(Clone, Copy, Debug)]
+pub struct Requant<'a> {
+    /// One scale, or one per row of A (`per_row`: a convolution's output channels) or per
+    /// column of B (a matrix product's).
+    pub scale: &'a [f32],
+    pub per_row: bool,
+    /// One int32 per row of A (a convolution's bias).
+    pub bias: Option<&'a [i32]>,
+    pub zy: i32,
+}
+
+impl QOut<'_> {
+    fn len(&self) -> usize {
+        match self {
+            QOut::I32(c) => c.len(),
+            QOut::U8(c, _) => c.len(),
+            QOut::I8(c, _) => c.len(),
+        }
+    }
+}
+
+/// `out` (rows × `cols` of the product, row stride `ldc`; `cols.start` a multiple of
+/// [`NR`]) = `a` × `b` with their zero points, as i32 or requantized.
+pub fn qgemm(a: &QPackedA, b: &QPackedB, cols: Range<usize>, mut out: QOut<'_>, ldc: usize) {
     assert!(a.k == b.k && a.real_k == b.real_k, "qgemm: the operands' depths differ");
     assert!(cols.start.is_multiple_of(NR) && cols.end <= b.n, "qgemm: columns outside B or off a panel");
-    assert!(a.m == 0 || c.len() >= (a.m - 1) * ldc + cols.len(), "qgemm: C is too short");
+    assert!(a.m == 0 || out.len() >= (a.m - 1) * ldc + cols.len(), "qgemm: C is too short");
+    if let QOut::U8(_, rq) | QOut::I8(_, rq) = &out {
+        let want = if rq.per_row { a.m } else { b.n };
+        assert!(rq.scale.len() == 1 || rq.scale.len() == want, "qgemm: one scale, or one per row or column");
+        assert!(rq.bias.is_none_or(|bias| rq.per_row && bias.len() == a.m), "qgemm: a bias is one per row");
+    }
     if a.m == 0 || cols.is_empty() {
         return;
     }
     if vnni_supported() {
-        crate::arch::qgemm_vnni(a, b, cols, c, ldc);
+        crate::arch::qgemm_vnni(a, b, cols, &mut out, ldc);
     } else {
-        portable(a, b, cols, c, ldc);
+        portable(a, b, cols, &mut out, ldc);
     }
+}
+
+/// A tile's part of the output.
+pub(crate) enum Dst<'a> {
+    I32(&'a mut [i32]),
+    U8(&'a mut [u8]),
+    I8(&'a mut [i8]),
+}
+
+/// A tile's requantization: its rows' and columns' scales (one set used), its rows'
+/// biases, and the output's zero point.
+#[derive(Clone, Copy)]
+pub(crate) struct TileRequant {
+    pub per_row: bool,
+    pub scale_rows: [f32; MR],
+    pub scale_cols: [f32; NR],
+    pub bias: [i32; MR],
+    pub zy: i32,
 }
 
 /// The parts of a tile's place: its rows' sums and zero points, its columns' sums and
 /// zero points, and where it goes.
 pub(crate) struct TileOut<'a> {
-    pub c: &'a mut [i32],
+    pub c: Dst<'a>,
+    pub requant: Option<TileRequant>,
     pub ldc: usize,
     /// Rows of the tile (at most MR) and columns (at most NR).
     pub h: usize,
@@ -288,14 +342,28 @@ pub(crate) struct TileOut<'a> {
 
 impl TileOut<'_> {
     /// Writes the tile's sums `s` (row `r`, column `j` at `s[r][j]`) with the zero-point
-    /// terms.
+    /// terms, requantized where asked.
     #[inline(always)]
-    pub fn store_scalar(self, s: &[[i32; NR]]) {
+    pub fn store_scalar(mut self, s: &[[i32; NR]]) {
+        let (ldc, w) = (self.ldc, self.w);
         for (r, sums) in s.iter().enumerate().take(self.h) {
             let (za, ra) = (self.za[r], self.row_sums[r]);
-            let row = &mut self.c[r * self.ldc..r * self.ldc + self.w];
-            for (j, o) in row.iter_mut().enumerate() {
-                *o = correct(sums[j], za, ra, self.col_sums[j], self.zb[j], self.k);
+            let value = |j: usize| correct(sums[j], za, ra, self.col_sums[j], self.zb[j], self.k);
+            let scaled = |j: usize| {
+                let rq = self.requant.expect("requantizing");
+                let scale = if rq.per_row { rq.scale_rows[r] } else { rq.scale_cols[j] };
+                (value(j).wrapping_add(rq.bias[r]) as f32 * scale, rq.zy)
+            };
+            match &mut self.c {
+                Dst::I32(c) => c[r * ldc..r * ldc + w].iter_mut().enumerate().for_each(|(j, o)| *o = value(j)),
+                Dst::U8(c) => c[r * ldc..r * ldc + w].iter_mut().enumerate().for_each(|(j, o)| {
+                    let (v, zy) = scaled(j);
+                    *o = super::requantize::<u8>(v, zy);
+                }),
+                Dst::I8(c) => c[r * ldc..r * ldc + w].iter_mut().enumerate().for_each(|(j, o)| {
+                    let (v, zy) = scaled(j);
+                    *o = super::requantize::<i8>(v, zy);
+                }),
             }
         }
     }
@@ -313,20 +381,28 @@ pub(crate) fn for_each_tile(
     a: &QPackedA,
     b: &QPackedB,
     cols: Range<usize>,
-    c: &mut [i32],
+    out: &mut QOut<'_>,
     ldc: usize,
     mut tile: impl FnMut(&[[i32; 16]], &[[i32; 16]], TileOut<'_>),
 ) {
     let (strip_len, panel_len) = (a.strip_len(), b.panel_len());
     let at = |z: &[i32], i: usize| if z.len() == 1 { z[0] } else { z[i] };
+    let requant = match out {
+        QOut::I32(_) => None,
+        QOut::U8(_, rq) | QOut::I8(_, rq) => Some(*rq),
+    };
+    let fat = |z: &[f32], i: usize| if z.len() == 1 { z[0] } else { z[i] };
     let mut j0 = cols.start;
     while j0 < cols.end {
         let w = NR.min(cols.end - j0);
         let panel = &b.units[(j0 / NR) * panel_len..][..panel_len];
-        let (mut cb, mut zb) = ([0; NR], [0; NR]);
+        let (mut cb, mut zb, mut scale_cols) = ([0; NR], [0; NR], [1.0; NR]);
         for jj in 0..w {
             cb[jj] = b.col_sums[j0 + jj];
             zb[jj] = at(&b.zero, j0 + jj);
+            if let Some(rq) = requant.filter(|rq| !rq.per_row) {
+                scale_cols[jj] = fat(rq.scale, j0 + jj);
+            }
         }
         for (s, strip) in a.units.chunks_exact(strip_len).enumerate() {
             let i0 = s * MR;
@@ -335,8 +411,25 @@ pub(crate) fn for_each_tile(
             for (r, z) in za.iter_mut().enumerate().take(h) {
                 *z = at(&a.zero, i0 + r);
             }
+            let tile_requant = requant.map(|rq| {
+                let (mut scale_rows, mut bias) = ([1.0; MR], [0; MR]);
+                for r in 0..h {
+                    if rq.per_row {
+                        scale_rows[r] = fat(rq.scale, i0 + r);
+                    }
+                    bias[r] = rq.bias.map_or(0, |b| b[i0 + r]);
+                }
+                TileRequant { per_row: rq.per_row, scale_rows, scale_cols, bias, zy: rq.zy }
+            });
+            let at_c = i0 * ldc + (j0 - cols.start);
+            let c = match out {
+                QOut::I32(c) => Dst::I32(&mut c[at_c..]),
+                QOut::U8(c, _) => Dst::U8(&mut c[at_c..]),
+                QOut::I8(c, _) => Dst::I8(&mut c[at_c..]),
+            };
             let out = TileOut {
-                c: &mut c[i0 * ldc + (j0 - cols.start)..],
+                c,
+                requant: tile_requant,
                 ldc,
                 h,
                 w,
@@ -354,15 +447,15 @@ pub(crate) fn for_each_tile(
 
 /// The product without VNNI: the same tiles in plain integer arithmetic, which LLVM
 /// vectorises (8 lanes of `vpmulld` in the AVX2 build `arch` picks where the CPU has it).
-pub(crate) fn portable(a: &QPackedA, b: &QPackedB, cols: Range<usize>, c: &mut [i32], ldc: usize) {
-    crate::arch::qgemm_portable(a, b, cols, c, ldc);
+pub(crate) fn portable(a: &QPackedA, b: &QPackedB, cols: Range<usize>, out: &mut QOut<'_>, ldc: usize) {
+    crate::arch::qgemm_portable(a, b, cols, out, ldc);
 }
 
 /// The body of [`portable`], inlined into each build.
 #[inline(always)]
-pub(crate) fn portable_body(a: &QPackedA, b: &QPackedB, cols: Range<usize>, c: &mut [i32], ldc: usize) {
+pub(crate) fn portable_body(a: &QPackedA, b: &QPackedB, cols: Range<usize>, out: &mut QOut<'_>, ldc: usize) {
     let q = quads(a.k);
-    for_each_tile(a, b, cols, c, ldc, |strip, panel, out| {
+    for_each_tile(a, b, cols, out, ldc, |strip, panel, out| {
         let mut s = [[0i32; NR]; MR];
         for (ch, chunk) in strip.chunks_exact(MR).enumerate() {
             for (j, quad) in (ch * CHUNK..q.min((ch + 1) * CHUNK)).enumerate() {

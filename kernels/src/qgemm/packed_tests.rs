@@ -35,16 +35,16 @@ fn case<A: Q8, B: Q8>(m: usize, n: usize, k: usize, per_row: bool, per_col: bool
     let want = naive(&a, &b, (m, n, k), &za, &zb);
     let label = format!("{m}x{n}x{k} {} x {} per_row {per_row} per_col {per_col}", A::MIN, B::MIN);
     let mut c = vec![i32::MIN; m * n];
-    qgemm(&pa, &pb, 0..n, &mut c, n);
+    qgemm(&pa, &pb, 0..n, QOut::I32(&mut c), n);
     assert_eq!(c, want, "dispatched {label}");
     let mut c = vec![i32::MIN; m * n];
-    portable(&pa, &pb, 0..n, &mut c, n);
+    portable(&pa, &pb, 0..n, &mut QOut::I32(&mut c), n);
     assert_eq!(c, want, "portable {label}");
     if n > NR {
         // Two column blocks, each into its own part of C (stride n).
         let mut c = vec![i32::MIN; m * n];
-        qgemm(&pa, &pb, 0..NR, &mut c, n);
-        qgemm(&pa, &pb, NR..n, &mut c[NR..], n);
+        qgemm(&pa, &pb, 0..NR, QOut::I32(&mut c), n);
+        qgemm(&pa, &pb, NR..n, QOut::I32(&mut c[NR..]), n);
         assert_eq!(c, want, "split {label}");
     }
 }
@@ -75,7 +75,7 @@ fn extreme_operands_sum_exactly() {
         pa.pack(&ta, m, k, k, &[za]);
         pb.pack(&tb, k, n, n, &[zb]);
         let mut c = vec![0; m * n];
-        qgemm(&pa, &pb, 0..n, &mut c, n);
+        qgemm(&pa, &pb, 0..n, QOut::I32(&mut c), n);
         let want = (a as i32 - za) * (b as i32 - zb) * k as i32;
         assert!(c.iter().all(|&v| v == want), "{a} {b}: {} != {want}", c[0]);
     }
@@ -84,7 +84,7 @@ fn extreme_operands_sum_exactly() {
     pa.pack(&ta, m, k, k, &[0]);
     pb.pack(&tb, k, n, n, &[0]);
     let mut c = vec![0; m * n];
-    qgemm(&pa, &pb, 0..n, &mut c, n);
+    qgemm(&pa, &pb, 0..n, QOut::I32(&mut c), n);
     assert!(c.iter().all(|&v| v == 128 * 128 * k as i32));
 }
 
@@ -116,7 +116,7 @@ fn conv_case<X: Q8, W: Q8>(g: &crate::conv::Window3d, channels: usize, seed: &mu
     pa.pack_conv_weights(&tw, cout, channels, taps, &zw);
     pb.pack_conv_input(&tx, channels, g, zx);
     let mut c = vec![0; cout * p];
-    qgemm(&pa, &pb, 0..p, &mut c, p);
+    qgemm(&pa, &pb, 0..p, QOut::I32(&mut c), p);
     assert_eq!(c, want, "{g:?}, {channels} channels, x from {} w from {}", X::MIN, W::MIN);
 }
 
@@ -142,5 +142,42 @@ fn convolutions_pack_into_the_product_of_their_definition() {
         conv_case::<i8, u8>(&g, 6, &mut seed);
         conv_case::<u8, u8>(&g, 4, &mut seed);
         conv_case::<i8, i8>(&g, 5, &mut seed);
+    }
+}
+
+#[test]
+fn requantized_outputs_are_the_sums_requantized_per_row_or_per_column() {
+    let mut seed = 5;
+    for &(m, n, k) in &[(1, 1, 3), (3, 40, 17), (15, 70, 129), (29, 33, 64)] {
+        let a: Vec<u8> = (0..m * k).map(|_| byte(&mut seed) as u8).collect();
+        let b: Vec<i8> = (0..k * n).map(|_| (byte(&mut seed) - 128) as i8).collect();
+        let (mut pa, mut pb) = (QPackedA::new(), QPackedB::new());
+        pa.pack(&a, m, k, k, &[100]);
+        pb.pack(&b, k, n, n, &[3]);
+        let mut acc = vec![0; m * n];
+        qgemm(&pa, &pb, 0..n, QOut::I32(&mut acc), n);
+        // Scales that put some values past each end of the range, ties and a NaN scale.
+        let scales: Vec<f32> =
+            (0..m.max(n)).map(|i| if i == 2 { f32::NAN } else { 0.0005 * (i % 7 + 1) as f32 }).collect();
+        let bias: Vec<i32> = (0..m).map(|i| (i as i32 - 5) * 9001).collect();
+        for per_row in [false, true] {
+            let scale = if per_row { &scales[..m] } else { &scales[..n] };
+            let rq = Requant { scale, per_row, bias: per_row.then_some(&bias[..]), zy: 7 };
+            let want = |i: usize, j: usize| {
+                let b = if per_row { bias[i] } else { 0 };
+                acc[i * n + j].wrapping_add(b) as f32 * scale[if per_row { i } else { j }]
+            };
+            let mut y = vec![0u8; m * n];
+            qgemm(&pa, &pb, 0..n, QOut::U8(&mut y, rq), n);
+            let want_u8: Vec<u8> = (0..m * n).map(|o| requantize::<u8>(want(o / n, o % n), 7)).collect();
+            assert_eq!(y, want_u8, "u8 {m}x{n}x{k} per_row {per_row}");
+            let mut y = vec![0u8; m * n];
+            portable(&pa, &pb, 0..n, &mut QOut::U8(&mut y, rq), n);
+            assert_eq!(y, want_u8, "portable u8 {m}x{n}x{k} per_row {per_row}");
+            let mut y = vec![0i8; m * n];
+            qgemm(&pa, &pb, 0..n, QOut::I8(&mut y, rq), n);
+            let want_i8: Vec<i8> = (0..m * n).map(|o| requantize::<i8>(want(o / n, o % n), 7)).collect();
+            assert_eq!(y, want_i8, "i8 {m}x{n}x{k} per_row {per_row}");
+        }
     }
 }

@@ -6,17 +6,17 @@
 //! times the multiply-adds of a float `vfmadd231ps`), then adds the zero-point terms as
 //! it stores.
 
-use super::packed::{for_each_tile, QPackedA, QPackedB, TileOut, CHUNK, MR, NR};
-use crate::arch::mem::{load16, load16i, store16, store16i};
+use super::packed::{for_each_tile, Dst, QOut, QPackedA, QPackedB, TileOut, CHUNK, MR, NR};
+use crate::arch::mem::{load16, load16i, store16, store16b, store16i};
 use std::arch::x86_64::*;
 use std::ops::Range;
 
 /// `c` = `a` × `b` over the columns `cols` (see `packed::qgemm`).
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
-pub(crate) fn qgemm_avx512(a: &QPackedA, b: &QPackedB, cols: Range<usize>, c: &mut [i32], ldc: usize) {
+pub(crate) fn qgemm_avx512(a: &QPackedA, b: &QPackedB, cols: Range<usize>, out: &mut QOut<'_>, ldc: usize) {
     let quads = a.k.div_ceil(4);
     let small = a.m <= 2;
-    for_each_tile(a, b, cols, c, ldc, |strip, panel, out| tile_rows(small, strip, panel, quads, out));
+    for_each_tile(a, b, cols, out, ldc, |strip, panel, out| tile_rows(small, strip, panel, quads, out));
 }
 
 /// The tile of `out.h` rows; `two_sets` for a product of one or two rows.
@@ -74,30 +74,92 @@ fn tile<const R: usize, const S: usize>(strip: &[[i32; 16]], panel: &[[i32; 16]]
     store(&sums, out);
 }
 
-/// Writes a tile with its zero-point terms: `S - za·cb - zb·(ra - k·za)`, wrapping.
+/// Writes a tile with its zero-point terms: `S - za·cb - zb·(ra - k·za)`, wrapping; and
+/// where asked requantized as `qgemm::requantize` does, one multiply by the row's or the
+/// column's scale: `(v + bias) as f32 · scale`, clamped in float to the type's range
+/// less `zy` (NaN to its minimum, as `f32::max` does), rounded half to even, plus `zy`.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
 #[inline]
 fn store<const R: usize>(sums: &[[__m512i; 2]; R], out: TileOut<'_>) {
     let half = |x: &[i32; NR], h: usize| -> [i32; 16] { x[16 * h..16 * h + 16].try_into().expect("16 lanes") };
     let cb = [load16i(&half(&out.col_sums, 0)), load16i(&half(&out.col_sums, 1))];
     let zb = [load16i(&half(&out.zb, 0)), load16i(&half(&out.zb, 1))];
+    let (ldc, w) = (out.ldc, out.w);
+    let mut c = out.c;
+    let rq = out.requant.as_ref().map(|rq| {
+        let (min, max) = if matches!(c, Dst::I8(_)) { (-128, 127) } else { (0, 255) };
+        Vectors::new(rq, min, max)
+    });
     for (r, s) in sums.iter().enumerate() {
         let za = out.za[r];
         let zav = _mm512_set1_epi32(za);
         let t = _mm512_set1_epi32(out.row_sums[r].wrapping_sub(out.k.wrapping_mul(za)));
-        let mut v = [[0i32; 16]; 2];
+        let mut v = [_mm512_setzero_si512(); 2];
         for h in 0..2 {
             let x = _mm512_sub_epi32(s[h], _mm512_mullo_epi32(zav, cb[h]));
-            store16i(&mut v[h], _mm512_sub_epi32(x, _mm512_mullo_epi32(zb[h], t)));
+            v[h] = _mm512_sub_epi32(x, _mm512_mullo_epi32(zb[h], t));
         }
-        let row = &mut out.c[r * out.ldc..][..out.w];
-        if out.w == NR {
-            let (lo, hi) = row.split_at_mut(16);
-            lo.copy_from_slice(&v[0]);
-            hi.copy_from_slice(&v[1]);
-        } else {
-            row.copy_from_slice(&v.as_flattened()[..out.w]);
+        match &mut c {
+            Dst::I32(c) => {
+                let mut lanes = [[0i32; 16]; 2];
+                store16i(&mut lanes[0], v[0]);
+                store16i(&mut lanes[1], v[1]);
+                c[r * ldc..r * ldc + w].copy_from_slice(&lanes.as_flattened()[..w]);
+            }
+            Dst::U8(c) => {
+                let bytes = rq.as_ref().expect("requantizing").row(v, r);
+                c[r * ldc..r * ldc + w].copy_from_slice(&bytes.as_flattened()[..w]);
+            }
+            Dst::I8(c) => {
+                let bytes = rq.as_ref().expect("requantizing").row(v, r);
+                for (o, &b) in c[r * ldc..r * ldc + w].iter_mut().zip(bytes.as_flattened()) {
+                    *o = b as i8;
+                }
+            }
         }
+    }
+}
+
+/// A tile's requantization in vectors, made once per tile.
+struct Vectors<'a> {
+    rq: &'a super::packed::TileRequant,
+    lo: __m512,
+    hi: __m512,
+    zy: __m512i,
+    scale_cols: [__m512; 2],
+}
+
+impl<'a> Vectors<'a> {
+    /// For outputs of the range `min..=max`.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+    #[inline]
+    fn new(rq: &'a super::packed::TileRequant, min: i32, max: i32) -> Vectors<'a> {
+        let half = |h: usize| -> [f32; 16] { rq.scale_cols[16 * h..16 * h + 16].try_into().expect("16 lanes") };
+        Vectors {
+            rq,
+            lo: _mm512_set1_ps((min - rq.zy) as f32),
+            hi: _mm512_set1_ps((max - rq.zy) as f32),
+            zy: _mm512_set1_epi32(rq.zy),
+            scale_cols: [load16(&half(0)), load16(&half(1))],
+        }
+    }
+
+    /// Row `r` of the tile (`v`, 32 sums) requantized to bytes.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+    #[inline]
+    fn row(&self, v: [__m512i; 2], r: usize) -> [[u8; 16]; 2] {
+        let bias = _mm512_set1_epi32(self.rq.bias[r]);
+        let row_scale = _mm512_set1_ps(self.rq.scale_rows[r]);
+        let mut out = [[0u8; 16]; 2];
+        for h in 0..2 {
+            let scale = if self.rq.per_row { row_scale } else { self.scale_cols[h] };
+            let x = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(v[h], bias)), scale);
+            // `vmaxps` gives its second operand for a NaN in the first.
+            let x = _mm512_min_ps(_mm512_max_ps(x, self.lo), self.hi);
+            let q = _mm512_add_epi32(_mm512_cvtps_epi32(x), self.zy);
+            store16b(&mut out[h], _mm512_cvtepi32_epi8(q));
+        }
+        out
     }
 }
 

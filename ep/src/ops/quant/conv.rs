@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use rivet_kernels::conv::Window3d;
-use rivet_kernels::qgemm::{self, qgemm, requantize_row, QPackedA};
+use rivet_kernels::qgemm::{self, qgemm, requantize_row, QOut, QPackedA, Requant};
 
 use super::super::op::util::{bad_types, check_attrs, check_inputs, input, input_type, output_type};
 use super::super::{Op, RunIn, ShapeError, ShapeIn};
@@ -270,12 +270,11 @@ impl Op for QConv {
                 let sw = float_at(x.ins[4], if sw_per { row } else { 0 }).ok_or("the weights' scale is short")?;
                 packs.scales.push(sx * sw / sy);
             }
-            packs.acc.resize(mg * p, 0);
         }
         if depthwise {
             return run_depthwise(packs, x.ins[ix], (batch, c, plane, p), &geo, zx, (bias, zy), out);
         }
-        let Packs { groups, b, acc, scales, .. } = packs;
+        let Packs { groups, b, scales, .. } = packs;
         for n in 0..batch {
             for (grp, a) in groups.iter().enumerate() {
                 let at = (n * c + grp * cg) * plane;
@@ -285,16 +284,13 @@ impl Op for QConv {
                     _ => return Err("the input is not uint8 or int8".into()),
                 }
                 let rows = (n * m + grp * mg) * p..(n * m + (grp + 1) * mg) * p;
+                let channels = grp * mg..(grp + 1) * mg;
+                let scale = if scales.is_empty() { &[][..] } else { &scales[channels.clone()] };
+                let rq = Requant { scale, per_row: true, bias: bias.map(|b| &b[channels]), zy };
                 match out {
-                    DataMut::I32(y) if !self.qlinear => qgemm(a, b, 0..p, &mut y[rows], p),
-                    DataMut::U8(y) if self.qlinear => {
-                        qgemm(a, b, 0..p, acc, p);
-                        requantize_rows(acc, p, grp * mg, bias, scales, zy, &mut y[rows]);
-                    }
-                    DataMut::I8(y) if self.qlinear => {
-                        qgemm(a, b, 0..p, acc, p);
-                        requantize_rows(acc, p, grp * mg, bias, scales, zy, &mut y[rows]);
-                    }
+                    DataMut::I32(y) if !self.qlinear => qgemm(a, b, 0..p, QOut::I32(&mut y[rows]), p),
+                    DataMut::U8(y) if self.qlinear => qgemm(a, b, 0..p, QOut::U8(&mut y[rows], rq), p),
+                    DataMut::I8(y) if self.qlinear => qgemm(a, b, 0..p, QOut::I8(&mut y[rows], rq), p),
                     _ => return Err("the output element type differs from the plan's".into()),
                 }
             }

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use rivet_kernels::qgemm::{qgemm, requantize_cols};
+use rivet_kernels::qgemm::{qgemm, QOut, Requant};
 
 use super::super::op::util::{bad_types, check_attrs, check_inputs, input, input_type, output_type};
 use super::super::{Op, RunIn, ShapeError, ShapeIn};
@@ -220,9 +220,6 @@ impl Op for QMatMul {
         let constant = |i: usize| i >= x.ins.len() || x.constant & (1 << i) != 0;
         let b_key = data_key(x.ins[ib]).filter(|_| constant(ib) && constant(izb));
         let p = x.scratch.state::<Packs>();
-        if self.qlinear {
-            p.acc.resize(m * n, 0);
-        }
         let mut packed_b = None;
         for t in 0..d.batches() {
             let (ta, tb) = d.operands(t);
@@ -250,16 +247,11 @@ impl Op for QMatMul {
                 packed_b = Some(tb);
             }
             let at = t * m * n..(t + 1) * m * n;
+            let rq = Requant { scale: &p.scales, per_row: false, bias: None, zy };
             match out {
-                DataMut::I32(y) if !self.qlinear => qgemm(&p.a, &p.b, 0..n, &mut y[at], n),
-                DataMut::U8(y) if self.qlinear => {
-                    qgemm(&p.a, &p.b, 0..n, &mut p.acc, n);
-                    requantize_cols(&p.acc, n, &p.scales, zy, &mut y[at]);
-                }
-                DataMut::I8(y) if self.qlinear => {
-                    qgemm(&p.a, &p.b, 0..n, &mut p.acc, n);
-                    requantize_cols(&p.acc, n, &p.scales, zy, &mut y[at]);
-                }
+                DataMut::I32(y) if !self.qlinear => qgemm(&p.a, &p.b, 0..n, QOut::I32(&mut y[at]), n),
+                DataMut::U8(y) if self.qlinear => qgemm(&p.a, &p.b, 0..n, QOut::U8(&mut y[at], rq), n),
+                DataMut::I8(y) if self.qlinear => qgemm(&p.a, &p.b, 0..n, QOut::I8(&mut y[at], rq), n),
                 _ => return Err("the output element type differs from the plan's".into()),
             }
         }
