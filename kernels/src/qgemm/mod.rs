@@ -63,18 +63,6 @@ pub fn requantize<T: QInt>(v: f32, zy: i32) -> T {
     }
 }
 
-/// One row of accumulators plus `bias`, scaled by `scale` and rounded into `y`.
-pub fn requantize_row<T: QInt>(acc: &[i32], bias: i32, scale: f32, zy: i32, y: &mut [T]) {
-    crate::arch::widest(
-        #[inline(always)]
-        move || {
-            for (o, &v) in y.iter_mut().zip(acc) {
-                *o = requantize::<T>(v.wrapping_add(bias) as f32 * scale, zy);
-            }
-        },
-    )
-}
-
 /// `y = clamp(round_half_even(x / scale) + zy)` (QuantizeLinear, DynamicQuantizeLinear),
 /// in the widest build.
 pub fn quantize<T: QInt>(x: &[f32], scale: f32, zy: i32, y: &mut [T]) {
@@ -96,6 +84,40 @@ pub fn dequantize<T: QInt>(x: &[T], scale: f32, zx: i32, y: &mut [f32]) {
         move || {
             for (o, &v) in y.iter_mut().zip(x) {
                 *o = v.to_i32().wrapping_sub(zx) as f32 * scale;
+            }
+        },
+    )
+}
+
+/// The integer a float holds exactly, for |x| < 2^22 (integer sums made in float32):
+/// adding 1.5 · 2^23 puts it in the low bits, read back without a conversion that the
+/// vectoriser would have to saturate.
+#[inline(always)]
+fn float_sum_to_int(x: f32) -> i32 {
+    const MAGIC: f32 = 12_582_912.0;
+    (x + MAGIC).to_bits() as i32 - MAGIC.to_bits() as i32
+}
+
+/// Integer sums held in floats (each an integer below 2^22 in magnitude), plus `bias`,
+/// requantized (`(sum + bias) as f32 · scale`, then [`requantize`]); in the widest build.
+pub fn requantize_float_sums<T: QInt>(sums: &[f32], bias: i32, scale: f32, zy: i32, y: &mut [T]) {
+    crate::arch::widest(
+        #[inline(always)]
+        move || {
+            for (o, &v) in y.iter_mut().zip(sums) {
+                *o = requantize::<T>(float_sum_to_int(v).wrapping_add(bias) as f32 * scale, zy);
+            }
+        },
+    )
+}
+
+/// Integer sums held in floats (each below 2^22 in magnitude) as i32; in the widest build.
+pub fn float_sums_to_i32(sums: &[f32], y: &mut [i32]) {
+    crate::arch::widest(
+        #[inline(always)]
+        move || {
+            for (o, &v) in y.iter_mut().zip(sums) {
+                *o = float_sum_to_int(v);
             }
         },
     )
@@ -156,6 +178,18 @@ mod tests {
         let mut y = vec![0i16; 3];
         quantize(&[2.5, -3.5, 1e9], 1.0, -100, &mut y);
         assert_eq!(y, [-98, -104, 32767]);
+    }
+
+    #[test]
+    fn float_sums_convert_exactly() {
+        let sums: Vec<f32> = [0.0, -0.0, 1.0, -1.0, 4_194_303.0, -4_194_303.0, 12345.0, -9.0].repeat(5);
+        let mut ints = vec![0; sums.len()];
+        float_sums_to_i32(&sums, &mut ints);
+        assert!(ints.iter().zip(&sums).all(|(&i, &f)| i as f32 == f), "{ints:?}");
+        let mut y = vec![0u8; sums.len()];
+        requantize_float_sums(&sums, -7, 0.01, 100, &mut y);
+        let want: Vec<u8> = sums.iter().map(|&f| requantize::<u8>((f as i32 - 7) as f32 * 0.01, 100)).collect();
+        assert_eq!(y, want);
     }
 
     #[test]

@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use rivet_kernels::conv::Window3d;
-use rivet_kernels::qgemm::{self, qgemm, requantize_row, QOut, QPackedA, Requant};
+use rivet_kernels::qgemm::{self, qgemm, QOut, QPackedA, Requant};
 
 use super::super::op::util::{bad_types, check_attrs, check_inputs, input, input_type, output_type};
 use super::super::{Op, RunIn, ShapeError, ShapeIn};
@@ -230,8 +230,9 @@ impl Op for QConv {
         let constant = |i: usize| i >= x.ins.len() || x.constant & (1 << i) != 0;
         // One input and one output channel a group: the float depthwise kernel on the
         // differences from the zero points. Every partial sum is an integer below
-        // taps · 255², exact in float32 while that is below 2^24.
-        let depthwise = cg == 1 && mg == 1 && taps * 255 * 255 < 1 << 24;
+        // taps · 255², exact in float32 (and read back exactly) while that is below 2^22:
+        // up to 64 taps.
+        let depthwise = cg == 1 && mg == 1 && taps * 255 * 255 < 1 << 22;
         let w_key = data_key(x.ins[iw]).filter(|_| constant(iw) && constant(izw)).map(|(at, len)| (at, len, 0));
         let packs = x.scratch.state::<Packs>();
         if w_key.is_none() || packs.key != w_key {
@@ -311,10 +312,9 @@ fn run_depthwise(
     (bias, zy): (Option<&[i32]>, i32),
     out: &mut DataMut<'_>,
 ) -> Result<(), String> {
-    let Packs { wf, xf, yf, dw_scratch, acc, scales, .. } = packs;
+    let Packs { wf, xf, yf, dw_scratch, scales, .. } = packs;
     xf.resize(c * plane, 0.0);
     yf.resize(c * p, 0.0);
-    acc.resize(c * p, 0);
     for n in 0..batch {
         match sub(input, n * c * plane, c * plane)? {
             Data::U8(v) => qgemm::dequantize(v, 1.0, zx, xf),
@@ -323,34 +323,29 @@ fn run_depthwise(
         }
         let none = rivet_kernels::Epilogue::default();
         rivet_kernels::depthwise::depthwise_planes(xf, wf, None, 0..c, c, geo, yf, &none, dw_scratch);
-        for (a, &v) in acc.iter_mut().zip(yf.iter()) {
-            *a = v as i32;
-        }
         let rows = n * c * p..(n + 1) * c * p;
         match out {
-            DataMut::I32(y) if scales.is_empty() => y[rows].copy_from_slice(acc),
-            DataMut::U8(y) => requantize_rows(acc, p, 0, bias, scales, zy, &mut y[rows]),
-            DataMut::I8(y) => requantize_rows(acc, p, 0, bias, scales, zy, &mut y[rows]),
+            DataMut::I32(y) if scales.is_empty() => qgemm::float_sums_to_i32(yf, &mut y[rows]),
+            DataMut::U8(y) => requantize_float_rows(yf, p, bias, scales, zy, &mut y[rows]),
+            DataMut::I8(y) => requantize_float_rows(yf, p, bias, scales, zy, &mut y[rows]),
             _ => return Err("the output element type differs from the plan's".into()),
         }
     }
     Ok(())
 }
 
-/// Each output channel's row of accumulators (channels from `first`) plus its bias,
-/// requantized with its scale.
-fn requantize_rows<T: qgemm::QInt>(
-    acc: &[i32],
+/// Each channel's row of integer sums held in floats plus its bias, requantized with its
+/// scale.
+fn requantize_float_rows<T: qgemm::QInt>(
+    sums: &[f32],
     p: usize,
-    first: usize,
     bias: Option<&[i32]>,
     scales: &[f32],
     zy: i32,
     y: &mut [T],
 ) {
-    for (r, (arow, yrow)) in acc.chunks_exact(p).zip(y.chunks_exact_mut(p)).enumerate() {
-        let b = bias.map_or(0, |b| b[first + r]);
-        requantize_row(arow, b, scales[first + r], zy, yrow);
+    for (r, (srow, yrow)) in sums.chunks_exact(p).zip(y.chunks_exact_mut(p)).enumerate() {
+        qgemm::requantize_float_sums(srow, bias.map_or(0, |b| b[r]), scales[r], zy, yrow);
     }
 }
 

@@ -81,11 +81,9 @@ struct Packs {
     /// The constant operand packed last: its data's address and length, and which of its
     /// matrices. While a Run hands in the same, it is not packed again.
     key: Option<(usize, usize, usize)>,
-    /// Zero points (one per column or row), scales (one per column or row), and i32
-    /// accumulators before requantizing.
+    /// Zero points (one per column or row) and scales (one per column or row).
     zero: Vec<i32>,
     scales: Vec<f32>,
-    acc: Vec<i32>,
     /// A depthwise convolution's weights, input and sums as floats (exact integers), and
     /// its kernel's scratch.
     wf: Vec<f32>,
