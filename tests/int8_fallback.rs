@@ -1,5 +1,6 @@
-//! Quantized models with CPU fallback on: Rivet, which has no int8 kernels yet, must not
-//! claim the float nodes of the groups ORT fuses into its own int8 kernels, so a model runs
+//! Quantized models with CPU fallback on: Rivet, whose int8 kernels are not yet as fast as
+//! ORT's on these groups, must not claim the float nodes of the groups ORT fuses into its
+//! own int8 kernels, so a model runs
 //! exactly as on ORT alone (the same kernels: the same bits). Claiming them made these
 //! models 3-8x slower with Rivet registered (`cargo xtask bench --case int8` times them).
 
