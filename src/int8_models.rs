@@ -2,8 +2,9 @@
 //! model refilled (`real_models`), then ORT's own quantization tool
 //! (`tests/models/quantize_real.py`, `onnxruntime.quantization` from the pinned wheel)
 //! run on it through the project's Python. The results go to `target/int8-models/`,
-//! named by a hash of the float model and the script, and are made again only when
-//! either changes (a few seconds each). Nothing is downloaded.
+//! named by a hash of the float model, the script and the pinned wheels
+//! (`requirements.txt`), and are made again only when one changes (a few seconds each).
+//! Nothing is downloaded.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -63,7 +64,9 @@ pub fn quantized(stem: &str, mode: Mode) -> Result<(Vec<u8>, Vec<HostTensor>), S
     let (float, inputs) = crate::real_models::real_model(stem)?;
     let dir = root.join("target/int8-models");
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let key = hash(&[&float, &script, mode.name().as_bytes()]);
+    // The pinned wheels (the quantizer's version) are part of the key too.
+    let pins = std::fs::read(root.join("requirements.txt")).unwrap_or_default();
+    let key = hash(&[&float, &script, &pins, mode.name().as_bytes()]);
     let out = dir.join(format!("{stem}_{}_{key:016x}.onnx", mode.name()));
     if !out.exists() {
         // The float model under a name of this maker's own; the script writes `out`

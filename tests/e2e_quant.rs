@@ -665,3 +665,59 @@ fn constant_weights_are_packed_once_and_other_operands_each_run() {
     let runs: Vec<_> = (0..3).map(|s| vec![tensor("x", UINT8, &xs, ints(UINT8, 51 + s, len(&xs)))]).collect();
     runs_match_ort(&model, &runs, "QLinearConv, constant weights");
 }
+
+/// Runs `model` on Rivet alone: its one output's shape and values.
+fn rivet_output(model: &[u8], inputs: &[HostTensor]) -> (Vec<i64>, Vec<f64>) {
+    let mut s = harness::session(env(), model, Arm::Rivet, &strict()).expect("session");
+    let got = harness::run(&mut s, inputs).expect("run").remove(0);
+    (got.shape, got.data)
+}
+
+#[test]
+fn empty_depths_widths_and_planes_give_the_defined_results() {
+    // Checked against the definitions, not ORT: its kernels leave the output of an empty
+    // sum as allocated (zeros, or other bytes from run to run).
+    // (a shape, b shape) of MatMulInteger and QLinearMatMul: no depth, then no columns.
+    for (ashape, bshape) in [([3i64, 0], [0i64, 5]), ([2, 4], [4, 0])] {
+        let out = vec![ashape[0], bshape[1]];
+        let inputs = [
+            tensor("a", UINT8, &ashape, ints(UINT8, 70, len(&ashape))),
+            tensor("b", INT8, &bshape, ints(INT8, 71, len(&bshape))),
+        ];
+        let model = One::new(10)
+            .input("a", UINT8, &dims(&ashape))
+            .input("b", INT8, &dims(&bshape))
+            .constant("za", UINT8, &[], &[3.0])
+            .node("MatMulInteger", &[], &[("y", INT32)]);
+        // A sum of nothing is 0.
+        assert_eq!(rivet_output(&model, &inputs), (out.clone(), vec![0.0; len(&out)]), "MatMulInteger {ashape:?}");
+        let model = One::new(10)
+            .input("a", UINT8, &dims(&ashape))
+            .constant("sa", FLOAT, &[], &[0.02])
+            .constant("za", UINT8, &[], &[3.0])
+            .input("b", INT8, &dims(&bshape))
+            .constant("sb", FLOAT, &[], &[0.01])
+            .constant("zb", INT8, &[], &[0.0])
+            .constant("sy", FLOAT, &[], &[0.05])
+            .constant("zy", UINT8, &[], &[9.0])
+            .node("QLinearMatMul", &[], &[("y", UINT8)]);
+        // And 0 quantizes to the zero point.
+        assert_eq!(rivet_output(&model, &inputs), (out.clone(), vec![9.0; len(&out)]), "QLinearMatMul {ashape:?}");
+    }
+    // ConvInteger with no input channels, and on an empty plane that padding makes rows
+    // of (every tap in the padding, which reads the zero point): all 0.
+    let cases: Vec<ConvCase> = vec![
+        (vec![1, 0, 4, 4], vec![2, 0, 1, 1], vec![]),
+        (vec![1, 1, 0, 3], vec![2, 1, 1, 1], vec![("pads", Attr::Ints(vec![1, 0, 1, 0]))]),
+    ];
+    for ((xs, ws, attrs), out) in cases.iter().zip([[1i64, 2, 4, 4], [1, 2, 2, 3]]) {
+        let model = One::new(10)
+            .input("x", UINT8, &dims(xs))
+            .input("w", UINT8, &dims(ws))
+            .constant("zx", UINT8, &[], &[5.0])
+            .node("ConvInteger", attrs, &[("y", INT32)]);
+        let inputs =
+            [tensor("x", UINT8, xs, ints(UINT8, 72, len(xs))), tensor("w", UINT8, ws, ints(UINT8, 73, len(ws)))];
+        assert_eq!(rivet_output(&model, &inputs), (out.to_vec(), vec![0.0; len(&out)]), "ConvInteger {xs:?} {ws:?}");
+    }
+}

@@ -13,6 +13,23 @@ use crate::graph::{dtype, AttrValue, ConstDesc, Constant, Dim, GraphDesc, NodeDe
 
 /// Reads a value's name and declared tensor type; a null value info is an omitted input.
 pub fn value(api: &Api, v: *const OrtValueInfo) -> Result<Option<ValueDesc>> {
+    value_reading(api, v, Reading::Small)
+}
+
+/// Which constants' data a value read brings along.
+#[derive(Clone, Copy, PartialEq)]
+enum Reading {
+    /// float32, int64 and int32 of at most `SMALL_CONSTANT` elements.
+    Small,
+    /// Also uint8 and int8 (as int64), and up to `QUANT_PARAMS` elements: the scales and
+    /// zero points of QuantizeLinear and DequantizeLinear, which QDQ fusion compares.
+    QuantParams,
+}
+
+/// Most elements of a quantization parameter read with the graph (one per channel).
+const QUANT_PARAMS: usize = 1 << 14;
+
+fn value_reading(api: &Api, v: *const OrtValueInfo, reading: Reading) -> Result<Option<ValueDesc>> {
     if v.is_null() {
         return Ok(None);
     }
@@ -49,20 +66,32 @@ pub fn value(api: &Api, v: *const OrtValueInfo) -> Result<Option<ValueDesc>> {
             }
         })
         .collect();
-    let constant = small_constant(api, v, elem_type, &declared)?;
+    let constant = small_constant(api, v, elem_type, &declared, reading)?;
     // Only int64 and int32 values are asked: they may be a shape, axis or count fed at Run.
     let at_run_ok = matches!(elem_type, dtype::INT64 | dtype::INT32) && !api.value_info_is_from_outer_scope(v)?;
     Ok(Some(ValueDesc { name, elem_type, dims: Some(declared), constant, at_run_ok }))
 }
 
-/// The data of a small constant initializer of f32, i64 or i32 (read as i64) elements.
-fn small_constant(api: &Api, v: *const OrtValueInfo, elem_type: i32, dims: &[Dim]) -> Result<Option<Constant>> {
+/// The data of a small constant initializer of f32, i64 or i32 (read as i64) elements
+/// (with `Reading::QuantParams`, also u8 and i8, and larger).
+fn small_constant(
+    api: &Api,
+    v: *const OrtValueInfo,
+    elem_type: i32,
+    dims: &[Dim],
+    reading: Reading,
+) -> Result<Option<Constant>> {
     let len = dims.iter().try_fold(1usize, |acc, d| match d {
         Dim::Fixed(n) => acc.checked_mul(*n),
         Dim::Symbolic(_) => None,
     });
-    let Some(len) = len.filter(|&n| n <= SMALL_CONSTANT) else { return Ok(None) };
-    let readable = matches!(elem_type, dtype::FLOAT | dtype::INT64 | dtype::INT32);
+    let (most, bytes) = match reading {
+        Reading::Small => (SMALL_CONSTANT, false),
+        Reading::QuantParams => (QUANT_PARAMS, true),
+    };
+    let Some(len) = len.filter(|&n| n <= most) else { return Ok(None) };
+    let readable = matches!(elem_type, dtype::FLOAT | dtype::INT64 | dtype::INT32)
+        || (bytes && matches!(elem_type, dtype::UINT8 | dtype::INT8));
     if !readable || !api.value_info_is_constant_initializer(v)? {
         return Ok(None);
     }
@@ -79,6 +108,12 @@ fn small_constant(api: &Api, v: *const OrtValueInfo, elem_type: i32, dims: &[Dim
         match elem_type {
             dtype::FLOAT => Constant::F32(std::slice::from_raw_parts(p.cast::<f32>(), len).to_vec()),
             dtype::INT64 => Constant::I64(std::slice::from_raw_parts(p.cast::<i64>(), len).to_vec()),
+            dtype::UINT8 => {
+                Constant::I64(std::slice::from_raw_parts(p.cast::<u8>(), len).iter().map(|&v| v as i64).collect())
+            }
+            dtype::INT8 => {
+                Constant::I64(std::slice::from_raw_parts(p.cast::<i8>(), len).iter().map(|&v| v as i64).collect())
+            }
             _ => Constant::I64(std::slice::from_raw_parts(p.cast::<i32>(), len).iter().map(|&v| v as i64).collect()),
         }
     }))
@@ -173,12 +208,21 @@ pub fn node(api: &Api, n: *const OrtNode) -> Result<NodeDesc> {
     api.node_outputs(n, &mut outputs)?;
     let mut attrs = vec![ptr::null(); api.node_num_attributes(n)?];
     api.node_attributes(n, &mut attrs)?;
+    let (op_type, domain) = (api.node_op_type(n)?, api.node_domain(n)?);
+    let mut read = values(api, &inputs)?;
+    // A QuantizeLinear's or DequantizeLinear's scale and zero point: with their data
+    // where they are constant, for QDQ fusion to compare.
+    if matches!(op_type.as_str(), "QuantizeLinear" | "DequantizeLinear") && matches!(domain.as_str(), "" | "ai.onnx") {
+        for k in 1..inputs.len().min(3) {
+            read[k] = value_reading(api, inputs[k], Reading::QuantParams)?;
+        }
+    }
     Ok(NodeDesc {
         name: api.node_name(n)?,
-        op_type: api.node_op_type(n)?,
-        domain: api.node_domain(n)?,
+        op_type,
+        domain,
         since_version: api.node_since_version(n)?,
-        inputs: values(api, &inputs)?,
+        inputs: read,
         outputs: values(api, &outputs)?,
         attrs: attrs.iter().map(|&a| attribute(api, a)).collect::<Result<_>>()?,
     })

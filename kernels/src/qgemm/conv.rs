@@ -23,7 +23,7 @@ impl QPackedA {
         let mut rows = std::mem::take(&mut self.reorder);
         rows.clear();
         rows.resize(m * k, 0);
-        for (o, row) in rows.chunks_exact_mut(k).enumerate() {
+        for (o, row) in rows.chunks_exact_mut(k.max(1)).enumerate().take(if k == 0 { 0 } else { m }) {
             for ch in 0..c {
                 let (q4, l) = (ch / 4, ch % 4);
                 for t in 0..taps {
@@ -71,8 +71,10 @@ impl QPackedB {
         crate::arch::widest(
             #[inline(always)]
             || {
-                // The channels in quads: missing channels are zero bytes.
-                for (q4, dst) in words.chunks_exact_mut(plane).enumerate() {
+                // The channels in quads: missing channels are zero bytes. (An empty plane
+                // has none: every tap reads padding.)
+                for (q4, dst) in words.chunks_exact_mut(plane.max(1)).enumerate().take(if plane == 0 { 0 } else { c4 })
+                {
                     let lanes = (channels - 4 * q4).min(4);
                     let src = |l: usize| &x[(4 * q4 + l) * plane..(4 * q4 + l + 1) * plane];
                     match lanes {

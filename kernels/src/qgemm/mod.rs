@@ -49,17 +49,19 @@ qint!(u8, i8, u16, i16, i32);
 /// float before rounding, so NaN gives the type's minimum (as ORT's kernels do).
 #[inline(always)]
 pub fn requantize<T: QInt>(v: f32, zy: i32) -> T {
-    let lo = (T::MIN - zy) as f32;
-    let hi = (T::MAX - zy) as f32;
+    // In i64: for int32 outputs `T::MIN - zy` can pass i32's range.
+    let lo = (T::MIN as i64 - zy as i64) as f32;
+    let hi = (T::MAX as i64 - zy as i64) as f32;
     let v = v.max(lo).min(hi);
-    if T::MAX - T::MIN < 1 << 20 && zy.unsigned_abs() < 1 << 20 {
+    if (T::MAX as i64 - T::MIN as i64) < 1 << 20 && zy.unsigned_abs() < 1 << 20 {
         // |v| < 2^22: adding 1.5 · 2^23 rounds it to an integer (ties to even, the
         // default rounding) in the low bits of the sum, read back without a conversion
         // that the vectoriser would have to saturate.
         const MAGIC: f32 = 12_582_912.0;
         T::from_i32((v + MAGIC).to_bits() as i32 - MAGIC.to_bits() as i32 + zy)
     } else {
-        T::from_i32(v.round_ties_even() as i32 + zy)
+        // (An int32 bound rounded outward as a float: clamped again as an integer.)
+        T::from_i32((v.round_ties_even() as i64 + zy as i64).clamp(T::MIN as i64, T::MAX as i64) as i32)
     }
 }
 
@@ -200,5 +202,8 @@ mod tests {
         assert_eq!(requantize::<u8>(300.0, 10), 255);
         assert_eq!(requantize::<i8>(-300.0, 0), -128);
         assert_eq!(requantize::<i8>(f32::NAN, 3), -128);
+        // int32 (a type too wide for the rounding by addition) rounds on the other path.
+        assert_eq!(requantize::<i32>(1e9, 0), 1_000_000_000);
+        assert_eq!(requantize::<i32>(-2.5, 1), -1);
     }
 }

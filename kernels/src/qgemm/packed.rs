@@ -206,6 +206,9 @@ impl QPackedB {
         crate::arch::widest(
             #[inline(always)]
             || {
+                if n == 0 {
+                    return;
+                }
                 for q in 0..quads(k) {
                     for (d, r) in rows.chunks_exact_mut(stride).enumerate() {
                         let depth = 4 * q + d;
@@ -404,7 +407,9 @@ pub(crate) fn for_each_tile(
                 scale_cols[jj] = fat(rq.scale, j0 + jj);
             }
         }
-        for (s, strip) in a.units.chunks_exact(strip_len).enumerate() {
+        for s in 0..a.m.div_ceil(MR) {
+            // (A depth of 0 has strips of no chunks.)
+            let strip = &a.units[s * strip_len..(s + 1) * strip_len];
             let i0 = s * MR;
             let h = MR.min(a.m - i0);
             let mut za = [0; MR];

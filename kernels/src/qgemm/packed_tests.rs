@@ -181,3 +181,39 @@ fn requantized_outputs_are_the_sums_requantized_per_row_or_per_column() {
         }
     }
 }
+
+#[test]
+fn empty_depths_widths_channels_and_planes_give_their_products() {
+    // Depth 0: every sum is 0 (and requantizes to zy plus nothing).
+    let (mut pa, mut pb) = (QPackedA::new(), QPackedB::new());
+    pa.pack::<u8>(&[], 3, 0, 0, &[7]);
+    pb.pack::<i8>(&[], 0, 5, 5, &[2]);
+    let mut c = vec![1; 15];
+    qgemm(&pa, &pb, 0..5, QOut::I32(&mut c), 5);
+    assert_eq!(c, [0; 15]);
+    let mut c = vec![1; 15];
+    portable(&pa, &pb, 0..5, &mut QOut::I32(&mut c), 5);
+    assert_eq!(c, [0; 15]);
+    // Width 0: nothing to write.
+    pb.pack::<i8>(&[], 4, 0, 0, &[0]);
+    pa.pack::<u8>(&[1; 8], 2, 4, 4, &[0]);
+    qgemm(&pa, &pb, 0..0, QOut::I32(&mut []), 0);
+    // A convolution of no input channels: 0; of an empty plane with padding: the
+    // padding's zero point everywhere, so 0.
+    for (channels, len, pad) in [(0, 4, 0), (1, 0, 1)] {
+        let g = crate::conv::Window3d {
+            input: [1, len, 3],
+            out: [1, len + 2 * pad, 3],
+            kernel: [1; 3],
+            stride: [1; 3],
+            dilation: [1; 3],
+            pad_begin: [0, pad, 0],
+        };
+        let p = g.positions();
+        pa.pack_conv_weights::<i8>(&vec![3; 2 * channels], 2, channels, 1, &[1]);
+        pb.pack_conv_input::<u8>(&vec![9; channels * g.plane()], channels, &g, 9);
+        let mut c = vec![1; 2 * p];
+        qgemm(&pa, &pb, 0..p, QOut::I32(&mut c), p);
+        assert_eq!(c, vec![0; 2 * p], "{channels} channels, plane {len}x3");
+    }
+}

@@ -232,7 +232,7 @@ impl Op for QConv {
         // differences from the zero points. Every partial sum is an integer below
         // taps · 255², exact in float32 (and read back exactly) while that is below 2^22:
         // up to 64 taps.
-        let depthwise = cg == 1 && mg == 1 && taps * 255 * 255 < 1 << 22;
+        let depthwise = cg == 1 && mg == 1 && taps * 255 * 255 < 1 << 22 && plane > 0;
         let w_key = data_key(x.ins[iw]).filter(|_| constant(iw) && constant(izw)).map(|(at, len)| (at, len, 0));
         let packs = x.scratch.state::<Packs>();
         if w_key.is_none() || packs.key != w_key {

@@ -3,17 +3,20 @@
 //! which runs on the integer kernels (`qgemm`) instead of dequantizing the input and the
 //! weights to float, convolving in float and quantizing the result.
 //!
-//! The group is the one ORT's own QDQ transformer turns into QLinearConv on its CPU EP,
+//! The group is one ORT 1.32's own QDQ transformer turns into QLinearConv on its CPU EP,
 //! with the same result: the input's and weights' quantized data and parameters become
-//! the fused node's, the bias's int32 data (its DequantizeLinear's input, whose scale the
-//! quantizer set to `x_scale · w_scale`) its bias, and the QuantizeLinear's parameters its
-//! output's. A group is fused only when:
-//! - the input is per tensor, the weights per tensor or per output channel (axis 0), and
-//!   every scale and zero point is a graph input or constant, not a computed value;
+//! the fused node's, the bias's int32 data (its DequantizeLinear's input) its bias, and the
+//! QuantizeLinear's parameters its output's. ORT fuses fewer groups than the format
+//! allows, and a group it leaves in float gives other values, so a group is fused only
+//! when:
+//! - the input and output are uint8 and per tensor, the weights uint8 or int8, per tensor
+//!   or per output channel (axis 0), no blocks;
+//! - every scale and zero point is a constant initializer (read with the graph: the ABI
+//!   reads QuantizeLinear's and DequantizeLinear's parameters up to 16384 elements);
+//! - the bias, if any, is int32 with zero point 0 and scale `x_scale · w_scale`, element
+//!   for element, all known at Compile;
 //! - the DequantizeLinear outputs and the Conv's output are read by the group alone (ORT
 //!   gives each reader its own DequantizeLinear) and are not graph outputs;
-//! - where the bias's parameters are small enough to be read at Compile, its zero point
-//!   is 0 and its scale is `x_scale · w_scale` (else the float reading is kept);
 //! - the CPU has AVX-512 VNNI (without it the integer kernel is slower than the float
 //!   convolution, and the float reading is kept);
 //! - QLinearConv compiles for the node (types and attributes).
@@ -212,10 +215,10 @@ impl ConvGroup {
         }
         let mut all =
             [px.scale, pw.scale, py.scale].into_iter().chain([px.zero, pw.zero, py.zero].into_iter().flatten());
-        if !all.all(|v| ix.is_leaf(v)) {
+        if !all.all(|v| ix.is_leaf(v) && v.constant.is_some()) {
             return None;
         }
-        if y.elem_type != dtype::UINT8 && y.elem_type != dtype::INT8 {
+        if x.elem_type != dtype::UINT8 || y.elem_type != dtype::UINT8 {
             return None;
         }
         let mut zero = |p: &Params<'_>, elem_type: i32, like: &ValueDesc| -> ValueDesc {
@@ -256,28 +259,24 @@ impl ConvGroup {
     }
 }
 
-/// Whether a bias's DequantizeLinear reads it as the fused node will: zero point 0 and
-/// scale `x_scale · w_scale`, checked where the values are known at Compile.
+/// Whether a bias's DequantizeLinear reads it as the fused node will: zero point absent
+/// or 0 and scale `x_scale · w_scale` (per output channel), all known at Compile.
 fn bias_matches(pb: &Params<'_>, sx: &ValueDesc, sw: &ValueDesc) -> bool {
     if pb.block != 0 {
         return false;
     }
-    if let Some(Constant::I64(z)) = pb.zero.and_then(|z| z.constant.as_ref()) {
-        if z.iter().any(|&v| v != 0) {
-            return false;
-        }
+    match pb.zero.map(|z| &z.constant) {
+        None => {}
+        Some(Some(Constant::I64(z))) if z.iter().all(|&v| v == 0) => {}
+        Some(_) => return false,
     }
     let f32s = |v: &ValueDesc| match &v.constant {
         Some(Constant::F32(x)) => Some(x.clone()),
         _ => None,
     };
-    match (f32s(pb.scale), f32s(sx), f32s(sw)) {
-        (Some(sb), Some(sx), Some(sw)) if sx.len() == 1 => {
-            let want = |i: usize| sx[0] * sw[if sw.len() == 1 { 0 } else { i }];
-            sb.len() == sw.len().max(1) && sb.iter().enumerate().all(|(i, &s)| s == want(i))
-        }
-        _ => true,
-    }
+    let (Some(sb), Some(sx), Some(sw)) = (f32s(pb.scale), f32s(sx), f32s(sw)) else { return false };
+    let want = |i: usize| sx[0] * sw[if sw.len() == 1 { 0 } else { i }];
+    sx.len() == 1 && !sw.is_empty() && sb.len() == sw.len() && sb.iter().enumerate().all(|(i, &s)| s == want(i))
 }
 
 /// A new constant scalar 0 of `elem_type` named `name` (once), as a value.
@@ -317,14 +316,24 @@ mod tests {
         }
     }
 
-    /// x (u8) -> DQ -> Conv(DQ(w), DQ(b)) -> Q -> y (u8).
+    /// `v` holding constant data.
+    fn c(mut v: ValueDesc, data: Constant) -> ValueDesc {
+        v.constant = Some(data);
+        v
+    }
+
+    /// x (u8) -> DQ -> Conv(DQ(w), DQ(b)) -> Q -> y (u8), every parameter a constant and
+    /// the bias's scale x_scale · w_scale.
     fn group() -> GraphDesc {
-        let (xq, sx, zx) =
-            (v("xq", dtype::UINT8, &[1, 2, 5, 5]), v("sx", dtype::FLOAT, &[]), v("zx", dtype::UINT8, &[]));
-        let (wq, sw, zw) =
-            (v("wq", dtype::INT8, &[3, 2, 3, 3]), v("sw", dtype::FLOAT, &[3]), v("zw", dtype::INT8, &[3]));
-        let (bq, sb) = (v("bq", dtype::INT32, &[3]), v("sb", dtype::FLOAT, &[3]));
-        let (sy, zy) = (v("sy", dtype::FLOAT, &[]), v("zy", dtype::UINT8, &[]));
+        let f = |x: &[f32]| Constant::F32(x.to_vec());
+        let i = |x: &[i64]| Constant::I64(x.to_vec());
+        let xq = v("xq", dtype::UINT8, &[1, 2, 5, 5]);
+        let (sx, zx) = (c(v("sx", dtype::FLOAT, &[]), f(&[0.5])), c(v("zx", dtype::UINT8, &[]), i(&[128])));
+        let wq = v("wq", dtype::INT8, &[3, 2, 3, 3]);
+        let sw = c(v("sw", dtype::FLOAT, &[3]), f(&[0.25, 0.5, 1.0]));
+        let zw = c(v("zw", dtype::INT8, &[3]), i(&[0, 0, 0]));
+        let (bq, sb) = (v("bq", dtype::INT32, &[3]), c(v("sb", dtype::FLOAT, &[3]), f(&[0.125, 0.25, 0.5])));
+        let (sy, zy) = (c(v("sy", dtype::FLOAT, &[]), f(&[0.1])), c(v("zy", dtype::UINT8, &[]), i(&[3])));
         let (xf, wf, bf) =
             (v("xf", dtype::FLOAT, &[1, 2, 5, 5]), v("wf", dtype::FLOAT, &[3, 2, 3, 3]), v("bf", dtype::FLOAT, &[3]));
         let (yf, yq) = (v("yf", dtype::FLOAT, &[1, 3, 3, 3]), v("yq", dtype::UINT8, &[1, 3, 3, 3]));
@@ -338,7 +347,7 @@ mod tests {
                 node("Conv", "conv", &[&xf, &wf, &bf], &[&yf]),
                 node("QuantizeLinear", "q", &[&yf, &sy, &zy], &[&yq]),
             ],
-            inputs: vec![xq, sx, zx, wq, sw, zw, bq, sb, sy, zy],
+            inputs: vec![xq, wq, bq],
             constant_inputs: vec![],
             outputs: vec![yq],
             constants: vec![],
@@ -371,15 +380,27 @@ mod tests {
         let mut g = group();
         g.nodes[1].attrs.clear();
         assert!(fuse(&g).is_none());
-        // A known bias scale that is not x_scale · w_scale.
+        // A bias scale that is not x_scale · w_scale, then one not known at Compile.
         let mut g = group();
-        let c = |x: Vec<f32>| Some(Constant::F32(x));
-        g.nodes[0].inputs[1].as_mut().unwrap().constant = c(vec![0.5]);
-        g.nodes[1].inputs[1].as_mut().unwrap().constant = c(vec![0.25, 0.5, 1.0]);
-        g.nodes[2].inputs[1].as_mut().unwrap().constant = c(vec![0.125, 0.25, 0.25]);
+        g.nodes[2].inputs[1].as_mut().unwrap().constant = Some(Constant::F32(vec![0.125, 0.25, 0.25]));
         assert!(fuse(&g).is_none());
-        g.nodes[2].inputs[1].as_mut().unwrap().constant = c(vec![0.125, 0.25, 0.5]);
+        g.nodes[2].inputs[1].as_mut().unwrap().constant = None;
+        assert!(fuse(&g).is_none());
+        // A bias zero point that is not 0.
+        let mut g = group();
+        g.nodes[2].inputs.push(Some(c(v("zb", dtype::INT32, &[3]), Constant::I64(vec![0, 5, 0]))));
+        assert!(fuse(&g).is_none());
+        g.nodes[2].inputs[2].as_mut().unwrap().constant = Some(Constant::I64(vec![0; 3]));
         assert!(fuse(&g).is_some());
+        // An input scale that is a graph input (no data at Compile).
+        let mut g = group();
+        g.nodes[0].inputs[1].as_mut().unwrap().constant = None;
+        assert!(fuse(&g).is_none());
+        // int8 activations (ORT 1.32 leaves such groups in float on x86).
+        let mut g = group();
+        g.nodes[0].inputs[0].as_mut().unwrap().elem_type = dtype::INT8;
+        g.nodes[0].inputs[2].as_mut().unwrap().elem_type = dtype::INT8;
+        assert!(fuse(&g).is_none());
         // A computed output scale.
         let mut g = group();
         let sy = g.nodes[4].inputs[1].clone().unwrap();
