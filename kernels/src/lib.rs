@@ -3,7 +3,8 @@
 //! This crate knows nothing about ONNX Runtime: it works on plain `f32`
 //! slices and `usize` shapes. Its only `unsafe` code is the call into the
 //! `#[target_feature]` builds of the kernels, in `arch::dispatch`, once the
-//! CPU's features have been detected.
+//! CPU's features have been detected, and the vector loads and stores of
+//! `arch::mem`.
 //!
 //! * [`UnaryOp`]: elementwise activations and math functions (ONNX semantics,
 //!   attributes already resolved), with [`UnaryOp::apply`] /

@@ -18,10 +18,11 @@ use std::sync::atomic::{AtomicU8, Ordering};
 #[allow(unsafe_code)]
 mod dispatch;
 #[cfg(target_arch = "x86_64")]
+#[allow(unsafe_code)]
+pub(crate) mod mem;
+#[cfg(target_arch = "x86_64")]
 mod simd;
 
-#[cfg(target_arch = "x86_64")]
-pub(crate) use dispatch::mem;
 #[cfg(test)]
 pub(crate) use dispatch::STREAM_MIN;
 pub(crate) use dispatch::{
