@@ -63,6 +63,14 @@ pub(crate) fn store16b(x: &mut [u8; 16], v: __m128i) {
     unsafe { _mm_storeu_si128(x.as_mut_ptr().cast(), v) }
 }
 
+/// Stores 16 signed bytes.
+#[target_feature(enable = "avx512f")]
+#[inline]
+pub(crate) fn store16b_i8(x: &mut [i8; 16], v: __m128i) {
+    // SAFETY: `x` is 16 writable bytes; the store has no alignment requirement.
+    unsafe { _mm_storeu_si128(x.as_mut_ptr().cast(), v) }
+}
+
 /// Stores 16 floats.
 #[target_feature(enable = "avx512f")]
 #[inline]
