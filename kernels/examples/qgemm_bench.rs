@@ -70,6 +70,68 @@ fn main() {
     stats("its product 32x4096x288 (GOP/s)", 2.0 * 32.0 * 4096.0 * 288.0, 5, || {
         qgemm(&w, &pi, 0..4096, QOut::I32(&mut out), 4096)
     });
+    // The same convolution without the im2col (phase planes, a panel at a time).
+    let mut planes = rivet_kernels::qgemm::ConvPlanes::new();
+    stats("implicit 32x3x3 on 64x64 (GOP/s)", 2.0 * 32.0 * 4096.0 * 288.0, 5, || {
+        planes.pack(&img, 32, &g, 7);
+        planes.product(&w, QOut::I32(&mut out))
+    });
+    stats("im2col + product (GOP/s)", 2.0 * 32.0 * 4096.0 * 288.0, 5, || {
+        pi.pack_conv_input(&img, 32, &g, 7);
+        qgemm(&w, &pi, 0..4096, QOut::I32(&mut out), 4096)
+    });
+    // ResNet's 64 -> 64 3x3 on 56x56, requantized, both ways.
+    let g56 = rivet_kernels::conv::Window3d {
+        input: [1, 56, 56],
+        out: [1, 56, 56],
+        kernel: [1, 3, 3],
+        stride: [1; 3],
+        dilation: [1; 3],
+        pad_begin: [0, 1, 1],
+    };
+    let img56: Vec<u8> = (0..64 * 56 * 56).map(|i| (i * 7 % 251) as u8).collect();
+    let wt56: Vec<i8> = (0..64 * 576).map(|i| (i % 200) as i8 - 100).collect();
+    let mut w56 = QPackedA::new();
+    w56.pack_conv_weights(&wt56, 64, 64, 9, &[0]);
+    let s56: Vec<f32> = (0..64).map(|i| 0.0001 * (i % 5 + 1) as f32).collect();
+    let rq56 = rivet_kernels::qgemm::Requant { scale: &s56, per_row: true, bias: None, zy: 3 };
+    let mut y56 = vec![0u8; 64 * 3136];
+    let ops56 = 2.0 * 64.0 * 3136.0 * 576.0;
+    stats("64->64 3x3 56x56 implicit (GOP/s)", ops56, 3, || {
+        planes.pack(&img56, 64, &g56, 7);
+        planes.product(&w56, QOut::U8(&mut y56, rq56))
+    });
+    stats("64->64 3x3 56x56 im2col (GOP/s)", ops56, 3, || {
+        pi.pack_conv_input(&img56, 64, &g56, 7);
+        qgemm(&w56, &pi, 0..3136, QOut::U8(&mut y56, rq56), 3136)
+    });
+    // MobileNetV2's 16 -> 96 1x1 on 112x112, requantized, both ways.
+    let g1 = rivet_kernels::conv::Window3d {
+        input: [1, 112, 112],
+        out: [1, 112, 112],
+        kernel: [1, 1, 1],
+        stride: [1; 3],
+        dilation: [1; 3],
+        pad_begin: [0; 3],
+    };
+    let img1: Vec<u8> = (0..16 * 12544).map(|i| (i * 7 % 251) as u8).collect();
+    let wt1: Vec<i8> = (0..96 * 16).map(|i| (i % 200) as i8 - 100).collect();
+    let mut w1 = QPackedA::new();
+    w1.pack_conv_weights(&wt1, 96, 16, 1, &[0]);
+    let mut y1 = vec![0u8; 96 * 12544];
+    let rq1 = rivet_kernels::qgemm::Requant { scale: &s56[..1], per_row: true, bias: None, zy: 3 };
+    let ops1 = 2.0 * 96.0 * 12544.0 * 16.0;
+    stats("16->96 1x1 112x112 implicit (GOP/s)", ops1, 3, || {
+        planes.pack(&img1, 16, &g1, 7);
+        planes.product(&w1, QOut::U8(&mut y1, rq1))
+    });
+    stats("  its pack alone (GOP/s)", ops1, 3, || planes.pack(&img1, 16, &g1, 7));
+    stats("16->96 1x1 112x112 im2col (GOP/s)", ops1, 3, || {
+        pi.pack_conv_input(&img1, 16, &g1, 7);
+        qgemm(&w1, &pi, 0..12544, QOut::U8(&mut y1, rq1), 12544)
+    });
+    stats("  its pack alone (GOP/s)", ops1, 3, || pi.pack_conv_input(&img1, 16, &g1, 7));
+    stats("  its product alone (GOP/s)", ops1, 3, || qgemm(&w1, &pi, 0..12544, QOut::U8(&mut y1, rq1), 12544));
     // The same product written as requantized bytes (one scale a row), as the quantized
     // convolutions write it, against i32 sums.
     let mut bytes = vec![0u8; m * n];

@@ -8,12 +8,14 @@
 //! arithmetic ORT's int8 kernels use.
 
 mod conv;
+mod implicit;
 mod packed;
 #[cfg(test)]
 mod packed_tests;
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod x86;
 
+pub use implicit::ConvPlanes;
 pub(crate) use packed::portable_body;
 pub use packed::{qgemm, vnni_supported, QOut, QPackedA, QPackedB, Requant, MR, NR, Q8};
 

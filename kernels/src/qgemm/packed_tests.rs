@@ -118,6 +118,26 @@ fn conv_case<X: Q8, W: Q8>(g: &crate::conv::Window3d, channels: usize, seed: &mu
     let mut c = vec![0; cout * p];
     qgemm(&pa, &pb, 0..p, QOut::I32(&mut c), p);
     assert_eq!(c, want, "{g:?}, {channels} channels, x from {} w from {}", X::MIN, W::MIN);
+    if !ConvPlanes::fits(g) {
+        return;
+    }
+    // Without the im2col: the same sums, and the same bytes requantized.
+    let mut planes = ConvPlanes::new();
+    planes.pack(&tx, channels, g, zx);
+    let mut c = vec![0; cout * p];
+    planes.product(&pa, QOut::I32(&mut c));
+    assert_eq!(c, want, "implicit {g:?}, {channels} channels, x from {} w from {}", X::MIN, W::MIN);
+    let scale: Vec<f32> = (0..cout).map(|i| 0.002 * (i + 1) as f32).collect();
+    let bias: Vec<i32> = (0..cout).map(|i| i as i32 * 37 - 50).collect();
+    let rq = Requant { scale: &scale, per_row: true, bias: Some(&bias), zy: 3 };
+    let (mut y, mut z) = (vec![0u8; cout * p], vec![1u8; cout * p]);
+    qgemm(&pa, &pb, 0..p, QOut::U8(&mut y, rq), p);
+    planes.product(&pa, QOut::U8(&mut z, rq));
+    assert_eq!(y, z, "implicit u8 {g:?}, {channels} channels");
+    let (mut y, mut z) = (vec![0i8; cout * p], vec![1i8; cout * p]);
+    qgemm(&pa, &pb, 0..p, QOut::I8(&mut y, rq), p);
+    planes.product(&pa, QOut::I8(&mut z, rq));
+    assert_eq!(y, z, "implicit i8 {g:?}, {channels} channels");
 }
 
 #[test]
@@ -133,6 +153,14 @@ fn convolutions_pack_into_the_product_of_their_definition() {
         (2, 8, 3, 1, 2, 2),
         (2, 6, 5, 1, 1, 2),
         (3, 5, 3, 1, 1, 1),
+        // 1x1 (a grid as wide as the output), strided 1x1, stride 3, 1-D windows wider
+        // than a panel.
+        (2, 7, 1, 1, 1, 0),
+        (2, 9, 1, 2, 1, 0),
+        (2, 11, 3, 3, 1, 1),
+        (2, 10, 7, 2, 1, 3),
+        (1, 70, 3, 1, 1, 1),
+        (1, 75, 4, 2, 3, 2),
     ];
     for (dims, len, kk, stride, dil, pad) in shapes {
         let g = crate::conv::Window3d::cube(dims, len, kk, stride, dil, pad, 0).expect("fits");
@@ -142,6 +170,18 @@ fn convolutions_pack_into_the_product_of_their_definition() {
         conv_case::<i8, u8>(&g, 6, &mut seed);
         conv_case::<u8, u8>(&g, 4, &mut seed);
         conv_case::<i8, i8>(&g, 5, &mut seed);
+    }
+    // A window wider than tall, with different strides, dilations and pads on its axes.
+    let g = crate::conv::Window3d {
+        input: [1, 6, 40],
+        out: [1, 3, 19],
+        kernel: [1, 3, 4],
+        stride: [1, 2, 2],
+        dilation: [1, 1, 2],
+        pad_begin: [0, 1, 2],
+    };
+    for channels in [2, 7] {
+        conv_case::<u8, i8>(&g, channels, &mut seed);
     }
 }
 

@@ -17,7 +17,7 @@ pub use linear::{dequantize, dynamic_quantize as dynamic, quantize};
 pub use matmul::{matmul_integer, qlinear_matmul};
 
 use crate::data::Data;
-use rivet_kernels::qgemm::{QPackedA, QPackedB};
+use rivet_kernels::qgemm::{ConvPlanes, QPackedA, QPackedB};
 
 use crate::graph::dtype;
 
@@ -78,6 +78,8 @@ struct Packs {
     /// A convolution's weights, one A a group.
     groups: Vec<QPackedA>,
     b: QPackedB,
+    /// A 2-D convolution's input in phase planes (its product without an im2col).
+    planes: ConvPlanes,
     /// The constant operand packed last: its data's address and length, and which of its
     /// matrices. While a Run hands in the same, it is not packed again.
     key: Option<(usize, usize, usize)>,

@@ -1,0 +1,318 @@
+//! A 2-D convolution's 8-bit product without its im2col.
+//!
+//! [`QPackedB::pack_conv_input`] writes the whole im2col matrix (channels × taps ×
+//! positions bytes: 1.8 MB for 64 channels of 3x3 on 56x56) and the product then reads it
+//! back: that round trip through L2 and memory was a third of ResNet-18's quantized
+//! convolutions. Here the input is written once as channel-quad words (one i32 of four
+//! signed bytes a position) into zero-point-padded phase planes, as the depthwise 2-D
+//! path lays out floats: padded row `r` and column `c` go to phase `(r % sh, c % sw)` at
+//! `(r / sh) · wq + c / sw`. Outputs are computed on a grid of `out_h` rows of `wq`
+//! columns (those past `out_w` are discarded), so that every tap of every output is one
+//! word of one phase plane at a fixed offset from the output's grid index, whatever the
+//! stride and dilation. Each 32-column panel of B is then copied from those planes into
+//! an L1-sized panel right before the tiles use it (two 16-word runs per depth quad), and
+//! its column sums come from a box sum of the planes' per-position byte sums.
+//!
+//! The product is the one [`super::qgemm`] computes on the im2col of
+//! [`QPackedA::pack_conv_weights`]' depth order (channel quad, tap, channel in the quad),
+//! bit for bit.
+
+use super::packed::{qgemm, quads, QOut, QPackedA, QPackedB, NR, Q8};
+use crate::conv::Window3d;
+
+/// A convolution input in phase planes of channel-quad words, and the product's scratch
+/// (made on the first use and reused).
+#[derive(Debug, Default, Clone)]
+pub struct ConvPlanes {
+    /// `c4` blocks of `phases` planes of `phase_len` words.
+    words: Vec<i32>,
+    /// Per word of a block: the sum of its bytes over all channel quads.
+    sums: Vec<i32>,
+    /// Per grid column (rounded up to a panel): the sum of its im2col column.
+    col_sums: Vec<i32>,
+    /// Per tap (height-major): its word offset from a grid index within a block.
+    offs: Vec<usize>,
+    block: usize,
+    c4: usize,
+    wq: usize,
+    out_w: usize,
+    out_h: usize,
+    /// Grid columns (`out_h · wq`).
+    grid: usize,
+    real_k: usize,
+    zero: i32,
+    /// One input row's words (a strided window's, before they go to their phases).
+    row: Vec<i32>,
+    panel: QPackedB,
+    /// Grid-shaped output when the grid is wider than the output rows.
+    tmp_u8: Vec<u8>,
+    tmp_i8: Vec<i8>,
+    tmp_i32: Vec<i32>,
+}
+
+impl ConvPlanes {
+    pub fn new() -> ConvPlanes {
+        ConvPlanes::default()
+    }
+
+    /// Whether a window takes this path: one depth plane (1-D and 2-D convolutions), some
+    /// input and some outputs.
+    pub fn fits(g: &Window3d) -> bool {
+        g.input[0] == 1
+            && g.kernel[0] == 1
+            && g.out[0] == 1
+            && g.pad_begin[0] == 0
+            && g.plane() > 0
+            && g.positions() > 0
+    }
+
+    /// Writes `channels` planes of one image (`x`, zero point `zx`) on window `g` (which
+    /// [`fits`](Self::fits)) as phase planes, for a product with weights packed by
+    /// [`QPackedA::pack_conv_weights`] (`channels` per group, the same taps).
+    pub fn pack<T: Q8>(&mut self, x: &[T], channels: usize, g: &Window3d, zx: i32) {
+        assert!(Self::fits(g), "qgemm: the window has a depth axis or no positions");
+        let [_, in_h, in_w] = g.input;
+        let plane = in_h * in_w;
+        assert!(x.len() >= channels * plane, "qgemm: the image is shorter than its shape");
+        let span = |a: usize| (g.out[a] - 1) * g.stride[a] + (g.kernel[a] - 1) * g.dilation[a] + 1;
+        let (sh, sw) = (g.stride[1], g.stride[2]);
+        let (pt, pl) = (g.pad_begin[1], g.pad_begin[2]);
+        let hp = span(1).max(pt + in_h);
+        let wp = span(2).max(pl + in_w);
+        let (hq, wq) = (hp.div_ceil(sh), wp.div_ceil(sw));
+        let (out_h, out_w) = (g.out[1], g.out[2]);
+        let grid = out_h * wq;
+        let cols = grid.next_multiple_of(NR);
+        // Each tap: its phase plane and offset in it.
+        let taps = g.kernel[1] * g.kernel[2];
+        let mut in_phase = Vec::with_capacity(taps);
+        for th in 0..g.kernel[1] {
+            for tw in 0..g.kernel[2] {
+                let (r, c) = (th * g.dilation[1], tw * g.dilation[2]);
+                in_phase.push(((r % sh) * sw + c % sw, (r / sh) * wq + c / sw));
+            }
+        }
+        // A plane holds its padded input and every panel's reads past it.
+        let phase_len = in_phase.iter().map(|&(_, o)| o + cols).max().unwrap_or(0).max(hq * wq);
+        let phases = sh * sw;
+        // The phases some tap reads (a strided 1x1 window reads one of four): only their
+        // rows and columns are written and summed.
+        let mut used = [false; MAX_PHASES];
+        let track = phases <= MAX_PHASES;
+        for &(p, _) in &in_phase {
+            if track {
+                used[p] = true;
+            }
+        }
+        let used = |p: usize| !track || used[p];
+        let row_used = |r: usize| (0..sw).any(|c| used((r % sh) * sw + c));
+        self.offs.clear();
+        self.offs.extend(in_phase.iter().map(|&(p, o)| p * phase_len + o));
+        let c4 = channels.div_ceil(4);
+        let block = phases * phase_len;
+        (self.block, self.c4, self.wq, self.out_w, self.out_h, self.grid) = (block, c4, wq, out_w, out_h, grid);
+        self.real_k = channels * taps;
+        self.zero = zx + T::TO_UNSIGNED - 128;
+        let pad = T::from_i32(zx).signed();
+        self.words.clear();
+        self.words.resize(c4 * block, 0);
+        self.sums.clear();
+        self.sums.resize(block, 0);
+        self.col_sums.clear();
+        self.col_sums.resize(cols, 0);
+        let (words, sums, col_sums, offs) = (&mut self.words, &mut self.sums, &mut self.col_sums, &self.offs);
+        let row = &mut self.row;
+        crate::arch::widest(
+            #[inline(always)]
+            || {
+                for (q4, dst) in words.chunks_exact_mut(block).enumerate() {
+                    let lanes = (channels - 4 * q4).min(4);
+                    let pad_word = quad(std::array::from_fn(|l| if l < lanes { pad } else { 0 }));
+                    dst.fill(pad_word);
+                    let src = |l: usize| &x[(4 * q4 + l) * plane..(4 * q4 + l + 1) * plane];
+                    for ih in 0..in_h {
+                        let r = ih + pt;
+                        if !row_used(r) {
+                            continue;
+                        }
+                        let at = (r % sh) * sw * phase_len + (r / sh) * wq;
+                        let out = &mut dst[at..];
+                        let row_of = |l: usize| &src(l)[ih * in_w..(ih + 1) * in_w];
+                        if sw == 1 && lanes == 4 {
+                            let (s0, s1, s2, s3) = (row_of(0), row_of(1), row_of(2), row_of(3));
+                            for (i, o) in out[pl..pl + in_w].iter_mut().enumerate() {
+                                *o = quad([s0[i].signed(), s1[i].signed(), s2[i].signed(), s3[i].signed()]);
+                            }
+                            continue;
+                        }
+                        row.clear();
+                        row.resize(in_w, 0);
+                        for l in 0..lanes {
+                            for (o, &v) in row.iter_mut().zip(row_of(l)) {
+                                *o |= ((v.signed() as u8) as i32) << (8 * l);
+                            }
+                        }
+                        if sw == 1 {
+                            out[pl..pl + in_w].copy_from_slice(row);
+                        } else if sw == 2 {
+                            // Pairs of columns, one to each phase (which first depends on
+                            // the pad's parity).
+                            let (even, odd) = out.split_at_mut(phase_len);
+                            let (a, b) = if pl.is_multiple_of(2) { (even, odd) } else { (odd, even) };
+                            let (a, b) = (&mut a[pl / 2..], &mut b[pl.div_ceil(2)..]);
+                            let pairs = row.chunks_exact(2);
+                            if let [last] = pairs.remainder() {
+                                a[in_w / 2] = *last;
+                            }
+                            for ((a, b), pair) in a.iter_mut().zip(b.iter_mut()).zip(pairs) {
+                                *a = pair[0];
+                                *b = pair[1];
+                            }
+                        } else {
+                            for (iw, &v) in row.iter().enumerate() {
+                                let c = iw + pl;
+                                out[(c % sw) * phase_len + c / sw] = v;
+                            }
+                        }
+                    }
+                    for (p, (sums, plane)) in
+                        sums.chunks_exact_mut(phase_len).zip(dst.chunks_exact(phase_len)).enumerate()
+                    {
+                        if used(p) {
+                            for (s, &w) in sums.iter_mut().zip(plane) {
+                                *s += byte_sum(w);
+                            }
+                        }
+                    }
+                }
+                for &off in offs {
+                    for (s, &v) in col_sums.iter_mut().zip(&sums[off..off + cols]) {
+                        *s += v;
+                    }
+                }
+            },
+        );
+    }
+
+    /// `out` (`a.rows()` rows of the output's positions, row after row) = `a` × the
+    /// im2col of the packed input, with the zero-point terms, as i32 or requantized (a
+    /// convolution's requantization: one scale, or one per row).
+    pub fn product(&mut self, a: &QPackedA, mut out: QOut<'_>) {
+        assert!(a.real_k == self.real_k, "qgemm: the weights' depth differs from the input's");
+        assert!(a.k == self.c4 * 4 * self.offs.len(), "qgemm: the weights' layout differs from the input's");
+        let (m, positions) = (a.m, self.out_h * self.out_w);
+        if let QOut::U8(_, rq) | QOut::I8(_, rq) = &out {
+            assert!(rq.per_row || rq.scale.len() == 1, "qgemm: a convolution's scale is one, or one per row");
+        }
+        // Straight into the output when the grid has no columns to discard.
+        let direct = self.wq == self.out_w;
+        let ldc = self.grid;
+        let grid_len = if direct { 0 } else { m * ldc };
+        match &mut out {
+            QOut::U8(y, rq) if !direct => {
+                let mut t = std::mem::take(&mut self.tmp_u8);
+                t.resize(grid_len, 0);
+                self.panels(a, |p, j0, w| qgemm(a, p, 0..w, QOut::U8(&mut t[j0..], *rq), ldc));
+                self.compact(&t, y);
+                self.tmp_u8 = t;
+            }
+            QOut::I8(y, rq) if !direct => {
+                let mut t = std::mem::take(&mut self.tmp_i8);
+                t.resize(grid_len, 0);
+                self.panels(a, |p, j0, w| qgemm(a, p, 0..w, QOut::I8(&mut t[j0..], *rq), ldc));
+                self.compact(&t, y);
+                self.tmp_i8 = t;
+            }
+            QOut::I32(y) if !direct => {
+                let mut t = std::mem::take(&mut self.tmp_i32);
+                t.resize(grid_len, 0);
+                self.panels(a, |p, j0, w| qgemm(a, p, 0..w, QOut::I32(&mut t[j0..]), ldc));
+                self.compact(&t, y);
+                self.tmp_i32 = t;
+            }
+            QOut::U8(y, rq) => {
+                assert!(y.len() >= m * positions, "qgemm: the output is shorter than its shape");
+                self.panels(a, |p, j0, w| qgemm(a, p, 0..w, QOut::U8(&mut y[j0..], *rq), ldc));
+            }
+            QOut::I8(y, rq) => {
+                assert!(y.len() >= m * positions, "qgemm: the output is shorter than its shape");
+                self.panels(a, |p, j0, w| qgemm(a, p, 0..w, QOut::I8(&mut y[j0..], *rq), ldc));
+            }
+            QOut::I32(y) => {
+                assert!(y.len() >= m * positions, "qgemm: the output is shorter than its shape");
+                self.panels(a, |p, j0, w| qgemm(a, p, 0..w, QOut::I32(&mut y[j0..]), ldc));
+            }
+        }
+    }
+
+    /// The panels of B, copied from the phase planes a few at a time (as many 32-column
+    /// panels as fill [`PANELS_BYTES`], at least one): `run(panels, first column,
+    /// columns)`.
+    fn panels(&mut self, a: &QPackedA, mut run: impl FnMut(&QPackedB, usize, usize)) {
+        let (taps, k) = (self.offs.len(), a.k);
+        let panel_len = 2 * quads(k);
+        let per = (PANELS_BYTES / (panel_len * 64).max(1)).max(1);
+        let mut panel = std::mem::take(&mut self.panel);
+        panel.k = k;
+        panel.real_k = self.real_k;
+        panel.zero.clear();
+        panel.zero.push(self.zero);
+        let mut j0 = 0;
+        while j0 < self.grid {
+            let w = (per * NR).min(self.grid - j0);
+            let count = w.div_ceil(NR);
+            panel.n = w;
+            panel.col_sums.clear();
+            panel.col_sums.extend_from_slice(&self.col_sums[j0..j0 + w]);
+            panel.units.clear();
+            panel.units.resize(count * panel_len, [0; 16]);
+            for (v, units) in panel.units.chunks_exact_mut(panel_len.max(1)).enumerate().take(count) {
+                let j = j0 + v * NR;
+                for q4 in 0..self.c4 {
+                    let block = &self.words[q4 * self.block..(q4 + 1) * self.block];
+                    for (t, &off) in self.offs.iter().enumerate() {
+                        let q = q4 * taps + t;
+                        let run = &block[off + j..off + j + NR];
+                        units[2 * q].copy_from_slice(&run[..16]);
+                        units[2 * q + 1].copy_from_slice(&run[16..]);
+                    }
+                }
+            }
+            run(&panel, j0, w);
+            j0 += w;
+        }
+        self.panel = panel;
+    }
+
+    /// The grid-shaped rows `t` (`grid` columns each) without their discarded columns,
+    /// into `y`.
+    fn compact<E: Copy>(&self, t: &[E], y: &mut [E]) {
+        let (grid, out_w, positions) = (self.grid, self.out_w, self.out_h * self.out_w);
+        for (src, dst) in t.chunks_exact(grid).zip(y.chunks_exact_mut(positions)) {
+            for (s, d) in src.chunks(self.wq).zip(dst.chunks_exact_mut(out_w)) {
+                d.copy_from_slice(&s[..out_w]);
+            }
+        }
+    }
+}
+
+/// The bytes of B's panels copied at a time: they stay in L1 while every strip of A
+/// passes over them, and a shallow product (a 1x1 convolution of 16 channels) still
+/// makes one call for many panels.
+const PANELS_BYTES: usize = 24 << 10;
+
+/// The most phases whose use is tracked (strides up to 4 by 4); past them every phase is
+/// written.
+const MAX_PHASES: usize = 16;
+
+/// Four signed bytes as one i32 (byte `l` at bits `8 l..`).
+#[inline(always)]
+fn quad(b: [i8; 4]) -> i32 {
+    i32::from_le_bytes(b.map(|v| v as u8))
+}
+
+/// The sum of the four signed bytes of `w`.
+#[inline(always)]
+fn byte_sum(w: i32) -> i32 {
+    ((w << 24) >> 24) + ((w << 16) >> 24) + ((w << 8) >> 24) + (w >> 24)
+}
