@@ -150,6 +150,7 @@ pub(crate) fn gemm_bf16(
 #[inline]
 pub(crate) fn qgemm_vnni(
     a: &crate::qgemm::QPackedA,
+    rows: std::ops::Range<usize>,
     b: &crate::qgemm::QPackedB,
     cols: std::ops::Range<usize>,
     out: &mut crate::qgemm::QOut<'_>,
@@ -160,7 +161,7 @@ pub(crate) fn qgemm_vnni(
     // SAFETY: `vnni_supported` says the detected level is AVX-512 (avx512f/dq/bw/vl) and
     // the CPU has avx512vnni: the features `qgemm_avx512` enables.
     unsafe {
-        crate::qgemm::x86::qgemm_avx512(a, b, cols, out, ldc)
+        crate::qgemm::x86::qgemm_avx512(a, rows, b, cols, out, ldc)
     }
 }
 
@@ -205,6 +206,7 @@ pub(crate) fn min_max(x: &[f32]) -> (f32, f32) {
 #[inline]
 pub(crate) fn qgemm_portable(
     a: &crate::qgemm::QPackedA,
+    rows: std::ops::Range<usize>,
     b: &crate::qgemm::QPackedB,
     cols: std::ops::Range<usize>,
     out: &mut crate::qgemm::QOut<'_>,
@@ -215,9 +217,9 @@ pub(crate) fn qgemm_portable(
         Level::Avx2 | Level::Avx512 => {
             // SAFETY: the detected level is AVX2 or above, so this CPU has avx2 and fma,
             // the features `qgemm_portable_avx2` enables.
-            unsafe { x86::qgemm_portable_avx2(a, b, cols, out, ldc) }
+            unsafe { x86::qgemm_portable_avx2(a, rows, b, cols, out, ldc) }
         }
-        _ => crate::qgemm::portable_body(a, b, cols, out, ldc),
+        _ => crate::qgemm::portable_body(a, rows, b, cols, out, ldc),
     }
 }
 
@@ -444,12 +446,13 @@ mod x86 {
     #[target_feature(enable = "avx2,fma")]
     pub(super) unsafe fn qgemm_portable_avx2(
         a: &crate::qgemm::QPackedA,
+        rows: std::ops::Range<usize>,
         b: &crate::qgemm::QPackedB,
         cols: std::ops::Range<usize>,
         out: &mut crate::qgemm::QOut<'_>,
         ldc: usize,
     ) {
-        crate::qgemm::portable_body(a, b, cols, out, ldc)
+        crate::qgemm::portable_body(a, rows, b, cols, out, ldc)
     }
 
     /// # Safety

@@ -17,7 +17,9 @@
 //! [`QPackedA::pack_conv_weights`]' depth order (channel quad, tap, channel in the quad),
 //! bit for bit.
 
-use super::packed::{qgemm, quads, QOut, QPackedA, QPackedB, NR, Q8};
+use std::ops::Range;
+
+use super::packed::{qgemm_rows, quads, QOut, QPackedA, QPackedB, NR, Q8};
 use crate::conv::Window3d;
 
 /// A convolution input in phase planes of channel-quad words, and the product's scratch
@@ -43,8 +45,17 @@ pub struct ConvPlanes {
     zero: i32,
     /// One input row's words (a strided window's, before they go to their phases).
     row: Vec<i32>,
+    /// Per tap: its phase and offset in it.
+    in_phase: Vec<(usize, usize)>,
+    /// The scratch of a product made on the calling thread ([`ConvPlanes::product`]).
+    own: ProductScratch,
+}
+
+/// What one product over the planes (or one task's rows of it) works in: B's panels, and
+/// the grid-shaped output when the grid is wider than the output rows.
+#[derive(Debug, Default, Clone)]
+pub struct ProductScratch {
     panel: QPackedB,
-    /// Grid-shaped output when the grid is wider than the output rows.
     tmp_u8: Vec<u8>,
     tmp_i8: Vec<i8>,
     tmp_i32: Vec<i32>,
@@ -85,7 +96,8 @@ impl ConvPlanes {
         let cols = grid.next_multiple_of(NR);
         // Each tap: its phase plane and offset in it.
         let taps = g.kernel[1] * g.kernel[2];
-        let mut in_phase = Vec::with_capacity(taps);
+        let mut in_phase = std::mem::take(&mut self.in_phase);
+        in_phase.clear();
         for th in 0..g.kernel[1] {
             for tw in 0..g.kernel[2] {
                 let (r, c) = (th * g.dilation[1], tw * g.dilation[2]);
@@ -108,6 +120,7 @@ impl ConvPlanes {
         let row_used = |r: usize| (0..sw).any(|c| used((r % sh) * sw + c));
         self.offs.clear();
         self.offs.extend(in_phase.iter().map(|&(p, o)| p * phase_len + o));
+        self.in_phase = in_phase;
         let c4 = channels.div_ceil(4);
         let block = phases * phase_len;
         (self.block, self.c4, self.wq, self.out_w, self.out_h, self.grid) = (block, c4, wq, out_w, out_h, grid);
@@ -197,10 +210,21 @@ impl ConvPlanes {
     /// `out` (`a.rows()` rows of the output's positions, row after row) = `a` × the
     /// im2col of the packed input, with the zero-point terms, as i32 or requantized (a
     /// convolution's requantization: one scale, or one per row).
-    pub fn product(&mut self, a: &QPackedA, mut out: QOut<'_>) {
+    pub fn product(&mut self, a: &QPackedA, out: QOut<'_>) {
+        let mut own = std::mem::take(&mut self.own);
+        self.product_rows(a, 0..a.m, out, &mut own);
+        self.own = own;
+    }
+
+    /// [`product`](Self::product) for the rows `rows` of `a` (`rows.start` a multiple of
+    /// [`MR`](super::MR)) into `out`, which holds those rows from its start: tasks that
+    /// split a convolution by output channels share the planes, each with its own
+    /// `scratch` (each copies B's panels for itself: about `4 / (3 · rows)` of its
+    /// product's time).
+    pub fn product_rows(&self, a: &QPackedA, rows: Range<usize>, mut out: QOut<'_>, scratch: &mut ProductScratch) {
         assert!(a.real_k == self.real_k, "qgemm: the weights' depth differs from the input's");
         assert!(a.k == self.c4 * 4 * self.offs.len(), "qgemm: the weights' layout differs from the input's");
-        let (m, positions) = (a.m, self.out_h * self.out_w);
+        let (m, positions) = (rows.len(), self.out_h * self.out_w);
         if let QOut::U8(_, rq) | QOut::I8(_, rq) = &out {
             assert!(rq.per_row || rq.scale.len() == 1, "qgemm: a convolution's scale is one, or one per row");
         }
@@ -208,39 +232,35 @@ impl ConvPlanes {
         let direct = self.wq == self.out_w;
         let ldc = self.grid;
         let grid_len = if direct { 0 } else { m * ldc };
+        let ProductScratch { panel, tmp_u8, tmp_i8, tmp_i32 } = scratch;
+        let rows_of = |p: &QPackedB, w: usize, out: QOut<'_>| qgemm_rows(a, rows.clone(), p, 0..w, out, ldc);
         match &mut out {
             QOut::U8(y, rq) if !direct => {
-                let mut t = std::mem::take(&mut self.tmp_u8);
-                t.resize(grid_len, 0);
-                self.panels(a, |p, j0, w| qgemm(a, p, 0..w, QOut::U8(&mut t[j0..], *rq), ldc));
-                self.compact(&t, y);
-                self.tmp_u8 = t;
+                tmp_u8.resize(grid_len, 0);
+                self.panels(a, panel, |p, j0, w| rows_of(p, w, QOut::U8(&mut tmp_u8[j0..], *rq)));
+                self.compact(tmp_u8, y);
             }
             QOut::I8(y, rq) if !direct => {
-                let mut t = std::mem::take(&mut self.tmp_i8);
-                t.resize(grid_len, 0);
-                self.panels(a, |p, j0, w| qgemm(a, p, 0..w, QOut::I8(&mut t[j0..], *rq), ldc));
-                self.compact(&t, y);
-                self.tmp_i8 = t;
+                tmp_i8.resize(grid_len, 0);
+                self.panels(a, panel, |p, j0, w| rows_of(p, w, QOut::I8(&mut tmp_i8[j0..], *rq)));
+                self.compact(tmp_i8, y);
             }
             QOut::I32(y) if !direct => {
-                let mut t = std::mem::take(&mut self.tmp_i32);
-                t.resize(grid_len, 0);
-                self.panels(a, |p, j0, w| qgemm(a, p, 0..w, QOut::I32(&mut t[j0..]), ldc));
-                self.compact(&t, y);
-                self.tmp_i32 = t;
+                tmp_i32.resize(grid_len, 0);
+                self.panels(a, panel, |p, j0, w| rows_of(p, w, QOut::I32(&mut tmp_i32[j0..])));
+                self.compact(tmp_i32, y);
             }
             QOut::U8(y, rq) => {
                 assert!(y.len() >= m * positions, "qgemm: the output is shorter than its shape");
-                self.panels(a, |p, j0, w| qgemm(a, p, 0..w, QOut::U8(&mut y[j0..], *rq), ldc));
+                self.panels(a, panel, |p, j0, w| rows_of(p, w, QOut::U8(&mut y[j0..], *rq)));
             }
             QOut::I8(y, rq) => {
                 assert!(y.len() >= m * positions, "qgemm: the output is shorter than its shape");
-                self.panels(a, |p, j0, w| qgemm(a, p, 0..w, QOut::I8(&mut y[j0..], *rq), ldc));
+                self.panels(a, panel, |p, j0, w| rows_of(p, w, QOut::I8(&mut y[j0..], *rq)));
             }
             QOut::I32(y) => {
                 assert!(y.len() >= m * positions, "qgemm: the output is shorter than its shape");
-                self.panels(a, |p, j0, w| qgemm(a, p, 0..w, QOut::I32(&mut y[j0..]), ldc));
+                self.panels(a, panel, |p, j0, w| rows_of(p, w, QOut::I32(&mut y[j0..])));
             }
         }
     }
@@ -248,18 +268,29 @@ impl ConvPlanes {
     /// The panels of B, copied from the phase planes a few at a time (as many 32-column
     /// panels as fill [`PANELS_BYTES`], at least one): `run(panels, first column,
     /// columns)`.
-    fn panels(&mut self, a: &QPackedA, mut run: impl FnMut(&QPackedB, usize, usize)) {
+    fn panels(&self, a: &QPackedA, panel: &mut QPackedB, run: impl FnMut(&QPackedB, usize, usize)) {
+        self.panels_of(a, 0..self.grid, panel, run)
+    }
+
+    /// [`panels`](Self::panels) for the grid columns `cols` only (`cols.start` a multiple
+    /// of [`NR`]); `run` gets each batch's first column counted from `cols.start`.
+    fn panels_of(
+        &self,
+        a: &QPackedA,
+        cols: Range<usize>,
+        panel: &mut QPackedB,
+        mut run: impl FnMut(&QPackedB, usize, usize),
+    ) {
         let (taps, k) = (self.offs.len(), a.k);
         let panel_len = 2 * quads(k);
         let per = (PANELS_BYTES / (panel_len * 64).max(1)).max(1);
-        let mut panel = std::mem::take(&mut self.panel);
         panel.k = k;
         panel.real_k = self.real_k;
         panel.zero.clear();
         panel.zero.push(self.zero);
-        let mut j0 = 0;
-        while j0 < self.grid {
-            let w = (per * NR).min(self.grid - j0);
+        let mut j0 = cols.start;
+        while j0 < cols.end {
+            let w = (per * NR).min(cols.end - j0);
             let count = w.div_ceil(NR);
             panel.n = w;
             panel.col_sums.clear();
@@ -278,10 +309,81 @@ impl ConvPlanes {
                     }
                 }
             }
-            run(&panel, j0, w);
+            run(panel, j0 - cols.start, w);
             j0 += w;
         }
-        self.panel = panel;
+    }
+
+    /// The grid columns of a split by columns into `tasks` parts (whole panels each):
+    /// part `i` of `tasks`.
+    pub fn grid_part(&self, i: usize, tasks: usize) -> Range<usize> {
+        let panels = self.grid.div_ceil(NR);
+        let at = |i: usize| ((panels * i).div_ceil(tasks) * NR).min(self.grid);
+        at(i)..at(i + 1)
+    }
+
+    /// One task's part of a product split by grid columns: every row of `a` for the grid
+    /// columns `cols` (see [`grid_part`](Self::grid_part)) into the task's `scratch`, as
+    /// `kind` (the product's output, only read for its type and requantization) has it.
+    /// [`place_part`](Self::place_part) then puts them in the output. A convolution of
+    /// few output channels (ResNet's 64: five strips of A) splits evenly this way.
+    pub fn product_part(&self, a: &QPackedA, cols: Range<usize>, kind: &QOut<'_>, scratch: &mut ProductScratch) {
+        assert!(
+            a.real_k == self.real_k && a.k == self.c4 * 4 * self.offs.len(),
+            "qgemm: the weights differ from the input"
+        );
+        assert!(cols.end <= self.grid, "qgemm: columns outside the grid");
+        if cols.is_empty() {
+            return;
+        }
+        assert!(cols.start.is_multiple_of(NR), "qgemm: columns off a panel");
+        let (m, ldc) = (a.m, cols.len());
+        let ProductScratch { panel, tmp_u8, tmp_i8, tmp_i32 } = scratch;
+        let rows_of = |p: &QPackedB, w: usize, out: QOut<'_>| qgemm_rows(a, 0..m, p, 0..w, out, ldc);
+        match kind {
+            QOut::U8(_, rq) => {
+                tmp_u8.resize(m * ldc, 0);
+                self.panels_of(a, cols, panel, |p, j0, w| rows_of(p, w, QOut::U8(&mut tmp_u8[j0..], *rq)));
+            }
+            QOut::I8(_, rq) => {
+                tmp_i8.resize(m * ldc, 0);
+                self.panels_of(a, cols, panel, |p, j0, w| rows_of(p, w, QOut::I8(&mut tmp_i8[j0..], *rq)));
+            }
+            QOut::I32(_) => {
+                tmp_i32.resize(m * ldc, 0);
+                self.panels_of(a, cols, panel, |p, j0, w| rows_of(p, w, QOut::I32(&mut tmp_i32[j0..])));
+            }
+        }
+    }
+
+    /// Puts a task's part (grid columns `cols`, made by [`product_part`](Self::product_part)
+    /// in `scratch`) into the output's rows, without the grid's discarded columns.
+    pub fn place_part(&self, cols: Range<usize>, scratch: &ProductScratch, out: &mut QOut<'_>) {
+        match out {
+            QOut::U8(y, _) => self.place(cols, &scratch.tmp_u8, y),
+            QOut::I8(y, _) => self.place(cols, &scratch.tmp_i8, y),
+            QOut::I32(y) => self.place(cols, &scratch.tmp_i32, y),
+        }
+    }
+
+    /// Rows of grid columns `cols` (`t`, `cols.len()` each) into the output rows `y`.
+    fn place<E: Copy>(&self, cols: Range<usize>, t: &[E], y: &mut [E]) {
+        let (w, out_w, wq, positions) = (cols.len(), self.out_w, self.wq, self.out_h * self.out_w);
+        if w == 0 {
+            return;
+        }
+        for (src, dst) in t.chunks_exact(w).zip(y.chunks_exact_mut(positions)) {
+            // The grid rows the columns cross, each from its first column in `cols` to
+            // its last kept one.
+            let mut j = cols.start;
+            while j < cols.end {
+                let (oy, ox) = (j / wq, j % wq);
+                let end = ((oy + 1) * wq).min(cols.end);
+                let keep = out_w.min(ox + (end - j)).saturating_sub(ox);
+                dst[oy * out_w + ox..][..keep].copy_from_slice(&src[j - cols.start..][..keep]);
+                j = end;
+            }
+        }
     }
 
     /// The grid-shaped rows `t` (`grid` columns each) without their discarded columns,

@@ -15,9 +15,9 @@ mod packed_tests;
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod x86;
 
-pub use implicit::ConvPlanes;
+pub use implicit::{ConvPlanes, ProductScratch};
 pub(crate) use packed::portable_body;
-pub use packed::{qgemm, vnni_supported, QOut, QPackedA, QPackedB, Requant, MR, NR, Q8};
+pub use packed::{qgemm, qgemm_rows, vnni_supported, QOut, QPackedA, QPackedB, Requant, MR, NR, Q8};
 
 /// A quantized element type: 8-bit integers (the GEMM operands) and the 16-bit ones
 /// (Quantize/Dequantize only).

@@ -290,22 +290,29 @@ impl QOut<'_> {
 
 /// `out` (rows × `cols` of the product, row stride `ldc`; `cols.start` a multiple of
 /// [`NR`]) = `a` × `b` with their zero points, as i32 or requantized.
-pub fn qgemm(a: &QPackedA, b: &QPackedB, cols: Range<usize>, mut out: QOut<'_>, ldc: usize) {
+pub fn qgemm(a: &QPackedA, b: &QPackedB, cols: Range<usize>, out: QOut<'_>, ldc: usize) {
+    qgemm_rows(a, 0..a.m, b, cols, out, ldc)
+}
+
+/// [`qgemm`] for the rows `rows` of A only (`rows.start` a multiple of [`MR`]): `out`
+/// holds those rows, from its start. Tasks that split a product by rows share A and B.
+pub fn qgemm_rows(a: &QPackedA, rows: Range<usize>, b: &QPackedB, cols: Range<usize>, mut out: QOut<'_>, ldc: usize) {
     assert!(a.k == b.k && a.real_k == b.real_k, "qgemm: the operands' depths differ");
     assert!(cols.start.is_multiple_of(NR) && cols.end <= b.n, "qgemm: columns outside B or off a panel");
-    assert!(a.m == 0 || out.len() >= (a.m - 1) * ldc + cols.len(), "qgemm: C is too short");
+    assert!(rows.start.is_multiple_of(MR) && rows.end <= a.m, "qgemm: rows outside A or off a strip");
+    assert!(rows.is_empty() || out.len() >= (rows.len() - 1) * ldc + cols.len(), "qgemm: C is too short");
     if let QOut::U8(_, rq) | QOut::I8(_, rq) = &out {
         let want = if rq.per_row { a.m } else { b.n };
         assert!(rq.scale.len() == 1 || rq.scale.len() == want, "qgemm: one scale, or one per row or column");
         assert!(rq.bias.is_none_or(|bias| rq.per_row && bias.len() == a.m), "qgemm: a bias is one per row");
     }
-    if a.m == 0 || cols.is_empty() {
+    if rows.is_empty() || cols.is_empty() {
         return;
     }
     if vnni_supported() {
-        crate::arch::qgemm_vnni(a, b, cols, &mut out, ldc);
+        crate::arch::qgemm_vnni(a, rows, b, cols, &mut out, ldc);
     } else {
-        portable(a, b, cols, &mut out, ldc);
+        portable(a, rows, b, cols, &mut out, ldc);
     }
 }
 
@@ -382,6 +389,7 @@ pub(crate) fn correct(s: i32, za: i32, ra: i32, cb: i32, zb: i32, k: i32) -> i32
 /// over every strip of A. `tile(strip, panel, out)` computes one.
 pub(crate) fn for_each_tile(
     a: &QPackedA,
+    rows: Range<usize>,
     b: &QPackedB,
     cols: Range<usize>,
     out: &mut QOut<'_>,
@@ -407,11 +415,11 @@ pub(crate) fn for_each_tile(
                 scale_cols[jj] = fat(rq.scale, j0 + jj);
             }
         }
-        for s in 0..a.m.div_ceil(MR) {
+        for s in rows.start / MR..rows.end.div_ceil(MR) {
             // (A depth of 0 has strips of no chunks.)
             let strip = &a.units[s * strip_len..(s + 1) * strip_len];
             let i0 = s * MR;
-            let h = MR.min(a.m - i0);
+            let h = MR.min(rows.end - i0);
             let mut za = [0; MR];
             for (r, z) in za.iter_mut().enumerate().take(h) {
                 *z = at(&a.zero, i0 + r);
@@ -426,7 +434,7 @@ pub(crate) fn for_each_tile(
                 }
                 TileRequant { per_row: rq.per_row, scale_rows, scale_cols, bias, zy: rq.zy }
             });
-            let at_c = i0 * ldc + (j0 - cols.start);
+            let at_c = (i0 - rows.start) * ldc + (j0 - cols.start);
             let c = match out {
                 QOut::I32(c) => Dst::I32(&mut c[at_c..]),
                 QOut::U8(c, _) => Dst::U8(&mut c[at_c..]),
@@ -452,15 +460,29 @@ pub(crate) fn for_each_tile(
 
 /// The product without VNNI: the same tiles in plain integer arithmetic, which LLVM
 /// vectorises (8 lanes of `vpmulld` in the AVX2 build `arch` picks where the CPU has it).
-pub(crate) fn portable(a: &QPackedA, b: &QPackedB, cols: Range<usize>, out: &mut QOut<'_>, ldc: usize) {
-    crate::arch::qgemm_portable(a, b, cols, out, ldc);
+pub(crate) fn portable(
+    a: &QPackedA,
+    rows: Range<usize>,
+    b: &QPackedB,
+    cols: Range<usize>,
+    out: &mut QOut<'_>,
+    ldc: usize,
+) {
+    crate::arch::qgemm_portable(a, rows, b, cols, out, ldc);
 }
 
 /// The body of [`portable`], inlined into each build.
 #[inline(always)]
-pub(crate) fn portable_body(a: &QPackedA, b: &QPackedB, cols: Range<usize>, out: &mut QOut<'_>, ldc: usize) {
+pub(crate) fn portable_body(
+    a: &QPackedA,
+    rows: Range<usize>,
+    b: &QPackedB,
+    cols: Range<usize>,
+    out: &mut QOut<'_>,
+    ldc: usize,
+) {
     let q = quads(a.k);
-    for_each_tile(a, b, cols, out, ldc, |strip, panel, out| {
+    for_each_tile(a, rows, b, cols, out, ldc, |strip, panel, out| {
         let mut s = [[0i32; NR]; MR];
         for (ch, chunk) in strip.chunks_exact(MR).enumerate() {
             for (j, quad) in (ch * CHUNK..q.min((ch + 1) * CHUNK)).enumerate() {

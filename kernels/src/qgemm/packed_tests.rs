@@ -38,7 +38,7 @@ fn case<A: Q8, B: Q8>(m: usize, n: usize, k: usize, per_row: bool, per_col: bool
     qgemm(&pa, &pb, 0..n, QOut::I32(&mut c), n);
     assert_eq!(c, want, "dispatched {label}");
     let mut c = vec![i32::MIN; m * n];
-    portable(&pa, &pb, 0..n, &mut QOut::I32(&mut c), n);
+    portable(&pa, 0..m, &pb, 0..n, &mut QOut::I32(&mut c), n);
     assert_eq!(c, want, "portable {label}");
     if n > NR {
         // Two column blocks, each into its own part of C (stride n).
@@ -212,7 +212,7 @@ fn requantized_outputs_are_the_sums_requantized_per_row_or_per_column() {
             let want_u8: Vec<u8> = (0..m * n).map(|o| requantize::<u8>(want(o / n, o % n), 7)).collect();
             assert_eq!(y, want_u8, "u8 {m}x{n}x{k} per_row {per_row}");
             let mut y = vec![0u8; m * n];
-            portable(&pa, &pb, 0..n, &mut QOut::U8(&mut y, rq), n);
+            portable(&pa, 0..m, &pb, 0..n, &mut QOut::U8(&mut y, rq), n);
             assert_eq!(y, want_u8, "portable u8 {m}x{n}x{k} per_row {per_row}");
             let mut y = vec![0i8; m * n];
             qgemm(&pa, &pb, 0..n, QOut::I8(&mut y, rq), n);
@@ -232,7 +232,7 @@ fn empty_depths_widths_channels_and_planes_give_their_products() {
     qgemm(&pa, &pb, 0..5, QOut::I32(&mut c), 5);
     assert_eq!(c, [0; 15]);
     let mut c = vec![1; 15];
-    portable(&pa, &pb, 0..5, &mut QOut::I32(&mut c), 5);
+    portable(&pa, 0..3, &pb, 0..5, &mut QOut::I32(&mut c), 5);
     assert_eq!(c, [0; 15]);
     // Width 0: nothing to write.
     pb.pack::<i8>(&[], 4, 0, 0, &[0]);
@@ -255,5 +255,84 @@ fn empty_depths_widths_channels_and_planes_give_their_products() {
         let mut c = vec![1; 2 * p];
         qgemm(&pa, &pb, 0..p, QOut::I32(&mut c), p);
         assert_eq!(c, vec![0; 2 * p], "{channels} channels, plane {len}x3");
+    }
+}
+
+/// A product split by rows (whole strips a task, the last one short) gives the whole
+/// product's rows, as sums and requantized per row.
+#[test]
+fn products_split_by_rows_give_the_whole_products_rows() {
+    let mut seed = 23;
+    let (m, n, k) = (3 * MR + 5, 45, 70);
+    let a: Vec<u8> = (0..m * k).map(|_| byte(&mut seed) as u8).collect();
+    let b: Vec<i8> = (0..k * n).map(|_| (byte(&mut seed) - 128) as i8).collect();
+    let za: Vec<i32> = (0..m).map(|i| (i % 3) as i32 * 40).collect();
+    let (mut pa, mut pb) = (QPackedA::new(), QPackedB::new());
+    pa.pack(&a, m, k, k, &za);
+    pb.pack(&b, k, n, n, &[5]);
+    let mut whole = vec![0; m * n];
+    qgemm(&pa, &pb, 0..n, QOut::I32(&mut whole), n);
+    let scale: Vec<f32> = (0..m).map(|i| 0.0003 * (i % 4 + 1) as f32).collect();
+    let bias: Vec<i32> = (0..m).map(|i| i as i32 * 101 - 900).collect();
+    let rq = Requant { scale: &scale, per_row: true, bias: Some(&bias), zy: 9 };
+    let mut whole_u8 = vec![0u8; m * n];
+    qgemm(&pa, &pb, 0..n, QOut::U8(&mut whole_u8, rq), n);
+    for split in [MR, 2 * MR, 3 * MR] {
+        let (mut c, mut y) = (vec![0; m * n], vec![0u8; m * n]);
+        let (c0, c1) = c.split_at_mut(split * n);
+        qgemm_rows(&pa, 0..split, &pb, 0..n, QOut::I32(c0), n);
+        qgemm_rows(&pa, split..m, &pb, 0..n, QOut::I32(c1), n);
+        assert_eq!(c, whole, "split at {split}");
+        let (y0, y1) = y.split_at_mut(split * n);
+        qgemm_rows(&pa, 0..split, &pb, 0..n, QOut::U8(y0, rq), n);
+        qgemm_rows(&pa, split..m, &pb, 0..n, QOut::U8(y1, rq), n);
+        assert_eq!(y, whole_u8, "requantized, split at {split}");
+        let mut p = vec![0; m * n];
+        portable(&pa, split..m, &pb, 0..n, &mut QOut::I32(&mut p[..(m - split) * n]), n);
+        assert_eq!(p[..(m - split) * n], whole[split * n..], "portable, split at {split}");
+    }
+}
+
+/// A convolution without its im2col split by output channels (whole strips a task, each
+/// with its own scratch) gives the whole product's rows, on a grid wider than the output
+/// (3x3, padded) and on one that is not (1x1).
+#[test]
+fn implicit_products_split_by_rows_give_the_whole_products_rows() {
+    let mut seed = 31;
+    let (cout, channels) = (2 * MR + 3, 6);
+    for (k, pad) in [(3, 1), (1, 0)] {
+        let g = crate::conv::Window3d::cube(2, 9, k, 1, 1, pad, 0).expect("fits");
+        let (taps, p) = (k * k, g.positions());
+        let x: Vec<u8> = (0..channels * g.plane()).map(|_| byte(&mut seed) as u8).collect();
+        let w: Vec<i8> = (0..cout * channels * taps).map(|_| (byte(&mut seed) - 128) as i8).collect();
+        let mut pa = QPackedA::new();
+        pa.pack_conv_weights(&w, cout, channels, taps, &[0]);
+        let mut planes = ConvPlanes::new();
+        planes.pack(&x, channels, &g, 17);
+        let scale: Vec<f32> = (0..cout).map(|i| 0.0004 * (i % 5 + 1) as f32).collect();
+        let rq = Requant { scale: &scale, per_row: true, bias: None, zy: 2 };
+        let mut whole = vec![0u8; cout * p];
+        planes.product(&pa, QOut::U8(&mut whole, rq));
+        let mut parts = vec![0u8; cout * p];
+        let (y0, y1) = parts.split_at_mut(MR * p);
+        let (mut s0, mut s1) = (ProductScratch::default(), ProductScratch::default());
+        planes.product_rows(&pa, MR..cout, QOut::U8(y1, rq), &mut s1);
+        planes.product_rows(&pa, 0..MR, QOut::U8(y0, rq), &mut s0);
+        assert_eq!(parts, whole, "{k}x{k}");
+        // By grid columns: each task's part in its scratch, then placed.
+        for tasks in [2, 3, 5] {
+            let mut y = vec![0u8; cout * p];
+            let mut out = QOut::U8(&mut y, rq);
+            let mut seen = 0;
+            for i in (0..tasks).rev() {
+                let cols = planes.grid_part(i, tasks);
+                seen += cols.len();
+                let mut s = ProductScratch::default();
+                planes.product_part(&pa, cols.clone(), &out, &mut s);
+                planes.place_part(cols, &s, &mut out);
+            }
+            assert_eq!(y, whole, "{k}x{k} in {tasks} parts by columns");
+            assert!(seen >= p, "the parts cover the grid");
+        }
     }
 }

@@ -11,12 +11,19 @@ use crate::arch::mem::{load16, load16i, store16, store16b, store16b_i8, store16i
 use std::arch::x86_64::*;
 use std::ops::Range;
 
-/// `c` = `a` × `b` over the columns `cols` (see `packed::qgemm`).
+/// `c` = `a` × `b` over the rows `rows` and columns `cols` (see `packed::qgemm_rows`).
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
-pub(crate) fn qgemm_avx512(a: &QPackedA, b: &QPackedB, cols: Range<usize>, out: &mut QOut<'_>, ldc: usize) {
+pub(crate) fn qgemm_avx512(
+    a: &QPackedA,
+    rows: Range<usize>,
+    b: &QPackedB,
+    cols: Range<usize>,
+    out: &mut QOut<'_>,
+    ldc: usize,
+) {
     let quads = a.k.div_ceil(4);
     let small = a.m <= 2;
-    for_each_tile(a, b, cols, out, ldc, |strip, panel, out| tile_rows(small, strip, panel, quads, out));
+    for_each_tile(a, rows, b, cols, out, ldc, |strip, panel, out| tile_rows(small, strip, panel, quads, out));
 }
 
 /// The tile of `out.h` rows; `two_sets` for a product of one or two rows.

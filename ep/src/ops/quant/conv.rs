@@ -5,10 +5,11 @@
 //! one per output channel) times the input's im2col (minus its zero point, padding 0).
 //! uint8 and int8; scales float32.
 
-use std::sync::Arc;
+use std::ops::Range;
+use std::sync::{Arc, Mutex};
 
 use rivet_kernels::conv::Window3d;
-use rivet_kernels::qgemm::{self, qgemm, ConvPlanes, QOut, QPackedA, Requant};
+use rivet_kernels::qgemm::{self, qgemm, ConvPlanes, ProductScratch, QOut, QPackedA, Requant};
 
 use super::super::op::util::{bad_types, check_attrs, check_inputs, input, input_type, output_type};
 use super::super::{Op, RunIn, ShapeError, ShapeIn};
@@ -17,6 +18,7 @@ use crate::data::{Data, DataMut};
 use crate::graph::dtype::{FLOAT, INT32};
 use crate::graph::{NodeDesc, Shape};
 use crate::node_attrs::{int_attr, ints_attr, string_attr};
+use crate::parallel::lock;
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum AutoPad {
@@ -275,7 +277,7 @@ impl Op for QConv {
         if depthwise {
             return run_depthwise(packs, x.ins[ix], (batch, c, plane, p), &geo, zx, (bias, zy), out);
         }
-        let Packs { groups, b, planes, scales, .. } = packs;
+        let Packs { groups, b, planes, scales, tasks: task_scratch, .. } = packs;
         // One depth plane: the product straight from the input's phase planes.
         let implicit = ConvPlanes::fits(&geo) && cg > 0;
         for n in 0..batch {
@@ -299,13 +301,91 @@ impl Op for QConv {
                     _ => return Err("the output element type differs from the plan's".into()),
                 };
                 if implicit {
-                    planes.product(a, y);
+                    product_in_tasks(planes, a, y, (p, k), x.par, task_scratch);
                 } else {
                     qgemm(a, b, 0..p, y, p);
                 }
             }
         }
         Ok(())
+    }
+}
+
+/// The most tasks a quantized convolution splits into.
+const MAX_CONV_TASKS: usize = 8;
+/// The least multiply-adds a task of a split convolution gets.
+const TASK_MIN_MACS: usize = 1 << 22;
+
+/// `y` = `a` × the planes' im2col (`positions` outputs of depth `k` an output channel),
+/// split over the pool when each task gets at least [`TASK_MIN_MACS`]. With at least four
+/// strips of A a task, by output channels: the tasks share the planes and the packed
+/// weights and write their own rows in place, each copying B's panels for itself (about
+/// 2% of a 64-channel convolution's time, paid again when the tasks run in turn on one
+/// thread). With fewer (ResNet's 64 channels are five strips, which split 3:2), by grid
+/// columns, evenly: each task writes its columns of every row into its own scratch and
+/// the calling thread puts them in place, as the product alone does when the grid is
+/// wider than the output (a 1x1 convolution's output is copied once more).
+fn product_in_tasks(
+    planes: &ConvPlanes,
+    a: &QPackedA,
+    mut y: QOut<'_>,
+    (positions, k): (usize, usize),
+    par: &dyn crate::parallel::Parallel,
+    scratch: &mut Vec<Mutex<ProductScratch>>,
+) {
+    let m = a.rows();
+    let tasks = crate::parallel::cores().min(m * positions * k / TASK_MIN_MACS).min(MAX_CONV_TASKS);
+    if scratch.len() < tasks.max(1) {
+        scratch.resize_with(tasks.max(1), Default::default);
+    }
+    let scratch = &scratch[..];
+    if tasks < 2 {
+        return planes.product_rows(a, 0..m, y, &mut lock(&scratch[0]));
+    }
+    if m < 4 * qgemm::MR * tasks {
+        let kind = &y;
+        par.for_each_index(tasks, &|i, _| {
+            planes.product_part(a, planes.grid_part(i, tasks), kind, &mut lock(&scratch[i]));
+        });
+        for (i, s) in scratch.iter().enumerate().take(tasks) {
+            planes.place_part(planes.grid_part(i, tasks), &lock(s), &mut y);
+        }
+        return;
+    }
+    let per = m.div_ceil(tasks).next_multiple_of(qgemm::MR);
+    let parts: [RowPart<'_>; MAX_CONV_TASKS] = std::array::from_fn(|_| Mutex::new(None));
+    let (mut rest, mut r0, mut count) = (Some(y), 0, 0);
+    while r0 < m {
+        let r1 = (r0 + per).min(m);
+        let (part, tail) = split_rows(rest.take().expect("rows left"), (r1 - r0) * positions);
+        *lock(&parts[count]) = Some((r0..r1, part));
+        (rest, r0, count) = (Some(tail), r1, count + 1);
+    }
+    par.for_each_index(count, &|i, _| {
+        if let Some((rows, out)) = lock(&parts[i]).take() {
+            planes.product_rows(a, rows, out, &mut lock(&scratch[i]));
+        }
+    });
+}
+
+/// One task's rows of a split convolution and their part of the output, taken by the task.
+type RowPart<'a> = Mutex<Option<(Range<usize>, QOut<'a>)>>;
+
+/// `out` split after its first `at` elements.
+fn split_rows(out: QOut<'_>, at: usize) -> (QOut<'_>, QOut<'_>) {
+    match out {
+        QOut::I32(y) => {
+            let (a, b) = y.split_at_mut(at);
+            (QOut::I32(a), QOut::I32(b))
+        }
+        QOut::U8(y, rq) => {
+            let (a, b) = y.split_at_mut(at);
+            (QOut::U8(a, rq), QOut::U8(b, rq))
+        }
+        QOut::I8(y, rq) => {
+            let (a, b) = y.split_at_mut(at);
+            (QOut::I8(a, rq), QOut::I8(b, rq))
+        }
     }
 }
 

@@ -78,8 +78,10 @@ struct Packs {
     /// A convolution's weights, one A a group.
     groups: Vec<QPackedA>,
     b: QPackedB,
-    /// A 2-D convolution's input in phase planes (its product without an im2col).
+    /// A 2-D convolution's input in phase planes (its product without an im2col), and
+    /// the scratch of each task its product splits into.
     planes: ConvPlanes,
+    tasks: Vec<std::sync::Mutex<rivet_kernels::qgemm::ProductScratch>>,
     /// The constant operand packed last: its data's address and length, and which of its
     /// matrices. While a Run hands in the same, it is not packed again.
     key: Option<(usize, usize, usize)>,
