@@ -60,3 +60,51 @@ fn every_static_grid_case_allocates_nothing_per_steady_state_run() {
     // einsum (1), the encoder layer (1), 24 unary ops at 2 sizes; x2 threads
     assert_eq!(checked, 2 * (4 + 3 + 2 + 2 + 1 + 1 + 1 + 1 + 1 + 2 * 24));
 }
+
+/// The project's real models (`rivet::real_models`) and their quantized forms
+/// (`rivet::int8_models`) on Rivet alone, at one thread and two (where the products and
+/// the quantized convolutions split over the pool): no heap allocation per steady-state
+/// Run either. (A KV-cache model's five outputs made every Run allocate.)
+#[test]
+fn real_and_quantized_models_allocate_nothing_per_steady_state_run() {
+    let path = rivet::paths::rivet_probe_lib().expect("probe build");
+    let env = harness::environment_with(&path).expect("ORT with the probe plugin");
+    let probe = ProbeReader::open(&path).expect("probe exports");
+    let real = rivet::real_models::REAL_MODELS.iter().map(|stem| {
+        let (model, inputs) = rivet::real_models::real_model(stem).unwrap_or_else(|e| panic!("{e}"));
+        (stem.to_string(), model, inputs)
+    });
+    let quantized = rivet::int8_models::INT8_MODELS.into_iter().map(|(stem, mode)| {
+        let (model, inputs) = rivet::int8_models::quantized(stem, mode).unwrap_or_else(|e| panic!("{e}"));
+        (format!("{stem} {}", mode.name()), model, inputs)
+    });
+    let mut checked = 0;
+    for (name, model, inputs) in real.chain(quantized) {
+        for threads in [1, 2] {
+            let opts = SessionOpts { no_fallback: true, intra_threads: Some(threads), ..Default::default() };
+            let mut s = harness::session(env, &model, Arm::Rivet, &opts).expect("session");
+            let inputs = harness::prepare(&inputs).expect("inputs");
+            harness::time_runs(&mut s, &inputs, 2, 0).expect("warm-up");
+            let before = probe.global();
+            probe.nodes_reset();
+            let runs = 2;
+            harness::time_runs(&mut s, &inputs, 0, runs).expect("runs");
+            let d = probe.global().since(&before);
+            // (A model with If runs its branches' fused nodes too.)
+            assert!(d.runs >= runs as u64, "{name}: {} fused-node Runs", d.runs);
+            let allocating: Vec<String> = probe
+                .nodes()
+                .into_iter()
+                .filter(|n| n.stats.allocs > 0)
+                .map(|n| format!("{} ({}): {}", n.label, n.op_type, n.stats.allocs))
+                .collect();
+            let allocs = d.total().allocs;
+            assert_eq!(
+                allocs, 0,
+                "{name} at {threads} threads: {allocs} allocations in {runs} Runs, by node {allocating:?}: {d:#?}"
+            );
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, 2 * (rivet::real_models::REAL_MODELS.len() + rivet::int8_models::INT8_MODELS.len()));
+}

@@ -72,6 +72,11 @@ impl RunState {
     }
 }
 
+/// The fused outputs a Run holds without a heap allocation: a KV-cache model returns a
+/// key and a value a layer besides its logits (the project's Llama small 9; 4 here made
+/// every Run of the GPT-2 and Llama models allocate).
+const MAX_INLINE_OUTPUTS: usize = 32;
+
 fn element_count(shape: &[usize]) -> usize {
     shape.iter().product()
 }
@@ -142,7 +147,8 @@ pub fn execute_timed<'a>(
         }
     }
 
-    let mut outs: smallvec::SmallVec<[Option<DataMut<'a>>; 4]> = (0..plan.outputs.len()).map(|_| None).collect();
+    let mut outs: smallvec::SmallVec<[Option<DataMut<'a>>; MAX_INLINE_OUTPUTS]> =
+        (0..plan.outputs.len()).map(|_| None).collect();
 
     if plan.units.is_empty() {
         for (i, step) in plan.steps.iter().enumerate() {

@@ -195,11 +195,20 @@ unsafe fn run_plan_with(
     Ok(())
 }
 
-/// Reads the fused node's inputs: value, element type and shape, data (up to 8 without a heap
-/// allocation).
+/// The fused inputs a Run binds without a heap allocation: a KV-cache decode step takes
+/// a key and a value a layer besides its ids (the project's Llama small 10; 8 here made
+/// every Run of it allocate).
+const MAX_INLINE_INPUTS: usize = 32;
+
+/// Reads the fused node's inputs: value, element type and shape, data (up to
+/// [`MAX_INLINE_INPUTS`] without a heap allocation).
 #[dispatch_phase(TensorBind)]
-fn bind_inputs<'c>(api: &Api, ctx: *mut OrtKernelContext, count: usize) -> Result<SmallVec<[TensorIn<'c>; 8]>> {
-    let mut inputs: SmallVec<[TensorIn<'c>; 8]> = SmallVec::new();
+fn bind_inputs<'c>(
+    api: &Api,
+    ctx: *mut OrtKernelContext,
+    count: usize,
+) -> Result<SmallVec<[TensorIn<'c>; MAX_INLINE_INPUTS]>> {
+    let mut inputs: SmallVec<[TensorIn<'c>; MAX_INLINE_INPUTS]> = SmallVec::new();
     for i in 0..count {
         let v = api.kernel_input(ctx, i)?;
         let (elem_type, shape) = input_metadata(api, v, i)?;
