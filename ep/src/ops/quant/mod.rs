@@ -1,17 +1,20 @@
 //! The quantization ops: QuantizeLinear, DequantizeLinear and DynamicQuantizeLinear
 //! (`linear`), the integer and quantized matrix products MatMulInteger and QLinearMatMul
-//! (`matmul`), and the integer and quantized convolutions ConvInteger and QLinearConv
-//! (`conv`). Integer outputs are those of ORT's CPU kernels bit for bit: i32 products,
-//! then `round_half_even(acc · scale) + zero_point` clamped, the scale `(sa · sb) / sy`
-//! in float32.
+//! (`matmul`), the integer and quantized convolutions ConvInteger and QLinearConv
+//! (`conv`), and com.microsoft QLinearAdd (`add`). The products' outputs are those of
+//! ORT's CPU kernels bit for bit: i32 products, then `round_half_even(acc · scale) +
+//! zero_point` clamped, the scale `(sa · sb) / sy` in float32. QLinearAdd computes as its
+//! DequantizeLinear, Add and QuantizeLinear would (see `add`).
 //!
 //! With CPU fallback on, `capability::quantized` keeps every one of these that touches a
 //! group ORT fuses into its own int8 kernels unclaimed (claiming it would stop the fusion).
 
+mod add;
 mod conv;
 mod linear;
 mod matmul;
 
+pub use add::qlinear_add;
 pub use conv::{conv_integer, qlinear_conv};
 pub use linear::{dequantize, dynamic_quantize as dynamic, quantize};
 pub use matmul::{matmul_integer, qlinear_matmul};

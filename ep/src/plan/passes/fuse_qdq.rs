@@ -52,16 +52,26 @@ pub(crate) fn fuse(graph: &GraphDesc) -> Option<GraphDesc> {
     let mut removed = vec![false; graph.nodes.len()];
     let mut fused_any = false;
     for (i, node) in graph.nodes.iter().enumerate() {
-        if node.op_type != "Conv" || !onnx_domain(node) {
+        if !onnx_domain(node) {
             continue;
         }
-        let Some(group) = conv_group(&ix, i) else { continue };
-        let Some(fused) = group.node(&ix, &mut out.constants) else { continue };
+        let (fused, absorbed): (NodeDesc, Vec<usize>) = match node.op_type.as_str() {
+            "Conv" => {
+                let Some(group) = conv_group(&ix, i) else { continue };
+                let Some(fused) = group.node(&ix, &mut out.constants) else { continue };
+                (fused, group.absorbed().collect())
+            }
+            "Add" | "MaxPool" => {
+                let Some(group) = elementwise_group(&ix, i, &mut out.constants) else { continue };
+                (group.0, group.1)
+            }
+            _ => continue,
+        };
         if crate::registry::kernel_for(&fused).is_err() {
             continue;
         }
         out.nodes[i] = fused;
-        for n in group.absorbed() {
+        for n in absorbed {
             removed[n] = true;
         }
         fused_any = true;
@@ -262,6 +272,99 @@ impl ConvGroup {
     }
 }
 
+/// A per-tensor quantized `DequantizeLinear(s) -> Add | MaxPool -> QuantizeLinear` group
+/// around node `op`: the node replacing it and the nodes it absorbs.
+/// - Add: both inputs from their own DequantizeLinear, becoming com.microsoft QLinearAdd,
+///   which computes as the three ops did (`ops::quant::add`): the same bits.
+/// - MaxPool (no Indices output): its QuantizeLinear's scale and zero point equal the
+///   DequantizeLinear's, so that the maximum of the dequantized values quantizes back to
+///   the maximum of the integers (dequantizing is monotonic; `round((q - z) · s / s)` is
+///   `q - z`), as ORT drops such a pair: MaxPool on the integers.
+///
+/// Every scale and zero point is a one-value constant, and the integers are one type
+/// (uint8 or int8) throughout.
+fn elementwise_group(ix: &Index<'_>, op: usize, constants: &mut Vec<ConstDesc>) -> Option<(NodeDesc, Vec<usize>)> {
+    let node = ix.node(op);
+    let y = node.outputs.first()?.as_ref()?;
+    if node.outputs.iter().skip(1).any(Option::is_some) || ix.outputs.contains(&y.name.as_str()) {
+        return None;
+    }
+    let &[q] = ix.readers.get(y.name.as_str())?.as_slice() else { return None };
+    let qn = ix.node(q);
+    if qn.op_type != "QuantizeLinear" || !onnx_domain(qn) || qn.inputs.first()?.as_ref()? != y {
+        return None;
+    }
+    let out = qn.outputs.first()?.as_ref()?;
+    let pq = params(qn)?;
+    let arity = if node.op_type == "Add" { 2 } else { 1 };
+    if node.inputs.len() != arity {
+        return None;
+    }
+    let mut dqs = Vec::new();
+    for v in &node.inputs {
+        let d = ix.sole_dq(v.as_ref()?, op)?;
+        dqs.push(d);
+    }
+    let per_tensor = |p: &Params<'_>| {
+        p.block == 0
+            && is_one(p.scale)
+            && ix.is_leaf(p.scale)
+            && p.scale.constant.is_some()
+            && p.zero.is_none_or(|z| is_one(z) && ix.is_leaf(z) && z.constant.is_some())
+    };
+    let mut quantized = Vec::new();
+    for &d in &dqs {
+        let dq = ix.node(d);
+        let p = params(dq)?;
+        let x = dq.inputs.first()?.as_ref()?;
+        if !per_tensor(&p) || x.elem_type != out.elem_type {
+            return None;
+        }
+        quantized.push((x, p));
+    }
+    if !per_tensor(&pq) || !matches!(out.elem_type, dtype::UINT8 | dtype::INT8) {
+        return None;
+    }
+    let absorbed = dqs.iter().copied().chain([q]).collect();
+    if node.op_type == "MaxPool" {
+        let (x, px) = &quantized[0];
+        if px.scale.constant != pq.scale.constant || zero_value(px.zero) != zero_value(pq.zero) {
+            return None;
+        }
+        let inputs = vec![Some((*x).clone())];
+        return Some((NodeDesc { inputs, outputs: vec![Some(out.clone())], ..node.clone() }, absorbed));
+    }
+    let t = out.elem_type;
+    let mut zero = |p: &Params<'_>, like: &ValueDesc| match p.zero {
+        Some(z) => z.clone(),
+        None => zero_constant(constants, &format!("{}/zero_point", like.name), t),
+    };
+    let mut inputs = Vec::new();
+    for (x, p) in &quantized {
+        inputs.extend([Some((*x).clone()), Some(p.scale.clone()), Some(zero(p, x))]);
+    }
+    inputs.extend([Some(pq.scale.clone()), Some(zero(&pq, out))]);
+    let fused = NodeDesc {
+        name: node.name.clone(),
+        op_type: "QLinearAdd".into(),
+        domain: "com.microsoft".into(),
+        since_version: 1,
+        inputs,
+        outputs: vec![Some(out.clone())],
+        attrs: vec![],
+    };
+    Some((fused, absorbed))
+}
+
+/// A zero point's value (absent: 0), when it is a known constant.
+fn zero_value(z: Option<&ValueDesc>) -> Option<i64> {
+    match z.map(|z| &z.constant) {
+        None => Some(0),
+        Some(Some(Constant::I64(v))) if v.len() == 1 => Some(v[0]),
+        Some(_) => None,
+    }
+}
+
 /// Whether a bias's DequantizeLinear reads it as the fused node will: zero point absent
 /// or 0 and scale `x_scale · w_scale` (per output channel), all known at Compile.
 fn bias_matches(pb: &Params<'_>, sx: &ValueDesc, sw: &ValueDesc) -> bool {
@@ -431,5 +534,83 @@ mod tests {
         assert_eq!(n.inputs[2].as_ref().unwrap().name, "xq/zero_point");
         assert_eq!(n.inputs[7].as_ref().unwrap().name, "yq/zero_point");
         assert_eq!(fused.constants.len(), 2);
+    }
+
+    /// a, b (u8) -> DQ, DQ -> Add -> Q -> m (u8) -> DQ -> MaxPool 3x3 s2 -> Q -> y (u8).
+    fn add_and_pool() -> GraphDesc {
+        let scalar = |name: &str, value: f32| c(v(name, dtype::FLOAT, &[]), Constant::F32(vec![value]));
+        let zero = |name: &str, value: i64| c(v(name, dtype::UINT8, &[]), Constant::I64(vec![value]));
+        let shape = [1, 2, 6, 6];
+        let (a, b, m, y) = (
+            v("a", dtype::UINT8, &shape),
+            v("b", dtype::UINT8, &shape),
+            v("m", dtype::UINT8, &shape),
+            v("y", dtype::UINT8, &[1, 2, 3, 3]),
+        );
+        let (af, bf, sf, mf, pf) = (
+            v("af", dtype::FLOAT, &shape),
+            v("bf", dtype::FLOAT, &shape),
+            v("sf", dtype::FLOAT, &shape),
+            v("mf", dtype::FLOAT, &shape),
+            v("pf", dtype::FLOAT, &[1, 2, 3, 3]),
+        );
+        let mut pool = node("MaxPool", "pool", &[&mf], &[&pf]);
+        pool.attrs = vec![
+            ("kernel_shape".into(), crate::graph::AttrValue::Ints(vec![3, 3])),
+            ("strides".into(), crate::graph::AttrValue::Ints(vec![2, 2])),
+            ("pads".into(), crate::graph::AttrValue::Ints(vec![1, 1, 1, 1])),
+        ];
+        GraphDesc {
+            nodes: vec![
+                node("DequantizeLinear", "dq_a", &[&a, &scalar("sa", 0.02), &zero("za", 100)], &[&af]),
+                node("DequantizeLinear", "dq_b", &[&b, &scalar("sb", 0.03)], &[&bf]),
+                node("Add", "add", &[&af, &bf], &[&sf]),
+                node("QuantizeLinear", "q_add", &[&sf, &scalar("sm", 0.05), &zero("zm", 7)], &[&m]),
+                node("DequantizeLinear", "dq_m", &[&m, &scalar("sm", 0.05), &zero("zm", 7)], &[&mf]),
+                pool,
+                node("QuantizeLinear", "q_pool", &[&pf, &scalar("sm", 0.05), &zero("zm", 7)], &[&y]),
+            ],
+            inputs: vec![a, b],
+            constant_inputs: vec![],
+            outputs: vec![y],
+            constants: vec![],
+        }
+    }
+
+    #[test]
+    fn add_and_max_pool_groups_run_on_the_integers() {
+        let fused = fuse(&add_and_pool()).expect("fused");
+        let ops: Vec<(&str, &str)> = fused.nodes.iter().map(|n| (n.op_type.as_str(), n.domain.as_str())).collect();
+        assert_eq!(ops, [("QLinearAdd", "com.microsoft"), ("MaxPool", "")]);
+        let names = |n: &NodeDesc| n.inputs.iter().map(|v| v.as_ref().unwrap().name.clone()).collect::<Vec<_>>();
+        assert_eq!(names(&fused.nodes[0]), ["a", "sa", "za", "b", "sb", "b/zero_point", "sm", "zm"]);
+        assert_eq!(fused.nodes[0].outputs[0].as_ref().unwrap().name, "m");
+        assert_eq!(names(&fused.nodes[1]), ["m"]);
+        assert_eq!(fused.nodes[1].outputs[0].as_ref().unwrap().name, "y");
+        assert_eq!(fused.nodes[1].attrs.len(), 3);
+    }
+
+    #[test]
+    fn add_and_pool_groups_that_are_not_the_pattern_stay_float() {
+        // The pool's QuantizeLinear with another scale, then another zero point.
+        let mut g = add_and_pool();
+        g.nodes[6].inputs[1].as_mut().unwrap().constant = Some(Constant::F32(vec![0.06]));
+        let ops = |g: &GraphDesc| fuse(g).map(|f| f.nodes.iter().map(|n| n.op_type.clone()).collect::<Vec<_>>());
+        assert_eq!(ops(&g).unwrap(), ["QLinearAdd", "DequantizeLinear", "MaxPool", "QuantizeLinear"]);
+        let mut g = add_and_pool();
+        g.nodes[6].inputs[2].as_mut().unwrap().constant = Some(Constant::I64(vec![8]));
+        assert_eq!(ops(&g).unwrap()[2], "MaxPool");
+        assert_eq!(ops(&g).unwrap().len(), 4);
+        // The Add's float sum also a graph output; an input of another type; a scale per
+        // channel.
+        let mut g = add_and_pool();
+        g.outputs.push(g.nodes[2].outputs[0].clone().unwrap());
+        assert_eq!(ops(&g).unwrap()[..3], ["DequantizeLinear", "DequantizeLinear", "Add"]);
+        let mut g = add_and_pool();
+        g.nodes[1].inputs[0].as_mut().unwrap().elem_type = dtype::INT8;
+        assert_eq!(ops(&g).unwrap()[2], "Add");
+        let mut g = add_and_pool();
+        g.nodes[0].inputs[1] = Some(c(v("sa", dtype::FLOAT, &[2]), Constant::F32(vec![0.02, 0.03])));
+        assert_eq!(ops(&g).unwrap()[2], "Add");
     }
 }

@@ -1,0 +1,123 @@
+//! com.microsoft QLinearAdd: `C = quantize(dequantize(A) + dequantize(B))`, uint8 or int8
+//! (all three of one type), per-tensor scales (float32) and zero points, numpy
+//! broadcasting.
+//!
+//! The arithmetic is that of the three ONNX ops it stands for, element by element:
+//! `(a - za) · sa + (b - zb) · sb` in float32, then `round_half_even(sum / sc) + zc`
+//! clamped. So a `DequantizeLinear, DequantizeLinear -> Add -> QuantizeLinear` group that
+//! `fuse_qdq` turns into this op gives the bits the group gave; ORT's own kernel scales
+//! each input by `s / sc` instead and can differ by one step where a sum lands on a half.
+//! Equal shapes run a chunk at a time in L1 (one pass over memory instead of four, with
+//! no float tensor in between); broadcasting dequantizes both inputs whole first.
+
+use std::sync::Arc;
+
+use rivet_kernels::qgemm::{self, QInt};
+use rivet_kernels::{binary_f32, BinaryOp, Broadcast, BroadcastKind};
+
+use super::super::elementwise::broadcast_shape;
+use super::super::op::util::{bad_types, check_attrs, check_inputs, input, input_type, output_type};
+use super::super::{Op, RunIn, ShapeError, ShapeIn};
+use super::{is_q8, scalar_float, scalar_int};
+use crate::data::{Data, DataMut};
+use crate::graph::dtype::FLOAT;
+use crate::graph::{NodeDesc, Shape};
+
+/// Elements a chunk of the equal-shape path holds (in floats, per input).
+const CHUNK: usize = 2048;
+
+#[derive(Debug)]
+struct QLinearAdd;
+
+pub fn qlinear_add(node: &NodeDesc, _output: usize) -> Result<Arc<dyn Op>, String> {
+    check_attrs(node, &[])?;
+    check_inputs(node, 7, 8)?;
+    let t = input_type(node, 0);
+    let zero_ok = |k: usize| input(node, k).is_none() || input_type(node, k) == t;
+    let ok = is_q8(t)
+        && input_type(node, 3) == t
+        && output_type(node, 0) == t
+        && [1, 4, 6].into_iter().all(|k| input_type(node, k) == FLOAT)
+        && [2, 5, 7].into_iter().all(zero_ok);
+    if !ok {
+        return Err(bad_types(
+            node,
+            "uint8 or int8 (all of one type) with float32 scales and zero points of that type",
+        ));
+    }
+    Ok(Arc::new(QLinearAdd))
+}
+
+/// The scratch of a broadcast addition: both inputs and the sum, as floats.
+#[derive(Default)]
+struct Floats {
+    a: Vec<f32>,
+    b: Vec<f32>,
+    sum: Vec<f32>,
+}
+
+impl Op for QLinearAdd {
+    fn shape(&self, x: &ShapeIn<'_>) -> Result<Shape, ShapeError> {
+        for k in [1, 2, 4, 5, 6, 7] {
+            if let Some(s) = x.shapes.get(k).filter(|s| s.len() > 1 || s.iter().product::<usize>() != 1) {
+                return Err(ShapeError::Invalid(format!(
+                    "input {k}: a scale or zero point must be one value, has shape {s:?}"
+                )));
+            }
+        }
+        broadcast_shape(&[x.shapes[0], x.shapes[3]])
+    }
+
+    fn run(&self, x: RunIn<'_, '_>, out: &mut DataMut<'_>) -> Result<(), String> {
+        let zero = |k: usize, what: &str| scalar_int(x.ins.get(k).copied(), x.shapes.get(k).copied(), what);
+        let a = (scalar_float(x.ins[1], x.shapes[1], "A's scale")?, zero(2, "A's zero point")?);
+        let b = (scalar_float(x.ins[4], x.shapes[4], "B's scale")?, zero(5, "B's zero point")?);
+        let c = (scalar_float(x.ins[6], x.shapes[6], "C's scale")?, zero(7, "C's zero point")?);
+        let plan = Broadcast::new(x.shapes[0], x.shapes[3]).map_err(|e| format!("input 3: {e}"))?;
+        let floats = x.scratch.state::<Floats>();
+        match (x.ins[0], x.ins[3], out) {
+            (Data::U8(xa), Data::U8(xb), DataMut::U8(y)) => add(xa, xb, y, &plan, [a, b, c], floats),
+            (Data::I8(xa), Data::I8(xb), DataMut::I8(y)) => add(xa, xb, y, &plan, [a, b, c], floats),
+            _ => Err("element types differ from the plan's".into()),
+        }
+    }
+}
+
+/// `y = quantize(dequantize(xa) + dequantize(xb))` with `(scale, zero point)` of A, B and
+/// C in `p`.
+fn add<T: QInt>(
+    xa: &[T],
+    xb: &[T],
+    y: &mut [T],
+    plan: &Broadcast,
+    p: [(f32, i32); 3],
+    floats: &mut Floats,
+) -> Result<(), String> {
+    let [(sa, za), (sb, zb), (sc, zc)] = p;
+    if y.len() != plan.out_len() {
+        return Err(format!("the output holds {} elements, the inputs broadcast to {}", y.len(), plan.out_len()));
+    }
+    let Floats { a, b, sum } = floats;
+    if plan.kind() == BroadcastKind::SameShape {
+        a.resize(CHUNK, 0.0);
+        b.resize(CHUNK, 0.0);
+        for ((xa, xb), y) in xa.chunks(CHUNK).zip(xb.chunks(CHUNK)).zip(y.chunks_mut(CHUNK)) {
+            let (a, b) = (&mut a[..xa.len()], &mut b[..xa.len()]);
+            qgemm::dequantize(xa, sa, za, a);
+            qgemm::dequantize(xb, sb, zb, b);
+            for (a, &b) in a.iter_mut().zip(b.iter()) {
+                *a += b;
+            }
+            qgemm::quantize(a, sc, zc, y);
+        }
+        return Ok(());
+    }
+    a.resize(xa.len(), 0.0);
+    b.resize(xb.len(), 0.0);
+    sum.resize(y.len(), 0.0);
+    qgemm::dequantize(xa, sa, za, a);
+    qgemm::dequantize(xb, sb, zb, b);
+    binary_f32(BinaryOp::Add, plan, a, b, sum, 0);
+    qgemm::quantize(sum, sc, zc, y);
+    Ok(())
+}
