@@ -187,6 +187,10 @@ fn fill_row<E: Copy>(src: &[E], g: &Window3d, t: usize, pad: E, dst: &mut [E]) {
             let row = &src[(z * in1 + y) * in2..][..in2];
             out[..lo].fill(pad);
             out[hi..].fill(pad);
+            if lo == hi {
+                // (No output reads this tap inside the row: its first column may lie outside.)
+                continue;
+            }
             let first = (lo as isize * stride + off) as usize;
             for (o, &v) in out[lo..hi].iter_mut().zip(row[first..].iter().step_by(stride as usize)) {
                 *o = v;

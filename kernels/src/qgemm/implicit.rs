@@ -379,8 +379,11 @@ impl ConvPlanes {
             while j < cols.end {
                 let (oy, ox) = (j / wq, j % wq);
                 let end = ((oy + 1) * wq).min(cols.end);
+                // (A part may start among the last row's discarded columns: nothing to keep.)
                 let keep = out_w.min(ox + (end - j)).saturating_sub(ox);
-                dst[oy * out_w + ox..][..keep].copy_from_slice(&src[j - cols.start..][..keep]);
+                if keep > 0 {
+                    dst[oy * out_w + ox..][..keep].copy_from_slice(&src[j - cols.start..][..keep]);
+                }
                 j = end;
             }
         }

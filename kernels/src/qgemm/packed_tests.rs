@@ -183,6 +183,18 @@ fn convolutions_pack_into_the_product_of_their_definition() {
     for channels in [2, 7] {
         conv_case::<u8, i8>(&g, channels, &mut seed);
     }
+    // A pad wider than the strided outputs reach: a width tap whose first output in the
+    // input lies past the last output (found by review: the im2col sliced its input row
+    // from before its start and panicked).
+    let g = crate::conv::Window3d {
+        input: [1, 7, 2],
+        out: [1, 15, 1],
+        kernel: [1, 3, 6],
+        stride: [1, 1, 3],
+        dilation: [1; 3],
+        pad_begin: [0, 5, 5],
+    };
+    conv_case::<u8, i8>(&g, 3, &mut seed);
 }
 
 #[test]
@@ -334,5 +346,36 @@ fn implicit_products_split_by_rows_give_the_whole_products_rows() {
             assert_eq!(y, whole, "{k}x{k} in {tasks} parts by columns");
             assert!(seen >= p, "the parts cover the grid");
         }
+    }
+    // A dilated 1-D window whose second part starts among the last grid row's discarded
+    // columns (grid 36 of 27 outputs: part 32..36 keeps nothing). Found by review: the
+    // placing sliced past the output and panicked.
+    let g = crate::conv::Window3d {
+        input: [1, 1, 31],
+        out: [1, 1, 27],
+        kernel: [1, 1, 4],
+        stride: [1; 3],
+        dilation: [1, 1, 3],
+        pad_begin: [0, 0, 4],
+    };
+    let (taps, p) = (4, g.positions());
+    let x: Vec<u8> = (0..channels * g.plane()).map(|_| byte(&mut seed) as u8).collect();
+    let w: Vec<i8> = (0..cout * channels * taps).map(|_| (byte(&mut seed) - 128) as i8).collect();
+    let mut pa = QPackedA::new();
+    pa.pack_conv_weights(&w, cout, channels, taps, &[0]);
+    let mut planes = ConvPlanes::new();
+    planes.pack(&x, channels, &g, 17);
+    let mut whole = vec![0i32; cout * p];
+    planes.product(&pa, QOut::I32(&mut whole));
+    for tasks in 2..=4 {
+        let mut y = vec![0i32; cout * p];
+        let mut out = QOut::I32(&mut y);
+        for i in 0..tasks {
+            let cols = planes.grid_part(i, tasks);
+            let mut s = ProductScratch::default();
+            planes.product_part(&pa, cols.clone(), &out, &mut s);
+            planes.place_part(cols, &s, &mut out);
+        }
+        assert_eq!(y, whole, "dilated 1-D in {tasks} parts by columns");
     }
 }

@@ -277,9 +277,10 @@ impl ConvGroup {
 /// - Add: both inputs from their own DequantizeLinear, becoming com.microsoft QLinearAdd,
 ///   which computes as the three ops did (`ops::quant::add`): the same bits.
 /// - MaxPool (no Indices output): its QuantizeLinear's scale and zero point equal the
-///   DequantizeLinear's, so that the maximum of the dequantized values quantizes back to
-///   the maximum of the integers (dequantizing is monotonic; `round((q - z) · s / s)` is
-///   `q - z`), as ORT drops such a pair: MaxPool on the integers.
+///   DequantizeLinear's and the scale is positive and finite, so that the maximum of the
+///   dequantized values quantizes back to the maximum of the integers (dequantizing is
+///   increasing; `round((q - z) · s / s)` is `q - z`), as ORT drops such a pair: MaxPool
+///   on the integers.
 ///
 /// Every scale and zero point is a one-value constant, and the integers are one type
 /// (uint8 or int8) throughout.
@@ -328,7 +329,11 @@ fn elementwise_group(ix: &Index<'_>, op: usize, constants: &mut Vec<ConstDesc>) 
     let absorbed = dqs.iter().copied().chain([q]).collect();
     if node.op_type == "MaxPool" {
         let (x, px) = &quantized[0];
-        if px.scale.constant != pq.scale.constant || zero_value(px.zero) != zero_value(pq.zero) {
+        // Positive and finite: a negative scale turns the maximum into the minimum, 0 or
+        // infinity makes every value one (found by review).
+        let positive =
+            matches!(&px.scale.constant, Some(Constant::F32(s)) if s.len() == 1 && s[0] > 0.0 && s[0].is_finite());
+        if !positive || px.scale.constant != pq.scale.constant || zero_value(px.zero) != zero_value(pq.zero) {
             return None;
         }
         let inputs = vec![Some((*x).clone())];
@@ -601,6 +606,15 @@ mod tests {
         g.nodes[6].inputs[2].as_mut().unwrap().constant = Some(Constant::I64(vec![8]));
         assert_eq!(ops(&g).unwrap()[2], "MaxPool");
         assert_eq!(ops(&g).unwrap().len(), 4);
+        // Equal scales that are negative, 0 or infinite (found by review: a negative scale
+        // makes the float maximum the integers' minimum).
+        for bad in [-0.05, 0.0, f32::INFINITY] {
+            let mut g = add_and_pool();
+            for k in [4, 6] {
+                g.nodes[k].inputs[1].as_mut().unwrap().constant = Some(Constant::F32(vec![bad]));
+            }
+            assert_eq!(ops(&g).unwrap().len(), 4, "scale {bad}");
+        }
         // The Add's float sum also a graph output; an input of another type; a scale per
         // channel.
         let mut g = add_and_pool();
