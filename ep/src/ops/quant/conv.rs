@@ -275,7 +275,7 @@ impl Op for QConv {
             }
         }
         if depthwise {
-            return run_depthwise(packs, x.ins[ix], (batch, c, plane, p), &geo, zx, (bias, zy), out);
+            return run_depthwise(packs, x.ins[ix], (batch, c, plane, p), &geo, zx, (bias, zy), out, x.par);
         }
         let Packs { groups, b, planes, scales, tasks: task_scratch, .. } = packs;
         // One depth plane: the product straight from the input's phase planes.
@@ -394,7 +394,10 @@ fn split_rows(out: QOut<'_>, at: usize) -> (QOut<'_>, QOut<'_>) {
 /// kernel, then the exact integer sums requantized (or written). The planes of a chunk
 /// (about 64 KB of floats, whole blocks of 16 where the channels-last kernel takes them)
 /// stay in cache from one step to the next: done image by image, MobileNetV2's 96
-/// channels of 112x112 went through 4.8 MB of floats and back.
+/// channels of 112x112 went through 4.8 MB of floats and back. With an input of at least
+/// `PARALLEL_MIN_LEN` elements the planes split over the pool, each task with its own
+/// floats (the same bits: each plane is computed alone).
+#[allow(clippy::too_many_arguments)]
 fn run_depthwise(
     packs: &mut Packs,
     input: Data<'_>,
@@ -403,34 +406,135 @@ fn run_depthwise(
     zx: i32,
     (bias, zy): (Option<&[i32]>, i32),
     out: &mut DataMut<'_>,
+    par: &dyn crate::parallel::Parallel,
 ) -> Result<(), String> {
-    let Packs { wf, xf, yf, dw_scratch, scales, .. } = packs;
+    let Packs { wf, dw_tasks, scales, .. } = packs;
     let grain = rivet_kernels::depthwise::split_planes(geo, c);
-    let chunk = (CHUNK_FLOATS / plane.max(p).max(1)).max(1).next_multiple_of(grain);
-    xf.resize(chunk * plane, 0.0);
-    yf.resize(chunk * p, 0.0);
     let planes = batch * c;
-    let mut p0 = 0;
-    while p0 < planes {
-        let p1 = (p0 + chunk).min(planes);
-        let (xs, ys) = (&mut xf[..(p1 - p0) * plane], &mut yf[..(p1 - p0) * p]);
-        match sub(input, p0 * plane, (p1 - p0) * plane)? {
-            Data::U8(v) => qgemm::dequantize(v, 1.0, zx, xs),
-            Data::I8(v) => qgemm::dequantize(v, 1.0, zx, xs),
-            _ => return Err("the input is not uint8 or int8".into()),
-        }
-        let none = rivet_kernels::Epilogue::default();
-        rivet_kernels::depthwise::depthwise_planes(xs, wf, None, p0..p1, c, geo, ys, &none, dw_scratch);
-        let rows = p0 * p..p1 * p;
-        match out {
-            DataMut::I32(y) if scales.is_empty() => qgemm::float_sums_to_i32(ys, &mut y[rows]),
-            DataMut::U8(y) => requantize_float_rows(ys, p, p0..p1, c, bias, scales, zy, &mut y[rows]),
-            DataMut::I8(y) => requantize_float_rows(ys, p, p0..p1, c, bias, scales, zy, &mut y[rows]),
-            _ => return Err("the output element type differs from the plan's".into()),
-        }
-        p0 = p1;
+    // Split as the float depthwise convolution is (`products::convolution`): by the
+    // input's size, its work being mostly memory.
+    let big = planes * plane >= crate::parallel::PARALLEL_MIN_LEN;
+    let tasks = if big { crate::parallel::cores().min(planes / grain.max(1)).min(MAX_CONV_TASKS) } else { 1 };
+    if dw_tasks.len() < tasks.max(1) {
+        dw_tasks.resize_with(tasks.max(1), Default::default);
     }
-    Ok(())
+    let job = Depthwise { input, c, plane, p, grain, geo, zx, bias, zy, wf, scales };
+    let out = reborrow(out)?;
+    if tasks < 2 {
+        let mut part = out;
+        return job.planes(0..planes, &mut part, &mut lock(&dw_tasks[0]));
+    }
+    let per = planes.div_ceil(tasks).next_multiple_of(grain);
+    let parts: [PlanePart<'_>; MAX_CONV_TASKS] = std::array::from_fn(|_| Mutex::new(None));
+    let (mut rest, mut p0, mut count) = (Some(out), 0, 0);
+    while p0 < planes {
+        let p1 = (p0 + per).min(planes);
+        let (part, tail) = split_data(rest.take().expect("planes left"), (p1 - p0) * p)?;
+        *lock(&parts[count]) = Some((p0..p1, part));
+        (rest, p0, count) = (Some(tail), p1, count + 1);
+    }
+    let errors: Mutex<Option<String>> = Mutex::new(None);
+    let scratch = &dw_tasks[..];
+    par.for_each_index(count, &|i, _| {
+        if let Some((range, mut part)) = lock(&parts[i]).take() {
+            if let Err(e) = job.planes(range, &mut part, &mut lock(&scratch[i])) {
+                *lock(&errors) = Some(e);
+            }
+        }
+    });
+    let error = lock(&errors).take();
+    error.map_or(Ok(()), Err)
+}
+
+/// One task's planes of a split depthwise convolution and their part of the output.
+type PlanePart<'a> = Mutex<Option<(Range<usize>, DataMut<'a>)>>;
+
+/// A depthwise convolution's task's floats: a chunk of input and output planes and the
+/// kernel's scratch.
+#[derive(Default)]
+pub(super) struct DepthwiseScratch {
+    xf: Vec<f32>,
+    yf: Vec<f32>,
+    kernel: Vec<f32>,
+}
+
+/// What every task of a depthwise convolution reads.
+struct Depthwise<'a> {
+    input: Data<'a>,
+    c: usize,
+    plane: usize,
+    p: usize,
+    grain: usize,
+    geo: &'a Window3d,
+    zx: i32,
+    bias: Option<&'a [i32]>,
+    zy: i32,
+    /// The weights' differences from their zero points, as floats.
+    wf: &'a [f32],
+    /// The output channels' scales (none for ConvInteger).
+    scales: &'a [f32],
+}
+
+impl Depthwise<'_> {
+    /// The planes `planes` (of the whole batch) into `out`, which holds their outputs
+    /// from its start, a cache-sized chunk at a time.
+    fn planes(&self, planes: Range<usize>, out: &mut DataMut<'_>, s: &mut DepthwiseScratch) -> Result<(), String> {
+        let Depthwise { input, c, plane, p, grain, geo, zx, bias, zy, wf, scales } = *self;
+        let chunk = (CHUNK_FLOATS / plane.max(p).max(1)).max(1).next_multiple_of(grain);
+        s.xf.resize(chunk * plane, 0.0);
+        s.yf.resize(chunk * p, 0.0);
+        let first = planes.start;
+        let mut p0 = planes.start;
+        while p0 < planes.end {
+            let p1 = (p0 + chunk).min(planes.end);
+            let (xs, ys) = (&mut s.xf[..(p1 - p0) * plane], &mut s.yf[..(p1 - p0) * p]);
+            match sub(input, p0 * plane, (p1 - p0) * plane)? {
+                Data::U8(v) => qgemm::dequantize(v, 1.0, zx, xs),
+                Data::I8(v) => qgemm::dequantize(v, 1.0, zx, xs),
+                _ => return Err("the input is not uint8 or int8".into()),
+            }
+            let none = rivet_kernels::Epilogue::default();
+            rivet_kernels::depthwise::depthwise_planes(xs, wf, None, p0..p1, c, geo, ys, &none, &mut s.kernel);
+            let rows = (p0 - first) * p..(p1 - first) * p;
+            match out {
+                DataMut::I32(y) if scales.is_empty() => qgemm::float_sums_to_i32(ys, &mut y[rows]),
+                DataMut::U8(y) => requantize_float_rows(ys, p, p0..p1, c, bias, scales, zy, &mut y[rows]),
+                DataMut::I8(y) => requantize_float_rows(ys, p, p0..p1, c, bias, scales, zy, &mut y[rows]),
+                _ => return Err("the output element type differs from the plan's".into()),
+            }
+            p0 = p1;
+        }
+        Ok(())
+    }
+}
+
+/// A quantized convolution's output, borrowed again (to be split).
+fn reborrow<'b>(out: &'b mut DataMut<'_>) -> Result<DataMut<'b>, String> {
+    Ok(match out {
+        DataMut::I32(y) => DataMut::I32(y),
+        DataMut::U8(y) => DataMut::U8(y),
+        DataMut::I8(y) => DataMut::I8(y),
+        _ => return Err("the output element type differs from the plan's".into()),
+    })
+}
+
+/// A quantized convolution's output split after its first `at` elements.
+fn split_data(out: DataMut<'_>, at: usize) -> Result<(DataMut<'_>, DataMut<'_>), String> {
+    Ok(match out {
+        DataMut::I32(y) => {
+            let (a, b) = y.split_at_mut(at);
+            (DataMut::I32(a), DataMut::I32(b))
+        }
+        DataMut::U8(y) => {
+            let (a, b) = y.split_at_mut(at);
+            (DataMut::U8(a), DataMut::U8(b))
+        }
+        DataMut::I8(y) => {
+            let (a, b) = y.split_at_mut(at);
+            (DataMut::I8(a), DataMut::I8(b))
+        }
+        _ => return Err("the output element type differs from the plan's".into()),
+    })
 }
 
 /// Floats of input (or output) planes a depthwise chunk holds.

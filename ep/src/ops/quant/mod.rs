@@ -91,12 +91,10 @@ struct Packs {
     /// Zero points (one per column or row) and scales (one per column or row).
     zero: Vec<i32>,
     scales: Vec<f32>,
-    /// A depthwise convolution's weights, input and sums as floats (exact integers), and
-    /// its kernel's scratch.
+    /// A depthwise convolution's weights as floats (exact integers), and each of its
+    /// tasks' floats.
     wf: Vec<f32>,
-    xf: Vec<f32>,
-    yf: Vec<f32>,
-    dw_scratch: Vec<f32>,
+    dw_tasks: Vec<std::sync::Mutex<conv::DepthwiseScratch>>,
 }
 
 /// Where an 8-bit tensor's data is and how long: the key of a packed constant.
