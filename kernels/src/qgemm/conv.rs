@@ -120,13 +120,13 @@ impl QPackedB {
 
 /// Four signed bytes as one i32 (byte `l` at bits `8 l..`).
 #[inline(always)]
-fn quad(b: [i8; 4]) -> i32 {
+pub(super) fn quad(b: [i8; 4]) -> i32 {
     i32::from_le_bytes(b.map(|v| v as u8))
 }
 
 /// The sum of the four signed bytes of `w`.
 #[inline(always)]
-fn byte_sum(w: i32) -> i32 {
+pub(super) fn byte_sum(w: i32) -> i32 {
     ((w << 24) >> 24) + ((w << 16) >> 24) + ((w << 8) >> 24) + (w >> 24)
 }
 

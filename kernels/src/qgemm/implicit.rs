@@ -19,6 +19,7 @@
 
 use std::ops::Range;
 
+use super::conv::{byte_sum, quad};
 use super::packed::{qgemm_rows, quads, QOut, QPackedA, QPackedB, NR, Q8};
 use crate::conv::Window3d;
 
@@ -409,15 +410,3 @@ const PANELS_BYTES: usize = 24 << 10;
 /// The most phases whose use is tracked (strides up to 4 by 4); past them every phase is
 /// written.
 const MAX_PHASES: usize = 16;
-
-/// Four signed bytes as one i32 (byte `l` at bits `8 l..`).
-#[inline(always)]
-fn quad(b: [i8; 4]) -> i32 {
-    i32::from_le_bytes(b.map(|v| v as u8))
-}
-
-/// The sum of the four signed bytes of `w`.
-#[inline(always)]
-fn byte_sum(w: i32) -> i32 {
-    ((w << 24) >> 24) + ((w << 16) >> 24) + ((w << 8) >> 24) + (w >> 24)
-}
