@@ -1,9 +1,9 @@
-//! A 2-D convolution's 8-bit product without its im2col.
+//! A 1-D or 2-D convolution's 8-bit product without its im2col.
 //!
 //! [`QPackedB::pack_conv_input`] writes the whole im2col matrix (channels × taps ×
 //! positions bytes: 1.8 MB for 64 channels of 3x3 on 56x56) and the product then reads it
-//! back: that round trip through L2 and memory was a third of ResNet-18's quantized
-//! convolutions. Here the input is written once as channel-quad words (one i32 of four
+//! back: that round trip through L2 and memory was about a quarter of ResNet-18's
+//! quantized convolutions. Here the input is written once as channel-quad words (one i32 of four
 //! signed bytes a position) into zero-point-padded phase planes, as the depthwise 2-D
 //! path lays out floats: padded row `r` and column `c` go to phase `(r % sh, c % sw)` at
 //! `(r / sh) · wq + c / sw`. Outputs are computed on a grid of `out_h` rows of `wq`
@@ -15,7 +15,10 @@
 //!
 //! The product is the one [`super::qgemm`] computes on the im2col of
 //! [`QPackedA::pack_conv_weights`]' depth order (channel quad, tap, channel in the quad),
-//! bit for bit.
+//! bit for bit. Tasks share the planes and split the product by rows of A
+//! ([`ConvPlanes::product_rows`]) or by grid columns ([`ConvPlanes::product_part`], then
+//! [`ConvPlanes::place_part`] on the calling thread), each with its own
+//! [`ProductScratch`].
 
 use std::ops::Range;
 
