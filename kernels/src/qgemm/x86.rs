@@ -119,48 +119,30 @@ fn store<const R: usize>(sums: &[[__m512i; 2]; R], out: TileOut<'_>) {
             };
             v[h] = _mm512_sub_epi32(_mm512_sub_epi32(s[h], col), row);
         }
+        let at = r * ldc;
         match &mut c {
-            Dst::I32(c) if w == NR => {
-                let row = &mut c[r * ldc..r * ldc + NR];
-                let (lo, hi) = row.split_at_mut(16);
-                store16i(lo.try_into().expect("16 lanes"), v[0]);
-                store16i(hi.try_into().expect("16 lanes"), v[1]);
-            }
-            Dst::I32(c) => {
-                let mut lanes = [[0i32; 16]; 2];
-                store16i(&mut lanes[0], v[0]);
-                store16i(&mut lanes[1], v[1]);
-                c[r * ldc..r * ldc + w].copy_from_slice(&lanes.as_flattened()[..w]);
-            }
-            Dst::U8(c) => {
-                let bytes = rq.as_ref().expect("requantizing").row(v, r);
-                if w == NR {
-                    let row = &mut c[r * ldc..r * ldc + NR];
-                    let (lo, hi) = row.split_at_mut(16);
-                    store16b(lo.try_into().expect("16 bytes"), bytes[0]);
-                    store16b(hi.try_into().expect("16 bytes"), bytes[1]);
-                } else {
-                    let mut lanes = [[0u8; 16]; 2];
-                    store16b(&mut lanes[0], bytes[0]);
-                    store16b(&mut lanes[1], bytes[1]);
-                    c[r * ldc..r * ldc + w].copy_from_slice(&lanes.as_flattened()[..w]);
-                }
-            }
+            Dst::I32(c) => put_row(&mut c[at..], w, v, |x, h| store16i(x, h)),
+            Dst::U8(c) => put_row(&mut c[at..], w, rq.as_ref().expect("requantizing").row(v, r), |x, h| store16b(x, h)),
             Dst::I8(c) => {
-                let bytes = rq.as_ref().expect("requantizing").row(v, r);
-                if w == NR {
-                    let row = &mut c[r * ldc..r * ldc + NR];
-                    let (lo, hi) = row.split_at_mut(16);
-                    store16b_i8(lo.try_into().expect("16 bytes"), bytes[0]);
-                    store16b_i8(hi.try_into().expect("16 bytes"), bytes[1]);
-                } else {
-                    let mut lanes = [[0i8; 16]; 2];
-                    store16b_i8(&mut lanes[0], bytes[0]);
-                    store16b_i8(&mut lanes[1], bytes[1]);
-                    c[r * ldc..r * ldc + w].copy_from_slice(&lanes.as_flattened()[..w]);
-                }
+                put_row(&mut c[at..], w, rq.as_ref().expect("requantizing").row(v, r), |x, h| store16b_i8(x, h))
             }
         }
+    }
+}
+
+/// The first `w` (at most 32) of a row's two halves into `c`: two 16-lane stores for a
+/// whole row, through an array and a copy at the edge.
+#[inline(always)]
+fn put_row<T: Copy + Default, V: Copy>(c: &mut [T], w: usize, halves: [V; 2], store: impl Fn(&mut [T; 16], V)) {
+    if w == NR {
+        let (lo, hi) = c[..NR].split_at_mut(16);
+        store(lo.try_into().expect("16 lanes"), halves[0]);
+        store(hi.try_into().expect("16 lanes"), halves[1]);
+    } else {
+        let mut lanes = [[T::default(); 16]; 2];
+        store(&mut lanes[0], halves[0]);
+        store(&mut lanes[1], halves[1]);
+        c[..w].copy_from_slice(&lanes.as_flattened()[..w]);
     }
 }
 
