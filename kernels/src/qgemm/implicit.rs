@@ -242,17 +242,17 @@ impl ConvPlanes {
             QOut::U8(y, rq) if !direct => {
                 tmp_u8.resize(grid_len, 0);
                 self.panels(a, panel, |p, j0, w| rows_of(p, w, QOut::U8(&mut tmp_u8[j0..], *rq)));
-                self.compact(tmp_u8, y);
+                self.place(0..self.grid, tmp_u8, y);
             }
             QOut::I8(y, rq) if !direct => {
                 tmp_i8.resize(grid_len, 0);
                 self.panels(a, panel, |p, j0, w| rows_of(p, w, QOut::I8(&mut tmp_i8[j0..], *rq)));
-                self.compact(tmp_i8, y);
+                self.place(0..self.grid, tmp_i8, y);
             }
             QOut::I32(y) if !direct => {
                 tmp_i32.resize(grid_len, 0);
                 self.panels(a, panel, |p, j0, w| rows_of(p, w, QOut::I32(&mut tmp_i32[j0..])));
-                self.compact(tmp_i32, y);
+                self.place(0..self.grid, tmp_i32, y);
             }
             QOut::U8(y, rq) => {
                 assert!(y.len() >= m * positions, "qgemm: the output is shorter than its shape");
@@ -389,17 +389,6 @@ impl ConvPlanes {
                     dst[oy * out_w + ox..][..keep].copy_from_slice(&src[j - cols.start..][..keep]);
                 }
                 j = end;
-            }
-        }
-    }
-
-    /// The grid-shaped rows `t` (`grid` columns each) without their discarded columns,
-    /// into `y`.
-    fn compact<E: Copy>(&self, t: &[E], y: &mut [E]) {
-        let (grid, out_w, positions) = (self.grid, self.out_w, self.out_h * self.out_w);
-        for (src, dst) in t.chunks_exact(grid).zip(y.chunks_exact_mut(positions)) {
-            for (s, d) in src.chunks(self.wq).zip(dst.chunks_exact_mut(out_w)) {
-                d.copy_from_slice(&s[..out_w]);
             }
         }
     }
