@@ -607,7 +607,7 @@ fn apply_other(
             let (xs, ws) = (shape(0), shape(1));
             let (g, _) = shapes::window_3d(&window, shapes::spatial(xs), shapes::spatial(ws))
                 .expect("checked by shape inference");
-            let constant = step.constant_weights.then_some(step.output);
+            let constant = step.constant_weights.then_some(products::Packing { key: step.output, bf16: step.bf16 });
             products::convolution(x, ins[1], ins.get(2).copied(), xs, ws[0], group, &g, dst, par, constant, &epilogue);
         }
         Kernel::Math(op) => dst.iter_mut().zip(x).for_each(|(o, &v)| *o = op.apply(v)),

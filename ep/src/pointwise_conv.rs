@@ -28,8 +28,8 @@ pub(crate) fn fits(positions: usize, in_c: usize, out_c: usize) -> bool {
 }
 
 /// Runs a 1x1, stride-1, unpadded convolution of one group: `x` is `[N, in_c, P]`, `w`
-/// `[out_c, in_c]` (constant: `W^T` is packed on the first Run, as entry `key` of the
-/// Run's weights), `y` `[N, out_c, P]`. `epilogue` (no bias of its own: `bias` is the
+/// `[out_c, in_c]` (constant: `W^T` is packed on the first Run, as entry `packing.key`
+/// of the Run's weights, as bfloat16 with `packing.bf16`), `y` `[N, out_c, P]`. `epilogue` (no bias of its own: `bias` is the
 /// per-channel one) is applied after the bias.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn convolution(
@@ -40,13 +40,12 @@ pub(crate) fn convolution(
     out_c: usize,
     y: &mut [f32],
     par: &dyn Parallel,
-    key: usize,
+    packing: crate::products::Packing,
     epilogue: &nn::Epilogue<'_>,
 ) {
     let (p, n, k) = (positions, out_c, in_c);
-    let packing = crate::products::Packing { key, bf16: false };
     let weights = crate::products::packed_weights(par, packing, (p, n, k), w, true);
-    let packed_b = &weights[key].packed;
+    let packed_b = &weights[packing.key].packed;
     // Whole panels of the packed W^T per task, so every task computes its channels as the
     // whole product would: the same bits, split or not.
     let nr = packed_b.panel_width().unwrap_or(1);
@@ -54,11 +53,16 @@ pub(crate) fn convolution(
     for image in 0..batch {
         let xn = &x[image * k * p..][..k * p];
         let planes = image * n * p..(image + 1) * n * p;
-        // op(A) = X^T, packed once for all the tasks.
+        // op(A) = X^T, packed once for all the tasks (the bf16 kernel rounds it itself,
+        // strip by strip).
         let mut packed_a = lock(&par.scratch().packed_a);
         let product = nn::Gemm { packed_b: Some(packed_b), ..nn::Gemm::new(p, n, k, xn, true, w, true) };
-        nn::pack_a_for(&mut packed_a, &product);
-        let product = nn::Gemm { packed_a: Some(&*packed_a), ..product };
+        let product = if packed_b.is_bf16() {
+            product
+        } else {
+            nn::pack_a_for(&mut packed_a, &product);
+            nn::Gemm { packed_a: Some(&*packed_a), ..product }
+        };
         let after = nn::Epilogue {
             bias: bias.map_or(nn::Bias::None, nn::Bias::Rows),
             residual: epilogue.residual.map(|r| &r[planes.clone()]),

@@ -38,16 +38,24 @@ const MIN_ROWS_PER_TASK: usize = 16;
 /// brings its own share of the memory bandwidth.
 const VECTOR_MIN_MACS: usize = 1 << 18;
 
+/// The least output channels a group and depth for which `bf16` runs a convolution on
+/// the GEMM by bfloat16 filters: its 14-row strips and 32-column panels need both (one
+/// thread, MobileNetV2's 1x1 convolutions of 24->144 channels on 56x56 gained nothing).
+/// Stems keep the float direct kernel's wide tiles.
+const BF16_GEMM_MIN: (usize, usize) = (48, 64);
+
 /// Runs `f` with scratch for work that is not split (task 0's).
 fn unsplit(par: &dyn Parallel, f: impl FnOnce(&mut TaskScratch)) {
     f(&mut par.scratch().task(0));
 }
 
 /// Runs a convolution: split over the pool by output rows when it is large enough, else
-/// whole on the calling thread. `constant`: the filters never change and `key` (the
+/// whole on the calling thread. `constant`: the filters never change and its `key` (the
 /// step's output value) names their packed copy in the Run's scratch, made on the first
-/// Run and again only if ORT hands in other filters. `epilogue` (no bias of its own:
-/// `bias` is the per-channel one) is applied after the bias.
+/// Run and again only if ORT hands in other filters; with its `bf16`, the products that
+/// have a bfloat16 kernel (the direct one, the small 1x1 ones) multiply bfloat16
+/// operands. `epilogue` (no bias of its own: `bias` is the per-channel one) is applied
+/// after the bias.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn convolution(
     x: &[f32],
@@ -59,7 +67,7 @@ pub(crate) fn convolution(
     g: &conv::Window3d,
     y: &mut [f32],
     par: &dyn Parallel,
-    constant: Option<usize>,
+    constant: Option<Packing>,
     epilogue: &nn::Epilogue<'_>,
 ) {
     let (in_c, planes) = (xs[1], xs[0] * xs[1]);
@@ -98,12 +106,29 @@ pub(crate) fn convolution(
         return convolution(&sampled[..len], w, bias, &xs_sub, out_c, group, &sub, y, par, constant, epilogue);
     }
     let kk = xs[1] / group * g.kernel.iter().product::<usize>();
-    if let (Some(key), true) =
+    // bf16: the direct kernel where it runs on narrow tiles (a 1x1 convolution's
+    // transposed store cost it its gain there), 1x1 convolutions of small planes on the
+    // bf16 GEMM (`pointwise_conv`), and the GEMM by bf16 filters where they are deep and
+    // many (`BF16_GEMM_MIN`); the rest stays float32. One thread, MobileNetV2 (AMD Zen 5):
+    // a stem on the bf16 GEMM took 2.35x its float wide tiles' time, 32->16 channels of
+    // 1x1 on 112x112 2.4x, 16->96 1.4x; 576->96 on 14x14 on the direct kernel 1.00x.
+    if let Some(packing) =
+        constant.filter(|c| c.bf16 && !g.is_pointwise() && direct::fits_bf16(g, in_c / group, out_c / group))
+    {
+        return direct_conv(x, w, bias, xs, out_c, group, g, y, par, packing, epilogue);
+    }
+    if let (Some(packing), true) =
         (constant, group == 1 && g.is_pointwise() && pointwise_conv::fits(g.positions(), in_c, out_c))
     {
         let shape = (xs[0], in_c, g.positions());
-        return pointwise_conv::convolution(x, w, bias, shape, out_c, y, par, key, epilogue);
+        return pointwise_conv::convolution(x, w, bias, shape, out_c, y, par, packing, epilogue);
     }
+    let mg = out_c / group;
+    let bf16 = constant.is_some_and(|c| c.bf16)
+        && mg >= BF16_GEMM_MIN.0
+        && kk >= BF16_GEMM_MIN.1
+        && !direct::wide_tiles(g, in_c / group);
+    let constant = constant.map(|c| c.key);
     if let (Some(key), true) = (constant, group == 1 && winograd::fits(g, in_c, out_c)) {
         if crate::winograd_conv::convolution(x, w, bias, xs, out_c, g, y, par, key, epilogue) {
             return;
@@ -113,14 +138,14 @@ pub(crate) fn convolution(
     // GEMM: one thread, 272->272 in 4 groups on 14x14 took 1.78x ORT's time on the direct
     // kernel and 1.25x there, 68->272 1.84x and 1.29x, 544->136 on 7x7 1.40x and 1.31x.
     let grouped_pointwise = group > 1 && g.is_pointwise();
-    if let (Some(key), true) = (constant, !grouped_pointwise && direct::fits(g, out_c / group, kk)) {
-        return direct_conv(x, w, bias, xs, out_c, group, g, y, par, key, epilogue);
+    if let (Some(key), false, true) = (constant, bf16, !grouped_pointwise && direct::fits(g, mg, kk)) {
+        return direct_conv(x, w, bias, xs, out_c, group, g, y, par, Packing { key, bf16: false }, epilogue);
     }
     let mut cache = constant.map(|_| lock(&par.scratch().filters));
     let filters = match (&mut cache, constant) {
-        (Some(cache), Some(key)) => {
-            Some(packed_once(cache, key, w, |packed| conv::pack_filters(w, xs[1], out_c, group, g, packed)).as_slice())
-        }
+        (Some(cache), Some(key)) => Some(
+            packed_once(cache, key, w, |packed| conv::pack_filters(w, xs[1], out_c, group, g, bf16, packed)).as_slice(),
+        ),
         _ => None,
     };
     if !conv_in_parallel(x, w, bias, xs, out_c, group, g, y, par, filters, epilogue) {
@@ -131,7 +156,9 @@ pub(crate) fn convolution(
 }
 
 /// A convolution on the direct kernel (`rivet_kernels::direct`), its constant filters
-/// packed on the first Run (entry `key` of the Run's cache). Each group's output channels
+/// packed on the first Run (entry `packing.key` of the Run's cache), on the bfloat16
+/// kernel with `packing.bf16` (its input rounded into pair planes on each Run, where the
+/// float kernel pads a copy only if it must). Each group's output channels
 /// are split over the pool in whole 16-channel blocks, every task writing its own rows of
 /// the output in place: at one thread the tasks run in turn and cost nothing (no copy, no
 /// packing again), and every split gives the whole convolution's bits.
@@ -146,15 +173,21 @@ fn direct_conv(
     g: &conv::Window3d,
     y: &mut [f32],
     par: &dyn Parallel,
-    key: usize,
+    packing: Packing,
     epilogue: &nn::Epilogue<'_>,
 ) {
-    let (in_c, cg, mg) = (xs[1], xs[1] / group, out_c / group);
-    let kk = cg * g.kernel.iter().product::<usize>();
-    let (positions, plane) = (g.positions(), g.plane());
+    let (in_c, cg, mg, bf16) = (xs[1], xs[1] / group, out_c / group, packing.bf16);
+    let taps = g.kernel.iter().product::<usize>();
+    let (kk, positions, plane) = (cg * taps, g.positions(), g.plane());
     let mut cache = lock(&par.scratch().direct);
-    let packed = packed_once(&mut cache, key, w, |p| direct::pack_filters(w, out_c, group, kk, p));
-    let src = direct::source(g, cg);
+    let packed = packed_once(&mut cache, packing.key, w, |p| {
+        if bf16 {
+            direct::pack_filters_bf16(w, out_c, group, cg, taps, p);
+        } else {
+            direct::pack_filters(w, out_c, group, kk, p);
+        }
+    });
+    let src = if bf16 { direct::pair_source(g) } else { direct::source(g, cg) };
     let mut padded = lock(&par.scratch().conv_parts);
     let blocks = mg.div_ceil(direct::BLOCK);
     // At least 2 blocks a task on the narrow tiles: a tile of one block broadcasts an
@@ -165,11 +198,14 @@ fn direct_conv(
     let least = if direct::wide_tiles(g, cg) { 1 } else { 2 };
     let tasks = cores().min(blocks / least).max(1);
     let per_task = blocks.div_ceil(tasks.max(1)) * direct::BLOCK;
-    let group_w = blocks * kk * direct::BLOCK;
+    let group_w = packed.len() / group;
     for n in 0..xs[0] {
         for gi in 0..group {
             let xg = &x[(n * in_c + gi * cg) * plane..][..cg * plane];
-            let input: &[f32] = if src.copy {
+            let input: &[f32] = if bf16 {
+                direct::pair_planes(xg, cg, g, &mut padded);
+                &padded
+            } else if src.copy {
                 direct::pad_planes(xg, cg, g, src, &mut padded);
                 &padded
             } else {
@@ -190,12 +226,19 @@ fn direct_conv(
                 },
             };
             let yg = &mut y[block];
+            let run = |channels: std::ops::Range<usize>, part: &mut [f32], carry: &mut Vec<f32>| {
+                if bf16 {
+                    run.run_bf16(channels, part, carry)
+                } else {
+                    run.run(channels, part, carry)
+                }
+            };
             if tasks < 2 || mg * positions * kk < PARALLEL_MIN_MACS * 16 {
-                unsplit(par, |s| run.run(0..mg, yg, &mut s.col));
+                unsplit(par, |s| run(0..mg, yg, &mut s.col));
             } else {
                 par.for_each_task(yg, per_task * positions, &|start, part, s| {
                     let first = start / positions;
-                    run.run(first..first + part.len() / positions, part, &mut s.col);
+                    run(first..first + part.len() / positions, part, &mut s.col);
                 });
             }
         }

@@ -174,7 +174,7 @@ fn split_convolutions_give_the_unsplit_bits_on_every_path() {
             }
         } else {
             let mut filters = Vec::new();
-            conv::pack_filters(&w, in_c, out_c, group, &g, &mut filters);
+            conv::pack_filters(&w, in_c, out_c, group, &g, false, &mut filters);
             let (mut col, mut scratch) = (Vec::new(), nn::GemmScratch::new());
             let f = Some(filters.as_slice());
             conv::conv(
@@ -197,7 +197,19 @@ fn split_convolutions_give_the_unsplit_bits_on_every_path() {
         let par = Serial::default();
         for run in ["first", "second"] {
             let mut got = vec![f32::NAN; want.len()];
-            convolution(&x, &w, Some(&bias), &xs, out_c, group, &g, &mut got, &par, Some(0), &epilogue);
+            convolution(
+                &x,
+                &w,
+                Some(&bias),
+                &xs,
+                out_c,
+                group,
+                &g,
+                &mut got,
+                &par,
+                Some(Packing { key: 0, bf16: false }),
+                &epilogue,
+            );
             let same = got.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits());
             assert!(same, "{batch}x{in_c}->{out_c} g{group} {hw}x{hw} k{k} s{s} direct {direct}, {run} Run");
         }

@@ -1,9 +1,10 @@
 //! Kernel-only timing of the direct convolution on CNN stems and other shallow layers:
 //! `cargo run --release -p rivet-kernels --example direct_bench`. Prints us per call
-//! (best of several batches) and GFLOP/s.
+//! (best of several batches) and GFLOP/s. With `BF16` set, the bfloat16 kernel (its
+//! input's rounding, which each call needs, timed as the "copy").
 
 use rivet_kernels::conv::{window_geometry, Padding};
-use rivet_kernels::direct::{pack_filters, pad_planes, source, Direct};
+use rivet_kernels::direct::{pack_filters, pack_filters_bf16, pad_planes, pair_planes, pair_source, source, Direct};
 use rivet_kernels::{Activation, Epilogue, UnaryOp};
 use std::time::Instant;
 
@@ -17,7 +18,11 @@ fn epilogue() -> Epilogue<'static> {
 }
 
 fn main() {
-    let cases: [Case; 14] = [
+    let cases: [Case; 18] = [
+        ("64->64 3x3 p1 on 56", 64, 64, 56, 3, 1, 1),
+        ("128->128 3x3 p1 on 28", 128, 128, 28, 3, 1, 1),
+        ("256->256 3x3 p1 on 14", 256, 256, 14, 3, 1, 1),
+        ("64->256 1x1 on 56", 64, 256, 56, 1, 1, 0),
         ("squeezenet 3->64 3x3 s2", 3, 64, 224, 3, 2, 0),
         ("resnet 3->64 7x7 s2 p3", 3, 64, 224, 7, 2, 3),
         ("mobilenet 3->32 3x3 s2 p1", 3, 32, 224, 3, 2, 1),
@@ -50,27 +55,53 @@ fn main() {
         } else {
             &x
         };
-        let run = Direct { x: xs, src, cg: cin, g: &g, w: &packed, bias: Some(&bias), epilogue: epilogue() };
+        let bf16 = std::env::var_os("BF16").is_some();
+        let (mut pairs, mut packed_bf16) = (Vec::new(), Vec::new());
+        pair_planes(&x, cin, &g, &mut pairs);
+        pack_filters_bf16(&w, cout, 1, cin, k * k, &mut packed_bf16);
+        let run = if bf16 {
+            Direct {
+                x: &pairs,
+                src: pair_source(&g),
+                cg: cin,
+                g: &g,
+                w: &packed_bf16,
+                bias: Some(&bias),
+                epilogue: epilogue(),
+            }
+        } else {
+            Direct { x: xs, src, cg: cin, g: &g, w: &packed, bias: Some(&bias), epilogue: epilogue() }
+        };
         let mut y = vec![0.0; cout * g.positions()];
         let mut carry = Vec::new();
         let mut best = f64::MAX;
         for _ in 0..15 {
             let t = Instant::now();
             for _ in 0..5 {
-                run.run(0..cout, &mut y, &mut carry);
+                if bf16 {
+                    run.run_bf16(0..cout, &mut y, &mut carry);
+                } else {
+                    run.run(0..cout, &mut y, &mut carry);
+                }
             }
             best = best.min(t.elapsed().as_secs_f64() / 5.0);
         }
         let mut copy = f64::MAX;
+        let mut pairs_again = Vec::new();
         for _ in 0..15 {
             let t = Instant::now();
-            pad_planes(&x, cin, &g, src, &mut padded);
+            if bf16 {
+                pair_planes(&x, cin, &g, &mut pairs_again);
+            } else {
+                pad_planes(&x, cin, &g, src, &mut padded);
+            }
             copy = copy.min(t.elapsed().as_secs_f64());
         }
         let flops = 2.0 * (cout * kk * g.positions()) as f64;
         // A hash of the output's bits, to compare builds.
         let hash = y.iter().fold(0xcbf29ce484222325u64, |h, v| (h ^ v.to_bits() as u64).wrapping_mul(0x100000001b3));
-        let (split, copy) = (if src.split { "split" } else { "" }, if src.copy { copy * 1e6 } else { 0.0 });
+        let (split, copy) =
+            (if src.split && !bf16 { "split" } else { "" }, if src.copy || bf16 { copy * 1e6 } else { 0.0 });
         println!(
             "{name:<28} {:8.1} us {:6.1} GFLOP/s  padded copy {copy:6.1} us {split:5} {hash:016x}",
             best * 1e6,

@@ -2,7 +2,7 @@
 //! pooling over NC + 1 to 3 spatial axes. 1-D and 2-D ops run as 3-D ones whose leading
 //! spatial axes have size 1 (loops of one turn).
 
-use crate::gemm::{pack_a, Bias, Epilogue, Gemm, GemmScratch, PackedA};
+use crate::gemm::{pack_a, pack_a_bf16, Bias, Epilogue, Gemm, GemmScratch, PackedA};
 use std::ops::Range;
 
 /// Geometry of a window op over one (depth × height × width) plane.
@@ -336,12 +336,25 @@ fn filter_product(
 /// Packs each group's filters (`w` [out_c, in_c / group, kernel...]) once, for convolutions
 /// with this window: `filters` then holds one [`PackedA`] per group, reused by every Run
 /// (`conv`, `conv_rows`) while the weights are the same.
-pub fn pack_filters(w: &[f32], in_c: usize, out_c: usize, group: usize, g: &Window3d, filters: &mut Vec<PackedA>) {
+/// With `bf16`, each group's filters are rounded to bfloat16 strips where this CPU has
+/// the kernel (`pack_a_bf16`): the products then round the input as they run.
+pub fn pack_filters(
+    w: &[f32],
+    in_c: usize,
+    out_c: usize,
+    group: usize,
+    g: &Window3d,
+    bf16: bool,
+    filters: &mut Vec<PackedA>,
+) {
     let (cg, mg) = (in_c / group, out_c / group);
     let kk = cg * g.kernel.iter().product::<usize>();
     filters.resize_with(group, PackedA::new);
     for (gi, packed) in filters.iter_mut().enumerate() {
-        pack_a(packed, mg, g.positions(), kk, &w[gi * mg * kk..][..mg * kk], false);
+        let w = &w[gi * mg * kk..][..mg * kk];
+        if !(bf16 && pack_a_bf16(packed, mg, kk, w)) {
+            pack_a(packed, mg, g.positions(), kk, w, false);
+        }
     }
 }
 
@@ -667,14 +680,14 @@ mod tests {
             let whole = run(None);
             // The filters packed once give the same bits, whole and by rows.
             let mut filters = Vec::new();
-            pack_filters(&w, in_c, out_c, 1, &g, &mut filters);
+            pack_filters(&w, in_c, out_c, 1, &g, false, &mut filters);
             let packed = run(Some(&filters));
             assert!(packed.iter().zip(&whole).all(|(a, b)| a.to_bits() == b.to_bits()), "packed filters");
             // Filters packed for a convolution of one output position (a matrix-vector
             // product, which needs no packing) serve a larger one later.
             let one = Window3d { out: [1, 1, 1], ..g };
             let mut from_one = Vec::new();
-            pack_filters(&w, in_c, out_c, 1, &one, &mut from_one);
+            pack_filters(&w, in_c, out_c, 1, &one, false, &mut from_one);
             let again = run(Some(&from_one));
             assert!(again.iter().zip(&whole).all(|(a, b)| a.to_bits() == b.to_bits()), "filters packed at 1 position");
             let (rows, out_w) = (g.out[0] * g.out[1], g.out[2]);
@@ -689,6 +702,66 @@ mod tests {
                             assert!(part[m * n..][..n].iter().zip(want).all(|(a, b)| a.to_bits() == b.to_bits()));
                         }
                     }
+                }
+            }
+        }
+    }
+
+    /// Filters packed as bfloat16: the convolution (im2col read straight from the input,
+    /// written for a one-position product, or the input itself for a 1x1) sums the
+    /// rounded operands as the float one does, and its row ranges give its bits.
+    #[test]
+    fn bf16_filters_sum_the_rounded_operands_and_split_by_rows() {
+        if !crate::gemm::bf16_supported() {
+            return;
+        }
+        let round = |v: &[f32]| -> Vec<f32> {
+            v.iter().map(|&x| f32::from_bits((crate::gemm::to_bf16(x) as u32) << 16)).collect()
+        };
+        for (dims, len, k, pad, in_c, out_c) in
+            [(2, 9, 3, 1, 21, 16), (2, 12, 1, 0, 35, 30), (1, 40, 5, 2, 7, 3), (2, 3, 3, 0, 9, 20)]
+        {
+            let g = geom(dims, len, k, 1, pad, 1);
+            let x: Vec<f32> = (0..in_c * g.plane()).map(|i| ((i * 7 % 19) as f32 - 9.0) * 0.13).collect();
+            let kk = in_c * g.kernel.iter().product::<usize>();
+            let w: Vec<f32> = (0..out_c * kk).map(|i| ((i * 5 % 11) as f32 - 5.0) * 0.07).collect();
+            let (mut col, mut scratch) = (Vec::new(), GemmScratch::new());
+            let positions = g.positions();
+            let mut want = vec![0.0; out_c * positions];
+            let (xr, wr) = (round(&x), round(&w));
+            conv(&xr, &wr, None, 1, in_c, out_c, 1, &g, &mut want, &mut col, &mut scratch, None, &Default::default());
+            let mut filters = Vec::new();
+            pack_filters(&w, in_c, out_c, 1, &g, true, &mut filters);
+            let mut got = vec![0.0; out_c * positions];
+            conv(
+                &x,
+                &w,
+                None,
+                1,
+                in_c,
+                out_c,
+                1,
+                &g,
+                &mut got,
+                &mut col,
+                &mut scratch,
+                Some(&filters),
+                &Default::default(),
+            );
+            for (i, (&a, &b)) in got.iter().zip(&want).enumerate() {
+                assert!((a - b).abs() <= 1e-6 * kk as f32 * (1.0 + b.abs()), "{dims}-D {k}x{k} at {i}: {a} vs {b}");
+            }
+            let (rows, out_w) = (g.out[0] * g.out[1], g.out[2]);
+            for range in [0..1, 1..rows] {
+                let mut part = vec![0.0; out_c * range.len() * out_w];
+                conv_rows(&x, &w, in_c, out_c, &g, range.clone(), &mut part, &mut col, &mut scratch, Some(&filters[0]));
+                let n = range.len() * out_w;
+                for m in 0..out_c {
+                    let whole = &got[m * positions + range.start * out_w..][..n];
+                    assert!(
+                        part[m * n..][..n].iter().zip(whole).all(|(a, b)| a.to_bits() == b.to_bits()),
+                        "rows {range:?}"
+                    );
                 }
             }
         }

@@ -30,6 +30,9 @@ use crate::arch::{self, Level};
 use crate::conv::Window3d;
 use crate::gemm::Epilogue;
 
+mod bf16;
+pub(crate) use bf16::pair_bf16_portable;
+pub use bf16::{fits_bf16, pack_filters_bf16, packed_len_bf16, pair_planes, pair_source};
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod x86;
 
@@ -103,6 +106,18 @@ pub struct Source {
 
 /// The padded planes `g` needs, with `cg` input channels a group.
 pub fn source(g: &Window3d, cg: usize) -> Source {
+    let plain = unsplit_source(g);
+    if g.stride[2] == 2 && g.dilation[2] == 1 && wide_tiles(g, cg) {
+        // Tiles of up to 32 outputs from multiples of 32 read past the row's last output
+        // by at most 31 + kw / 2 in either half: all inside the row.
+        let half = (plain.cols.div_ceil(2)).max(g.out[2].next_multiple_of(32) + g.kernel[2] / 2 + 1);
+        return Source { cols: 2 * half, copy: true, split: true, ..plain };
+    }
+    plain
+}
+
+/// The padded planes of `g` with whole rows (not split).
+fn unsplit_source(g: &Window3d) -> Source {
     let [_, in_h, in_w] = g.input;
     let [_, out_h, out_w] = g.out;
     let [_, kh, kw] = g.kernel;
@@ -110,12 +125,6 @@ pub fn source(g: &Window3d, cg: usize) -> Source {
     let rows = (in_h + g.pad_begin[1]).max(reach(1, out_h, kh));
     let cols = (in_w + g.pad_begin[2]).max(reach(2, out_w, kw));
     let copy = g.pad_begin[1] > 0 || g.pad_begin[2] > 0 || rows > in_h || cols > in_w;
-    if g.stride[2] == 2 && g.dilation[2] == 1 && wide_tiles(g, cg) {
-        // Tiles of up to 32 outputs from multiples of 32 read past the row's last output
-        // by at most 31 + kw / 2 in either half: all inside the row.
-        let half = (cols.div_ceil(2)).max(out_w.next_multiple_of(32) + kw / 2 + 1);
-        return Source { rows, cols: 2 * half, copy: true, split: true };
-    }
     Source { rows, cols, copy, split: false }
 }
 
@@ -207,13 +216,13 @@ impl Direct<'_> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::conv::{self, window_geometry, Padding};
     use crate::gemm::{Activation, GemmScratch};
     use crate::UnaryOp;
 
-    fn values(n: usize, seed: u32) -> Vec<f32> {
+    pub(crate) fn values(n: usize, seed: u32) -> Vec<f32> {
         let mut s = seed.wrapping_mul(2654435761).wrapping_add(1);
         (0..n)
             .map(|_| {

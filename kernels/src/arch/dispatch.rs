@@ -145,6 +145,25 @@ pub(crate) fn gemm_bf16(
     }
 }
 
+/// The block `rows` × `cols` of `g`, whose A (`a`) is packed as bfloat16 strips (see
+/// `gemm::bf16`). Panics on a CPU without AVX-512 BF16, where nothing packs one.
+#[inline]
+pub(crate) fn gemm_bf16_a(
+    g: &gemm::Gemm<'_>,
+    a: &[f32],
+    scratch: &mut GemmScratch,
+    rows: std::ops::Range<usize>,
+    cols: std::ops::Range<usize>,
+    c: &mut [f32],
+) {
+    assert!(gemm::bf16_supported(), "gemm: a bf16 product on a CPU without AVX-512 BF16");
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: as in `gemm_bf16`: the CPU has the features `gemm_bf16_a_avx512` enables.
+    unsafe {
+        gemm::bf16_x86::gemm_bf16_a_avx512(g, a, scratch, rows, cols, c)
+    }
+}
+
 /// The 8-bit product of packed operands on AVX-512 VNNI (see `qgemm::packed`). Panics
 /// on a CPU without it.
 #[inline]
@@ -325,6 +344,40 @@ pub(crate) fn pool(
         }
         _ => crate::pool::pool_rows(x, planes, g, mode, pad_end, y),
     }
+}
+
+/// The bfloat16 direct convolution (see `direct::bf16`). Panics on a CPU without AVX-512
+/// BF16.
+#[inline]
+pub(crate) fn direct_bf16(
+    d: &crate::direct::Direct<'_>,
+    channels: std::ops::Range<usize>,
+    y: &mut [f32],
+    carry: &mut Vec<f32>,
+) {
+    assert!(gemm::bf16_supported(), "direct bf16: a CPU without AVX-512 BF16");
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: `bf16_supported` says the detected level is AVX-512 (avx512f/dq/bw/vl, avx2,
+    // fma) and the CPU has avx512bf16: the features `direct_bf16_avx512` enables.
+    unsafe {
+        crate::direct::x86::bf16::direct_bf16_avx512(d, channels, y, carry)
+    }
+}
+
+/// `lo` and `hi` (zeros when `None`) rounded to bfloat16 pairs in `out`, as
+/// `direct::pair_bf16_portable` rounds them, vectorised where the CPU has AVX-512 BF16.
+#[inline]
+pub(crate) fn pair_bf16(lo: &[f32], hi: Option<&[f32]>, out: &mut [f32]) {
+    assert!(lo.len() == out.len() && hi.is_none_or(|h| h.len() == out.len()), "pair_bf16: lengths");
+    if gemm::bf16_supported() {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as in `direct_bf16`: the CPU has avx512f/bw and avx512bf16, the features
+        // `pair_bf16_avx512` enables.
+        unsafe {
+            return crate::direct::x86::bf16::pair_bf16_avx512(lo, hi, out);
+        }
+    }
+    crate::direct::pair_bf16_portable(lo, hi, out)
 }
 
 /// Runs the direct convolution with the build for `isa`. Panics below AVX-512 (its

@@ -30,6 +30,15 @@ pub(crate) fn bcast_bh(x: f32) -> __m512bh {
     unsafe { std::mem::transmute::<__m512, __m512bh>(_mm512_set1_ps(x)) }
 }
 
+/// The bits of 16 bfloat16, zero-extended to 16 32-bit lanes.
+#[target_feature(enable = "avx512f,avx512bf16")]
+#[inline]
+pub(crate) fn widen_bh(v: __m256bh) -> __m512i {
+    // SAFETY: a transmute between 256-bit vector types of the same size, any bits being
+    // valid in both.
+    _mm512_cvtepu16_epi32(unsafe { std::mem::transmute::<__m256bh, __m256i>(v) })
+}
+
 /// Stores 32 bfloat16 (16 pairs, each in one float's bits).
 #[target_feature(enable = "avx512f,avx512bf16")]
 #[inline]

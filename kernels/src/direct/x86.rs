@@ -6,6 +6,8 @@ use std::arch::x86_64::*;
 use std::ops::Range;
 
 use super::{Direct, BLOCK};
+
+pub(crate) mod bf16;
 use crate::arch::mem::{load16, store16, store_first};
 use crate::arch::Level;
 use crate::gemm::Activation;
@@ -42,30 +44,36 @@ struct Geo {
     row_len: usize,
 }
 
+impl Geo {
+    /// The geometry of `d`'s call with `units` steps of input depth per tap (its input
+    /// channels, or their pairs for the bfloat16 build).
+    fn of(d: &Direct<'_>, units: usize) -> Geo {
+        let g = d.g;
+        let cols_in = d.src.cols;
+        let positions = g.positions();
+        let (rows, cols) = if g.is_pointwise() { (1, positions) } else { (g.out[1], g.out[2]) };
+        Geo {
+            rows,
+            cols,
+            row_step: g.stride[1] * cols_in,
+            plane: d.src.rows * cols_in,
+            cg: units,
+            kh: g.kernel[1],
+            kw: g.kernel[2],
+            ky_step: g.dilation[1] * cols_in,
+            kx_step: g.dilation[2],
+            positions,
+            row_len: cols_in,
+        }
+    }
+}
+
 /// See [`Direct::run`].
 #[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
 pub(crate) fn direct_avx512(d: &Direct<'_>, channels: Range<usize>, y: &mut [f32], carry: &mut Vec<f32>) {
-    let g = d.g;
-    let (sy, sx) = (g.stride[1], g.stride[2]);
-    let (kh, kw) = (g.kernel[1], g.kernel[2]);
-    let cols_in = d.src.cols;
-    let plane = d.src.rows * cols_in;
-    let positions = g.positions();
-    let flat = g.is_pointwise();
-    let (rows, cols) = if flat { (1, positions) } else { (g.out[1], g.out[2]) };
-    let geo = Geo {
-        rows,
-        cols,
-        row_step: sy * cols_in,
-        plane,
-        cg: d.cg,
-        kh,
-        kw,
-        ky_step: g.dilation[1] * cols_in,
-        kx_step: g.dilation[2],
-        positions,
-        row_len: cols_in,
-    };
+    let (g, sx) = (d.g, d.g.stride[2]);
+    let geo = Geo::of(d, d.cg);
+    let positions = geo.positions;
     let blocks = channels.len().div_ceil(BLOCK);
     if super::wide_tiles(g, d.cg) || d.src.split {
         for b in 0..blocks {
@@ -80,22 +88,33 @@ pub(crate) fn direct_avx512(d: &Direct<'_>, channels: Range<usize>, y: &mut [f32
         }
         return;
     }
+    each_block(&channels, positions, y, |nb, ch, y| match (nb, sx) {
+        (4, 1) => block_rows::<4, 1>(d, &geo, ch, y, carry),
+        (3, 1) => block_rows::<3, 1>(d, &geo, ch, y, carry),
+        (2, 1) => block_rows::<2, 1>(d, &geo, ch, y, carry),
+        (1, 1) => block_rows::<1, 1>(d, &geo, ch, y, carry),
+        (4, _) => block_rows::<4, 2>(d, &geo, ch, y, carry),
+        (3, _) => block_rows::<3, 2>(d, &geo, ch, y, carry),
+        (2, _) => block_rows::<2, 2>(d, &geo, ch, y, carry),
+        _ => block_rows::<1, 2>(d, &geo, ch, y, carry),
+    });
+}
+
+/// Runs `f(nb, ch, y)` on the channels `channels` in runs of at most 4 blocks: `nb`
+/// blocks, their channels `ch` and their rows of `y` (`positions` each).
+fn each_block(
+    channels: &Range<usize>,
+    positions: usize,
+    y: &mut [f32],
+    mut f: impl FnMut(usize, Range<usize>, &mut [f32]),
+) {
+    let blocks = channels.len().div_ceil(BLOCK);
     let mut b = 0;
     while b < blocks {
         let nb = (blocks - b).min(4);
         let first = channels.start + b * BLOCK;
         let ch = first..(first + nb * BLOCK).min(channels.end);
-        let y = &mut y[(first - channels.start) * positions..][..ch.len() * positions];
-        match (nb, sx) {
-            (4, 1) => block_rows::<4, 1>(d, &geo, ch, y, carry),
-            (3, 1) => block_rows::<3, 1>(d, &geo, ch, y, carry),
-            (2, 1) => block_rows::<2, 1>(d, &geo, ch, y, carry),
-            (1, 1) => block_rows::<1, 1>(d, &geo, ch, y, carry),
-            (4, _) => block_rows::<4, 2>(d, &geo, ch, y, carry),
-            (3, _) => block_rows::<3, 2>(d, &geo, ch, y, carry),
-            (2, _) => block_rows::<2, 2>(d, &geo, ch, y, carry),
-            _ => block_rows::<1, 2>(d, &geo, ch, y, carry),
-        }
+        f(nb, ch.clone(), &mut y[(first - channels.start) * positions..][..ch.len() * positions]);
         b += nb;
     }
 }
@@ -116,60 +135,92 @@ fn block_rows<const NB: usize, const S: usize>(
     y: &mut [f32],
     carry: &mut Vec<f32>,
 ) {
-    let taps = geo.kh * geo.kw;
-    let kk = geo.cg * taps;
-    let first_block = ch.start / BLOCK;
-    let w: [&[[f32; BLOCK]]; NB] =
-        std::array::from_fn(|i| d.w[(first_block + i) * kk * BLOCK..][..kk * BLOCK].as_chunks().0);
-    let bias: Option<[__m512; NB]> = d.bias.map(|b| {
-        std::array::from_fn(|i| {
-            let mut lanes = [0.0f32; BLOCK];
-            let at = ch.start + i * BLOCK;
-            let n = BLOCK.min(ch.end.saturating_sub(at));
-            lanes[..n].copy_from_slice(&b[at..at + n]);
-            load16(&lanes)
-        })
+    let blocks = Blocks::<NB>::of(d, geo, &ch);
+    let carry = blocks.carry(geo, carry);
+    let b = blocks.bias.as_ref();
+    each_tile(geo, S, across_rows(NB), r_max(NB), blocks.per_chunk, |r, at| {
+        let carry = if carry.is_empty() { &mut [] } else { &mut carry[at.pos..at.pos + r] };
+        macro_rules! tiles {
+            ($($n:literal)*) => {
+                match r {
+                    $($n => tile::<$n, NB, S>(d, geo, &blocks.w, b, &ch, at, carry, y),)*
+                    _ => unreachable!("tile of {r} outputs"),
+                }
+            };
+        }
+        tiles!(1 2 3 4 5 6 7 8);
     });
-    let per_chunk = (CHUNK_TAPS / taps).clamp(1, geo.cg);
-    let chunked = per_chunk < geo.cg;
-    if chunked && carry.len() < geo.positions * NB * BLOCK {
-        carry.resize(geo.positions * NB * BLOCK, 0.0);
+}
+
+/// What every tile of a call on `NB` blocks reads: each block's packed filters, the
+/// biases as vectors, and how many steps of depth a chunk takes (fewer than the depth's
+/// when the sums are carried between chunks).
+struct Blocks<'a, const NB: usize> {
+    w: [&'a [[f32; BLOCK]]; NB],
+    bias: Option<[__m512; NB]>,
+    per_chunk: usize,
+}
+
+impl<'a, const NB: usize> Blocks<'a, NB> {
+    /// The blocks of channels `ch` of `d` on `geo` (each filter vector one of its `cg`
+    /// steps of depth of a tap).
+    #[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
+    fn of(d: &Direct<'a>, geo: &Geo, ch: &Range<usize>) -> Self {
+        let taps = geo.kh * geo.kw;
+        let kk = geo.cg * taps;
+        let first_block = ch.start / BLOCK;
+        let w = std::array::from_fn(|i| d.w[(first_block + i) * kk * BLOCK..][..kk * BLOCK].as_chunks().0);
+        let bias = d.bias.map(|b| {
+            std::array::from_fn(|i| {
+                let mut lanes = [0.0f32; BLOCK];
+                let at = ch.start + i * BLOCK;
+                let n = BLOCK.min(ch.end.saturating_sub(at));
+                lanes[..n].copy_from_slice(&b[at..at + n]);
+                load16(&lanes)
+            })
+        });
+        let per_chunk = (CHUNK_TAPS / taps).clamp(1, geo.cg);
+        Blocks { w, bias, per_chunk }
     }
-    let carry: &mut [[[f32; BLOCK]; NB]] =
-        if chunked { carry[..geo.positions * NB * BLOCK].as_chunks_mut().0.as_chunks_mut().0 } else { &mut [] };
+
+    /// Each position's carried sums (`carry` grown to them) when the depth is summed in
+    /// chunks, else nothing.
+    fn carry<'c>(&self, geo: &Geo, carry: &'c mut Vec<f32>) -> &'c mut [[[f32; BLOCK]; NB]] {
+        if self.per_chunk == geo.cg {
+            return &mut [];
+        }
+        let len = geo.positions * NB * BLOCK;
+        if carry.len() < len {
+            carry.resize(len, 0.0);
+        }
+        carry[..len].as_chunks_mut().0.as_chunks_mut().0
+    }
+}
+
+/// Walks the tiles of a call, depth chunk by depth chunk (`per_chunk` steps each): `f(r,
+/// tile)` for each tile of `r` outputs, S = `s` inputs apart in a row. Tiles `across` rows walk the positions in order
+/// across rows: 7x7 outputs are 9 tiles of 5 or 6, not 7 rows of a 6 and a 1 (a 1-output
+/// tile loads 4 filter vectors for 4 multiply-adds); the others stay in a row.
+#[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
+#[inline]
+fn each_tile(geo: &Geo, s: usize, across: bool, r_max: usize, per_chunk: usize, mut f: impl FnMut(usize, Tile)) {
     let mut c0 = 0;
     while c0 < geo.cg {
         let cs = c0..(c0 + per_chunk).min(geo.cg);
-        // Tiles of 3 and 4 blocks walk the positions in order across rows: 7x7 outputs
-        // are 9 tiles of 5 or 6, not 7 rows of a 6 and a 1 (a 1-output tile loads 4
-        // filter vectors for 4 multiply-adds). Tiles of 1 and 2 blocks stay in a row,
-        // their outputs' inputs S apart (see `tile`).
         let (mut oy, mut ox) = (0, 0);
         let mut pos = 0;
         while pos < geo.positions {
             let left = geo.positions - pos;
-            let r =
-                if across_rows(NB) { left.div_ceil(left.div_ceil(r_max(NB))) } else { (geo.cols - ox).min(r_max(NB)) };
+            let r = if across { left.div_ceil(left.div_ceil(r_max)) } else { (geo.cols - ox).min(r_max) };
             let mut bases = [0; 8];
             for b in &mut bases[..r] {
-                *b = oy * geo.row_step + ox * S;
+                *b = oy * geo.row_step + ox * s;
                 ox += 1;
                 if ox == geo.cols {
                     (oy, ox) = (oy + 1, 0);
                 }
             }
-            let at = Tile { bases, pos, cs: cs.clone() };
-            let carry = if chunked { &mut carry[pos..pos + r] } else { &mut [] };
-            let b = bias.as_ref();
-            macro_rules! tiles {
-                ($($n:literal)*) => {
-                    match r {
-                        $($n => tile::<$n, NB, S>(d, geo, &w, b, &ch, at, carry, y),)*
-                        _ => unreachable!("tile of {r} outputs"),
-                    }
-                };
-            }
-            tiles!(1 2 3 4 5 6 7 8);
+            f(r, Tile { bases, pos, cs: cs.clone() });
             pos += r;
         }
         c0 = cs.end;
@@ -208,14 +259,7 @@ fn tile<const R: usize, const NB: usize, const S: usize>(
     carry: &mut [[[f32; BLOCK]; NB]],
     y: &mut [f32],
 ) {
-    let mut acc = [[_mm512_setzero_ps(); NB]; R];
-    if at.cs.start > 0 {
-        for (a, c) in acc.iter_mut().zip(carry.iter()) {
-            for (a, c) in a.iter_mut().zip(c) {
-                *a = load16(c);
-            }
-        }
-    }
+    let mut acc = first_sums::<R, NB>(&at, carry);
     if across_rows(NB) {
         // The inputs of a kernel row: from each output's first, the taps' span.
         let span = (geo.kw - 1) * geo.kx_step + 1;
@@ -261,6 +305,42 @@ fn tile<const R: usize, const NB: usize, const S: usize>(
             }
         }
     }
+    // The sums leave the registers once, here (see `wide_tile`).
+    let sums = acc;
+    finish::<R, NB>(d, geo, bias, ch, &at, &sums, carry, y);
+}
+
+/// A tile's sums before its first step of depth: zero, or those carried from the last
+/// chunk.
+#[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
+#[inline]
+fn first_sums<const R: usize, const NB: usize>(at: &Tile, carry: &[[[f32; BLOCK]; NB]]) -> [[__m512; NB]; R] {
+    let mut acc = [[_mm512_setzero_ps(); NB]; R];
+    if at.cs.start > 0 {
+        for (a, c) in acc.iter_mut().zip(carry.iter()) {
+            for (a, c) in a.iter_mut().zip(c) {
+                *a = load16(c);
+            }
+        }
+    }
+    acc
+}
+
+/// A tile's sums `acc` after the depth `at.cs`: carried in `carry` to the next chunk, or
+/// after the last, with the bias and the epilogue, transposed into y's rows.
+#[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
+#[inline(never)]
+#[allow(clippy::too_many_arguments)]
+fn finish<const R: usize, const NB: usize>(
+    d: &Direct<'_>,
+    geo: &Geo,
+    bias: Option<&[__m512; NB]>,
+    ch: &Range<usize>,
+    at: &Tile,
+    acc: &[[__m512; NB]; R],
+    carry: &mut [[[f32; BLOCK]; NB]],
+    y: &mut [f32],
+) {
     if at.cs.end < geo.cg {
         for (a, c) in acc.iter().zip(carry.iter_mut()) {
             for (&a, c) in a.iter().zip(c) {
@@ -271,7 +351,7 @@ fn tile<const R: usize, const NB: usize, const S: usize>(
     }
     // The tile as [output][channel], its epilogue, then transposed into y's rows.
     let mut t = [[[0.0f32; BLOCK]; NB]; R];
-    for (tr, ar) in t.iter_mut().zip(&acc) {
+    for (tr, ar) in t.iter_mut().zip(acc) {
         for (i, (ti, &a)) in tr.iter_mut().zip(ar).enumerate() {
             store16(ti, if let Some(b) = bias { _mm512_add_ps(a, b[i]) } else { a });
         }

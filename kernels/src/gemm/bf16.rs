@@ -5,7 +5,7 @@
 //! lane. On the Zen 5 of these machines a loop of it runs at 450 GFLOP/s against 224 for
 //! float multiply-adds, and the kernel's 14 × 32 tile at 400-440 (fp32's at 190-220).
 //!
-//! Only a constant B takes it: [`pack_b_bf16`] packs `op(B)` once, in panels of 32
+//! A constant B takes it: [`pack_b_bf16`] packs `op(B)` once, in panels of 32
 //! columns holding, for each pair of depths `2p, 2p + 1`, the two bfloat16 of each column
 //! side by side (one 32-bit lane). A product whose [`PackedB`] was packed so runs here
 //! from [`Gemm::compute`](super::Gemm::compute), whatever split calls it: A's rows are
@@ -14,8 +14,13 @@
 //! in registers, and the epilogue follows each block of rows. Every element's sum runs
 //! over the depth in the same order whatever the split, so splits give the whole
 //! product's bits.
+//!
+//! So does a constant A (a convolution's filters, its rows the output channels):
+//! [`pack_a_bf16`] rounds it once into those strips, and the product rounds B (the input,
+//! or its im2col rows read straight from the image) panel by panel as it runs, each
+//! 32-column panel of pairs made once and multiplied by every strip while it is in L1.
 
-use super::{Gemm, GemmScratch, PackedB};
+use super::{Gemm, GemmScratch, PackedA, PackedB};
 use crate::arch::Level;
 use std::ops::Range;
 use std::sync::OnceLock;
@@ -85,6 +90,70 @@ pub fn pack_b_bf16(packed: &mut PackedB, n: usize, k: usize, b: &[f32], trans_b:
     packed.bf16 = true;
     packed.key = Some((Level::Avx512, NR, n, k, trans_b));
     true
+}
+
+/// Rows of a bf16 strip of A (the tile's rows), and pairs of depths in each of a strip's
+/// chunks.
+pub(crate) const MR: usize = 14;
+pub(crate) const CHUNK: usize = 16;
+
+/// Packs A (`a` stored m×k) as bfloat16 strips for products of any n by a B rounded as
+/// the product runs, and returns true; or returns false and leaves `packed` as it was
+/// when this CPU has no AVX-512 BF16 or the depth is 0: the caller packs it for the
+/// float kernels instead. Strip `s`, chunk `c`, row `r` holds the 16 pairs of depths
+/// `32 c .. 32 c + 32` of row `14 s + r` (zero past m and k). Panics if `a.len() != m * k`.
+pub fn pack_a_bf16(packed: &mut PackedA, m: usize, k: usize, a: &[f32]) -> bool {
+    assert_eq!(a.len(), m * k, "gemm: `a` must hold m*k elements");
+    if !bf16_supported() || k == 0 {
+        return false;
+    }
+    let chunks = k.div_ceil(2 * CHUNK);
+    let strip_len = chunks * MR * 16;
+    let len = m.div_ceil(MR) * strip_len;
+    let dst = &mut packed.0.room(len)[..len];
+    let at = |i: usize, d: usize| -> u32 {
+        if i < m && d < k {
+            to_bf16(a[i * k + d]) as u32
+        } else {
+            0
+        }
+    };
+    for (s, strip) in dst.chunks_exact_mut(strip_len).enumerate() {
+        for (ch, chunk) in strip.chunks_exact_mut(MR * 16).enumerate() {
+            for (r, row) in chunk.chunks_exact_mut(16).enumerate() {
+                let i = s * MR + r;
+                for (j, o) in row.iter_mut().enumerate() {
+                    let d = 2 * (ch * CHUNK + j);
+                    *o = f32::from_bits(at(i, d) | (at(i, d + 1) << 16));
+                }
+            }
+        }
+    }
+    packed.0.len = len;
+    packed.0.bf16 = true;
+    packed.0.key = Some((Level::Avx512, m, 0, k, false));
+    packed.1 = MR;
+    true
+}
+
+/// Runs the block `rows` × `cols` of `g`, whose A is bf16-packed (by [`pack_a_bf16`]; B
+/// is `g.b` stored k×n or `g.im2col`, and `rows.start` is a multiple of [`MR`]).
+pub(super) fn compute_a(
+    g: &Gemm<'_>,
+    scratch: &mut GemmScratch,
+    rows: Range<usize>,
+    cols: Range<usize>,
+    c: &mut [f32],
+) {
+    let packed = g.packed_a.expect("a bf16 A is packed");
+    let (_, pm, _, pk, pt) = packed.0.key.expect("gemm: A was never packed");
+    assert!((pm, pk, pt) == (g.m, g.k, g.trans_a), "gemm: A was packed for another product");
+    assert!(g.packed_b.is_none() && !g.trans_b, "gemm: a bf16 A's product rounds B itself");
+    if rows.is_empty() || cols.is_empty() {
+        return;
+    }
+    assert!(rows.start.is_multiple_of(MR), "gemm: a packed A is read from whole strips");
+    crate::arch::gemm_bf16_a(g, packed.0.data(), scratch, rows, cols, c);
 }
 
 /// Runs the block `rows` × `cols` of `g`, whose B is bf16-packed (see [`Gemm::compute`]

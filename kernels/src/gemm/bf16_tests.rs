@@ -168,3 +168,78 @@ fn a_is_rounded_as_the_scalar_rounding_does() {
     assert_eq!(to_bf16(1e-40), 0);
     assert!(from_bf16(to_bf16(f32::NAN)).is_nan());
 }
+
+/// `c` after the product of `case` (no transposes) by a bf16-packed A, from `c0`, as
+/// blocks `rows` × `cols`.
+fn run_a(case: &Case, a: &[f32], b: &[f32], c0: &[f32], epilogue: Epilogue<'_>, cuts: (usize, usize)) -> Vec<f32> {
+    let Case { m, n, k, alpha, beta, .. } = *case;
+    let mut packed = PackedA::new();
+    assert!(pack_a_bf16(&mut packed, m, k, a));
+    let g = Gemm { alpha, beta, packed_a: Some(&packed), epilogue, ..Gemm::new(m, n, k, a, false, b, false) };
+    let mut c = c0.to_vec();
+    let (row_cut, col_cut) = (cuts.0.min(m), cuts.1.min(n));
+    for rows in [0..row_cut, row_cut..m] {
+        for cols in [0..col_cut, col_cut..n] {
+            let mut block: Vec<f32> = rows.clone().flat_map(|i| c0[i * n..][cols.clone()].to_vec()).collect();
+            g.compute(&mut GemmScratch::new(), rows.clone(), cols.clone(), &mut block);
+            for (i, src) in rows.clone().zip(block.chunks_exact(cols.len().max(1))) {
+                c[i * n..][cols.clone()].copy_from_slice(src);
+            }
+        }
+    }
+    c
+}
+
+#[test]
+fn products_by_a_bf16_packed_a_sum_the_rounded_operands_in_float_whatever_the_split() {
+    if !bf16_supported() {
+        return;
+    }
+    let mut seed = 5;
+    for &(m, n, k) in &[(1, 40, 64), (2, 33, 1), (13, 31, 31), (14, 32, 32), (16, 300, 33), (64, 70, 257), (45, 3, 70)]
+    {
+        for (alpha, beta) in [(1.0, 0.0), (0.5, 1.5)] {
+            let case = Case { m, n, k, trans_a: false, trans_b: false, alpha, beta };
+            let a: Vec<f32> = (0..m * k).map(|_| noise(&mut seed)).collect();
+            let b: Vec<f32> = (0..k * n).map(|_| noise(&mut seed)).collect();
+            let c0: Vec<f32> = (0..m * n).map(|_| noise(&mut seed)).collect();
+            let c = run_a(&case, &a, &b, &c0, Epilogue::default(), (m, n));
+            for i in 0..m {
+                for j in 0..n {
+                    let (mut sum, mut mag) = (0f64, 0f64);
+                    for p in 0..k {
+                        let t = round(a[i * k + p]) * round(b[p * n + j]);
+                        sum += t;
+                        mag += t.abs();
+                    }
+                    let old = c0[i * n + j] as f64;
+                    let want = alpha as f64 * sum + beta as f64 * old;
+                    let bound = (k as f64 + 4.0) * f32::EPSILON as f64 * (mag + old.abs()) + 1e-30;
+                    let got = c[i * n + j] as f64;
+                    assert!((got - want).abs() <= bound, "{m}x{n}x{k} beta={beta} at ({i},{j}): {got} vs {want}");
+                }
+            }
+            // Split by whole strips of rows and by any column: the same bits.
+            assert_eq!(run_a(&case, &a, &b, &c0, Epilogue::default(), (14, 7)), c, "{m}x{n}x{k} split");
+        }
+    }
+    // The epilogue: a row bias, Relu and a residual, as the separate ops on the product.
+    let (m, n, k) = (30, 290, 27);
+    let case = Case { m, n, k, trans_a: false, trans_b: false, alpha: 1.0, beta: 0.0 };
+    let a: Vec<f32> = (0..m * k).map(|_| noise(&mut seed)).collect();
+    let b: Vec<f32> = (0..k * n).map(|_| noise(&mut seed)).collect();
+    let bias: Vec<f32> = (0..m).map(|_| noise(&mut seed)).collect();
+    let residual: Vec<f32> = (0..m * n).map(|_| noise(&mut seed)).collect();
+    let relu = Some(Activation::Unary(UnaryOp::Relu));
+    let epilogue = Epilogue { bias: Bias::Rows(&bias), act: relu, residual: Some(&residual), ..Epilogue::default() };
+    let zeros = vec![0.0; m * n];
+    let fused = run_a(&case, &a, &b, &zeros, epilogue, (14, 100));
+    let mut separate = run_a(&case, &a, &b, &zeros, Epilogue::default(), (m, n));
+    for (i, row) in separate.chunks_exact_mut(n).enumerate() {
+        for (j, o) in row.iter_mut().enumerate() {
+            *o = (*o + bias[i]).max(0.0) + residual[i * n + j];
+        }
+    }
+    assert_eq!(fused, separate, "the fused epilogue");
+    assert!(!pack_a_bf16(&mut PackedA::new(), 3, 0, &[]), "depth 0 is left to the float kernels");
+}

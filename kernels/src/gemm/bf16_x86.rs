@@ -8,18 +8,15 @@
 //! block (the panel stays in L1 or L2), each tile summing the whole depth in 28
 //! registers and merging `alpha`, `beta` once; the epilogue runs on the block.
 
-use super::bf16::NR;
+use super::bf16::{CHUNK, MR, NR};
 use super::{Gemm, GemmScratch};
-use crate::arch::mem::{bcast_bh, load16, load_bh, store16, store_bh};
+use crate::arch::mem::{bcast_bh, load16, load_bh, store16, store_bh, widen_bh};
 use crate::arch::Level;
 use std::arch::x86_64::*;
 use std::ops::Range;
 
-/// Rows of a strip (and of the full tile): 14 × 2 accumulators, 2 vectors of B and a
-/// broadcast fill 31 of the 32 registers.
-const MR: usize = 14;
-/// Pairs of depths in a chunk of a strip.
-const CHUNK: usize = 16;
+// MR: rows of a strip (and of the full tile): 14 × 2 accumulators, 2 vectors of B and a
+// broadcast fill 31 of the 32 registers. CHUNK: pairs of depths in a chunk of a strip.
 /// A block of rows' rounded A is kept to about this many bytes (it is read once per
 /// panel, from L2).
 const A_BLOCK_BYTES: usize = 384 << 10;
@@ -68,6 +65,90 @@ pub(crate) fn gemm_bf16_avx512(
         g.epilogue.apply(Level::Avx512, block, ldc, g.n, r0..r1, cols.clone());
         r0 = r1;
     }
+}
+
+/// Columns a product by a bf16-packed A computes (whole 32-column panels) before their
+/// epilogue runs: its rows of them stay in L2, and each row's epilogue is one call on
+/// 256 columns, not 8 of 32 (a call costs 10-14 ns).
+const EPILOGUE_COLS: usize = 8 * NR;
+
+/// `c` (the block `rows` × `cols` of `g`, row stride `cols.len()`) from `a`, `g`'s A as
+/// `pack_a_bf16` made it: each 32-column panel of B (`g.b` or `g.im2col`) is rounded to
+/// pairs once, then every strip of the block's rows multiplies it.
+#[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma,avx512bf16")]
+pub(crate) fn gemm_bf16_a_avx512(
+    g: &Gemm<'_>,
+    a: &[f32],
+    scratch: &mut GemmScratch,
+    rows: Range<usize>,
+    cols: Range<usize>,
+    c: &mut [f32],
+) {
+    let (k, n, ldc) = (g.k, g.n, cols.len());
+    let pairs = k.div_ceil(2);
+    let strip_len = pairs.div_ceil(CHUNK) * MR;
+    assert_eq!(c.len(), rows.len() * ldc, "gemm: `c` must hold rows.len()*cols.len() elements");
+    let a: &[[f32; 16]] = a.as_chunks::<16>().0;
+    assert!(a.len() >= g.m.div_ceil(MR) * strip_len, "gemm: the packed A is too short");
+    let (_, panel) = scratch.parts::<16, 16>(0, 2 * pairs);
+    let first_strip = rows.start / MR;
+    let mut e0 = cols.start;
+    while e0 < cols.end {
+        let e1 = (e0 + EPILOGUE_COLS).min(cols.end);
+        for j0 in (e0..e1).step_by(NR) {
+            let w = NR.min(e1 - j0);
+            round_panel(g, j0, w, panel);
+            for (s, i0) in (rows.start..rows.end).step_by(MR).enumerate() {
+                let h = MR.min(rows.end - i0);
+                let strip = &a[(first_strip + s) * strip_len..][..strip_len];
+                let out = Out {
+                    c: &mut c[(i0 - rows.start) * ldc + (j0 - cols.start)..],
+                    ldc,
+                    w,
+                    alpha: g.alpha,
+                    beta: g.beta,
+                };
+                tile_rows(h, g.m <= 2, strip, panel, pairs, out);
+            }
+        }
+        g.epilogue.apply(Level::Avx512, &mut c[e0 - cols.start..], ldc, n, rows.clone(), e0..e1);
+        e0 = e1;
+    }
+}
+
+/// Rounds columns `j0 .. j0 + w` (at most [`NR`]) of B into `panel`: row `p` of it (two
+/// vectors) holds the pairs of depths `2p, 2p + 1` of the 32 columns (zero past w and k).
+#[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma,avx512bf16")]
+fn round_panel(g: &Gemm<'_>, j0: usize, w: usize, panel: &mut [[f32; 16]]) {
+    let (k, n) = (g.k, g.n);
+    let mut rows = [[0f32; NR]; 2];
+    for (p, out) in panel.chunks_exact_mut(2).enumerate() {
+        for (h, row) in rows.iter_mut().enumerate() {
+            let d = 2 * p + h;
+            if d >= k {
+                row.fill(0.0);
+            } else if let Some(src) = &g.im2col {
+                src.span(d, j0, &mut row[..w]);
+            } else {
+                row[..w].copy_from_slice(&g.b[d * n + j0..][..w]);
+            }
+        }
+        let [lo, hi] = &rows;
+        for (q, o) in out.iter_mut().enumerate() {
+            let (l, h) = (&lo[16 * q..][..16], &hi[16 * q..][..16]);
+            store16(o, pair16(l.try_into().expect("16"), h.try_into().expect("16")));
+        }
+    }
+}
+
+/// 16 words of bfloat16 pairs: `lo[j]` rounded in the low half of word `j`, `hi[j]` in
+/// the high half (rounded as `to_bf16` rounds).
+#[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma,avx512bf16")]
+#[inline]
+pub(crate) fn pair16(lo: &[f32; 16], hi: &[f32; 16]) -> __m512 {
+    let l = widen_bh(_mm512_cvtneps_pbh(load16(lo)));
+    let h = widen_bh(_mm512_cvtneps_pbh(load16(hi)));
+    _mm512_castsi512_ps(_mm512_or_si512(l, _mm512_slli_epi32::<16>(h)))
 }
 
 /// Rounds rows `rows` of `op(A)` (at most [`MR`]) into `strip`, chunk by chunk; the

@@ -60,7 +60,7 @@ use crate::conv::Im2col;
 use std::cell::RefCell;
 use std::ops::Range;
 
-pub use bf16::{bf16_supported, pack_b_bf16, to_bf16};
+pub use bf16::{bf16_supported, pack_a_bf16, pack_b_bf16, to_bf16};
 pub use epilogue::{Activation, Bias, Epilogue, Scale};
 use packed::tiles_agree;
 pub use packed::{pack_a, pack_a_at, pack_a_for, pack_b, pack_b_at, PackedA, PackedB};
@@ -237,6 +237,9 @@ impl<'a> Gemm<'a> {
         self.epilogue.check(m, n);
         if self.packed_b.is_some_and(PackedB::is_bf16) {
             return bf16::compute(self, scratch, rows, cols, c_block);
+        }
+        if self.packed_a.is_some_and(|p| p.0.is_bf16()) {
+            return bf16::compute_a(self, scratch, rows, cols, c_block);
         }
         let isa = arch::isa_at(level);
         let packed_a = self.packed_a.map(|p| {

@@ -120,12 +120,14 @@ impl Plan {
         Ok(plan)
     }
 
-    /// The `bf16` precision: every float MatMul and Gemm whose B is constant (marked by
-    /// `mark_constant_weights`) runs on bfloat16 products with float32 sums, its B packed
-    /// once as bfloat16 (where `pack_b_bf16` takes it). Other steps are unchanged.
+    /// The `bf16` precision: every float MatMul, Gemm and Conv whose weights are constant
+    /// (marked by `mark_constant_weights`) runs on bfloat16 products with float32 sums,
+    /// its weights packed once as bfloat16 where a bfloat16 kernel takes the product
+    /// (`pack_b_bf16`, `direct::fits_bf16`). Other steps are unchanged.
     pub fn use_bf16(&mut self) {
         for step in &mut self.steps {
-            step.bf16 = step.constant_weights && matches!(step.kernel, Kernel::MatMul { .. } | Kernel::Gemm { .. });
+            step.bf16 = step.constant_weights
+                && matches!(step.kernel, Kernel::MatMul { .. } | Kernel::Gemm { .. } | Kernel::Conv { .. });
         }
     }
 }
