@@ -5,7 +5,7 @@ mod common;
 
 use common::{env, ort_session, rivet_run_at, strict, vals};
 use rivet::harness::{self, Arm, HostTensor, SessionOpts};
-use rivet::model::{Attr, ModelBuilder, FLOAT};
+use rivet::model::{Attr, Dim, ModelBuilder, FLOAT};
 
 fn with_precision(value: &str) -> SessionOpts {
     SessionOpts { provider_options: vec![("Rivet.precision".into(), value.into())], ..strict() }
@@ -132,5 +132,40 @@ fn bf16_convolutions_are_float_results_to_bfloat16_accuracy_the_same_at_any_thre
             assert!(err < 1e-5, "{case}: error {err:e} of the RMS: a stem stays float32");
         }
         assert!(common::same_first_output_bits(&one, &run(2)), "{case}: two threads, other bits");
+    }
+}
+
+/// Found by review: a stem's kernel follows its input's width (the float wide tiles from
+/// 16 outputs a row, the bf16 direct kernel below), and its filters, packed on the first
+/// Run for one, were read as the other's layout on the next (a panic, or inf). Each Run
+/// now packs for its own kernel: every size in every order within bfloat16's error.
+#[test]
+fn a_convolution_that_changes_kernels_with_its_input_size_packs_for_each() {
+    if !has_bf16() {
+        return;
+    }
+    let dims = vec![Dim::from(1), Dim::from(3), Dim::from("H"), Dim::from("W")];
+    let model = ModelBuilder::new(17)
+        .input("x", FLOAT, &dims)
+        .initializer("w", &[32, 3, 3, 3], vals(6, 32 * 27))
+        .node_with(
+            "Conv",
+            "stem",
+            &["x", "w"],
+            &["y"],
+            &[("pads", Attr::Ints(vec![1; 4])), ("strides", Attr::Ints(vec![2, 2]))],
+        )
+        .output("y", FLOAT, None)
+        .build();
+    let mut ort = ort_session(&model);
+    for sizes in [[24, 64, 24], [64, 24, 64]] {
+        let mut s = harness::session(env(), &model, Arm::Rivet, &with_precision("bf16")).expect("bf16 session");
+        for hw in sizes {
+            let inputs = [HostTensor::f32("x", &[1, 3, hw, hw], vals(8, (3 * hw * hw) as usize))];
+            let want = harness::run(&mut ort, &inputs).expect("ORT runs");
+            let got = harness::run(&mut s, &inputs).unwrap_or_else(|e| panic!("{sizes:?} at {hw}: {e}"));
+            let err = rivet::real_models::relative_error(&got, &want).expect("same shapes");
+            assert!(err < 2e-2, "{sizes:?} at {hw}: error {err:e} of the RMS");
+        }
     }
 }

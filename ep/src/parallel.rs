@@ -144,11 +144,11 @@ pub struct RunScratch {
     pub(crate) winograd: Mutex<Vec<Packed<rivet_kernels::winograd::Filters>>>,
 }
 
-/// A constant operand packed once, and which tensor it was packed from (address and
-/// length of ORT's constant initializer).
+/// A constant operand packed once, which tensor it was packed from (address and length
+/// of ORT's constant initializer) and in which of its kernel's layouts.
 #[derive(Debug, Default)]
 pub(crate) struct Packed<T> {
-    source: Option<(usize, usize)>,
+    source: Option<(usize, usize, usize)>,
     pub packed: T,
 }
 
@@ -160,11 +160,25 @@ pub(crate) fn packed_once<'c, T: Default>(
     w: &[f32],
     pack: impl FnOnce(&mut T),
 ) -> &'c T {
+    packed_once_as(cache, key, w, 0, pack)
+}
+
+/// [`packed_once`] in `layout` (the caller's number for one of its layouts): packed
+/// again when an earlier Run packed the same tensor in another one. (A convolution whose
+/// input size changes between Runs can change kernels: with `bf16`, a stem's filters
+/// packed for the float kernel were read as bfloat16 ones, found by review.)
+pub(crate) fn packed_once_as<'c, T: Default>(
+    cache: &'c mut Vec<Packed<T>>,
+    key: usize,
+    w: &[f32],
+    layout: usize,
+    pack: impl FnOnce(&mut T),
+) -> &'c T {
     if cache.len() <= key {
         cache.resize_with(key + 1, Default::default);
     }
     let entry = &mut cache[key];
-    let source = (w.as_ptr() as usize, w.len());
+    let source = (w.as_ptr() as usize, w.len(), layout);
     if entry.source != Some(source) {
         pack(&mut entry.packed);
         entry.source = Some(source);

@@ -22,7 +22,7 @@ use smallvec::SmallVec;
 
 use std::sync::MutexGuard;
 
-use crate::parallel::{cores, lock, packed_once, Packed, Parallel, TaskScratch, PARALLEL_MIN_LEN};
+use crate::parallel::{cores, lock, packed_once, packed_once_as, Packed, Parallel, TaskScratch, PARALLEL_MIN_LEN};
 use crate::pointwise_conv;
 
 /// Products of at least this many multiply-adds are split by rows over the thread pool.
@@ -144,7 +144,10 @@ pub(crate) fn convolution(
     let mut cache = constant.map(|_| lock(&par.scratch().filters));
     let filters = match (&mut cache, constant) {
         (Some(cache), Some(key)) => Some(
-            packed_once(cache, key, w, |packed| conv::pack_filters(w, xs[1], out_c, group, g, bf16, packed)).as_slice(),
+            packed_once_as(cache, key, w, bf16 as usize, |packed| {
+                conv::pack_filters(w, xs[1], out_c, group, g, bf16, packed)
+            })
+            .as_slice(),
         ),
         _ => None,
     };
@@ -180,7 +183,7 @@ fn direct_conv(
     let taps = g.kernel.iter().product::<usize>();
     let (kk, positions, plane) = (cg * taps, g.positions(), g.plane());
     let mut cache = lock(&par.scratch().direct);
-    let packed = packed_once(&mut cache, packing.key, w, |p| {
+    let packed = packed_once_as(&mut cache, packing.key, w, bf16 as usize, |p| {
         if bf16 {
             direct::pack_filters_bf16(w, out_c, group, cg, taps, p);
         } else {

@@ -97,6 +97,7 @@ pub fn pack_a_at(level: Level, packed: &mut PackedA, m: usize, n: usize, k: usiz
     let p = &mut packed.0;
     let (len, mr) = arch::gemm_pack_a(isa, &job, p.room(k * (m + 13)));
     p.len = len;
+    p.bf16 = false;
     p.key = Some((isa.level(), m, n, k, trans_a));
     packed.1 = mr;
 }
@@ -133,6 +134,7 @@ pub fn pack_a_for(packed: &mut PackedA, g: &Gemm<'_>) {
     let p = &mut packed.0;
     let (len, mr) = arch::gemm_pack_a(isa, &job, p.room(k * (m + 13)));
     p.len = len;
+    p.bf16 = false;
     p.key = Some((isa.level(), m, n, k, trans_a));
     packed.1 = mr;
 }
