@@ -16,6 +16,9 @@ use crate::harness::HostTensor;
 pub enum Mode {
     /// QDQ, uint8 activations calibrated on 4 seeded inputs, int8 weights per channel.
     Static,
+    /// The same quantization in the QOperator format: QLinearConv, com.microsoft
+    /// QLinearAdd, QLinearGlobalAveragePool and QGemm.
+    QOperator,
     /// MatMulInteger with uint8 activations quantized at Run, int8 weights.
     Dynamic,
 }
@@ -24,15 +27,19 @@ impl Mode {
     pub fn name(self) -> &'static str {
         match self {
             Mode::Static => "static",
+            Mode::QOperator => "qoperator",
             Mode::Dynamic => "dynamic",
         }
     }
 }
 
-/// The quantized set: the CNNs statically, the transformers dynamically.
-pub const INT8_MODELS: [(&str, Mode); 4] = [
+/// The quantized set: the CNNs statically (QDQ and QOperator), the transformers
+/// dynamically.
+pub const INT8_MODELS: [(&str, Mode); 6] = [
     ("resnet18_op17", Mode::Static),
     ("mobilenet_v2_op17", Mode::Static),
+    ("resnet18_op17", Mode::QOperator),
+    ("mobilenet_v2_op17", Mode::QOperator),
     ("bert_tiny_op17", Mode::Dynamic),
     ("gpt2_tiny_prefill_op17", Mode::Dynamic),
 ];

@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod nn;
+pub mod quant;
 pub mod typed;
 
 use ort::session::Session;

@@ -3,6 +3,7 @@
 pinned wheel), as a user would:
 
     quantize_real.py static IN.onnx OUT.onnx    # QDQ, uint8 activations, int8 weights per channel
+    quantize_real.py qoperator IN.onnx OUT.onnx # the same as QLinear ops (QOperator format)
     quantize_real.py dynamic IN.onnx OUT.onnx   # MatMulInteger, uint8 activations, int8 weights
 
 Static quantization calibrates on 4 seeded random inputs (normal, the float input's own
@@ -45,13 +46,13 @@ class Images(CalibrationDataReader):
 def main():
     mode, src, dst = sys.argv[1:4]
     tmp = f"{dst}.{os.getpid()}.part"
-    if mode == "static":
+    if mode in ("static", "qoperator"):
         model = onnx.load(src)
         quantize_static(
             src,
             tmp,
             Images(model),
-            quant_format=QuantFormat.QDQ,
+            quant_format=QuantFormat.QDQ if mode == "static" else QuantFormat.QOperator,
             activation_type=QuantType.QUInt8,
             weight_type=QuantType.QInt8,
             per_channel=True,

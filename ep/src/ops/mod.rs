@@ -167,6 +167,8 @@ pub static FAMILIES: &[Family] = &[
     onnx("ConvInteger", (10, 10), "(u)int8", quant::conv_integer),
     onnx("QLinearConv", (10, 10), "(u)int8", quant::qlinear_conv),
     ms("QLinearAdd", (1, 1), "(u)int8", quant::qlinear_add),
+    ms("QGemm", (1, 1), "(u)int8", quant::qgemm),
+    ms("QLinearGlobalAveragePool", (1, 1), "(u)int8", quant::qlinear_global_average_pool),
     onnx("Shape", (1, 25), "any, to int64", shape_of::shape),
     onnx("Size", (1, 25), "any, to int64", shape_of::size),
     onnx("ConstantOfShape", (9, 25), "int64 shape, any value", shape_of::constant_of_shape),

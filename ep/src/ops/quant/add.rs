@@ -18,7 +18,7 @@ use rivet_kernels::{binary_f32, BinaryOp, Broadcast, BroadcastKind};
 use super::super::elementwise::broadcast_shape;
 use super::super::op::util::{bad_types, check_attrs, check_inputs, input, input_type, output_type};
 use super::super::{Op, RunIn, ShapeError, ShapeIn};
-use super::{is_q8, scalar_float, scalar_int};
+use super::{is_q8, scalar_float, scalar_int, slots};
 use crate::data::{Data, DataMut};
 use crate::graph::dtype::FLOAT;
 use crate::graph::{NodeDesc, Shape};
@@ -27,7 +27,12 @@ use crate::graph::{NodeDesc, Shape};
 const CHUNK: usize = 2048;
 
 #[derive(Debug)]
-struct QLinearAdd;
+struct QLinearAdd {
+    /// Where each of the node's inputs is among a Run's (an absent zero point moves the
+    /// later inputs down: read from fixed positions, B would be A's scale. ORT's own
+    /// type inference refuses such a node today, but the schema allows it).
+    at: [Option<usize>; 8],
+}
 
 pub fn qlinear_add(node: &NodeDesc, _output: usize) -> Result<Arc<dyn Op>, String> {
     check_attrs(node, &[])?;
@@ -45,7 +50,7 @@ pub fn qlinear_add(node: &NodeDesc, _output: usize) -> Result<Arc<dyn Op>, Strin
             "uint8 or int8 (all of one type) with float32 scales and zero points of that type",
         ));
     }
-    Ok(Arc::new(QLinearAdd))
+    Ok(Arc::new(QLinearAdd { at: slots::<8>(node) }))
 }
 
 /// The scratch of a broadcast addition: both inputs and the sum, as floats.
@@ -59,23 +64,32 @@ struct Floats {
 impl Op for QLinearAdd {
     fn shape(&self, x: &ShapeIn<'_>) -> Result<Shape, ShapeError> {
         for k in [1, 2, 4, 5, 6, 7] {
-            if let Some(s) = x.shapes.get(k).filter(|s| s.len() > 1 || s.iter().product::<usize>() != 1) {
+            let s = self.at[k].map(|i| x.shapes[i]);
+            if let Some(s) = s.filter(|s| s.len() > 1 || s.iter().product::<usize>() != 1) {
                 return Err(ShapeError::Invalid(format!(
                     "input {k}: a scale or zero point must be one value, has shape {s:?}"
                 )));
             }
         }
-        broadcast_shape(&[x.shapes[0], x.shapes[3]])
+        let (a, b) = (self.at[0].unwrap_or(0), self.at[3].unwrap_or(0));
+        broadcast_shape(&[x.shapes[a], x.shapes[b]])
     }
 
     fn run(&self, x: RunIn<'_, '_>, out: &mut DataMut<'_>) -> Result<(), String> {
-        let zero = |k: usize, what: &str| scalar_int(x.ins.get(k).copied(), x.shapes.get(k).copied(), what);
-        let a = (scalar_float(x.ins[1], x.shapes[1], "A's scale")?, zero(2, "A's zero point")?);
-        let b = (scalar_float(x.ins[4], x.shapes[4], "B's scale")?, zero(5, "B's zero point")?);
-        let c = (scalar_float(x.ins[6], x.shapes[6], "C's scale")?, zero(7, "C's zero point")?);
-        let plan = Broadcast::new(x.shapes[0], x.shapes[3]).map_err(|e| format!("input 3: {e}"))?;
+        let at = |k: usize| self.at[k].ok_or_else(|| format!("input {k} is missing"));
+        let zero = |k: usize, what: &str| {
+            let i = self.at[k];
+            scalar_int(i.map(|i| x.ins[i]), i.map(|i| x.shapes[i]), what)
+        };
+        let scale =
+            |k: usize, what: &str| -> Result<f32, String> { scalar_float(x.ins[at(k)?], x.shapes[at(k)?], what) };
+        let a = (scale(1, "A's scale")?, zero(2, "A's zero point")?);
+        let b = (scale(4, "B's scale")?, zero(5, "B's zero point")?);
+        let c = (scale(6, "C's scale")?, zero(7, "C's zero point")?);
+        let (ia, ib) = (at(0)?, at(3)?);
+        let plan = Broadcast::new(x.shapes[ia], x.shapes[ib]).map_err(|e| format!("input 3: {e}"))?;
         let floats = x.scratch.state::<Floats>();
-        match (x.ins[0], x.ins[3], out) {
+        match (x.ins[ia], x.ins[ib], out) {
             (Data::U8(xa), Data::U8(xb), DataMut::U8(y)) => add(xa, xb, y, &plan, [a, b, c], floats),
             (Data::I8(xa), Data::I8(xb), DataMut::I8(y)) => add(xa, xb, y, &plan, [a, b, c], floats),
             _ => Err("element types differ from the plan's".into()),

@@ -1,7 +1,8 @@
 //! The quantization ops: QuantizeLinear, DequantizeLinear and DynamicQuantizeLinear
 //! (`linear`), the integer and quantized matrix products MatMulInteger and QLinearMatMul
 //! (`matmul`), the integer and quantized convolutions ConvInteger and QLinearConv
-//! (`conv`), and com.microsoft QLinearAdd (`add`). The products' outputs are those of
+//! (`conv`), and com.microsoft QLinearAdd (`add`), QGemm (`qgemm`) and
+//! QLinearGlobalAveragePool (`pool`). The products' outputs are those of
 //! ORT's CPU kernels bit for bit: i32 products, then `round_half_even(acc · scale) +
 //! zero_point` clamped, the scale `(sa · sb) / sy` in float32. QLinearAdd computes as its
 //! DequantizeLinear, Add and QuantizeLinear would (see `add`).
@@ -13,16 +14,33 @@ mod add;
 mod conv;
 mod linear;
 mod matmul;
+mod pool;
+mod qgemm;
 
 pub use add::qlinear_add;
 pub use conv::{conv_integer, qlinear_conv};
 pub use linear::{dequantize, dynamic_quantize as dynamic, quantize};
 pub use matmul::{matmul_integer, qlinear_matmul};
+pub use pool::qlinear_global_average_pool;
+pub use qgemm::qgemm_op as qgemm;
 
 use crate::data::Data;
 use rivet_kernels::qgemm::{ConvPlanes, QPackedA, QPackedB};
 
 use crate::graph::dtype;
+
+/// Where each of a node's first `N` inputs is among a Run's inputs (`None`: absent; a
+/// Run's inputs leave the absent ones out, so an optional input in the middle moves the
+/// later ones down).
+fn slots<const N: usize>(node: &crate::graph::NodeDesc) -> [Option<usize>; N] {
+    let mut at = 0;
+    std::array::from_fn(|k| {
+        super::op::util::input(node, k).map(|_| {
+            at += 1;
+            at - 1
+        })
+    })
+}
 
 /// Whether `t` is one of the integer types the quantized tensors here may have.
 fn is_q8(t: i32) -> bool {
