@@ -139,6 +139,24 @@ fn bad_qgemm_and_pool_inputs_are_errors_naming_the_node_and_the_session_still_ru
     let good = [tensor("a", UINT8, &[2, 3], vec![1.0; 6]), tensor("b", UINT8, &[3, 2], vec![2.0; 6])];
     assert_eq!(harness::run(&mut s, &good).expect("still runs")[0].data, [6.0; 4]);
 
+    // B's scale per column but its zero point one value: ORT's kernel refuses it too
+    // (found by review: it ran). And transA = 2 transposes, as in ORT.
+    let model = One::new(17)
+        .input("a", UINT8, &dims(&[3, 2]))
+        .constant("sa", FLOAT, &[], &[1.0])
+        .constant("za", UINT8, &[], &[0.0])
+        .constant("b", UINT8, &[3, 2], &[2.0; 6])
+        .input("sb", FLOAT, &["S".into()])
+        .constant("zb", UINT8, &[1], &[0.0])
+        .node_ms("QGemm", &[("transA", Attr::Int(2))], &[("y", FLOAT)]);
+    let mut s = harness::session(env(), &model, Arm::Rivet, &strict()).expect("session (transA = 2 is 1)");
+    let a = tensor("a", UINT8, &[3, 2], vec![1.0; 6]);
+    let err = harness::run(&mut s, &[a.clone(), harness::HostTensor::f32("sb", &[2], vec![1.0, 2.0])])
+        .expect_err("scale per column, zero point one value");
+    assert!(err.contains("node 'q' (QGemm)") && err.contains("one shape"), "{err}");
+    let out = harness::run(&mut s, &[a, harness::HostTensor::f32("sb", &[1], vec![0.5])]).expect("still runs");
+    assert_eq!(out[0].data, [3.0; 4]);
+
     // A scale out of the kernel's range (x's scale over y's and the plane's size >= 256).
     let model = One::new(17)
         .input("x", UINT8, &dims(&[1, 2, 2, 2]))

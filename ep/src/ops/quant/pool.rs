@@ -4,7 +4,8 @@
 //! (`MlasQLinearGlobalAveragePool`) computes it; uint8 or int8, channels first (`[N, C,
 //! spatial..]` to `[N, C, 1..]`) or, with `channels_last`, last (`[N, spatial.., C]` to
 //! `[N, 1.., C]`). Like ORT's kernel, it refuses a plane of 2^24 elements or more and a
-//! scale outside [2^-32, 256) (its sums and rounding are exact only inside them).
+//! scale outside [2^-32, 256) (its sums and rounding are exact only inside them); unlike
+//! it, a NaN scale too (ORT's check lets it through).
 
 use std::sync::Arc;
 
@@ -39,11 +40,8 @@ pub fn qlinear_global_average_pool(node: &NodeDesc, _output: usize) -> Result<Ar
     if !ok {
         return Err(bad_types(node, "uint8 or int8 (input, output and zero points of one type), float32 scales"));
     }
-    let channels_last = match int_attr(node, "channels_last", 0)? {
-        0 => false,
-        1 => true,
-        v => return Err(format!("channels_last = {v}: must be 0 or 1")),
-    };
+    // Any value but 0 is channels last, as in ORT's kernel.
+    let channels_last = int_attr(node, "channels_last", 0)? != 0;
     let [_, params @ ..] = slots::<5>(node);
     Ok(Arc::new(QGlobalAverage { channels_last, params }))
 }

@@ -5,8 +5,10 @@
 //! `acc · scale`, an 8-bit one `clamp(round_half_even(acc · scale) + zy)`, as ORT's CPU
 //! kernel computes them (`quant_gemm.cc`). uint8 or int8 A and B; a's scale and zero point
 //! one value, b's one value or one per column. A constant B (the quantizer's weights) is
-//! packed once. With K = 0 the output is C scaled as for any K (ORT's kernel takes
-//! another path there, which can differ by one step).
+//! packed once. With K = 0 the output is C scaled as for any K (ORT's kernel then leaves
+//! Y unwritten: C's int32 bits read as floats, or whatever the 8-bit buffer held, found
+//! by review). B's scale and zero point have one shape, a scalar or `[1]` or `[N]`, as
+//! ORT's kernel requires.
 
 use std::sync::Arc;
 
@@ -53,13 +55,8 @@ pub fn qgemm_op(node: &NodeDesc, _output: usize) -> Result<Arc<dyn Op>, String> 
              and a float32 output, or an 8-bit one with y_scale",
         ));
     }
-    let flag = |name| -> Result<bool, String> {
-        match int_attr(node, name, 0)? {
-            0 => Ok(false),
-            1 => Ok(true),
-            v => Err(format!("{name} = {v}: must be 0 or 1")),
-        }
-    };
+    // Any value but 0 transposes, as in ORT's kernel (and Rivet's Gemm).
+    let flag = |name| -> Result<bool, String> { Ok(int_attr(node, name, 0)? != 0) };
     let alpha = float_attr(node, "alpha", 1.0)?;
     let [.., c, sy, zy] = slots::<9>(node);
     Ok(Arc::new(QGemm { alpha, trans_a: flag("transA")?, trans_b: flag("transB")?, c, sy, zy }))
@@ -107,8 +104,15 @@ impl Op for QGemm {
         let (m, k, n) = self.dims(x.shapes[0], x.shapes[3])?;
         let za = scalar_int(Some(x.ins[2]), Some(x.shapes[2]), "A's zero point")?;
         let sa = scalar_float(x.ins[1], x.shapes[1], "A's scale")?;
-        let zb_cols = per_channel(x.shapes[5], n, "input 5: B's zero point")?;
-        let sb_cols = per_channel(x.shapes[4], n, "input 4: B's scale")?;
+        let (zb_shape, sb_shape) = (x.shapes[5], x.shapes[4]);
+        if zb_shape != sb_shape || zb_shape.len() > 1 {
+            return Err(format!(
+                "input 4: B's scale (shape {sb_shape:?}) and zero point (shape {zb_shape:?}) must have one shape, \
+                 a scalar or 1-D of 1 or N = {n} elements"
+            ));
+        }
+        let zb_cols = per_channel(zb_shape, n, "input 5: B's zero point")?;
+        let sb_cols = per_channel(sb_shape, n, "input 4: B's scale")?;
         let sy = match self.sy {
             Some(k) => Some(scalar_float(x.ins[k], x.shapes[k], "y's scale")?),
             None => None,
