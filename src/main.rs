@@ -11,13 +11,13 @@ const USAGE: &str = "usage:
   rivet run [--model PATH] [--dim NAME=VALUE]... [--iters N] [--threads N]
       Runs the model (default: a built-in one) on Rivet and on ORT's CPU EP, checks
       Rivet's outputs against ORT's and prints per-Run time for each.
-  rivet profile [--model PATH] [--dim NAME=VALUE]... [--iters N] [--threads N] [--trace FILE] [--top N] [--precision P]
+  rivet profile [--model PATH] [--dim NAME=VALUE]... [--iters N] [--threads N] [--trace FILE] [--top N] [--precision P] [--no-fallback]
       Runs the model on the probe build of Rivet and prints the top N nodes (default 20)
       by total time: time per Run (p50, p90, the probe's own calibrated cost subtracted;
       RIVET_PROFILE_DISPATCH=0 turns timing off), output shape, allocations, bytes and ORT calls;
       then per-phase counts per Run and per node: calls, ns, allocations, bytes, ORT
-      calls, statuses. CPU fallback stays on: the tables cover the nodes Rivet runs.
-      --precision bf16: with Rivet's provider option precision = bf16.
+      calls, statuses. CPU fallback stays on (the tables cover the nodes Rivet runs)
+      unless --no-fallback. --precision bf16: with Rivet's provider option precision = bf16.
   rivet bench [--case SUBSTRING]... [--rounds N] [--round-ms MS] [--callgrind] [--out DIR] [--precision P]
       A/B benchmark against ORT's CPU EP in this process: interleaved rounds, p50/p90,
       ratio, ORT drift, rounds won. Writes results.csv and ratios.svg to DIR
@@ -129,10 +129,13 @@ fn profile(args: &[String]) -> Result<(), String> {
     let mut trace = None;
     let mut top = 20usize;
     let mut provider_options = Vec::new();
+    let mut no_fallback = false;
     let mut rest = Vec::new();
     let mut it = args.iter();
     while let Some(a) = it.next() {
-        if a == "--precision" {
+        if a == "--no-fallback" {
+            no_fallback = true;
+        } else if a == "--precision" {
             let p = it.next().ok_or("--precision needs fp32 or bf16")?;
             provider_options.push(("Rivet.precision".to_string(), p.clone()));
         } else if a == "--trace" {
@@ -148,7 +151,7 @@ fn profile(args: &[String]) -> Result<(), String> {
     let lib = rivet::paths::rivet_probe_lib()?;
     let env = harness::environment_with(&lib)?;
     let probe = rivet::probe_reader::ProbeReader::open(&lib)?;
-    let opts = SessionOpts { record_assignment: true, intra_threads: threads, provider_options, ..Default::default() };
+    let opts = SessionOpts { record_assignment: true, intra_threads: threads, provider_options, no_fallback };
     let mut session = harness::session(env, &bytes, Arm::Rivet, &opts)?;
     let assigned = rivet::ort_extra::graph_assignment(&session)?;
     let on_rivet = assigned.iter().filter(|(ep, _, _)| ep == harness::RIVET_EP).count();

@@ -172,3 +172,39 @@ fn bad_qgemm_and_pool_inputs_are_errors_naming_the_node_and_the_session_still_ru
     let out = harness::run(&mut s, &[x, harness::HostTensor::f32("sx", &[], vec![1.0])]).expect("still runs");
     assert_eq!(out[0].data, [2.0, 6.0]); // (1+2+3+4)/4 = 2.5 and (5+..+8)/4 = 6.5, to even
 }
+
+/// A classifier head as ORT's quantizer writes it in QDQ form (`DequantizeLinear` of the
+/// input, of per-column int8 weights and of the int32 bias, `Gemm` with transB,
+/// `QuantizeLinear`): `fuse_qdq` makes it one QGemm, as ORT's own QDQ transformer does,
+/// so the output is ORT's exactly.
+#[test]
+fn a_quantized_gemm_group_runs_as_orts_qgemm() {
+    let (m, k, n) = (64i64, 600i64, 48i64);
+    let sw: Vec<f64> = (0..n).map(|j| 0.003 + 0.0002 * j as f64).collect();
+    let sx = 0.021f64;
+    // The bias's scale is x_scale · w_scale in float32, as the quantizer writes it.
+    let sb: Vec<f64> = sw.iter().map(|&w| (sx as f32 * w as f32) as f64).collect();
+    let bias: Vec<f64> = ints(INT32, 70, n as usize).iter().map(|v| (v / 100.0).floor()).collect();
+    let model = One::new(17)
+        .input("xq", UINT8, &["M".into(), k.into()])
+        .constant("sx", FLOAT, &[], &[sx])
+        .constant("zx", UINT8, &[], &[118.0])
+        .constant("wq", INT8, &[n, k], &ints(INT8, 71, (n * k) as usize))
+        .constant("sw", FLOAT, &[n], &sw)
+        .constant("zw", INT8, &[n], &vec![0.0; n as usize])
+        .constant("bq", INT32, &[n], &bias)
+        .constant("sb", FLOAT, &[n], &sb)
+        .constant("sy", FLOAT, &[], &[0.5])
+        .constant("zy", UINT8, &[], &[131.0]);
+    let b = model.b;
+    let b = b
+        .node("DequantizeLinear", "dq_x", &["xq", "sx", "zx"], &["x"])
+        .node_with("DequantizeLinear", "dq_w", &["wq", "sw", "zw"], &["w"], &[("axis", Attr::Int(0))])
+        .node_with("DequantizeLinear", "dq_b", &["bq", "sb"], &["bf"], &[("axis", Attr::Int(0))])
+        .node_with("Gemm", "head", &["x", "w", "bf"], &["yf"], &[("transB", Attr::Int(1))])
+        .node("QuantizeLinear", "q", &["yf", "sy", "zy"], &["y"])
+        .output("y", UINT8, None)
+        .build();
+    let inputs = [tensor("xq", UINT8, &[m, k], ints(UINT8, 72, (m * k) as usize))];
+    assert!(matches_ort_if_it_runs(&b, &inputs, "DQ -> Gemm -> Q"), "ORT ran the model");
+}
