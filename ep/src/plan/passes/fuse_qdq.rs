@@ -338,8 +338,9 @@ impl ConvGroup {
         let mut zero = |p: &Params<'_>, elem_type: i32, like: &ValueDesc| -> Option<ValueDesc> {
             match p.zero {
                 Some(z) => Some(z.clone()),
-                // One 0 per column would be needed beside a per-column scale.
-                None if !is_one(p.scale) => None,
+                // The 0 made here is a scalar: beside a scale of shape [1] or [N], QGemm
+                // would refuse the pair on every Run (found by review).
+                None if fixed_dims(p.scale).is_none_or(|d| !d.is_empty()) => None,
                 None => Some(zero_constant(constants, &format!("{}/zero_point", like.name), elem_type)),
             }
         };
@@ -349,7 +350,11 @@ impl ConvGroup {
                 let dq_b = ix.node(b);
                 let pb = params(dq_b)?;
                 let bias = dq_b.inputs.first()?.as_ref()?;
-                if bias.elem_type != dtype::INT32 || !bias_matches(&pb, px.scale, pw.scale) {
+                // One value per column (1-D): a bias of [N, N] or [N, 1] dequantized per
+                // row would be scaled per column by QGemm (found by review; ORT's fusion
+                // does so too, unlike the group it replaces).
+                let one_d = fixed_dims(bias).is_some_and(|d| d.len() == 1);
+                if bias.elem_type != dtype::INT32 || !one_d || !bias_matches(&pb, px.scale, pw.scale) {
                     return None;
                 }
                 Some(bias.clone())
@@ -625,6 +630,14 @@ mod tests {
         // alpha != beta with a bias: QGemm would scale the bias by alpha.
         assert!(fuse(&gemm_group(0.5, 1.0)).is_none());
         assert!(fuse(&gemm_group(0.5, 0.5)).is_some());
+        // A weight scale of shape [1] with no zero point: the 0 made for it would be a
+        // scalar, which QGemm refuses beside it; stays float.
+        let mut g = gemm_group(1.0, 1.0);
+        let f = |x: &[f32]| Constant::F32(x.to_vec());
+        g.nodes[1].inputs[1] = Some(c(v("sw1", dtype::FLOAT, &[1]), f(&[0.25])));
+        g.nodes[1].inputs.truncate(2);
+        g.nodes[2].inputs[1] = Some(c(v("sb1", dtype::FLOAT, &[1]), f(&[0.125])));
+        assert!(fuse(&g).is_none());
         // Per-channel scales along K (transB off: axis 0 of [3, 18] is K's... here N's
         // axis is 1): not per column, stays float.
         let mut g = gemm_group(1.0, 1.0);
