@@ -26,52 +26,24 @@ fn bf16_filters_sum_the_rounded_operands_and_split_by_rows() {
         let w: Vec<f32> = (0..out_c * kk).map(|i| ((i * 5 % 11) as f32 - 5.0) * 0.07).collect();
         let (mut col, mut scratch) = (Vec::new(), GemmScratch::new());
         let positions = g.positions();
-        let mut want = vec![0.0; out_c * positions];
-        let (xr, wr) = (round(&x), round(&w));
-        conv(&xr, &wr, None, 1, in_c, out_c, 1, &g, &mut want, &mut col, &mut scratch, None, &Default::default());
+        let mut run = |x: &[f32], w: &[f32], filters: Option<&[PackedA]>| {
+            let mut y = vec![0.0; out_c * positions];
+            conv(x, w, None, 1, in_c, out_c, 1, &g, &mut y, &mut col, &mut scratch, filters, &Default::default());
+            y
+        };
+        let want = run(&round(&x), &round(&w), None);
         let mut filters = Vec::new();
         pack_filters(&w, in_c, out_c, 1, &g, true, &mut filters);
-        let mut got = vec![0.0; out_c * positions];
-        conv(
-            &x,
-            &w,
-            None,
-            1,
-            in_c,
-            out_c,
-            1,
-            &g,
-            &mut got,
-            &mut col,
-            &mut scratch,
-            Some(&filters),
-            &Default::default(),
-        );
+        let got = run(&x, &w, Some(&filters));
         for (i, (&a, &b)) in got.iter().zip(&want).enumerate() {
             assert!((a - b).abs() <= 1e-6 * kk as f32 * (1.0 + b.abs()), "{dims}-D {k}x{k} at {i}: {a} vs {b}");
         }
         // Packed again for float32 in the same buffers: float32's bits (found by
         // review: the bf16 mark stayed and the float layout was read as bfloat16).
-        let mut float = vec![0.0; out_c * positions];
-        conv(&x, &w, None, 1, in_c, out_c, 1, &g, &mut float, &mut col, &mut scratch, None, &Default::default());
+        let float = run(&x, &w, None);
         let mut again = filters;
         pack_filters(&w, in_c, out_c, 1, &g, false, &mut again);
-        let mut packed = vec![0.0; out_c * positions];
-        conv(
-            &x,
-            &w,
-            None,
-            1,
-            in_c,
-            out_c,
-            1,
-            &g,
-            &mut packed,
-            &mut col,
-            &mut scratch,
-            Some(&again),
-            &Default::default(),
-        );
+        let packed = run(&x, &w, Some(&again));
         assert!(packed.iter().zip(&float).all(|(a, b)| a.to_bits() == b.to_bits()), "repacked for float32");
         let mut filters = again;
         pack_filters(&w, in_c, out_c, 1, &g, true, &mut filters);

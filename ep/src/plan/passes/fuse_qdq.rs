@@ -227,18 +227,7 @@ impl ConvGroup {
         let channels = fixed_dims(w).and_then(|d| d.first().copied());
         let w_per_channel = fixed_dims(pw.scale).is_some_and(|d| d.len() == 1 && Some(d[0]) == channels)
             && (pw.axis == 0 || pw.axis == -(fixed_dims(w).map_or(0, |d| d.len()) as i64));
-        if !is_one(px.scale) || !is_one(py.scale) || !(is_one(pw.scale) || w_per_channel) {
-            return None;
-        }
-        if [px.block, pw.block, py.block].iter().any(|&b| b != 0) {
-            return None;
-        }
-        let mut all =
-            [px.scale, pw.scale, py.scale].into_iter().chain([px.zero, pw.zero, py.zero].into_iter().flatten());
-        if !all.all(|v| ix.is_leaf(v) && v.constant.is_some()) {
-            return None;
-        }
-        if x.elem_type != dtype::UINT8 || y.elem_type != dtype::UINT8 {
+        if !operands_fuse(ix, [&px, &pw, &py], x, y, w_per_channel) {
             return None;
         }
         let mut zero = |p: &Params<'_>, elem_type: i32, like: &ValueDesc| -> ValueDesc {
@@ -258,14 +247,8 @@ impl ConvGroup {
             Some(py.scale.clone()),
             Some(zy),
         ];
-        if let Some(b) = self.dq_b {
-            let dq_b = ix.node(b);
-            let pb = params(dq_b)?;
-            let bias = dq_b.inputs.first()?.as_ref()?;
-            if bias.elem_type != dtype::INT32 || !bias_matches(&pb, px.scale, pw.scale) {
-                return None;
-            }
-            inputs.push(Some(bias.clone()));
+        if let Some(bias) = self.bias(ix, &px, &pw, false)? {
+            inputs.push(Some(bias));
         }
         Some(NodeDesc {
             name: conv.name.clone(),
@@ -279,7 +262,39 @@ impl ConvGroup {
     }
 }
 
+/// The checks a product group's parameters share (QLinearConv's and QGemm's): the input
+/// and output uint8 and per tensor, the weights per tensor or `w_per_channel`, no
+/// blocks, every scale and zero point a constant.
+fn operands_fuse(
+    ix: &Index<'_>,
+    [px, pw, py]: [&Params<'_>; 3],
+    x: &ValueDesc,
+    y: &ValueDesc,
+    w_per_channel: bool,
+) -> bool {
+    let constant = [px.scale, pw.scale, py.scale].into_iter().chain([px.zero, pw.zero, py.zero].into_iter().flatten());
+    is_one(px.scale)
+        && is_one(py.scale)
+        && (is_one(pw.scale) || w_per_channel)
+        && [px.block, pw.block, py.block].iter().all(|&b| b == 0)
+        && { constant }.all(|v| ix.is_leaf(v) && v.constant.is_some())
+        && x.elem_type == dtype::UINT8
+        && y.elem_type == dtype::UINT8
+}
+
 impl ConvGroup {
+    /// The group's int32 bias (`Ok(None)` without one), read by the fused node as its
+    /// DequantizeLinear read it: zero point 0, scale `x_scale · w_scale`; 1-D when
+    /// `one_d`. `None` when it is not such a bias.
+    fn bias(&self, ix: &Index<'_>, px: &Params<'_>, pw: &Params<'_>, one_d: bool) -> Option<Option<ValueDesc>> {
+        let Some(b) = self.dq_b else { return Some(None) };
+        let dq_b = ix.node(b);
+        let pb = params(dq_b)?;
+        let bias = dq_b.inputs.first()?.as_ref()?;
+        let rank_ok = !one_d || fixed_dims(bias).is_some_and(|d| d.len() == 1);
+        (bias.elem_type == dtype::INT32 && rank_ok && bias_matches(&pb, px.scale, pw.scale)).then(|| Some(bias.clone()))
+    }
+
     /// The com.microsoft QGemm node replacing a `DequantizeLinear -> Gemm ->
     /// QuantizeLinear` group (the same structure as a convolution's, the weights and bias
     /// inputs 1 and 2), or `None` when it is not one to fuse. As for a convolution, and:
@@ -317,22 +332,9 @@ impl ConvGroup {
         let w_per_column = fixed_dims(pw.scale).is_some_and(|d| d == [columns])
             && w_dims.len() == 2
             && (pw.axis == column_axis || pw.axis == column_axis - 2);
-        if !is_one(px.scale) || !is_one(py.scale) || !(is_one(pw.scale) || w_per_column) {
-            return None;
-        }
-        if [px.block, pw.block, py.block].iter().any(|&b| b != 0) {
-            return None;
-        }
-        let mut all =
-            [px.scale, pw.scale, py.scale].into_iter().chain([px.zero, pw.zero, py.zero].into_iter().flatten());
-        if !all.all(|v| ix.is_leaf(v) && v.constant.is_some()) {
-            return None;
-        }
         // QGemm's zero point of B has the scale's shape (ORT's kernel checks it).
-        if pw.zero.is_some_and(|z| fixed_dims(z) != fixed_dims(pw.scale)) {
-            return None;
-        }
-        if x.elem_type != dtype::UINT8 || y.elem_type != dtype::UINT8 {
+        let zero_shape_ok = pw.zero.is_none_or(|z| fixed_dims(z) == fixed_dims(pw.scale));
+        if !operands_fuse(ix, [&px, &pw, &py], x, y, w_per_column) || !zero_shape_ok {
             return None;
         }
         let mut zero = |p: &Params<'_>, elem_type: i32, like: &ValueDesc| -> Option<ValueDesc> {
@@ -345,22 +347,10 @@ impl ConvGroup {
             }
         };
         let (zx, zw, zy) = (zero(&px, x.elem_type, x)?, zero(&pw, w.elem_type, w)?, zero(&py, y.elem_type, y)?);
-        let bias = match self.dq_b {
-            Some(b) => {
-                let dq_b = ix.node(b);
-                let pb = params(dq_b)?;
-                let bias = dq_b.inputs.first()?.as_ref()?;
-                // One value per column (1-D): a bias of [N, N] or [N, 1] dequantized per
-                // row would be scaled per column by QGemm (found by review; ORT's fusion
-                // does so too, unlike the group it replaces).
-                let one_d = fixed_dims(bias).is_some_and(|d| d.len() == 1);
-                if bias.elem_type != dtype::INT32 || !one_d || !bias_matches(&pb, px.scale, pw.scale) {
-                    return None;
-                }
-                Some(bias.clone())
-            }
-            None => None,
-        };
+        // One value per column (1-D): a bias of [N, N] or [N, 1] dequantized per row would
+        // be scaled per column by QGemm (found by review; ORT's fusion does so too,
+        // unlike the group it replaces).
+        let bias = self.bias(ix, &px, &pw, true)?;
         let inputs = vec![
             Some(x.clone()),
             Some(px.scale.clone()),
