@@ -323,30 +323,39 @@ pub(crate) enum Dst<'a> {
     I8(&'a mut [i8]),
 }
 
-/// A tile's requantization: its rows' and columns' scales (one set used), its rows'
-/// biases, and the output's zero point.
+/// A strip's requantization: its rows' scales (used when `per_row`) and biases, and the
+/// output's zero point; the columns' scales come with each tile.
 #[derive(Clone, Copy)]
 pub(crate) struct TileRequant {
     pub per_row: bool,
     pub scale_rows: [f32; MR],
-    pub scale_cols: [f32; NR],
     pub bias: [i32; MR],
     pub zy: i32,
 }
 
-/// The parts of a tile's place: its rows' sums and zero points, its columns' sums and
-/// zero points, and where it goes.
+/// The parts of a tile's place: its rows' sums and zero points, its columns' sums, zero
+/// points and scales, and where it goes. The rows' parts are made once a strip and the
+/// columns' are read in place (copied only at the product's last, partial panel), so
+/// that a shallow product (a 1x1 convolution of 16 channels, whose tiles sum only four
+/// quads) spends its time in the tiles rather than in making their parts.
 pub(crate) struct TileOut<'a> {
     pub c: Dst<'a>,
-    pub requant: Option<TileRequant>,
+    pub requant: Option<&'a TileRequant>,
+    /// The columns' scales (read unless the requantization is per row).
+    pub scale_cols: &'a [f32; NR],
     pub ldc: usize,
     /// Rows of the tile (at most MR) and columns (at most NR).
     pub h: usize,
     pub w: usize,
     pub row_sums: &'a [i32],
-    pub za: [i32; MR],
-    pub col_sums: [i32; NR],
-    pub zb: [i32; NR],
+    pub za: &'a [i32; MR],
+    /// Every row of the tile has `za[0]`.
+    pub one_za: bool,
+    /// Entries past `w` are unspecified.
+    pub col_sums: &'a [i32; NR],
+    pub zb: &'a [i32; NR],
+    /// Every column of the product has `zb[0]`.
+    pub one_zb: bool,
     pub k: i32,
 }
 
@@ -361,7 +370,7 @@ impl TileOut<'_> {
             let value = |j: usize| correct(sums[j], za, ra, self.col_sums[j], self.zb[j], self.k);
             let scaled = |j: usize| {
                 let rq = self.requant.expect("requantizing");
-                let scale = if rq.per_row { rq.scale_rows[r] } else { rq.scale_cols[j] };
+                let scale = if rq.per_row { rq.scale_rows[r] } else { self.scale_cols[j] };
                 (value(j).wrapping_add(rq.bias[r]) as f32 * scale, rq.zy)
             };
             match &mut self.c {
@@ -403,18 +412,28 @@ pub(crate) fn for_each_tile(
         QOut::U8(_, rq) | QOut::I8(_, rq) => Some(*rq),
     };
     let fat = |z: &[f32], i: usize| if z.len() == 1 { z[0] } else { z[i] };
-    let mut j0 = cols.start;
-    while j0 < cols.end {
-        let w = NR.min(cols.end - j0);
-        let panel = &b.units[(j0 / NR) * panel_len..][..panel_len];
-        let (mut cb, mut zb, mut scale_cols) = ([0; NR], [0; NR], [1.0; NR]);
-        for jj in 0..w {
-            cb[jj] = b.col_sums[j0 + jj];
-            zb[jj] = at(&b.zero, j0 + jj);
-            if let Some(rq) = requant.filter(|rq| !rq.per_row) {
-                scale_cols[jj] = fat(rq.scale, j0 + jj);
+    // The columns' parts that are one value for every column, as whole panels.
+    let one_zb = b.zero.len() == 1;
+    let zb_all = [b.zero.first().copied().unwrap_or(0); NR];
+    let col_scales = requant.filter(|rq| !rq.per_row).map(|rq| rq.scale);
+    let scale_all = [col_scales.filter(|s| s.len() == 1).map_or(1.0, |s| s[0]); NR];
+    // A panel's `NR` values of `v` from column `j0`, in place, or copied (zeros past `w`)
+    // into `pad` when `v` ends before them.
+    fn panel_of<'v, T: Copy + Default>(v: &'v [T], j0: usize, w: usize, pad: &'v mut [T; NR]) -> &'v [T; NR] {
+        match v.get(j0..j0 + NR) {
+            Some(s) => s.try_into().expect("NR values"),
+            None => {
+                *pad = [T::default(); NR];
+                pad[..w].copy_from_slice(&v[j0..j0 + w]);
+                pad
             }
         }
+    }
+    // Panels a block: as many as fill BLOCK_BYTES (at least one).
+    let per = (BLOCK_BYTES / (panel_len * 64).max(1)).max(1);
+    let mut b0 = cols.start;
+    while b0 < cols.end {
+        let b1 = (b0 + per * NR).min(cols.end);
         for s in rows.start / MR..rows.end.div_ceil(MR) {
             // (A depth of 0 has strips of no chunks.)
             let strip = &a.units[s * strip_len..(s + 1) * strip_len];
@@ -424,7 +443,8 @@ pub(crate) fn for_each_tile(
             for (r, z) in za.iter_mut().enumerate().take(h) {
                 *z = at(&a.zero, i0 + r);
             }
-            let tile_requant = requant.map(|rq| {
+            let one_za = za[..h].iter().all(|&z| z == za[0]);
+            let strip_requant = requant.map(|rq| {
                 let (mut scale_rows, mut bias) = ([1.0; MR], [0; MR]);
                 for r in 0..h {
                     if rq.per_row {
@@ -432,31 +452,52 @@ pub(crate) fn for_each_tile(
                     }
                     bias[r] = rq.bias.map_or(0, |b| b[i0 + r]);
                 }
-                TileRequant { per_row: rq.per_row, scale_rows, scale_cols, bias, zy: rq.zy }
+                TileRequant { per_row: rq.per_row, scale_rows, bias, zy: rq.zy }
             });
-            let at_c = (i0 - rows.start) * ldc + (j0 - cols.start);
-            let c = match out {
-                QOut::I32(c) => Dst::I32(&mut c[at_c..]),
-                QOut::U8(c, _) => Dst::U8(&mut c[at_c..]),
-                QOut::I8(c, _) => Dst::I8(&mut c[at_c..]),
-            };
-            let out = TileOut {
-                c,
-                requant: tile_requant,
-                ldc,
-                h,
-                w,
-                row_sums: &a.row_sums[i0..i0 + h],
-                za,
-                col_sums: cb,
-                zb,
-                k: a.real_k as i32,
-            };
-            tile(strip, panel, out);
+            let mut j0 = b0;
+            while j0 < b1 {
+                let w = NR.min(b1 - j0);
+                let panel = &b.units[(j0 / NR) * panel_len..][..panel_len];
+                let (mut cb_pad, mut zb_pad, mut scale_pad) = ([0; NR], [0; NR], [0.0; NR]);
+                let cb = panel_of(&b.col_sums, j0, w, &mut cb_pad);
+                let zb = if one_zb { &zb_all } else { panel_of(&b.zero, j0, w, &mut zb_pad) };
+                let scale_cols = match col_scales {
+                    Some(sc) if sc.len() > 1 => panel_of(sc, j0, w, &mut scale_pad),
+                    _ => &scale_all,
+                };
+                let at_c = (i0 - rows.start) * ldc + (j0 - cols.start);
+                let c = match out {
+                    QOut::I32(c) => Dst::I32(&mut c[at_c..]),
+                    QOut::U8(c, _) => Dst::U8(&mut c[at_c..]),
+                    QOut::I8(c, _) => Dst::I8(&mut c[at_c..]),
+                };
+                let out = TileOut {
+                    c,
+                    requant: strip_requant.as_ref(),
+                    scale_cols,
+                    ldc,
+                    h,
+                    w,
+                    row_sums: &a.row_sums[i0..i0 + h],
+                    za: &za,
+                    one_za,
+                    col_sums: cb,
+                    zb,
+                    one_zb,
+                    k: a.real_k as i32,
+                };
+                tile(strip, panel, out);
+                j0 += NR;
+            }
         }
-        j0 += NR;
+        b0 = b1;
     }
 }
+
+/// The bytes of B's panels a block of [`for_each_tile`] holds: they stay in L1 while
+/// each strip of A passes over them, so each strip writes its rows' outputs in runs of
+/// the block's columns rather than 32 at a time.
+const BLOCK_BYTES: usize = 24 << 10;
 
 /// The product without VNNI: the same tiles in plain integer arithmetic, which LLVM
 /// vectorises (8 lanes of `vpmulld` in the AVX2 build `arch` picks where the CPU has it).

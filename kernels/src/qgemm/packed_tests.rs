@@ -52,8 +52,19 @@ fn case<A: Q8, B: Q8>(m: usize, n: usize, k: usize, per_row: bool, per_col: bool
 #[test]
 fn packed_products_match_the_definition_for_every_signedness_and_zero_point_layout() {
     let mut seed = 7;
-    let shapes =
-        [(1, 1, 1), (1, 40, 3), (2, 33, 65), (3, 17, 4), (14, 32, 64), (15, 70, 129), (29, 64, 300), (5, 100, 1000)];
+    // (29, 250, 256): blocks of three panels (96 columns) over three strips, the last
+    // block's last panel partial.
+    let shapes = [
+        (1, 1, 1),
+        (1, 40, 3),
+        (2, 33, 65),
+        (3, 17, 4),
+        (14, 32, 64),
+        (15, 70, 129),
+        (29, 64, 300),
+        (5, 100, 1000),
+        (29, 250, 256),
+    ];
     for &(m, n, k) in &shapes {
         for (per_row, per_col) in [(false, false), (true, false), (false, true), (true, true)] {
             case::<u8, i8>(m, n, k, per_row, per_col, &mut seed);
@@ -200,7 +211,7 @@ fn convolutions_pack_into_the_product_of_their_definition() {
 #[test]
 fn requantized_outputs_are_the_sums_requantized_per_row_or_per_column() {
     let mut seed = 5;
-    for &(m, n, k) in &[(1, 1, 3), (3, 40, 17), (15, 70, 129), (29, 33, 64)] {
+    for &(m, n, k) in &[(1, 1, 3), (3, 40, 17), (15, 70, 129), (29, 33, 64), (29, 250, 256)] {
         let a: Vec<u8> = (0..m * k).map(|_| byte(&mut seed) as u8).collect();
         let b: Vec<i8> = (0..k * n).map(|_| (byte(&mut seed) - 128) as i8).collect();
         let (mut pa, mut pb) = (QPackedA::new(), QPackedB::new());

@@ -93,18 +93,16 @@ fn tile<const R: usize, const S: usize>(strip: &[[i32; 16]], panel: &[[i32; 16]]
 #[inline]
 fn store<const R: usize>(sums: &[[__m512i; 2]; R], out: TileOut<'_>) {
     let half = |x: &[i32; NR], h: usize| -> [i32; 16] { x[16 * h..16 * h + 16].try_into().expect("16 lanes") };
-    let cb = [load16i(&half(&out.col_sums, 0)), load16i(&half(&out.col_sums, 1))];
-    let zb = [load16i(&half(&out.zb, 0)), load16i(&half(&out.zb, 1))];
+    let cb = [load16i(&half(out.col_sums, 0)), load16i(&half(out.col_sums, 1))];
+    let zb = [load16i(&half(out.zb, 0)), load16i(&half(out.zb, 1))];
     let (ldc, w) = (out.ldc, out.w);
     let mut c = out.c;
-    let rq = out.requant.as_ref().map(|rq| {
+    let rq = out.requant.map(|rq| {
         let (min, max) = if matches!(c, Dst::I8(_)) { (-128, 127) } else { (0, 255) };
-        Vectors::new(rq, min, max)
+        Vectors::new(rq, out.scale_cols, min, max)
     });
-    let za0 = out.za[0];
-    let one_za = out.za[..R].iter().all(|&z| z == za0);
-    let zb0 = out.zb[0];
-    let one_zb = out.zb.iter().all(|&z| z == zb0);
+    let (za0, one_za) = (out.za[0], out.one_za);
+    let (zb0, one_zb) = (out.zb[0], out.one_zb);
     let za0cb = [_mm512_mullo_epi32(_mm512_set1_epi32(za0), cb[0]), _mm512_mullo_epi32(_mm512_set1_epi32(za0), cb[1])];
     for (r, s) in sums.iter().enumerate() {
         let za = out.za[r];
@@ -159,8 +157,8 @@ impl<'a> Vectors<'a> {
     /// For outputs of the range `min..=max`.
     #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
     #[inline]
-    fn new(rq: &'a super::packed::TileRequant, min: i32, max: i32) -> Vectors<'a> {
-        let half = |h: usize| -> [f32; 16] { rq.scale_cols[16 * h..16 * h + 16].try_into().expect("16 lanes") };
+    fn new(rq: &'a super::packed::TileRequant, scale_cols: &[f32; NR], min: i32, max: i32) -> Vectors<'a> {
+        let half = |h: usize| -> [f32; 16] { scale_cols[16 * h..16 * h + 16].try_into().expect("16 lanes") };
         Vectors {
             rq,
             lo: _mm512_set1_ps((min - rq.zy) as f32),
