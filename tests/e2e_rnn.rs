@@ -283,6 +283,35 @@ fn layout_1_batch_major() {
     }
 }
 
+/// The two directions run as two tasks: one thread and two give the same bits, for every
+/// output, with the outputs' shared step and without it (Y alone), in both layouts.
+#[test]
+fn bidirectional_layers_give_the_same_bits_on_one_thread_and_two() {
+    env();
+    for op in OPS {
+        for (layout, outs) in
+            [(0, [true, true, op == "LSTM"]), (1, [true, true, op == "LSTM"]), (0, [true, false, false])]
+        {
+            let c = Case {
+                layout,
+                outs,
+                lens: Some(vec![5, 2, 0]),
+                init: true,
+                seq: 9,
+                hidden: 40,
+                ..Case::new(op, "bidirectional")
+            };
+            let (model, ins) = (c.model(), c.inputs(3));
+            let (one, two) = (common::rivet_run_at(&model, &ins, 1, 2), common::rivet_run_at(&model, &ins, 2, 2));
+            assert_eq!(one.len(), two.len());
+            for (a, b) in one.iter().zip(&two) {
+                let same = a.data.iter().zip(&b.data).all(|(x, y)| x.to_bits() == y.to_bits());
+                assert!(same && a.shape == b.shape, "{op} layout {layout} outputs {outs:?}: '{}' differs", a.name);
+            }
+        }
+    }
+}
+
 #[test]
 fn only_the_last_states_when_y_is_absent() {
     env();

@@ -114,6 +114,14 @@ pub trait Op: Send + Sync + fmt::Debug {
     fn halves_in_f32(&self) -> bool {
         false
     }
+    /// A step that computes every output of the node at once (an RNN's recurrence, whose
+    /// Y, Y_h and Y_c each ran it whole), for a node two or more of whose outputs are
+    /// read. Lowering then runs it once, on the node's inputs, into a value of its own,
+    /// and each output's step gets that value as one more input, last: the op must then
+    /// take its output from it.
+    fn shared(&self) -> Option<OpRef> {
+        None
+    }
 }
 
 /// An [`Op`] held by a step or a claim (compared by identity).

@@ -2,22 +2,25 @@
 //! initial states, LSTM peepholes and input_forget, GRU linear_before_reset, the spec's
 //! activations with their alpha / beta, clip, and layout 0 and 1.
 //!
-//! Each present output (Y, Y_h, Y_c) is its own step and each runs the whole recurrence
-//! (a step reads only the node's inputs, not another step's output): the Y_h and Y_c
-//! steps keep only the last state and write no sequence. The recurrence itself is
+//! A node one of whose outputs (Y, Y_h, Y_c) is read runs the recurrence in that output's
+//! step (Y_h and Y_c keep only the last state and write no sequence). A node two or more
+//! of whose outputs are read runs it once, in a step of its own ([`Op::shared`]) that
+//! writes all three into one value, which each output's step then copies its part of.
+//! The recurrence itself is
 //! `rivet_kernels::rnn` (one GEMM for the input projection of every time step, a small
 //! GEMM per step for the hidden state). Constant W and R (initializers) are packed for
 //! the GEMM once, on the first Run, and shared by every later (and concurrent) Run.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use rivet_kernels::rnn::{Act, Cell, PackedWeights, Recurrence, RnnScratch, YOut};
 
 use super::op::util::{check_attrs, check_inputs, input, input_type, output_type};
-use super::{Op, RunIn, ShapeError, ShapeIn};
+use super::{Op, OpRef, RunIn, ShapeError, ShapeIn};
 use crate::data::{Data, DataMut};
 use crate::graph::{dtype, AttrValue, NodeDesc, Shape};
 use crate::node_attrs::{float_attr, int_attr, string_attr};
+use crate::parallel::lock;
 
 /// Input positions.
 const X: usize = 0;
@@ -29,10 +32,14 @@ const H0: usize = 5;
 const C0: usize = 6;
 const P: usize = 7;
 
+/// The shared step's output: Y, then Y_h, then Y_c (zeros for a cell without one), each
+/// in the layout of the node's output.
+const ALL: usize = 3;
+
 #[derive(Debug)]
 struct Recurrent {
     cell: Cell,
-    /// 0: Y, 1: Y_h, 2: Y_c.
+    /// 0: Y, 1: Y_h, 2: Y_c; [`ALL`]: the shared step's Y, Y_h and Y_c in one value.
     output: usize,
     dirs: usize,
     reverse: bool,
@@ -43,6 +50,8 @@ struct Recurrent {
     batch_major: bool,
     /// Where each input position is among the step's inputs (the present ones, in order).
     slot: [Option<usize>; 8],
+    /// How many inputs the node has (past them, a step reads the shared step's value).
+    present: usize,
     /// Constant W and R packed once (on the first Run that sees them constant).
     packed: OnceLock<Packed>,
 }
@@ -135,6 +144,7 @@ fn compile(node: &NodeDesc, output: usize, cell: Cell, extra: &[&str]) -> Result
         clip,
         batch_major: layout == 1,
         slot,
+        present: at,
         packed: OnceLock::new(),
     }))
 }
@@ -271,10 +281,12 @@ impl Recurrent {
     }
 }
 
-/// The per-Run memory: the kernel's and the sequence lengths.
+/// The per-Run memory: the kernel's (one per direction), each direction's Y when the two
+/// run as tasks, and the sequence lengths.
 #[derive(Default)]
 struct State {
-    rnn: RnnScratch,
+    rnn: [Mutex<RnnScratch>; 2],
+    ys: [Mutex<Vec<f32>>; 2],
     lens: Vec<usize>,
 }
 
@@ -283,6 +295,7 @@ impl Op for Recurrent {
         let Dims { seq, batch, .. } = self.dims(x.shapes)?;
         let (d, h) = (self.dirs, self.hidden);
         Ok(match (self.output, self.batch_major) {
+            (ALL, _) => Shape::from_slice(&[(seq + 2) * d * batch * h]),
             (0, false) => Shape::from_slice(&[seq, d, batch, h]),
             (0, true) => Shape::from_slice(&[batch, seq, d, h]),
             (_, false) => Shape::from_slice(&[d, batch, h]),
@@ -290,11 +303,40 @@ impl Op for Recurrent {
         })
     }
 
+    fn shared(&self) -> Option<OpRef> {
+        let all = Recurrent {
+            cell: self.cell,
+            output: ALL,
+            dirs: self.dirs,
+            reverse: self.reverse,
+            hidden: self.hidden,
+            acts: self.acts,
+            clip: self.clip,
+            batch_major: self.batch_major,
+            slot: self.slot,
+            present: self.present,
+            packed: OnceLock::new(),
+        };
+        Some(OpRef(Arc::new(all)))
+    }
+
     fn run(&self, x: RunIn<'_, '_>, out: &mut DataMut<'_>) -> Result<(), String> {
         let Dims { seq, batch, input } = self.dims(x.shapes)?;
         let out = out.f32().ok_or("the output is not float32")?;
         let (d, h, gh) = (self.dirs, self.hidden, self.cell.gates() * self.hidden);
         let ins = x.ins;
+        let (y_len, state_len) = (seq * d * batch * h, d * batch * h);
+        if self.output != ALL && ins.len() > self.present {
+            // The shared step ran the recurrence: this output's part of its value.
+            let all = ins[self.present].f32().ok_or("the shared step's value is not float32")?;
+            let part = match self.output {
+                0 => all.get(..y_len),
+                k => all.get(y_len + (k - 1) * state_len..y_len + k * state_len),
+            };
+            let part = part.filter(|p| p.len() == out.len()).ok_or("the shared step's value has the wrong length")?;
+            out.copy_from_slice(part);
+            return Ok(());
+        }
         let xs = self.f32_in(ins, X)?.ok_or("X is missing")?;
         let (w, r) = (self.f32_in(ins, W)?.ok_or("W is missing")?, self.f32_in(ins, R)?.ok_or("R is missing")?);
         let (bias, h0, c0, p) =
@@ -316,14 +358,17 @@ impl Op for Recurrent {
         }
         out.fill(0.0);
         let state_at = |dir: usize, b: usize| if self.batch_major { (b * d + dir) * h } else { (dir * batch + b) * h };
-        for dir in 0..d {
-            st.rnn.reset_state(batch, h);
+        let State { rnn, ys, lens } = st;
+        let lens = &lens[..];
+        // One direction from its initial state, its Y into `y` (`dirs` wide, at `at`).
+        let direction = |dir: usize, s: &mut RnnScratch, y: Option<YOut<'_>>| {
+            s.reset_state(batch, h);
             for b in 0..batch {
                 if let Some(h0) = h0 {
-                    st.rnn.h[b * h..][..h].copy_from_slice(&h0[state_at(dir, b)..][..h]);
+                    s.h[b * h..][..h].copy_from_slice(&h0[state_at(dir, b)..][..h]);
                 }
                 if let Some(c0) = c0 {
-                    st.rnn.c[b * h..][..h].copy_from_slice(&c0[state_at(dir, b)..][..h]);
+                    s.c[b * h..][..h].copy_from_slice(&c0[state_at(dir, b)..][..h]);
                 }
             }
             let rec = Recurrence {
@@ -338,21 +383,70 @@ impl Op for Recurrent {
                 r: &r[dir * gh * h..][..gh * h],
                 bias: bias.map(|v| &v[dir * 2 * gh..][..2 * gh]),
                 peephole: p.map(|v| &v[dir * 3 * h..][..3 * h]),
-                lens: &st.lens,
+                lens,
                 reverse: self.reverse || dir == 1,
                 acts: self.acts[dir],
                 clip: self.clip,
                 packed: packed.map(|p| &p.dirs[dir]),
             };
-            match self.output {
-                0 => rec.run(&mut st.rnn, Some(YOut { y: out, dirs: d, dir })),
-                k => {
-                    rec.run(&mut st.rnn, None);
-                    let last = if k == 1 { &st.rnn.h } else { &st.rnn.c };
-                    // A sequence of length 0 has a zero state (as ORT gives), not its initial one.
-                    for b in (0..batch).filter(|&b| st.lens[b] > 0) {
-                        out[state_at(dir, b)..][..h].copy_from_slice(&last[b * h..][..h]);
+            rec.run(s, y);
+        };
+        let writes_y = matches!(self.output, 0 | ALL);
+        let (y, states) = out.split_at_mut(if writes_y { y_len } else { 0 });
+        if d == 2 {
+            // The two directions are independent: two tasks (in turn on one thread), each
+            // with its own state and its Y in its own buffer, put in place after.
+            let per_dir = if writes_y { seq * batch * h } else { 0 };
+            for v in ys.iter_mut() {
+                let v = v.get_mut().unwrap_or_else(|e| e.into_inner());
+                v.clear();
+                v.resize(per_dir, 0.0);
+            }
+            let (scratch, bufs) = (&rnn[..], &ys[..]);
+            x.par.for_each_index(2, &|dir, _| {
+                let (mut s, mut yb) = (lock(&scratch[dir]), lock(&bufs[dir]));
+                direction(dir, &mut s, writes_y.then(|| YOut { y: &mut yb[..], dirs: 1, dir: 0 }));
+            });
+            if writes_y {
+                // A direction's rows are [seq, batch] (or [batch, seq]).
+                let inner_len = if self.batch_major { seq } else { batch };
+                for (dir, yb) in ys.iter_mut().enumerate() {
+                    let yb = yb.get_mut().unwrap_or_else(|e| e.into_inner());
+                    for (i, row) in yb.chunks_exact(h).enumerate() {
+                        let (outer, inner) = (i / inner_len, i % inner_len);
+                        let at = if self.batch_major {
+                            ((outer * seq + inner) * d + dir) * h
+                        } else {
+                            ((outer * d + dir) * batch + inner) * h
+                        };
+                        y[at..][..h].copy_from_slice(row);
                     }
+                }
+            }
+        } else {
+            let s = rnn[0].get_mut().unwrap_or_else(|e| e.into_inner());
+            direction(0, s, writes_y.then_some(YOut { y, dirs: 1, dir: 0 }));
+        }
+        // The last states (a sequence of length 0 has a zero state, as ORT gives, not its
+        // initial one).
+        let with_c = matches!(self.cell, Cell::Lstm { .. });
+        let (mut yh, mut yc) = match self.output {
+            0 => (None, None),
+            1 => (Some(&mut states[..]), None),
+            2 => (None, Some(&mut states[..])),
+            _ => {
+                let (yh, yc) = states.split_at_mut(state_len);
+                (Some(yh), with_c.then_some(yc))
+            }
+        };
+        for (dir, s) in rnn.iter_mut().enumerate().take(d) {
+            let s = s.get_mut().unwrap_or_else(|e| e.into_inner());
+            for b in (0..batch).filter(|&b| lens[b] > 0) {
+                if let Some(yh) = yh.as_deref_mut() {
+                    yh[state_at(dir, b)..][..h].copy_from_slice(&s.h[b * h..][..h]);
+                }
+                if let Some(yc) = yc.as_deref_mut() {
+                    yc[state_at(dir, b)..][..h].copy_from_slice(&s.c[b * h..][..h]);
                 }
             }
         }

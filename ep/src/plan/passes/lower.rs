@@ -54,6 +54,13 @@ pub fn run(name: &str, graph: &GraphDesc) -> Result<Plan> {
     }
     let output_index: HashMap<&str, usize> =
         graph.outputs.iter().enumerate().map(|(i, v)| (v.name.as_str(), i)).collect();
+    // The values something reads: a later node, or the fused node's caller.
+    let read: std::collections::HashSet<&str> = graph
+        .nodes
+        .iter()
+        .flat_map(|n| n.inputs.iter().flatten().map(|v| v.name.as_str()))
+        .chain(graph.outputs.iter().map(|v| v.name.as_str()))
+        .collect();
 
     let mut steps = Vec::with_capacity(graph.nodes.len());
     for (node_index, (node, claim)) in graph.nodes.iter().zip(claims).enumerate() {
@@ -232,9 +239,24 @@ pub fn run(name: &str, graph: &GraphDesc) -> Result<Plan> {
                 steps.push(step(Kernel::DropoutApply { ratio }, apply, output));
             }
             kernel => {
+                // Outputs that share one step: it runs first, into a value every output's
+                // step then reads last.
+                let main_op = claim.ops.get(first).cloned().flatten();
+                let shared = main_op.as_ref().and_then(|op| op.shared()).filter(|_| {
+                    let outs = node.outputs.iter().flatten().filter(|v| read.contains(v.name.as_str()));
+                    outs.count() >= 2
+                });
+                if let Some(op) = shared {
+                    let name = format!("{}/outputs", node.name);
+                    let all = add(&mut values, &mut by_name, &name, Slot::Buffer(usize::MAX), None, dtype::FLOAT);
+                    let mut s = step_of(Kernel::Op, step_inputs.clone(), all, dtype::FLOAT);
+                    s.op = Some(op);
+                    steps.push(s);
+                    step_inputs.push(all);
+                }
                 let output = add(&mut values, &mut by_name, &main_name, main_slot, main_dims, main_type);
                 let mut s = step(kernel, step_inputs.clone(), output);
-                s.op = claim.ops.get(first).cloned().flatten();
+                s.op = main_op;
                 steps.push(s);
             }
         }
@@ -345,5 +367,41 @@ mod tests {
             assert!(writes_output[kernels - 1], "{op}");
             assert_eq!(matches!(plan.steps[kernels - 1].kernel, Kernel::Scale(_)), op == "Mean");
         }
+    }
+
+    /// An LSTM with Y, Y_h and Y_c: `read` of them are graph outputs.
+    fn lstm(read: &[&str]) -> GraphDesc {
+        let f = |n: usize| Dim::Fixed(n);
+        let (x, w, r) = (v("x", &[f(5), f(2), f(3)]), v("w", &[f(1), f(16), f(3)]), v("r", &[f(1), f(16), f(4)]));
+        let outs = [v("y", &[f(5), f(1), f(2), f(4)]), v("yh", &[f(1), f(2), f(4)]), v("yc", &[f(1), f(2), f(4)])];
+        let mut n = node("lstm", "LSTM", 14, &[x.clone(), w.clone(), r.clone()], outs[0].clone());
+        n.outputs = outs.iter().cloned().map(Some).collect();
+        n.attrs = vec![("hidden_size".into(), crate::graph::AttrValue::Int(4))];
+        GraphDesc {
+            nodes: vec![n],
+            inputs: vec![x, w, r],
+            constant_inputs: vec![false; 3],
+            outputs: outs.into_iter().filter(|o| read.contains(&o.name.as_str())).collect(),
+            constants: vec![],
+        }
+    }
+
+    #[test]
+    fn an_rnn_whose_outputs_are_read_twice_or_more_runs_its_recurrence_in_one_shared_step() {
+        let plan = run("p", &lstm(&["y", "yh", "yc"])).unwrap();
+        // The shared step, then one step per output reading its value last.
+        assert_eq!(plan.steps.len(), 4);
+        let shared = plan.steps[0].output;
+        assert_eq!(plan.values[shared].name, "lstm/outputs");
+        for s in &plan.steps[1..] {
+            assert_eq!(s.inputs.as_slice(), [0, 1, 2, shared], "{}", plan.values[s.output].name);
+        }
+        let plan = run("p", &lstm(&["yh", "yc"])).unwrap();
+        assert_eq!(plan.values[plan.steps[0].output].name, "lstm/outputs");
+        // One output read: its step runs the recurrence (the unread ones' steps are
+        // dropped later).
+        let plan = run("p", &lstm(&["y"])).unwrap();
+        assert_eq!(plan.steps.len(), 3);
+        assert!(plan.steps.iter().all(|s| s.inputs.len() == 3));
     }
 }
