@@ -12,6 +12,8 @@ use std::time::Instant;
 fn main() {
     // (channels, plane side, kernel, stride)
     let cases = [
+        (576, 14, 3, 1),
+        (144, 28, 3, 1),
         (672, 14, 5, 1),
         (1152, 7, 5, 1),
         (672, 14, 5, 2),

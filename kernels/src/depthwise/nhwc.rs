@@ -77,10 +77,13 @@ pub(crate) fn channels_last(
     let pad = Padded::of(g);
     let taps = g.kernel[1] * g.kernel[2];
     let (xp_len, yt_len) = (pad.hp * pad.wp * LANES, positions.max(plane) * LANES);
-    if scratch.len() < xp_len + yt_len {
-        scratch.resize(xp_len + yt_len, 0.0);
+    // Both parts start on a cache line (whole vectors of 16 floats from there), so that
+    // no load or store of a vector spans two lines.
+    if scratch.len() < xp_len + yt_len + LANES {
+        scratch.resize(xp_len + yt_len + LANES, 0.0);
     }
-    let (xp, yt) = scratch.split_at_mut(xp_len);
+    let skip = scratch.as_ptr().align_offset(64).min(LANES);
+    let (xp, yt) = scratch[skip..].split_at_mut(xp_len);
     let yt = &mut yt[..yt_len];
     // The borders once: each block writes only the interior.
     zero_borders(g, pad, xp);
