@@ -29,6 +29,20 @@ pub fn run(name: &str, graph: &GraphDesc) -> Result<Plan> {
         by_name.insert(name.to_string(), values.len() - 1);
         values.len() - 1
     }
+    // A value the lowering makes for itself (a widened parameter, a float32 copy, a
+    // partial sum, a mask, the shared step's value): named for reading, but not found by
+    // name, so that a tensor of the model that happens to bear the same name is never
+    // replaced by it.
+    fn own(
+        values: &mut Vec<PlanValue>,
+        name: &str,
+        slot: Slot,
+        declared: Option<DeclaredShape>,
+        elem_type: i32,
+    ) -> ValueId {
+        values.push(PlanValue { name: name.to_string(), slot, declared, elem_type, first_reader: None });
+        values.len() - 1
+    }
 
     // Nodes first: an unrunnable node is the most useful thing to report.
     let claims = graph
@@ -104,7 +118,7 @@ pub fn run(name: &str, graph: &GraphDesc) -> Result<Plan> {
                 // An int32 axis or count (CumSum's axis may be either) is widened first.
                 dtype::INT32 => {
                     let (name, dims) = (format!("{}/param{pos}/i64", node.name), values[id].declared.clone());
-                    let wide = add(&mut values, &mut by_name, &name, Slot::Buffer(usize::MAX), dims, dtype::INT64);
+                    let wide = own(&mut values, &name, Slot::Buffer(usize::MAX), dims, dtype::INT64);
                     steps.push(Step {
                         node_name: node.name.clone(),
                         node: node_index,
@@ -171,7 +185,7 @@ pub fn run(name: &str, graph: &GraphDesc) -> Result<Plan> {
             for (k, id) in step_inputs.iter_mut().enumerate() {
                 if values[*id].elem_type == h {
                     let (name, dims) = (format!("{}/input{k}/f32", node.name), values[*id].declared.clone());
-                    let tmp = add(&mut values, &mut by_name, &name, Slot::Buffer(usize::MAX), dims, dtype::FLOAT);
+                    let tmp = own(&mut values, &name, Slot::Buffer(usize::MAX), dims, dtype::FLOAT);
                     steps.push(cast(dtype::FLOAT, *id, tmp));
                     *id = tmp;
                 }
@@ -186,6 +200,11 @@ pub fn run(name: &str, graph: &GraphDesc) -> Result<Plan> {
             (out.name.clone(), slot, out_type)
         };
         let main_dims = out.dims.clone();
+        // The main value: the node's first output, or its float32 copy (the lowering's own).
+        let main = |values: &mut Vec<PlanValue>, by_name: &mut HashMap<String, ValueId>, dims| match out_is_half {
+            true => own(values, &main_name, main_slot, dims, main_type),
+            false => add(values, by_name, &main_name, main_slot, dims, main_type),
+        };
         let step = |kernel, inputs, output| step_of(kernel, inputs, output, main_type);
         match claim.kernel {
             // Sum/Mean/Max/Min of n inputs: n - 1 binary steps (and a scale for Mean)
@@ -196,22 +215,23 @@ pub fn run(name: &str, graph: &GraphDesc) -> Result<Plan> {
                 let last_binary = if mean { n } else { n - 1 };
                 if n == 1 && !mean {
                     let dims = main_dims.clone();
-                    let output = add(&mut values, &mut by_name, &main_name, main_slot, dims, main_type);
+                    let output = main(&mut values, &mut by_name, dims);
                     steps.push(step(Kernel::Identity, SmallVec::from_slice(&[acc]), output));
                 }
                 for (k, &next) in step_inputs.iter().enumerate().skip(1) {
-                    let (name, s, dims) = if k == last_binary {
-                        (main_name.clone(), main_slot, main_dims.clone())
-                    } else {
-                        (format!("{}/partial{k}", node.name), Slot::Buffer(usize::MAX), None)
+                    let output = match k == last_binary {
+                        true => main(&mut values, &mut by_name, main_dims.clone()),
+                        false => {
+                            let name = format!("{}/partial{k}", node.name);
+                            own(&mut values, &name, Slot::Buffer(usize::MAX), None, main_type)
+                        }
                     };
-                    let output = add(&mut values, &mut by_name, &name, s, dims, main_type);
                     let kernel = if main_type == dtype::FLOAT { Kernel::Binary(op) } else { Kernel::arith(op) };
                     steps.push(step(kernel, SmallVec::from_slice(&[acc, next]), output));
                     acc = output;
                 }
                 if mean {
-                    let output = add(&mut values, &mut by_name, &main_name, main_slot, main_dims, main_type);
+                    let output = main(&mut values, &mut by_name, main_dims);
                     steps.push(step(Kernel::Scale(1.0 / n as f32), SmallVec::from_slice(&[acc]), output));
                 }
             }
@@ -228,14 +248,14 @@ pub fn run(name: &str, graph: &GraphDesc) -> Result<Plan> {
                     }
                     None => {
                         let (name, dims) = (format!("{}/mask", node.name), main_dims.clone());
-                        add(&mut values, &mut by_name, &name, Slot::Buffer(usize::MAX), dims, dtype::BOOL)
+                        own(&mut values, &name, Slot::Buffer(usize::MAX), dims, dtype::BOOL)
                     }
                 };
                 let kernel = Kernel::DropoutMask { seed, ratio };
                 steps.push(step_of(kernel, step_inputs.clone(), mask, dtype::BOOL));
                 let mut apply = step_inputs.clone();
                 apply.insert(1, mask);
-                let output = add(&mut values, &mut by_name, &main_name, main_slot, main_dims, main_type);
+                let output = main(&mut values, &mut by_name, main_dims);
                 steps.push(step(Kernel::DropoutApply { ratio }, apply, output));
             }
             kernel => {
@@ -248,20 +268,20 @@ pub fn run(name: &str, graph: &GraphDesc) -> Result<Plan> {
                 });
                 if let Some(op) = shared {
                     let name = format!("{}/outputs", node.name);
-                    let all = add(&mut values, &mut by_name, &name, Slot::Buffer(usize::MAX), None, dtype::FLOAT);
+                    let all = own(&mut values, &name, Slot::Buffer(usize::MAX), None, dtype::FLOAT);
                     let mut s = step_of(Kernel::Op, step_inputs.clone(), all, dtype::FLOAT);
                     s.op = Some(op);
                     steps.push(s);
                     step_inputs.push(all);
                 }
-                let output = add(&mut values, &mut by_name, &main_name, main_slot, main_dims, main_type);
+                let output = main(&mut values, &mut by_name, main_dims);
                 let mut s = step(kernel, step_inputs.clone(), output);
                 s.op = main_op;
                 steps.push(s);
             }
         }
         if out_is_half {
-            let main = by_name[&main_name];
+            let main = steps.last().expect("the node's main step").output;
             let output = add(&mut values, &mut by_name, &out.name, slot, out.dims.clone(), out_type);
             steps.push(cast(out_type, main, output));
         }
@@ -278,7 +298,10 @@ pub fn run(name: &str, graph: &GraphDesc) -> Result<Plan> {
                 true => (format!("{}/f32", extra.name), Slot::Buffer(usize::MAX), None, dtype::FLOAT),
                 false => (extra.name.clone(), slot, extra.dims.clone(), t),
             };
-            let output = add(&mut values, &mut by_name, &name, s, dims, op_type);
+            let output = match op_type != t {
+                true => own(&mut values, &name, s, dims, op_type),
+                false => add(&mut values, &mut by_name, &name, s, dims, op_type),
+            };
             let mut step = step_of(Kernel::Op, step_inputs.clone(), output, op_type);
             step.op = Some(op.clone());
             steps.push(step);
@@ -297,7 +320,7 @@ pub fn run(name: &str, graph: &GraphDesc) -> Result<Plan> {
             let t = extra.elem_type;
             if claim.half == Some(t) {
                 let name = format!("{}/f32", extra.name);
-                let tmp = add(&mut values, &mut by_name, &name, Slot::Buffer(usize::MAX), None, dtype::FLOAT);
+                let tmp = own(&mut values, &name, Slot::Buffer(usize::MAX), None, dtype::FLOAT);
                 steps.push(step_of(kernel, step_inputs.clone(), tmp, dtype::FLOAT));
                 let output = add(&mut values, &mut by_name, &extra.name, slot, extra.dims.clone(), t);
                 steps.push(cast(t, tmp, output));
@@ -403,5 +426,24 @@ mod tests {
         let plan = run("p", &lstm(&["y"])).unwrap();
         assert_eq!(plan.steps.len(), 3);
         assert!(plan.steps.iter().all(|s| s.inputs.len() == 3));
+    }
+
+    #[test]
+    fn a_model_tensor_named_like_a_value_of_the_lowering_is_still_the_one_read() {
+        // A tensor named as the LSTM's shared value will be ("lstm/outputs"), made before
+        // the LSTM and read after it: its readers read it, not the shared value.
+        let f = |n: usize| Dim::Fixed(n);
+        let mut g = lstm(&["y", "yh"]);
+        let named = v("lstm/outputs", &[f(5), f(2), f(3)]);
+        g.nodes.insert(0, node("pre", "Relu", 14, &[g.inputs[0].clone()], named.clone()));
+        g.nodes[1].inputs[0] = Some(named.clone());
+        g.nodes.push(node("post", "Relu", 14, &[named], v("z", &[f(5), f(2), f(3)])));
+        g.outputs.push(v("z", &[f(5), f(2), f(3)]));
+        let plan = run("p", &g).unwrap();
+        let relu = plan.steps[0].output;
+        assert_eq!(plan.values[relu].name, "lstm/outputs");
+        assert_ne!(plan.steps[1].output, relu, "the shared step writes a value of its own");
+        assert_eq!(plan.steps.last().unwrap().inputs.as_slice(), [relu]);
+        assert_eq!(plan.steps[1].inputs[0], relu, "the LSTM reads the Relu's output");
     }
 }
