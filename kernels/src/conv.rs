@@ -414,7 +414,7 @@ pub fn conv(
     }
 }
 
-pub use crate::pool::{lp_pool, max_pool, max_pool_indices, pool, Pool};
+pub use crate::pool::{lp_pool, max_pool, max_pool_indices, max_pool_ints, pool, Pool};
 
 /// For a 1x1 window with a stride past 1 and no padding, with outputs, whose every output
 /// reads inside the input: the same window on the input's subsampled planes (stride 1, the output's

@@ -76,6 +76,89 @@ pub fn pool(x: &[f32], planes: usize, g: &Window3d, pool: Pool, pad_end: [usize;
     crate::arch::pool(crate::arch::isa(), x, planes, g, pool, pad_end, y)
 }
 
+/// Max pooling of small integers (a quantized model's uint8 or int8 MaxPool, which a QDQ
+/// group leaves between its quantized convolutions), in their own type, in the widest
+/// build: for each output row, the maximum of its in-range input rows (whole vectors, 64
+/// bytes on AVX-512), then of that row's width taps. A window with no input gives the
+/// type's least value. `row` is scratch (one input row), reused. Through floats and the
+/// float kernel, ResNet-18's quantized max pool (64 planes of 112x112) took 642 us
+/// against ORT's 122.
+pub fn max_pool_ints<T: crate::qgemm::QInt + Ord>(x: &[T], planes: usize, g: &Window3d, y: &mut [T], row: &mut Vec<T>) {
+    let (plane, positions) = (g.plane(), g.positions());
+    assert!(x.len() >= planes * plane && y.len() >= planes * positions, "pool: x or y is short");
+    row.clear();
+    row.resize(g.input[2], T::from_i32(T::MIN));
+    crate::arch::widest(
+        #[inline(always)]
+        || max_rows(x, planes, g, y, row),
+    )
+}
+
+/// [`max_pool_ints`]' body.
+#[inline(always)]
+fn max_rows<T: crate::qgemm::QInt + Ord>(x: &[T], planes: usize, g: &Window3d, y: &mut [T], rows: &mut [T]) {
+    let (plane, positions) = (g.plane(), g.positions());
+    let [_, in_h, in_w] = g.input;
+    let [out_d, out_h, out_w] = g.out;
+    let least = T::from_i32(T::MIN);
+    if plane == 0 || positions == 0 {
+        y[..planes * positions].fill(least);
+        return;
+    }
+    let kw = g.kernel[2];
+    let mut spans = [const { None }; SPANS];
+    for (tw, span) in spans.iter_mut().enumerate().take(kw) {
+        *span = width_span(g, tw, out_w);
+    }
+    let span = |tw: usize| if tw < SPANS { spans[tw].clone() } else { width_span(g, tw, out_w) };
+    for (src, dst) in x.chunks_exact(plane).zip(y.chunks_exact_mut(positions)).take(planes) {
+        for zd in 0..out_d {
+            let kd = taps_in_range(g, 0, zd);
+            for zh in 0..out_h {
+                let kh = taps_in_range(g, 1, zh);
+                // The maximum of the window's in-range input rows (the least value when
+                // it has none), then its width taps over that row.
+                rows.fill(least);
+                for td in kd.clone() {
+                    let sd = zd * g.stride[0] + td * g.dilation[0] - g.pad_begin[0];
+                    for th in kh.clone() {
+                        let sh = zh * g.stride[1] + th * g.dilation[1] - g.pad_begin[1];
+                        let input = &src[(sd * in_h + sh) * in_w..][..in_w];
+                        for (m, &v) in rows.iter_mut().zip(input) {
+                            *m = (*m).max(v);
+                        }
+                    }
+                }
+                let row = &mut dst[(zd * out_h + zh) * out_w..][..out_w];
+                row.fill(least);
+                for tw in 0..kw {
+                    if let Some((outs, first)) = span(tw) {
+                        let (outs, input) = (&mut row[outs], &rows[first..]);
+                        match g.stride[2] {
+                            1 => merge_strided_ints::<T, 1>(outs, input),
+                            2 => merge_strided_ints::<T, 2>(outs, input),
+                            s => outs.iter_mut().zip(input.iter().step_by(s)).for_each(|(o, &v)| *o = (*o).max(v)),
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// `outs[i] = max(outs[i], input[i * S])`, on slices cut to length first.
+#[inline(always)]
+fn merge_strided_ints<T: Copy + Ord, const S: usize>(outs: &mut [T], input: &[T]) {
+    let n = outs.len();
+    if n == 0 {
+        return;
+    }
+    let input = &input[..(n - 1) * S + 1];
+    for i in 0..n {
+        outs[i] = outs[i].max(input[i * S]);
+    }
+}
+
 /// Width taps whose spans are kept on the stack; wider kernels work them out per row.
 const SPANS: usize = 16;
 
@@ -459,6 +542,47 @@ mod tests {
                     assert_eq!(got[0].to_bits(), want[0].to_bits(), "{level:?} {mode:?} stride {stride}");
                 }
             }
+        }
+    }
+
+    #[test]
+    fn small_integer_max_pools_are_the_integer_maximum_of_their_windows() {
+        // uint8 and int8 with their extremes, 3x3 stride 2 padded (ResNet's), 2x2 stride 2,
+        // and a plane large enough for several chunks; planes of every size left over.
+        let vals = |n: usize, seed: u64| -> Vec<i32> {
+            let mut s = seed;
+            (0..n)
+                .map(|_| {
+                    s = s.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+                    (s >> 56) as i32
+                })
+                .collect()
+        };
+        for (side, k, stride, pad, planes) in [(9, 3, 2, 1, 3), (8, 2, 2, 0, 2), (112, 3, 2, 1, 5), (5, 3, 1, 1, 1)] {
+            let g = Window3d::cube(2, side, k, stride, 1, pad, 0).unwrap();
+            let n = planes * g.plane();
+            // Random bytes, the first three rows of each plane 0 (windows whose maximum is
+            // the least value) and every 7th element 255.
+            let u: Vec<u8> = vals(n, 3)
+                .into_iter()
+                .enumerate()
+                .map(|(i, v)| match (i % g.plane() < 3 * side, i % 7) {
+                    (true, _) => 0,
+                    (false, 0) => 255,
+                    _ => v as u8,
+                })
+                .collect();
+            let mut want = vec![0u8; planes * g.positions()];
+            max_pool(&u, planes, &g, &mut want);
+            let mut got = vec![7u8; want.len()];
+            max_pool_ints(&u, planes, &g, &mut got, &mut Vec::new());
+            assert_eq!(got, want, "u8 side {side} k {k} stride {stride}");
+            let i: Vec<i8> = u.iter().map(|&v| (v as i32 - 128) as i8).collect();
+            let mut want = vec![0i8; planes * g.positions()];
+            max_pool(&i, planes, &g, &mut want);
+            let mut got = vec![7i8; want.len()];
+            max_pool_ints(&i, planes, &g, &mut got, &mut Vec::new());
+            assert_eq!(got, want, "i8 side {side} k {k} stride {stride}");
         }
     }
 }

@@ -118,12 +118,12 @@ impl Op for Pool {
                 pool(input, planes, &g, mode, pad_end, y, x.par);
                 Ok(())
             }
-            (input, DataMut::I8(y)) => small_integers(input, planes, (&g, pad_end), y, x.scratch.state()),
-            (input, DataMut::I16(y)) => small_integers(input, planes, (&g, pad_end), y, x.scratch.state()),
+            (input, DataMut::I8(y)) => small_integers(input, planes, &g, y, x.scratch.state()),
+            (input, DataMut::I16(y)) => small_integers(input, planes, &g, y, x.scratch.state()),
             (input, DataMut::I32(y)) => integers(input, planes, &g, y),
             (input, DataMut::I64(y)) => integers(input, planes, &g, y),
-            (input, DataMut::U8(y)) => small_integers(input, planes, (&g, pad_end), y, x.scratch.state()),
-            (input, DataMut::U16(y)) => small_integers(input, planes, (&g, pad_end), y, x.scratch.state()),
+            (input, DataMut::U8(y)) => small_integers(input, planes, &g, y, x.scratch.state()),
+            (input, DataMut::U16(y)) => small_integers(input, planes, &g, y, x.scratch.state()),
             (input, DataMut::U32(y)) => integers(input, planes, &g, y),
             (input, DataMut::U64(y)) => integers(input, planes, &g, y),
             _ => Err("element types differ from the plan's".into()),
@@ -146,64 +146,20 @@ fn pool(
     });
 }
 
-/// Floats of input planes a chunk of [`small_integers`] holds.
-const CHUNK_FLOATS: usize = 16 << 10;
-
-/// A chunk of integer planes and its pooled planes, as floats.
-#[derive(Default)]
-struct FloatPlanes {
-    x: Vec<f32>,
-    y: Vec<f32>,
-}
-
 /// MaxPool on integers of up to 16 bits (a quantized model's uint8 max pool, which
-/// `fuse_qdq` leaves between its quantized convolutions): a chunk of planes at a time as
-/// floats, which hold them exactly, on the float kernel (the integer loop below took 7.5
-/// ms for ResNet-18's 64 planes of 112x112, the float kernel 0.1-0.2), and back.
-fn small_integers<T: Storage + Into<f32> + FromMax>(
+/// `fuse_qdq` leaves between its quantized convolutions): the kernel's vectorised rows (the
+/// integer loop below took 7.5 ms for ResNet-18's 64 planes of 112x112).
+fn small_integers<T: Storage + rivet_kernels::qgemm::QInt + Ord>(
     x: Data<'_>,
     planes: usize,
-    (g, pad_end): (&Window3d, [usize; 3]),
+    g: &Window3d,
     y: &mut [T],
-    floats: &mut FloatPlanes,
+    row: &mut Vec<T>,
 ) -> Result<(), String> {
     let x = T::get(x).ok_or("element types differ from the plan's")?;
-    let (plane, positions) = (g.plane(), g.positions());
-    let chunk = (CHUNK_FLOATS / plane.max(positions).max(1)).max(1);
-    floats.x.resize(chunk * plane, 0.0);
-    floats.y.resize(chunk * positions, 0.0);
-    let mut p0 = 0;
-    while p0 < planes {
-        let n = chunk.min(planes - p0);
-        let (xf, yf) = (&mut floats.x[..n * plane], &mut floats.y[..n * positions]);
-        for (f, &v) in xf.iter_mut().zip(&x[p0 * plane..]) {
-            *f = v.into();
-        }
-        conv::pool(xf, n, g, conv::Pool::Max, pad_end, yf);
-        for (o, &f) in y[p0 * positions..].iter_mut().zip(yf.iter()) {
-            *o = T::from_max(f);
-        }
-        p0 += n;
-    }
+    rivet_kernels::conv::max_pool_ints(x, planes, g, y, row);
     Ok(())
 }
-
-/// An integer back from the float maximum of integers of its type (exact; a window with
-/// no input, `-inf`, gives the type's least value).
-trait FromMax {
-    fn from_max(f: f32) -> Self;
-}
-
-macro_rules! from_max {
-    ($($t:ty),*) => {$(
-        impl FromMax for $t {
-            fn from_max(f: f32) -> $t {
-                f as $t
-            }
-        }
-    )*};
-}
-from_max!(u8, i8, u16, i16);
 
 /// MaxPool on integers (the output's type; the input's must be the same).
 fn integers<T: Storage + PartialOrd>(x: Data<'_>, planes: usize, g: &Window3d, y: &mut [T]) -> Result<(), String> {
