@@ -200,3 +200,35 @@ fn the_plugin_reports_its_name_vendor_and_one_cpu_device() {
     assert_eq!(devices[0].ep_vendor().expect("vendor"), "Rivet");
     assert_eq!(devices[0].hardware_device().ty(), ort::memory::DeviceType::CPU);
 }
+
+/// Depthwise convolutions on the windows each x86 build has its own kernel for (3x3 and
+/// 5x5 on planes up to 28x28 channels last, stride-1 "same" windows on planes up to
+/// 32x32), against ORT. `cargo xtask test` runs this suite under valgrind, whose CPU has
+/// AVX2 and no AVX-512: the AVX2 build once called the AVX-512 kernels there (SIGILL).
+#[test]
+fn depthwise_convolutions_run_on_the_cpus_own_build() {
+    let n = |dims: &[i64]| dims.iter().product::<i64>() as usize;
+    for (k, side, stride) in [(3, 14, 1), (5, 7, 2), (3, 20, 1)] {
+        let c = 32i64;
+        let w = [c, 1, k, k];
+        let model = ModelBuilder::new(17)
+            .input("x", FLOAT, &[1.into(), c.into(), side.into(), side.into()])
+            .initializer("w", &w, sweep(n(&w), -1.0, 1.0, false))
+            .node_with(
+                "Conv",
+                "dw",
+                &["x", "w"],
+                &["y"],
+                &[
+                    ("group", rivet::model::Attr::Int(c)),
+                    ("pads", rivet::model::Attr::Ints(vec![k / 2; 4])),
+                    ("strides", rivet::model::Attr::Ints(vec![stride; 2])),
+                ],
+            )
+            .output("y", FLOAT, None)
+            .build();
+        let x = [1, c, side, side];
+        let inputs = [HostTensor::f32("x", &x, sweep(n(&x), -2.0, 2.0, false))];
+        common::assert_matches_ort(&model, &inputs, 1e-4, 1e-5, &format!("depthwise {k}x{k} on {side}"));
+    }
+}

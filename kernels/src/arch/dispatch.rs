@@ -551,12 +551,10 @@ mod x86 {
         epilogue: &crate::gemm::Epilogue<'_>,
         scratch: &mut Vec<f32>,
     ) {
-        if crate::depthwise::nhwc::channels_last(x, w, bias, planes.clone(), channels, g, y, epilogue, scratch) {
-            return;
-        }
-        if !crate::depthwise::x86::same_size(x, w, bias, planes.clone(), channels, g, y, epilogue) {
-            crate::depthwise::depthwise_2d::<true>(x, w, bias, planes, channels, g, y, epilogue, scratch)
-        }
+        // (The channels-last and same-size kernels are AVX-512 code: not here, where the
+        // CPU may have no AVX-512. Calling them from this build raised SIGILL on an AVX2
+        // CPU, as valgrind's shows.)
+        crate::depthwise::depthwise_2d::<true>(x, w, bias, planes, channels, g, y, epilogue, scratch)
     }
 
     /// # Safety
