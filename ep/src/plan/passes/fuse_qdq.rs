@@ -233,7 +233,7 @@ impl ConvGroup {
         let mut zero = |p: &Params<'_>, elem_type: i32, like: &ValueDesc| -> ValueDesc {
             match p.zero {
                 Some(z) => z.clone(),
-                None => zero_constant(constants, &format!("{}/zero_point", like.name), elem_type),
+                None => zero_constant(ix, constants, &like.name, elem_type),
             }
         };
         let (zx, zw, zy) = (zero(&px, x.elem_type, x), zero(&pw, w.elem_type, w), zero(&py, y.elem_type, y));
@@ -343,7 +343,7 @@ impl ConvGroup {
                 // The 0 made here is a scalar: beside a scale of shape [1] or [N], QGemm
                 // would refuse the pair on every Run (found by review).
                 None if fixed_dims(p.scale).is_none_or(|d| !d.is_empty()) => None,
-                None => Some(zero_constant(constants, &format!("{}/zero_point", like.name), elem_type)),
+                None => Some(zero_constant(ix, constants, &like.name, elem_type)),
             }
         };
         let (zx, zw, zy) = (zero(&px, x.elem_type, x)?, zero(&pw, w.elem_type, w)?, zero(&py, y.elem_type, y)?);
@@ -445,7 +445,7 @@ fn elementwise_group(ix: &Index<'_>, op: usize, constants: &mut Vec<ConstDesc>) 
     let t = out.elem_type;
     let mut zero = |p: &Params<'_>, like: &ValueDesc| match p.zero {
         Some(z) => z.clone(),
-        None => zero_constant(constants, &format!("{}/zero_point", like.name), t),
+        None => zero_constant(ix, constants, &like.name, t),
     };
     let mut inputs = Vec::new();
     for (x, p) in &quantized {
@@ -496,16 +496,25 @@ fn bias_matches(pb: &Params<'_>, sx: &ValueDesc, sw: &ValueDesc) -> bool {
     sx.len() == 1 && n > 0 && lengths_ok && (0..n).all(|i| at(&sb, i) == sx[0] * at(&sw, i))
 }
 
-/// A new constant scalar 0 of `elem_type` named `name` (once), as a value.
-fn zero_constant(constants: &mut Vec<ConstDesc>, name: &str, elem_type: i32) -> ValueDesc {
+/// A new constant scalar 0 of `elem_type` for the tensor `like` (made once), as a value:
+/// `<like>/zero_point`, `'` added while the graph has a value of that name (found by review).
+fn zero_constant(ix: &Index<'_>, constants: &mut Vec<ConstDesc>, like: &str, elem_type: i32) -> ValueDesc {
+    let (g, n) = (ix.graph, |v: &ValueDesc| v.name.clone());
+    let names: Vec<String> =
+        g.inputs.iter().chain(&g.outputs).map(n).chain(g.constants.iter().map(|c| c.name.clone())).collect();
+    let taken = |n: &str| ix.producer.contains_key(n) || ix.readers.contains_key(n) || names.iter().any(|m| m == n);
+    let mut name = format!("{like}/zero_point");
+    while taken(&name) {
+        name.push('\'');
+    }
     if !constants.iter().any(|c| c.name == name) {
         let data = match elem_type {
             dtype::INT8 => Buf::I8(vec![0]),
             _ => Buf::U8(vec![0]),
         };
-        constants.push(ConstDesc { name: name.into(), shape: Shape::new(), data });
+        constants.push(ConstDesc { name: name.clone(), shape: Shape::new(), data });
     }
-    ValueDesc { name: name.into(), elem_type, dims: Some(Default::default()), ..Default::default() }
+    ValueDesc { name, elem_type, dims: Some(Default::default()), ..Default::default() }
 }
 
 #[cfg(test)]
@@ -695,6 +704,9 @@ mod tests {
         assert_eq!(n.inputs[2].as_ref().unwrap().name, "xq/zero_point");
         assert_eq!(n.inputs[7].as_ref().unwrap().name, "yq/zero_point");
         assert_eq!(fused.constants.len(), 2);
+        // A model tensor bearing that name keeps it: the made-up 0 takes another.
+        g.inputs.push(v("xq/zero_point", dtype::UINT8, &[]));
+        assert_eq!(fuse(&g).expect("fused").nodes[0].inputs[2].as_ref().unwrap().name, "xq/zero_point'");
     }
 
     /// a, b (u8) -> DQ, DQ -> Add -> Q -> m (u8) -> DQ -> MaxPool 3x3 s2 -> Q -> y (u8).
