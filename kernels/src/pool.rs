@@ -106,11 +106,7 @@ fn max_rows<T: crate::qgemm::QInt + Ord>(x: &[T], planes: usize, g: &Window3d, y
         return;
     }
     let kw = g.kernel[2];
-    let mut spans = [const { None }; SPANS];
-    for (tw, span) in spans.iter_mut().enumerate().take(kw) {
-        *span = width_span(g, tw, out_w);
-    }
-    let span = |tw: usize| if tw < SPANS { spans[tw].clone() } else { width_span(g, tw, out_w) };
+    let span = width_spans(g, out_w);
     for (src, dst) in x.chunks_exact(plane).zip(y.chunks_exact_mut(positions)).take(planes) {
         for zd in 0..out_d {
             let kd = taps_in_range(g, 0, zd);
@@ -182,11 +178,7 @@ pub(crate) fn pool_rows(x: &[f32], planes: usize, g: &Window3d, pool: Pool, pad_
         return;
     }
     let kw = g.kernel[2];
-    let mut spans = [const { None }; SPANS];
-    for (tw, span) in spans.iter_mut().enumerate().take(kw) {
-        *span = width_span(g, tw, out_w);
-    }
-    let span = |tw: usize| if tw < SPANS { spans[tw].clone() } else { width_span(g, tw, out_w) };
+    let span = width_spans(g, out_w);
     // Average: the width count of output zw; full (kw) on the interior `inner`, worked out
     // one by one at the borders.
     let width_count = |zw: usize| average_count(g, pool, pad_end, 2, zw);
@@ -283,6 +275,16 @@ fn padded_taps(g: &Window3d, a: usize, o: usize, pad_end: usize) -> usize {
     let end = (g.pad_begin[a] + g.input[a] + pad_end).saturating_sub(o * g.stride[a]);
     let dil = g.dilation[a];
     if dil == 1 { end } else { end.div_ceil(dil) }.min(g.kernel[a])
+}
+
+/// [`width_span`] of each width tap, the first [`SPANS`] worked out once.
+#[inline(always)]
+fn width_spans(g: &Window3d, out_w: usize) -> impl Fn(usize) -> Option<(std::ops::Range<usize>, usize)> + '_ {
+    let mut spans = [const { None }; SPANS];
+    for (tw, span) in spans.iter_mut().enumerate().take(g.kernel[2]) {
+        *span = width_span(g, tw, out_w);
+    }
+    move |tw| if tw < SPANS { spans[tw].clone() } else { width_span(g, tw, out_w) }
 }
 
 /// The outputs of a row whose width tap `tw` is in the input row, and the input index of

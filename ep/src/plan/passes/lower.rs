@@ -25,9 +25,9 @@ pub fn run(name: &str, graph: &GraphDesc) -> Result<Plan> {
         declared: Option<DeclaredShape>,
         elem_type: i32,
     ) -> ValueId {
-        values.push(PlanValue { name: name.to_string(), slot, declared, elem_type, first_reader: None });
-        by_name.insert(name.to_string(), values.len() - 1);
-        values.len() - 1
+        let id = own(values, name, slot, declared, elem_type);
+        by_name.insert(name.to_string(), id);
+        id
     }
     // A value the lowering makes for itself (a widened parameter, a float32 copy, a
     // partial sum, a mask, the shared step's value): named for reading, but not found by
