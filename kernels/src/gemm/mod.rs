@@ -565,15 +565,21 @@ impl<const MR: usize, const NR: usize> Out<'_, MR, NR> {
 
 /// The rows of the short kernel the x86 drivers take for strips of that many rows or fewer.
 pub(crate) const SHORT_MR: usize = 4;
+/// The rows of the tiny kernel every driver takes for a strip of one or two rows (a
+/// recurrent layer's batch of 2: the short kernel computed twice the rows, 2x64x256 in
+/// 1.5 us like 4x64x256).
+pub(crate) const TINY_MR: usize = 2;
 /// The rows of the mid kernel AVX-512's 14-row tile takes for a last strip of 5 to 8 rows
 /// (a 64-row product: four strips of 14 and one of 8, none computed for nothing).
 pub(crate) const MID_MR: usize = 8;
 
 /// The rows a kernel computes for a strip of `mr` rows on a tile of `MR` rows with a mid
 /// kernel of `MID` rows (`MID` no more than [`SHORT_MR`] when there is none): the fewest of
-/// the short, the mid and the full kernel that cover them.
+/// the tiny, the short, the mid and the full kernel that cover them.
 pub(crate) const fn kernel_rows(mr: usize, tile: usize, mid: usize) -> usize {
-    if mr <= SHORT_MR && SHORT_MR < tile {
+    if mr <= TINY_MR && TINY_MR < tile {
+        TINY_MR
+    } else if mr <= SHORT_MR && SHORT_MR < tile {
         SHORT_MR
     } else if mr <= mid && mid < tile {
         mid
@@ -600,6 +606,7 @@ pub(crate) fn run<const MR: usize, const NR: usize, const MID: usize>(
     kernel: impl Fn(APanel<'_, MR>, BPanel<'_, NR>, Out<'_, MR, NR>),
     mid: impl Fn(APanel<'_, MR>, BPanel<'_, NR>, Out<'_, MID, NR>),
     short: impl Fn(APanel<'_, MR>, BPanel<'_, NR>, Out<'_, SHORT_MR, NR>),
+    tiny: impl Fn(APanel<'_, MR>, BPanel<'_, NR>, Out<'_, TINY_MR, NR>),
 ) {
     let (k, rows, cols) = (job.k, job.rows.clone(), job.cols.clone());
     // C's row stride: the block's width.
@@ -699,7 +706,11 @@ pub(crate) fn run<const MR: usize, const NR: usize, const MID: usize>(
                     // A partial tile goes through a tile and `store`, as every edge tile
                     // merges into C (a direct store rounds `beta * c + alpha * acc` once,
                     // `store` twice): whichever kernel computes it, the bits are the same.
-                    if rows_computed == SHORT_MR && mr < MR {
+                    if rows_computed == TINY_MR && mr < MR {
+                        let mut tile = [[0.0f32; NR]; TINY_MR];
+                        tiny(a_panel, b_panel, Out::Tile(&mut tile));
+                        store(&tile[..mr], nr, c, ldc, job.alpha, beta);
+                    } else if rows_computed == SHORT_MR && mr < MR {
                         let mut tile = [[0.0f32; NR]; SHORT_MR];
                         short(a_panel, b_panel, Out::Tile(&mut tile));
                         store(&tile[..mr], nr, c, ldc, job.alpha, beta);

@@ -2,7 +2,7 @@
 //! functions: `arch::dispatch` calls the entry points once an `Isa` proves the features,
 //! and the vector loads/stores go through its reference-taking helpers (`arch::mem`).
 
-use super::{pack_a_whole, pack_whole, run, APanel, BPanel, GemmScratch, Job, Out, MID_MR, SHORT_MR};
+use super::{pack_a_whole, pack_whole, run, APanel, BPanel, GemmScratch, Job, Out, MID_MR, SHORT_MR, TINY_MR};
 use crate::arch::mem::{load16, load8, store16, store8};
 use std::arch::x86_64::*;
 
@@ -51,6 +51,7 @@ pub(crate) fn gemm_avx512(scratch: &mut GemmScratch, job: &Job<'_>, c: &mut [f32
             |a, b, t| micro_avx512::<MR512_WIDE, MR512_WIDE, NR512_WIDE, 3>(a, b, t),
             |a, b, t| micro_avx512::<MR512_WIDE, SHORT_MR, NR512_WIDE, 3>(a, b, t),
             |a, b, t| micro_avx512::<MR512_WIDE, SHORT_MR, NR512_WIDE, 3>(a, b, t),
+            |a, b, t| micro_avx512::<MR512_WIDE, TINY_MR, NR512_WIDE, 3>(a, b, t),
         );
     } else {
         run::<MR512, NR512, MID_MR>(
@@ -64,6 +65,7 @@ pub(crate) fn gemm_avx512(scratch: &mut GemmScratch, job: &Job<'_>, c: &mut [f32
             |a, b, t| micro_avx512::<MR512, MR512, NR512, 2>(a, b, t),
             |a, b, t| micro_avx512::<MR512, MID_MR, NR512, 2>(a, b, t),
             |a, b, t| micro_avx512::<MR512, SHORT_MR, NR512, 2>(a, b, t),
+            |a, b, t| micro_avx512::<MR512, TINY_MR, NR512, 2>(a, b, t),
         );
     }
 }
@@ -155,6 +157,7 @@ pub(crate) fn gemm_avx2(scratch: &mut GemmScratch, job: &Job<'_>, c: &mut [f32])
         |a, b, t| micro_avx2::<MR256, MR256>(a, b, t),
         |a, b, t| micro_avx2::<MR256, SHORT_MR>(a, b, t),
         |a, b, t| micro_avx2::<MR256, SHORT_MR>(a, b, t),
+        |a, b, t| micro_avx2::<MR256, TINY_MR>(a, b, t),
     );
 }
 
