@@ -98,7 +98,7 @@ pub fn max_pool_ints<T: crate::qgemm::QInt + Ord>(x: &[T], planes: usize, g: &Wi
 #[inline(always)]
 fn max_rows<T: crate::qgemm::QInt + Ord>(x: &[T], planes: usize, g: &Window3d, y: &mut [T], rows: &mut [T]) {
     let (plane, positions) = (g.plane(), g.positions());
-    let [_, in_h, in_w] = g.input;
+    let in_w = g.input[2];
     let [out_d, out_h, out_w] = g.out;
     let least = T::from_i32(T::MIN);
     if plane == 0 || positions == 0 {
@@ -109,20 +109,13 @@ fn max_rows<T: crate::qgemm::QInt + Ord>(x: &[T], planes: usize, g: &Window3d, y
     let span = width_spans(g, out_w);
     for (src, dst) in x.chunks_exact(plane).zip(y.chunks_exact_mut(positions)).take(planes) {
         for zd in 0..out_d {
-            let kd = taps_in_range(g, 0, zd);
             for zh in 0..out_h {
-                let kh = taps_in_range(g, 1, zh);
                 // The maximum of the window's in-range input rows (the least value when
                 // it has none), then its width taps over that row.
                 rows.fill(least);
-                for td in kd.clone() {
-                    let sd = zd * g.stride[0] + td * g.dilation[0] - g.pad_begin[0];
-                    for th in kh.clone() {
-                        let sh = zh * g.stride[1] + th * g.dilation[1] - g.pad_begin[1];
-                        let input = &src[(sd * in_h + sh) * in_w..][..in_w];
-                        for (m, &v) in rows.iter_mut().zip(input) {
-                            *m = (*m).max(v);
-                        }
+                for at in window_rows(g, zd, zh) {
+                    for (m, &v) in rows.iter_mut().zip(&src[at..][..in_w]) {
+                        *m = (*m).max(v);
                     }
                 }
                 let row = &mut dst[(zd * out_h + zh) * out_w..][..out_w];
@@ -169,7 +162,7 @@ const SPANS: usize = 16;
 #[inline(always)]
 pub(crate) fn pool_rows(x: &[f32], planes: usize, g: &Window3d, pool: Pool, pad_end: [usize; 3], y: &mut [f32]) {
     let (plane, positions) = (g.plane(), g.positions());
-    let [_, in_h, in_w] = g.input;
+    let in_w = g.input[2];
     let [out_d, out_h, out_w] = g.out;
     let init = if pool == Pool::Max { f32::NEG_INFINITY } else { 0.0 };
     if plane == 0 || positions == 0 {
@@ -186,20 +179,14 @@ pub(crate) fn pool_rows(x: &[f32], planes: usize, g: &Window3d, pool: Pool, pad_
     let inner = full..(full..out_w).find(|&zw| width_count(zw) != kw).unwrap_or(out_w);
     for (src, dst) in x.chunks_exact(plane).zip(y.chunks_exact_mut(positions)).take(planes) {
         for zd in 0..out_d {
-            let kd = taps_in_range(g, 0, zd);
             for zh in 0..out_h {
-                let kh = taps_in_range(g, 1, zh);
                 let row = &mut dst[(zd * out_h + zh) * out_w..][..out_w];
                 row.fill(init);
-                for td in kd.clone() {
-                    let sd = zd * g.stride[0] + td * g.dilation[0] - g.pad_begin[0];
-                    for th in kh.clone() {
-                        let sh = zh * g.stride[1] + th * g.dilation[1] - g.pad_begin[1];
-                        let input = &src[(sd * in_h + sh) * in_w..][..in_w];
-                        for tw in 0..kw {
-                            if let Some((outs, first)) = span(tw) {
-                                merge_tap(&mut row[outs], &input[first..], g.stride[2], pool);
-                            }
+                for at in window_rows(g, zd, zh) {
+                    let input = &src[at..][..in_w];
+                    for tw in 0..kw {
+                        if let Some((outs, first)) = span(tw) {
+                            merge_tap(&mut row[outs], &input[first..], g.stride[2], pool);
                         }
                     }
                 }
@@ -275,6 +262,18 @@ fn padded_taps(g: &Window3d, a: usize, o: usize, pad_end: usize) -> usize {
     let end = (g.pad_begin[a] + g.input[a] + pad_end).saturating_sub(o * g.stride[a]);
     let dil = g.dilation[a];
     if dil == 1 { end } else { end.div_ceil(dil) }.min(g.kernel[a])
+}
+
+/// Where each in-range (depth, height) input row of output row (`zd`, `zh`)'s window
+/// starts in its plane, in tap order.
+#[inline(always)]
+fn window_rows(g: &Window3d, zd: usize, zh: usize) -> impl Iterator<Item = usize> + '_ {
+    let [_, in_h, in_w] = g.input;
+    let kh = taps_in_range(g, 1, zh);
+    taps_in_range(g, 0, zd).flat_map(move |td| {
+        let sd = zd * g.stride[0] + td * g.dilation[0] - g.pad_begin[0];
+        kh.clone().map(move |th| (sd * in_h + zh * g.stride[1] + th * g.dilation[1] - g.pad_begin[1]) * in_w)
+    })
 }
 
 /// [`width_span`] of each width tap, the first [`SPANS`] worked out once.
