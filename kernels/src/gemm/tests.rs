@@ -213,6 +213,17 @@ fn edge_tiles_around_every_microkernel() {
         (49, 64, 300),
         (64, 96, 130),
         (19, 33, 7),
+        // Last strips cut in two (`strip_parts`): 9 to 12 rows on the 14-row tile as the
+        // 8-row kernel and then the tiny or short one (65 tokens: 4 x 14 + 9), 5 and 6
+        // rows as the short kernel and the tiny one, on both AVX-512 tiles; across depth
+        // blocks too.
+        (65, 40, 300),
+        (12, 33, 200),
+        (26, 64, 140),
+        (11, 31, 9),
+        (20, 32, 130),
+        (13, 96, 20),
+        (6, 96, 9),
     ]);
 }
 
