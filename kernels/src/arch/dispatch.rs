@@ -342,7 +342,11 @@ pub(crate) fn pool(
             // avx2 and fma, the features `pool_avx2` enables.
             unsafe { x86::pool_avx2(x, planes, g, mode, pad_end, y) }
         }
-        _ => crate::pool::pool_rows(x, planes, g, mode, pad_end, y),
+        _ => {
+            if !crate::pool::pool_flat(x, planes, g, mode, pad_end, y) {
+                crate::pool::pool_rows(x, planes, g, mode, pad_end, y)
+            }
+        }
     }
 }
 
@@ -591,7 +595,9 @@ mod x86 {
         pad_end: [usize; 3],
         y: &mut [f32],
     ) {
-        crate::pool::pool_rows(x, planes, g, mode, pad_end, y)
+        if !crate::pool::pool_flat(x, planes, g, mode, pad_end, y) {
+            crate::pool::pool_rows(x, planes, g, mode, pad_end, y)
+        }
     }
 
     /// # Safety
