@@ -666,7 +666,7 @@ mod tests {
     fn row_ranges_give_the_whole_convolution() {
         for dims in [2, 3] {
             let g = geom(dims, 9, 3, 1, 1, 1);
-            let (in_c, out_c) = (20, 16); // 180 or 540 deep: several depth blocks
+            let (in_c, out_c) = (20, 16); // 180 or 540 deep: 540 takes several depth blocks
             let x: Vec<f32> = (0..in_c * g.plane()).map(|i| ((i * 7 % 19) as f32 - 9.0) * 0.1).collect();
             let w: Vec<f32> =
                 (0..out_c * in_c * g.kernel.iter().product::<usize>()).map(|i| (i % 5) as f32 - 2.0).collect();

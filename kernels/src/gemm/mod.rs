@@ -804,7 +804,7 @@ fn scale(c: &mut [f32], beta: f32) {
 }
 
 /// Merges the first `nr` columns of `tile`'s rows into C (row stride `ldc`):
-/// `c = alpha * tile + beta * c`, not reading C when `beta == 0`.
+/// `c = alpha * tile + beta * c` (the sum rounded once), not reading C when `beta == 0`.
 #[inline(always)]
 fn store<const NR: usize>(tile: &[[f32; NR]], nr: usize, c: &mut [f32], ldc: usize, alpha: f32, beta: f32) {
     for (i, t) in tile.iter().enumerate() {
@@ -814,7 +814,11 @@ fn store<const NR: usize>(tile: &[[f32; NR]], nr: usize, c: &mut [f32], ldc: usi
         } else if beta == 1.0 {
             row.iter_mut().zip(t).for_each(|(o, &v)| *o += alpha * v);
         } else {
-            row.iter_mut().zip(t).for_each(|(o, &v)| *o = alpha * v + beta * *o);
+            // `beta * c + alpha * acc` rounded once, as the x86 kernels' full tiles merge
+            // (`fmadd(beta, c, alpha * acc)`): a row gets the same bits whether its tile
+            // is full or an edge one (found by review: a packed A of the other AVX-512 tile
+            // moved rows between the two with beta -0.75).
+            row.iter_mut().zip(t).for_each(|(o, &v)| *o = beta.mul_add(*o, alpha * v));
         }
     }
 }

@@ -169,7 +169,9 @@ fn sweep(shapes: &[(usize, usize, usize)]) {
         let mut scratch = GemmScratch::new();
         for &(m, n, k) in shapes {
             for (ta, tb) in [(false, false), (true, false), (false, true), (true, true)] {
-                for (alpha, beta) in [(1.0, 0.0), (-0.5, 1.0), (2.0, 0.25)] {
+                // (1.5, -0.75): products whose roundings differ between one fused merge
+                // and two steps, so a row moved between a full and an edge tile shows.
+                for (alpha, beta) in [(1.0, 0.0), (-0.5, 1.0), (2.0, 0.25), (1.5, -0.75)] {
                     check(level, &mut scratch, &Case { m, n, k, alpha, beta, ta, tb });
                 }
             }
@@ -213,16 +215,16 @@ fn edge_tiles_around_every_microkernel() {
         (49, 64, 300),
         (64, 96, 130),
         (19, 33, 7),
-        // Last strips cut in two (`strip_parts`): 9 to 12 rows on the 14-row tile as the
-        // 8-row kernel and then the tiny or short one (65 tokens: 4 x 14 + 9), 5 and 6
-        // rows as the short kernel and the tiny one, on both AVX-512 tiles; across depth
-        // blocks too.
-        (65, 40, 300),
-        (12, 33, 200),
+        // Last strips cut in two (`strip_parts`), as whole products: 65 rows on the 14-row
+        // tile (65 tokens: 4 x 14 + 9 -> 8 + 1), 12 rows (8 + 4), 26 (14 + 12), 20 (14 +
+        // 6 -> 4 + 2), 11 (8 + 3); on the 8 x 48 tile 13 rows (8 + 5 -> 4 + 1) and 6 (4 +
+        // 2); some across a depth block (256).
+        (65, 64, 300),
+        (12, 64, 300),
         (26, 64, 140),
         (11, 31, 9),
-        (20, 32, 130),
-        (13, 96, 20),
+        (20, 32, 300),
+        (13, 48, 20),
         (6, 96, 9),
     ]);
 }
