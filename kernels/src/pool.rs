@@ -221,7 +221,8 @@ const FLAT_TAPS: usize = 64;
 /// AVX2 against 0.7 on AVX-512's same-size path. Each output still merges its taps in
 /// (h, w) order from the identity, which the padding taps do not change (`max_step`
 /// keeps its value against -inf, and a sum from +0 is never -0, so adding +0 is exact):
-/// the bits of the tap-by-tap definition. Returns false, writing nothing, for windows it
+/// the bits of the tap-by-tap definition. Average's column counts are worked out once
+/// per call, its row counts once per row. Returns false, writing nothing, for windows it
 /// does not take.
 #[inline(always)]
 pub(crate) fn pool_flat(
@@ -263,8 +264,7 @@ pub(crate) fn pool_flat(
     let mut padded = [init; FLAT_LEN];
     let mut sums = [0.0f32; FLAT_LEN];
     let padded_len = padded_len.max(hp * wp);
-    // Average's count of output column zw's taps (times its row's count), worked out
-    // once per call.
+    // Average's count of output column zw's taps (times its row's count).
     let mut width_count = [0usize; FLAT_COLS];
     if out_w > FLAT_COLS {
         return false;

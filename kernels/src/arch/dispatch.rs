@@ -342,11 +342,24 @@ pub(crate) fn pool(
             // avx2 and fma, the features `pool_avx2` enables.
             unsafe { x86::pool_avx2(x, planes, g, mode, pad_end, y) }
         }
-        _ => {
-            if !crate::pool::pool_flat(x, planes, g, mode, pad_end, y) {
-                crate::pool::pool_rows(x, planes, g, mode, pad_end, y)
-            }
-        }
+        _ => pool_portable(x, planes, g, mode, pad_end, y),
+    }
+}
+
+/// The portable build of the float pools. Out of line: `pool_flat`'s stack arrays (28 KB)
+/// would otherwise make every call of [`pool`] reserve them, the AVX-512 build's too
+/// (found by review).
+#[inline(never)]
+fn pool_portable(
+    x: &[f32],
+    planes: usize,
+    g: &crate::conv::Window3d,
+    mode: crate::conv::Pool,
+    pad_end: [usize; 3],
+    y: &mut [f32],
+) {
+    if !crate::pool::pool_flat(x, planes, g, mode, pad_end, y) {
+        crate::pool::pool_rows(x, planes, g, mode, pad_end, y)
     }
 }
 
