@@ -211,9 +211,10 @@ const FLAT_LEN: usize = 3072;
 const FLAT_COLS: usize = 256;
 const FLAT_TAPS: usize = 64;
 
-/// [`pool`] for stride-1 2-D windows on small planes, for the builds without AVX-512's
+/// [`pool`] for 2-D windows of strides 1 and 2 on small planes, for the builds without AVX-512's
 /// paths: the plane is copied into a padded plane (the pool's identity in the padding:
-/// -inf for Max, +0 for Average), and the outputs are computed on a grid of `out_h` rows
+/// -inf for Max, +0 for Average; at stride 2 split into phase planes, as the depthwise
+/// convolution's 2-D path does), and the outputs are computed on a grid of `out_h` rows
 /// of the padded width, so that every tap reads one contiguous run of the padded plane
 /// at one offset, `grid[o] = merge(grid[o], padded[o + offset])`, a loop over the whole
 /// plane that LLVM vectorises. Row by row, a 7x7 plane's rows of 7 outputs cost a loop's
@@ -235,35 +236,47 @@ pub(crate) fn pool_flat(
 ) -> bool {
     let [in_d, in_h, in_w] = g.input;
     let [out_d, out_h, out_w] = g.out;
-    let ([kd, kh, kw], [_, dh, dw], [_, pt, pl]) = (g.kernel, g.dilation, g.pad_begin);
+    let ([kd, kh, kw], [_, sh, sw], [_, dh, dw], [_, pt, pl]) = (g.kernel, g.stride, g.dilation, g.pad_begin);
     let two_d = in_d == 1 && out_d == 1 && kd == 1 && taps_in_range(g, 0, 0) == (0..1);
     let (plane, positions) = (g.plane(), g.positions());
-    if !two_d || g.stride[1..] != [1, 1] || plane == 0 || positions == 0 || kh == 0 || kw == 0 {
+    // Stride 2 along an axis only with 3 taps or more along it: the phase split costs a
+    // scattered copy of the plane, which a 2x2 window's four taps do not repay (avg 2x2/2
+    // on 256 planes of 28x28, AVX2: 137 us by rows, 190-203 flat).
+    let strides = matches!((sh, kh), (1, _) | (2, 3..)) && matches!((sw, kw), (1, _) | (2, 3..));
+    if !two_d || !strides || plane == 0 || positions == 0 || kh == 0 || kw == 0 {
         return false;
     }
     // Sizes checked small before any product of them can wrap.
     if [kh, kw, dh, dw, pt, pl, in_h, in_w, out_h, out_w].iter().any(|&v| v > FLAT_LEN) {
         return false;
     }
+    // The padded plane (its rows and columns as far as any tap or input reaches), split
+    // into `sh * sw` phase planes: padded (u, v) is place (u / sh, v / sw) of phase
+    // (u % sh, v % sw), each phase `wq` places wide. Output (zh, zw)'s tap (th, tw) is
+    // then place (zh + th dh / sh, zw + tw dw / sw) of phase (th dh % sh, tw dw % sw): on
+    // a grid of `out_h` rows of `wq`, every tap reads one run of one phase at one offset.
     let reach = ((kh - 1) * dh, (kw - 1) * dw);
-    let (hp, wp) = ((out_h + reach.0).max(pt + in_h), (out_w + reach.1).max(pl + in_w));
+    let hp = ((out_h - 1) * sh + reach.0 + 1).max(pt + in_h);
+    let wp = ((out_w - 1) * sw + reach.1 + 1).max(pl + in_w);
+    let (hq, wq) = (hp.div_ceil(sh), wp.div_ceil(sw));
     // The grid rounded up to whole vectors (no loop remainders; the extra outputs are
-    // never copied out), the padded plane to what its last tap reads.
-    let grid = (out_h * wp).next_multiple_of(16);
-    let padded_len = (hp - 1) * wp + reach.1 + grid - (out_h - 1) * wp;
-    if padded_len.max(hp * wp) > FLAT_LEN || grid > FLAT_LEN || kh * kw > FLAT_TAPS {
+    // never copied out), a phase to what its last tap reads.
+    let grid = (out_h * wq).next_multiple_of(16);
+    let phase = (hq * wq).max(grid + reach.0 / sh * wq + reach.1 / sw);
+    if sh * sw * phase > FLAT_LEN || grid > FLAT_LEN || kh * kw > FLAT_TAPS {
         return false;
     }
-    // Each tap's offset in the padded plane, in (h, w) order.
+    let padded_len = sh * sw * phase;
+    // Each tap's offset in the phases, in (h, w) order.
     let mut offsets = [0usize; FLAT_TAPS];
     for (t, off) in offsets.iter_mut().enumerate().take(kh * kw) {
-        *off = (t / kw) * dh * wp + (t % kw) * dw;
+        let (r, c) = ((t / kw) * dh, (t % kw) * dw);
+        *off = ((r % sh) * sw + c % sw) * phase + (r / sh) * wq + c / sw;
     }
     let offsets = &offsets[..kh * kw];
     let init = if pool == Pool::Max { f32::NEG_INFINITY } else { 0.0 };
     let mut padded = [init; FLAT_LEN];
     let mut sums = [0.0f32; FLAT_LEN];
-    let padded_len = padded_len.max(hp * wp);
     // Average's count of output column zw's taps (times its row's count).
     let mut width_count = [0usize; FLAT_COLS];
     if out_w > FLAT_COLS {
@@ -277,7 +290,20 @@ pub(crate) fn pool_flat(
     for (src, dst) in x.chunks_exact(plane).zip(y.chunks_exact_mut(positions)).take(planes) {
         // The padding is never written: it keeps the identity for every plane.
         for (r, row) in src.chunks_exact(in_w).enumerate() {
-            padded[(pt + r) * wp + pl..][..in_w].copy_from_slice(row);
+            let u = pt + r;
+            let at = (u % sh) * sw * phase + (u / sh) * wq;
+            if sw == 1 {
+                padded[at + pl..][..in_w].copy_from_slice(row);
+            } else {
+                // Input column c is padded column v = c + pl: phase v % 2, place v / 2.
+                for k in 0..2 {
+                    let first = (k + 2 - pl % 2) % 2;
+                    let dst = &mut padded[at + k * phase + (first + pl) / 2..];
+                    for (d, &v) in dst.iter_mut().zip(row.iter().skip(first).step_by(2)) {
+                        *d = v;
+                    }
+                }
+            }
         }
         let (padded, sums) = (&padded[..padded_len], &mut sums[..grid]);
         // 16 outputs at a time, their sums in registers over all the taps, in order.
@@ -292,7 +318,7 @@ pub(crate) fn pool_flat(
             }
             block.copy_from_slice(&acc);
         }
-        for (zh, (out, row)) in dst.chunks_exact_mut(out_w).zip(sums.chunks_exact(wp)).enumerate() {
+        for (zh, (out, row)) in dst.chunks_exact_mut(out_w).zip(sums.chunks_exact(wq)).enumerate() {
             out.copy_from_slice(&row[..out_w]);
             if let Pool::Average { .. } = pool {
                 let height = average_count(g, pool, pad_end, 1, zh);
@@ -554,20 +580,31 @@ mod tests {
         assert!(checked > 500, "{checked}");
     }
 
-    /// The stride-1 windows of the light CNNs on small planes take the flat path of the
-    /// builds without AVX-512 (a window it refuses still gets the right bits from the
-    /// row path, only slower, so the bit-for-bit tests cannot see it).
+    /// The light CNNs' windows on small planes (stride 1, and stride 2 with 3 taps or
+    /// more) take the flat path of the builds without AVX-512 (a window it refuses still
+    /// gets the right bits from the row path, only slower, so the bit-for-bit tests cannot
+    /// see it).
     #[test]
-    fn small_stride_1_windows_take_the_flat_path() {
-        // (input size, kernel, pad, one more output as ceil mode gives)
-        for (hw, k, p, extra) in
-            [(7, 3, 1, 0), (14, 3, 1, 0), (28, 3, 1, 0), (28, 3, 0, 0), (13, 3, 1, 0), (35, 5, 2, 0)]
-        {
-            let g = Window3d::cube(2, hw, k, 1, 1, p, extra).unwrap();
+    fn small_windows_take_the_flat_path() {
+        // (input size, kernel, stride, pad, one more output as ceil mode gives)
+        let windows = [
+            (7, 3, 1, 1, 0),
+            (14, 3, 1, 1, 0),
+            (28, 3, 1, 1, 0),
+            (28, 3, 1, 0, 0),
+            (13, 3, 1, 1, 0),
+            (35, 5, 1, 2, 0),
+            (27, 3, 2, 0, 1),
+            (13, 3, 2, 0, 1),
+            (14, 3, 2, 1, 0),
+        ];
+        for (hw, k, s, p, extra) in windows {
+            let g = Window3d::cube(2, hw, k, s, 1, p, extra).unwrap();
             let x = values(4 * g.plane(), 5);
             for mode in [Pool::Max, Pool::Average { count_pad: false }, Pool::Average { count_pad: true }] {
                 let mut y = vec![0.0; 4 * g.positions()];
-                assert!(pool_flat(&x, 4, &g, mode, [0, p, p], &mut y), "{hw} k{k} p{p} {mode:?}");
+                let pad_end = [0, p + extra * s, p + extra * s];
+                assert!(pool_flat(&x, 4, &g, mode, pad_end, &mut y), "{hw} k{k} s{s} p{p} {mode:?}");
             }
         }
     }
