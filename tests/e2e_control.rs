@@ -278,3 +278,52 @@ fn optional_get_element_of_a_tensor_runs_on_rivet_alone() {
         assert_matches_ort(&model, &inputs, 0.0, 0.0, &format!("OptionalGetElement {what}"));
     }
 }
+
+/// y = Add(a, If(c, then: Mul(a, a), else: Abs(a))) with a = Neg(x) computed in the outer
+/// graph: the If depends on `a` only through its branches (an implicit input), so Neg and
+/// Add cannot be fused together around it (ORT rejects such a group: "nodes that cannot
+/// be fused together"). Every node runs on Rivet, fallback on or off, and matches ORT.
+#[test]
+fn a_value_read_only_inside_a_branch_orders_the_partition() {
+    let arm = |name: &str, op: &str, ins: &[&str]| {
+        let y = format!("{name}_y");
+        ModelBuilder::new(17).node(op, name, ins, &[&y]).output(&y, FLOAT, None).graph(name)
+    };
+    let model = ModelBuilder::new(17)
+        .input("x", FLOAT, &[Dim::Sym("N".into()), Dim::Fixed(3)])
+        .input("c", BOOL, &[])
+        .node("Neg", "neg", &["x"], &["a"])
+        .node_with(
+            "If",
+            "if",
+            &["c"],
+            &["t"],
+            &[
+                ("then_branch", Attr::Graph(arm("mul", "Mul", &["a", "a"]))),
+                ("else_branch", Attr::Graph(arm("abs", "Abs", &["a"]))),
+            ],
+        )
+        .node("Add", "add", &["a", "t"], &["y"])
+        .output("y", FLOAT, None)
+        .build();
+    let inputs = |c: bool| {
+        let x = harness::values(11, 6, -2.0, 2.0).into_iter().map(|v| v as f32).collect();
+        [
+            HostTensor::f32("x", &[2, 3], x),
+            HostTensor::typed("c", ort::value::TensorElementType::Bool, &[], vec![f64::from(u8::from(c))]),
+        ]
+    };
+    let mut rivet = harness::session(env(), &model, Arm::Rivet, &with_fallback()).expect("Rivet session (fallback on)");
+    let assigned = rivet::ort_extra::graph_assignment(&rivet).expect("assignment info");
+    for node in ["neg", "if", "add", "mul", "abs"] {
+        let ep = assigned.iter().find(|(_, n, _)| n == node).map(|(ep, _, _)| ep.as_str());
+        assert_eq!(ep, Some(harness::RIVET_EP), "node {node} ran on {ep:?}; all: {assigned:?}");
+    }
+    let mut ort = ort_session(&model);
+    for c in [true, false] {
+        let want = harness::run(&mut ort, &inputs(c)).expect("ORT run");
+        let got = harness::run(&mut rivet, &inputs(c)).expect("Rivet run");
+        harness::compare(&got, &want, 0.0, 0.0).unwrap_or_else(|e| panic!("c = {c}: {e}"));
+        assert_matches_ort(&model, &inputs(c), 0.0, 0.0, &format!("fallback off, c = {c}"));
+    }
+}

@@ -536,6 +536,30 @@ fn range_and_nonzero_shape_their_outputs_from_data() {
     ];
     let err = harness::run(&mut rivet, &inputs).expect_err("delta 0");
     assert!(err.contains("node 'range' (Range)") && err.contains("no length"), "{err}");
+
+    // One-element vectors are taken as scalars, as ORT takes them (AffineGrid's
+    // function body feeds Range a [1]-shaped size); [1, 1] is an error, as on ORT.
+    let model = ModelBuilder::new(11)
+        .input("s", FLOAT, &[1.into()])
+        .input("l", FLOAT, &[])
+        .input("d", FLOAT, &[Dim::Sym("n".into())])
+        .node("Range", "range", &["s", "l", "d"], &["y"])
+        .output("y", FLOAT, None)
+        .build();
+    let inputs = [
+        HostTensor::f32("s", &[1], vec![1.0]),
+        HostTensor::f32("l", &[], vec![6.0]),
+        HostTensor::f32("d", &[1], vec![2.0]),
+    ];
+    assert_matches_ort(&model, &inputs, 0.0, 0.0, "Range on [1]-shaped start and delta");
+    let mut rivet = harness::session(env(), &model, Arm::Rivet, &strict()).expect("session");
+    let inputs = [
+        HostTensor::f32("s", &[1], vec![1.0]),
+        HostTensor::f32("l", &[], vec![6.0]),
+        HostTensor::f32("d", &[2], vec![2.0; 2]),
+    ];
+    let err = harness::run(&mut rivet, &inputs).expect_err("delta of two elements");
+    assert!(err.contains("node 'range' (Range)") && err.contains("must be scalars"), "{err}");
 }
 
 /// Einsum forms against ORT: matrix and batched products (with `...`), transposes,

@@ -415,6 +415,20 @@ impl Api {
         self.check(unsafe { (self.ort.Node_GetNumSubgraphs)(n, &mut c) })?;
         Ok(c)
     }
+    #[ort_ffi]
+    pub(crate) fn node_num_implicit_inputs(&self, n: *const OrtNode) -> Result<usize> {
+        let mut c = 0;
+        // SAFETY: n is valid for the callback.
+        self.check(unsafe { (self.ort.Node_GetNumImplicitInputs)(n, &mut c) })?;
+        Ok(c)
+    }
+    /// The values of enclosing graphs that the node's subgraphs read (its implicit inputs:
+    /// an If branch reading a value the outer graph computes).
+    #[ort_ffi]
+    pub(crate) fn node_implicit_inputs(&self, n: *const OrtNode, out: &mut [*const OrtValueInfo]) -> Result<()> {
+        // SAFETY: out has out.len() slots.
+        self.check(unsafe { (self.ort.Node_GetImplicitInputs)(n, out.as_mut_ptr(), out.len()) })
+    }
     /// The node's subgraphs and the names of the attributes holding them.
     #[ort_ffi]
     pub(crate) fn node_subgraphs(

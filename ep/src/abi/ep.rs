@@ -177,7 +177,9 @@ unsafe extern "system" fn get_capability(
                 *c &= !quantized;
             }
         }
-        for group in partition(&desc, &claimable) {
+        // The values each node's subgraphs read from this graph: edges for the partition.
+        let outer_reads = ptrs.iter().map(|&p| implicit_input_names(&ep.api, p)).collect::<Result<Vec<_>>>()?;
+        for group in partition(&desc, &claimable, &outer_reads) {
             let group_ptrs: Vec<*const OrtNode> = group.iter().map(|&i| ptrs[i]).collect();
             ep.api.add_nodes_to_fuse(info, &group_ptrs)?;
         }
@@ -196,6 +198,16 @@ unsafe extern "system" fn get_capability(
         }
         Ok(())
     })
+}
+
+/// The names of the values of enclosing graphs that a node's subgraphs read.
+fn implicit_input_names(api: &Api, node: *const OrtNode) -> Result<Vec<String>> {
+    if api.node_num_subgraphs(node)? == 0 {
+        return Ok(Vec::new());
+    }
+    let mut infos = vec![std::ptr::null(); api.node_num_implicit_inputs(node)?];
+    api.node_implicit_inputs(node, &mut infos)?;
+    infos.into_iter().filter(|v| !v.is_null()).map(|v| api.value_info_name(v)).collect()
 }
 
 unsafe extern "system" fn get_kernel_registry(this: *mut OrtEp, out: *mut *const OrtKernelRegistry) -> *mut OrtStatus {

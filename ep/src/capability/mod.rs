@@ -9,7 +9,11 @@ mod quantized;
 pub use quantized::in_quantized_group;
 
 /// Groups of node indices (into `graph.nodes`), each in topological order.
-pub fn partition(graph: &GraphDesc, claimable: &[bool]) -> Vec<Vec<usize>> {
+///
+/// `outer_reads[i]` (when present) names the values of this graph that node `i`'s
+/// subgraphs read: an If reading `a` in a branch depends on `a`'s producer as if `a` were
+/// one of its inputs, so a group cannot take both `a`'s producer and a reader of the If.
+pub fn partition(graph: &GraphDesc, claimable: &[bool], outer_reads: &[Vec<String>]) -> Vec<Vec<usize>> {
     let n = graph.nodes.len();
     let mut producer: HashMap<&str, usize> = HashMap::new();
     for (i, node) in graph.nodes.iter().enumerate() {
@@ -20,8 +24,10 @@ pub fn partition(graph: &GraphDesc, claimable: &[bool]) -> Vec<Vec<usize>> {
     let mut preds: Vec<Vec<usize>> = vec![Vec::new(); n];
     let mut succs: Vec<Vec<usize>> = vec![Vec::new(); n];
     for (j, node) in graph.nodes.iter().enumerate() {
-        for input in node.inputs.iter().flatten() {
-            if let Some(&i) = producer.get(input.name.as_str()) {
+        let outer = outer_reads.get(j).map_or(&[][..], Vec::as_slice);
+        let names = node.inputs.iter().flatten().map(|v| v.name.as_str()).chain(outer.iter().map(String::as_str));
+        for input in names {
+            if let Some(&i) = producer.get(input) {
                 if !preds[j].contains(&i) {
                     preds[j].push(i);
                     succs[i].push(j);
@@ -175,27 +181,27 @@ mod tests {
     #[test]
     fn a_chain_is_one_group() {
         let g = graph(vec![node("a", &["x"], "a"), node("b", &["a"], "b"), node("c", &["b"], "c")]);
-        assert_eq!(partition(&g, &[true, true, true]), vec![vec![0, 1, 2]]);
+        assert_eq!(partition(&g, &[true, true, true], &[]), vec![vec![0, 1, 2]]);
     }
 
     #[test]
     fn an_unclaimed_node_splits_a_chain() {
         let g = graph(vec![node("a", &["x"], "a"), node("u", &["a"], "u"), node("c", &["u"], "c")]);
-        assert_eq!(partition(&g, &[true, false, true]), vec![vec![0], vec![2]]);
+        assert_eq!(partition(&g, &[true, false, true], &[]), vec![vec![0], vec![2]]);
     }
 
     #[test]
     fn a_diamond_through_an_unclaimed_node_is_not_fused() {
         // a -> u -> d and a -> d: fusing a and d would make a cycle a+d -> u -> a+d.
         let g = graph(vec![node("a", &["x"], "a"), node("u", &["a"], "u"), node("d", &["a", "u"], "d")]);
-        let groups = partition(&g, &[true, false, true]);
+        let groups = partition(&g, &[true, false, true], &[]);
         assert_eq!(groups, vec![vec![0], vec![2]]);
     }
 
     #[test]
     fn two_branches_join_into_one_group() {
         let g = graph(vec![node("a", &["x"], "a"), node("b", &["y"], "b"), node("c", &["a", "b"], "c")]);
-        let groups = partition(&g, &[true, true, true]);
+        let groups = partition(&g, &[true, true, true], &[]);
         assert_eq!(groups.len(), 1);
         assert_eq!(groups[0].len(), 3);
     }
@@ -209,7 +215,17 @@ mod tests {
             node("b", &["u"], "b"),
             node("c", &["a", "b"], "c"),
         ]);
-        let groups = partition(&g, &[true, false, true, true]);
+        let groups = partition(&g, &[true, false, true, true], &[]);
         assert_eq!(groups, vec![vec![0], vec![2, 3]]);
+    }
+
+    #[test]
+    fn a_value_read_inside_a_subgraph_is_an_edge() {
+        // a -> (If u reads a in a branch, no explicit input) -> b: a and b apart.
+        let g = graph(vec![node("a", &["x"], "a"), node("u", &["c"], "u"), node("b", &["a", "u"], "b")]);
+        let reads = vec![vec![], vec!["a".to_string()], vec![]];
+        assert_eq!(partition(&g, &[true, false, true], &reads), vec![vec![0], vec![2]]);
+        // Without the read the two fuse (nothing links u to a).
+        assert_eq!(partition(&g, &[true, false, true], &[]), vec![vec![0, 2]]);
     }
 }

@@ -28,8 +28,9 @@ pub fn range(node: &NodeDesc, _output: usize) -> Result<Arc<dyn Op>, String> {
 
 impl Op for Range {
     fn shape(&self, x: &ShapeIn<'_>) -> Result<Shape, ShapeError> {
-        if x.shapes[..3].iter().any(|s| !s.is_empty()) {
-            return Err("start, limit and delta must be scalars".into());
+        // A scalar or a one-element vector, as ORT's CPU EP takes them.
+        if x.shapes[..3].iter().any(|s| !(s.is_empty() || s[..] == [1])) {
+            return Err("start, limit and delta must be scalars (or of shape [1])".into());
         }
         let at = |k: usize| -> Result<f64, ShapeError> {
             Ok(match x.data(k)? {
