@@ -1,6 +1,8 @@
 //! Tensor data of any element type Rivet runs: owned buffers ([`Buf`]) and borrowed views
-//! ([`Data`], [`DataMut`]). bool is kept as bytes (0 / 1 when Rivet writes them), float16
-//! and bfloat16 as their bits.
+//! ([`Data`], [`DataMut`]). bool is kept as bytes (0 / 1 when Rivet writes them), float16,
+//! bfloat16 and the 8-bit floats as their bits.
+
+use rivet_kernels::float8::F8;
 
 /// ONNX element type codes (TensorProto.DataType).
 pub mod dtype {
@@ -17,6 +19,10 @@ pub mod dtype {
     pub const UINT32: i32 = 12;
     pub const UINT64: i32 = 13;
     pub const BFLOAT16: i32 = 16;
+    pub const FLOAT8E4M3FN: i32 = 17;
+    pub const FLOAT8E4M3FNUZ: i32 = 18;
+    pub const FLOAT8E5M2: i32 = 19;
+    pub const FLOAT8E5M2FNUZ: i32 = 20;
 
     /// Name of an ONNX element type, for messages.
     pub fn name(code: i32) -> &'static str {
@@ -35,6 +41,10 @@ pub mod dtype {
             12 => "uint32",
             13 => "uint64",
             16 => "bfloat16",
+            17 => "float8e4m3fn",
+            18 => "float8e4m3fnuz",
+            19 => "float8e5m2",
+            20 => "float8e5m2fnuz",
             _ => "other",
         }
     }
@@ -56,7 +66,11 @@ macro_rules! elem_types {
             U64: u64 = 13,
             Bool: u8 = 9,
             F16: u16 = 10,
-            BF16: u16 = 16
+            BF16: u16 = 16,
+            F8E4M3FN: u8 = 17,
+            F8E4M3FNUZ: u8 = 18,
+            F8E5M2: u8 = 19,
+            F8E5M2FNUZ: u8 = 20
         }
     };
 }
@@ -212,7 +226,20 @@ pub fn supported(elem_type: i32) -> bool {
 
 /// float32, float64 and the integers: the types arithmetic and comparisons run on.
 pub fn is_number(elem_type: i32) -> bool {
-    supported(elem_type) && !matches!(elem_type, dtype::BOOL | dtype::FLOAT16 | dtype::BFLOAT16)
+    supported(elem_type)
+        && !matches!(elem_type, dtype::BOOL | dtype::FLOAT16 | dtype::BFLOAT16)
+        && float8(elem_type).is_none()
+}
+
+/// The 8-bit float format of an element type.
+pub fn float8(elem_type: i32) -> Option<F8> {
+    match elem_type {
+        dtype::FLOAT8E4M3FN => Some(F8::E4M3FN),
+        dtype::FLOAT8E4M3FNUZ => Some(F8::E4M3FNUZ),
+        dtype::FLOAT8E5M2 => Some(F8::E5M2),
+        dtype::FLOAT8E5M2FNUZ => Some(F8::E5M2FNUZ),
+        _ => None,
+    }
 }
 
 #[cfg(test)]
@@ -221,21 +248,21 @@ mod tests {
 
     #[test]
     fn every_onnx_type_rivet_holds_round_trips_through_bytes() {
-        for code in [1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 13, 16] {
+        for code in [1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 13, 16, 17, 18, 19, 20] {
             let size = elem_size(code).expect("supported");
             let bytes: Vec<u8> = (0..size as u8 * 3).collect();
             let b = Buf::from_bytes(code, &bytes).unwrap();
             assert_eq!((b.elem_type(), b.len()), (code, 3), "{}", dtype::name(code));
         }
-        for code in [0, 8, 14, 15, 17, 21] {
+        for code in [0, 8, 14, 15, 21, 22, 23, 24, 25, 26] {
             assert!(Buf::new(code).is_none() && !supported(code), "{code}");
         }
         assert_eq!(Buf::from_bytes(dtype::INT64, &7i64.to_ne_bytes()), Some(Buf::I64(vec![7])));
     }
 }
 
-/// Element storage: a typed slice out of a [`Data`]. bool shares `u8` and the half floats
-/// share `u16`, which is all data movement needs.
+/// Element storage: a typed slice out of a [`Data`]. bool and the 8-bit floats share `u8`
+/// and the half floats share `u16`, which is all data movement needs.
 pub trait Storage: Copy + Default + 'static {
     fn get(d: Data<'_>) -> Option<&[Self]>;
     fn get_mut<'a>(d: &'a mut DataMut<'_>) -> Option<&'a mut [Self]>;
@@ -265,7 +292,7 @@ storage!(i8: I8);
 storage!(i16: I16);
 storage!(i32: I32);
 storage!(i64: I64);
-storage!(u8: U8, Bool);
+storage!(u8: U8, Bool, F8E4M3FN, F8E4M3FNUZ, F8E5M2, F8E5M2FNUZ);
 storage!(u16: U16, F16, BF16);
 storage!(u32: U32);
 storage!(u64: U64);
@@ -280,7 +307,9 @@ macro_rules! by_storage {
             DataMut::I16(y) => $f::<i16>($($arg,)* y),
             DataMut::I32(y) => $f::<i32>($($arg,)* y),
             DataMut::I64(y) => $f::<i64>($($arg,)* y),
-            DataMut::U8(y) | DataMut::Bool(y) => $f::<u8>($($arg,)* y),
+            DataMut::U8(y) | DataMut::Bool(y) | DataMut::F8E4M3FN(y) | DataMut::F8E4M3FNUZ(y) | DataMut::F8E5M2(y) | DataMut::F8E5M2FNUZ(y) => {
+                $f::<u8>($($arg,)* y)
+            }
             DataMut::U16(y) | DataMut::F16(y) | DataMut::BF16(y) => $f::<u16>($($arg,)* y),
             DataMut::U32(y) => $f::<u32>($($arg,)* y),
             DataMut::U64(y) => $f::<u64>($($arg,)* y),
@@ -303,7 +332,13 @@ macro_rules! by_number {
             Data::U16(_) => $f::<u16>($($arg),*),
             Data::U32(_) => $f::<u32>($($arg),*),
             Data::U64(_) => $f::<u64>($($arg),*),
-            Data::Bool(_) | Data::F16(_) | Data::BF16(_) => $other,
+            Data::Bool(_)
+            | Data::F16(_)
+            | Data::BF16(_)
+            | Data::F8E4M3FN(_)
+            | Data::F8E4M3FNUZ(_)
+            | Data::F8E5M2(_)
+            | Data::F8E5M2FNUZ(_) => $other,
         }
     };
 }
@@ -318,6 +353,9 @@ macro_rules! with_one {
             DataMut::F64(y) => $m!(y, 1.0),
             DataMut::F16(y) => $m!(y, 0x3c00),
             DataMut::BF16(y) => $m!(y, 0x3f80),
+            DataMut::F8E4M3FN(y) => $m!(y, 0x38),
+            DataMut::F8E4M3FNUZ(y) | DataMut::F8E5M2FNUZ(y) => $m!(y, 0x40),
+            DataMut::F8E5M2(y) => $m!(y, 0x3c),
             DataMut::I8(y) => $m!(y, 1),
             DataMut::I16(y) => $m!(y, 1),
             DataMut::I32(y) => $m!(y, 1),
@@ -346,6 +384,10 @@ pub fn number_at(d: Data<'_>, k: usize) -> f64 {
         Data::U64(v) => v[k] as f64,
         Data::F16(v) => rivet_kernels::typed::f16_to_f32(v[k]) as f64,
         Data::BF16(v) => rivet_kernels::typed::bf16_to_f32(v[k]) as f64,
+        Data::F8E4M3FN(v) => F8::E4M3FN.to_f32(v[k]) as f64,
+        Data::F8E4M3FNUZ(v) => F8::E4M3FNUZ.to_f32(v[k]) as f64,
+        Data::F8E5M2(v) => F8::E5M2.to_f32(v[k]) as f64,
+        Data::F8E5M2FNUZ(v) => F8::E5M2FNUZ.to_f32(v[k]) as f64,
         Data::Bool(_) => f64::NAN,
     }
 }

@@ -55,6 +55,7 @@ pub mod deform;
 pub mod depthwise;
 pub mod direct;
 pub mod einsum;
+pub mod float8;
 mod gemm;
 mod math;
 mod movement;

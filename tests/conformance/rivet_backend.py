@@ -42,35 +42,54 @@ class RivetRep(BackendRep):
         else:
             names = [i.name for i in self.session.get_inputs()]
             feed = dict(zip(names, inputs))
-        if any("bfloat16" in v.type for v in self.session.get_inputs() + self.session.get_outputs()):
-            return self._run_bfloat16(feed, kwargs["expected"])
+        if any(v.type in _BITS for v in self.session.get_inputs() + self.session.get_outputs()):
+            return self._run_bits(feed, kwargs["expected"])
         return self.session.run(None, feed)
 
-    def _run_bfloat16(self, feed, expected):
-        """ORT's Python API has no numpy type for bfloat16: bind the tensors' bits
-        (as uint16) through OrtValues, outputs preallocated at the expected shapes."""
-        import ml_dtypes
-
+    def _run_bits(self, feed, expected):
+        """ORT's Python API has no numpy type for bfloat16 or the 8-bit floats: bind the
+        tensors' bits (as uint16 / uint8) through OrtValues, outputs preallocated at the
+        expected shapes, and read them back as ml_dtypes arrays."""
         io = self.session.io_binding()
         for i in self.session.get_inputs():
             a = np.asarray(feed[i.name])
-            if i.type == "tensor(bfloat16)":
-                bits = np.ascontiguousarray(a.astype(ml_dtypes.bfloat16).view(np.uint16))
-                io.bind_ortvalue_input(i.name, ort.OrtValue.ortvalue_from_numpy_with_onnx_type(bits, onnx.TensorProto.BFLOAT16))
+            if i.type in _BITS:
+                dtype, bits_type, code = _BITS[i.type]
+                bits = np.ascontiguousarray(a.astype(dtype).view(bits_type))
+                io.bind_ortvalue_input(i.name, ort.OrtValue.ortvalue_from_numpy_with_onnx_type(bits, code))
             else:
                 io.bind_cpu_input(i.name, a)
         results = []
         for o, want in zip(self.session.get_outputs(), expected):
-            if o.type == "tensor(bfloat16)":
-                buf = np.zeros(want.shape, dtype=np.uint16)
-                io.bind_ortvalue_output(o.name, ort.OrtValue.ortvalue_from_numpy_with_onnx_type(buf, onnx.TensorProto.BFLOAT16))
-                results.append(buf)
+            if o.type in _BITS:
+                dtype, bits_type, code = _BITS[o.type]
+                buf = np.zeros(want.shape, dtype=bits_type)
+                io.bind_ortvalue_output(o.name, ort.OrtValue.ortvalue_from_numpy_with_onnx_type(buf, code))
+                results.append((buf, dtype))
             else:
                 io.bind_output(o.name, "cpu")
                 results.append(None)
         self.session.run_with_iobinding(io)
         values = io.get_outputs()
-        return [r.view(ml_dtypes.bfloat16) if r is not None else v.numpy() for r, v in zip(results, values)]
+        return [r[0].view(r[1]) if r is not None else v.numpy() for r, v in zip(results, values)]
+
+
+def _bits_types():
+    """ORT's type name -> (ml_dtypes type, the numpy type of its bits, ONNX type code)."""
+    import ml_dtypes
+
+    P = onnx.TensorProto
+    return {
+        "tensor(bfloat16)": (ml_dtypes.bfloat16, np.uint16, P.BFLOAT16),
+        "tensor(float8e4m3fn)": (ml_dtypes.float8_e4m3fn, np.uint8, P.FLOAT8E4M3FN),
+        "tensor(float8e4m3fnuz)": (ml_dtypes.float8_e4m3fnuz, np.uint8, P.FLOAT8E4M3FNUZ),
+        "tensor(float8e5m2)": (ml_dtypes.float8_e5m2, np.uint8, P.FLOAT8E5M2),
+        "tensor(float8e5m2fnuz)": (ml_dtypes.float8_e5m2fnuz, np.uint8, P.FLOAT8E5M2FNUZ),
+    }
+
+
+_BITS = _bits_types()
+_BITS_NAMES = {np.dtype(t[0]).name for t in _BITS.values()}
 
 
 class RivetBackend(Backend):
@@ -100,7 +119,7 @@ class RivetBackend(Backend):
 def _close(g, w, rtol, atol):
     if g.shape != w.shape:
         return False
-    if w.dtype.kind == "f" or w.dtype.name == "bfloat16":
+    if w.dtype.kind == "f" or w.dtype.name == "bfloat16" or w.dtype.name.startswith("float8"):
         g, w = np.asarray(g).astype(np.float64), np.asarray(w).astype(np.float64)
         return np.allclose(g, w, rtol=rtol, atol=atol, equal_nan=True)
     return np.array_equal(g, w)
@@ -152,7 +171,7 @@ def run_node_case(case_dir: pathlib.Path, rtol=1e-3, atol=1e-5):
             if not _close(g, w, rtol, atol):
                 diff = np.nanmax(np.abs(np.asarray(g).astype(np.float64) - np.asarray(w).astype(np.float64)))
                 feed = dict(zip(names, inputs))
-                theirs = None if any("bfloat16" in str(x.dtype) for x in inputs) else _ort_cpu(model, feed)
+                theirs = None if any(x.dtype.name in _BITS_NAMES for x in inputs) else _ort_cpu(model, feed)
                 if theirs is not None and len(theirs) == len(got) and all(
                     _close(a, b, rtol, atol) for a, b in zip(got, theirs)
                 ):

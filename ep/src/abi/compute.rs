@@ -297,6 +297,10 @@ macro_rules! by_variant {
             Some(Buf::Bool(_)) => $arm!(Bool),
             Some(Buf::F16(_)) => $arm!(F16),
             Some(Buf::BF16(_)) => $arm!(BF16),
+            Some(Buf::F8E4M3FN(_)) => $arm!(F8E4M3FN),
+            Some(Buf::F8E4M3FNUZ(_)) => $arm!(F8E4M3FNUZ),
+            Some(Buf::F8E5M2(_)) => $arm!(F8E5M2),
+            Some(Buf::F8E5M2FNUZ(_)) => $arm!(F8E5M2FNUZ),
             None => $none,
         }
     };

@@ -2,6 +2,7 @@
 //! arithmetic, comparisons, masks, indices, and data movement of any type). Serial,
 //! strided loops: these are the index and mask parts of a graph, not its heavy math.
 
+use rivet_kernels::float8::F8;
 use rivet_kernels::nn;
 use rivet_kernels::typed::{self, bf16_to_f32, f16_to_f32, f32_to_bf16, f32_to_f16, map2, Number};
 use smallvec::SmallVec;
@@ -40,8 +41,8 @@ fn input<'d, T: Storage>(cx: &Ctx<'_>, ins: &[Data<'d>], k: usize) -> Result<&'d
 pub(crate) fn apply_typed(step: &Step, ins: &[Data<'_>], shapes: &[Shape], dst: &mut DataMut<'_>) -> Result<()> {
     let cx = Ctx { step, shapes };
     match step.kernel {
-        Kernel::Cast { .. } => {
-            cast(ins[0], dst);
+        Kernel::Cast { saturate, .. } => {
+            cast(ins[0], dst, saturate);
             Ok(())
         }
         Kernel::Arith(op) => by_number!(ins[0], Err(cx.mismatch()), arith(&cx, op, ins, dst)),
@@ -128,7 +129,7 @@ macro_rules! to_int {
     };
 }
 
-fn cast_from<S: Copy>(src: &[S], read: impl Fn(S) -> Num, dst: &mut DataMut<'_>) {
+fn cast_from<S: Copy>(src: &[S], read: impl Fn(S) -> Num, dst: &mut DataMut<'_>, saturate: bool) {
     let f32_of = |n: Num| match n {
         Num::I(i) => i as f32,
         Num::F(f) => f as f32,
@@ -161,25 +162,35 @@ fn cast_from<S: Copy>(src: &[S], read: impl Fn(S) -> Num, dst: &mut DataMut<'_>)
         DataMut::U16(y) => fill!(y, |n| to_int!(n, u16)),
         DataMut::U32(y) => fill!(y, |n| to_int!(n, u32)),
         DataMut::U64(y) => fill!(y, |n| to_int!(n, u64)),
+        DataMut::F8E4M3FN(y) => fill!(y, |n| F8::E4M3FN.from_f32(f32_of(n), saturate)),
+        DataMut::F8E4M3FNUZ(y) => fill!(y, |n| F8::E4M3FNUZ.from_f32(f32_of(n), saturate)),
+        DataMut::F8E5M2(y) => fill!(y, |n| F8::E5M2.from_f32(f32_of(n), saturate)),
+        DataMut::F8E5M2FNUZ(y) => fill!(y, |n| F8::E5M2FNUZ.from_f32(f32_of(n), saturate)),
     }
 }
 
-/// Cast between any two element types Rivet holds; half floats go through f32.
-fn cast(x: Data<'_>, dst: &mut DataMut<'_>) {
+/// Cast between any two element types Rivet holds; half floats and 8-bit floats go
+/// through f32 (`saturate`: for a cast to an 8-bit float).
+fn cast(x: Data<'_>, dst: &mut DataMut<'_>, saturate: bool) {
+    let f8 = |f: F8| move |v: u8| Num::F(f.to_f32(v) as f64);
     match x {
-        Data::F32(s) => cast_from(s, |v| Num::F(v as f64), dst),
-        Data::F64(s) => cast_from(s, Num::F, dst),
-        Data::F16(s) => cast_from(s, |v| Num::F(f16_to_f32(v) as f64), dst),
-        Data::BF16(s) => cast_from(s, |v| Num::F(bf16_to_f32(v) as f64), dst),
-        Data::Bool(s) => cast_from(s, |v| Num::I((v != 0) as i128), dst),
-        Data::I8(s) => cast_from(s, |v| Num::I(v as i128), dst),
-        Data::I16(s) => cast_from(s, |v| Num::I(v as i128), dst),
-        Data::I32(s) => cast_from(s, |v| Num::I(v as i128), dst),
-        Data::I64(s) => cast_from(s, |v| Num::I(v as i128), dst),
-        Data::U8(s) => cast_from(s, |v| Num::I(v as i128), dst),
-        Data::U16(s) => cast_from(s, |v| Num::I(v as i128), dst),
-        Data::U32(s) => cast_from(s, |v| Num::I(v as i128), dst),
-        Data::U64(s) => cast_from(s, |v| Num::I(v as i128), dst),
+        Data::F32(s) => cast_from(s, |v| Num::F(v as f64), dst, saturate),
+        Data::F64(s) => cast_from(s, Num::F, dst, saturate),
+        Data::F16(s) => cast_from(s, |v| Num::F(f16_to_f32(v) as f64), dst, saturate),
+        Data::BF16(s) => cast_from(s, |v| Num::F(bf16_to_f32(v) as f64), dst, saturate),
+        Data::F8E4M3FN(s) => cast_from(s, f8(F8::E4M3FN), dst, saturate),
+        Data::F8E4M3FNUZ(s) => cast_from(s, f8(F8::E4M3FNUZ), dst, saturate),
+        Data::F8E5M2(s) => cast_from(s, f8(F8::E5M2), dst, saturate),
+        Data::F8E5M2FNUZ(s) => cast_from(s, f8(F8::E5M2FNUZ), dst, saturate),
+        Data::Bool(s) => cast_from(s, |v| Num::I((v != 0) as i128), dst, saturate),
+        Data::I8(s) => cast_from(s, |v| Num::I(v as i128), dst, saturate),
+        Data::I16(s) => cast_from(s, |v| Num::I(v as i128), dst, saturate),
+        Data::I32(s) => cast_from(s, |v| Num::I(v as i128), dst, saturate),
+        Data::I64(s) => cast_from(s, |v| Num::I(v as i128), dst, saturate),
+        Data::U8(s) => cast_from(s, |v| Num::I(v as i128), dst, saturate),
+        Data::U16(s) => cast_from(s, |v| Num::I(v as i128), dst, saturate),
+        Data::U32(s) => cast_from(s, |v| Num::I(v as i128), dst, saturate),
+        Data::U64(s) => cast_from(s, |v| Num::I(v as i128), dst, saturate),
     }
 }
 

@@ -36,6 +36,8 @@ pub fn count_nonzero(d: Data<'_>) -> usize {
         Data::U32(v) => v.iter().filter(|&&x| x != 0).count(),
         Data::U64(v) => v.iter().filter(|&&x| x != 0).count(),
         Data::F16(v) | Data::BF16(v) => v.iter().filter(|&&x| x & 0x7fff != 0).count(),
+        Data::F8E4M3FN(v) | Data::F8E5M2(v) => v.iter().filter(|&&x| x & 0x7f != 0).count(),
+        Data::F8E4M3FNUZ(v) | Data::F8E5M2FNUZ(v) => v.iter().filter(|&&x| x != 0).count(),
     }
 }
 
@@ -69,6 +71,8 @@ impl Op for NonZero {
                 Data::U32(v) => v[k] != 0,
                 Data::U64(v) => v[k] != 0,
                 Data::F16(v) | Data::BF16(v) => v[k] & 0x7fff != 0,
+                Data::F8E4M3FN(v) | Data::F8E5M2(v) => v[k] & 0x7f != 0,
+                Data::F8E4M3FNUZ(v) | Data::F8E5M2FNUZ(v) => v[k] != 0,
             };
             if nonzero {
                 // A scalar reports as one axis of index 0.

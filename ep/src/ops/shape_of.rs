@@ -132,7 +132,12 @@ impl Op for ConstantOfShape {
             DataMut::I16(y) => fill!(y, i16),
             DataMut::I32(y) => fill!(y, i32),
             DataMut::I64(y) => fill!(y, i64),
-            DataMut::U8(y) | DataMut::Bool(y) => fill!(y, u8),
+            DataMut::U8(y)
+            | DataMut::Bool(y)
+            | DataMut::F8E4M3FN(y)
+            | DataMut::F8E4M3FNUZ(y)
+            | DataMut::F8E5M2(y)
+            | DataMut::F8E5M2FNUZ(y) => fill!(y, u8),
             DataMut::U16(y) | DataMut::F16(y) | DataMut::BF16(y) => fill!(y, u16),
             DataMut::U32(y) => fill!(y, u32),
             DataMut::U64(y) => fill!(y, u64),

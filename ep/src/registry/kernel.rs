@@ -50,8 +50,13 @@ pub enum Kernel {
     Math(MathOp),
     /// Casts to ONNX element type `to` (half floats through f32; float to integer
     /// truncates toward zero and saturates, NaN gives 0; to bool is `x != 0`).
+    ///
+    /// To an 8-bit float, rounding to nearest even; `saturate` (ONNX's attribute, default
+    /// on) clamps values beyond the format's range to its largest value, else they become
+    /// NaN (or infinity for E5M2).
     Cast {
         to: i32,
+        saturate: bool,
     },
     /// Arithmetic on non-float32 numbers (and Mod on any).
     Arith(Arith),

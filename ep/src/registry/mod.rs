@@ -286,7 +286,7 @@ fn check_types(node: &NodeDesc, kernel: &Kernel, data: &[usize]) -> Result<(), S
             }
             true
         }
-        Kernel::Cast { to } => data::supported(types[0]) && data::supported(to) && out.elem_type == to,
+        Kernel::Cast { to, .. } => data::supported(types[0]) && data::supported(to) && out.elem_type == to,
         Kernel::Dropout { ratio, .. } => {
             let float = |t: i32| matches!(t, dtype::FLOAT | dtype::DOUBLE | dtype::FLOAT16 | dtype::BFLOAT16);
             matches!(out.elem_type, dtype::FLOAT | dtype::DOUBLE)
@@ -343,9 +343,10 @@ pub fn markdown_table() -> String {
         out.push_str(&format!("| {name} | {}..={} | (its module) | {} |\n", f.since.0, f.since.1, f.types));
     }
     out.push_str(
-        "\n*any*: float32, float64, float16, bfloat16, int8/16/32/64, uint8/16/32/64 and bool; *numbers*: \
-         float32, float64 and the integers; *halves*: float16 and bfloat16, computed in float32 between \
-         casts.\n",
+        "\n*any*: float32, float64, float16, bfloat16, the 8-bit floats (float8e4m3fn, float8e4m3fnuz, \
+         float8e5m2, float8e5m2fnuz: cast, moved, quantized and dequantized), int8/16/32/64, \
+         uint8/16/32/64 and bool; *numbers*: float32, float64 and the integers; *halves*: float16 and \
+         bfloat16, computed in float32 between casts.\n",
     );
     out
 }

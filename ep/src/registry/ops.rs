@@ -283,9 +283,10 @@ pub static OPS: &[OpSpec] = &[
         op_type: "Cast",
         since: (6, 25),
         arity: Arity::Unary,
-        // `saturate` and `round_mode` only change casts to 8-bit floats, which are not claimed.
+        // `saturate` changes casts to 8-bit floats; `round_mode` only those to FLOAT8E8M0,
+        // which is not claimed.
         attrs: &["to", "saturate", "round_mode"],
-        build: |n| Ok(Kernel::Cast { to: int_attr(n, "to", 0)? as i32 }),
+        build: |n| Ok(Kernel::Cast { to: int_attr(n, "to", 0)? as i32, saturate: int_attr(n, "saturate", 1)? != 0 }),
     },
     OpSpec {
         op_type: "CastLike",
@@ -293,7 +294,7 @@ pub static OPS: &[OpSpec] = &[
         arity: Arity::DataThenConstants { max: 2 },
         attrs: &["saturate", "round_mode"],
         build: |n| match n.inputs.get(1) {
-            Some(Some(like)) => Ok(Kernel::Cast { to: like.elem_type }),
+            Some(Some(like)) => Ok(Kernel::Cast { to: like.elem_type, saturate: int_attr(n, "saturate", 1)? != 0 }),
             _ => Err("CastLike needs its target_type input".into()),
         },
     },

@@ -2,17 +2,20 @@
 //! (`y = (x - zero_point) · scale`) and DynamicQuantizeLinear (uint8, the scale and zero
 //! point from the input's range), per tensor, per axis (`axis`) or per block
 //! (`block_size` along `axis`), float32 with 8- and 16-bit integers (and int32 input to
-//! DequantizeLinear). Not claimed: float16/bfloat16 data or scales, the float8, int4 and
-//! float4 types, `precision` other than float32.
+//! DequantizeLinear) and, from opset 19, the 8-bit floats (`y = cast(x / scale)` rounded
+//! to nearest even, saturating by `saturate`; `y = x · scale`: their zero point must be
+//! zero). Not claimed: float16/bfloat16 data or scales, the int4, int2 and float4 types,
+//! `precision` other than float32.
 
 use std::sync::Arc;
 
+use rivet_kernels::float8::F8;
 use rivet_kernels::qgemm::{self, QInt};
 
 use super::super::op::util::{bad_types, check_attrs, check_inputs, input, input_type, output_type};
 use super::super::{Op, RunIn, ShapeError, ShapeIn};
 use super::{float_at, int_at, numel};
-use crate::data::{Data, DataMut};
+use crate::data::{float8, Data, DataMut};
 use crate::graph::dtype::{FLOAT, INT16, INT32, INT8, UINT16, UINT8};
 use crate::graph::{NodeDesc, Shape};
 use crate::node_attrs::int_attr;
@@ -30,6 +33,9 @@ struct Linear {
     axis: i64,
     /// 0: per tensor or per axis (by the scale's shape); else blocks of this length.
     block: usize,
+    /// Quantizing to an 8-bit float: values beyond its range become its largest value
+    /// (else NaN, or infinity for E5M2).
+    saturate: bool,
 }
 
 /// How the parameters map onto `x` seen as `[outer, dim, inner]` around the axis.
@@ -53,9 +59,11 @@ pub fn quantize(node: &NodeDesc, _output: usize) -> Result<Arc<dyn Op>, String> 
     check_attrs(node, &["axis", "saturate", "block_size", "output_dtype", "precision"])?;
     check_inputs(node, 2, 3)?;
     let y = output_type(node, 0);
-    let int_ok = matches!(y, UINT8 | INT8) || (node.since_version >= 21 && matches!(y, UINT16 | INT16));
+    let int_ok = matches!(y, UINT8 | INT8)
+        || (node.since_version >= 21 && matches!(y, UINT16 | INT16))
+        || (node.since_version >= 19 && float8(y).is_some());
     if input_type(node, 0) != FLOAT || input_type(node, 1) != FLOAT || !int_ok {
-        return Err(bad_types(node, "float32 (with a float32 scale) to uint8, int8, uint16 or int16"));
+        return Err(bad_types(node, "float32 (with a float32 scale) to uint8, int8, uint16, int16 or an 8-bit float"));
     }
     if input(node, 2).is_some() && input_type(node, 2) != y {
         return Err(bad_types(node, "a zero point of the output's type"));
@@ -68,8 +76,6 @@ pub fn quantize(node: &NodeDesc, _output: usize) -> Result<Arc<dyn Op>, String> 
     if precision != 0 && precision != FLOAT as i64 {
         return Err(format!("QuantizeLinear precision {precision} is not supported (float32 only)"));
     }
-    // `saturate` only concerns the float8 types, which are not claimed.
-    int_attr(node, "saturate", 1)?;
     compile(node, Kind::Quantize)
 }
 
@@ -77,9 +83,14 @@ pub fn dequantize(node: &NodeDesc, _output: usize) -> Result<Arc<dyn Op>, String
     check_attrs(node, &["axis", "block_size", "output_dtype"])?;
     check_inputs(node, 2, 3)?;
     let x = input_type(node, 0);
-    let int_ok = matches!(x, UINT8 | INT8 | INT32) || (node.since_version >= 21 && matches!(x, UINT16 | INT16));
+    let int_ok = matches!(x, UINT8 | INT8 | INT32)
+        || (node.since_version >= 21 && matches!(x, UINT16 | INT16))
+        || (node.since_version >= 19 && float8(x).is_some());
     if !int_ok || input_type(node, 1) != FLOAT || output_type(node, 0) != FLOAT {
-        return Err(bad_types(node, "uint8, int8, uint16, int16 or int32 to float32 (with a float32 scale)"));
+        return Err(bad_types(
+            node,
+            "uint8, int8, uint16, int16, int32 or an 8-bit float to float32 (with a float32 scale)",
+        ));
     }
     if input(node, 2).is_some() && input_type(node, 2) != x {
         return Err(bad_types(node, "a zero point of the input's type"));
@@ -97,13 +108,16 @@ fn compile(node: &NodeDesc, kind: Kind) -> Result<Arc<dyn Op>, String> {
     if block < 0 {
         return Err(format!("{} block_size {block} is negative", node.op_type));
     }
-    Ok(Arc::new(Linear { kind, axis, block: block as usize }))
+    let saturate = int_attr(node, "saturate", 1)? != 0;
+    Ok(Arc::new(Linear { kind, axis, block: block as usize, saturate }))
 }
 
 impl Linear {
     /// Checks the scale's (and zero point's) shape against `x`'s and says how they apply.
     fn layout(&self, x: &[usize], scale: &[usize], zp: Option<&[usize]>) -> Result<Layout, String> {
-        if zp.is_some_and(|z| z != scale) {
+        // Per tensor, the two may differ in rank: a scalar and a [1] (as ORT takes them).
+        let one = |s: &[usize]| s.len() <= 1 && numel(s) == 1;
+        if zp.is_some_and(|z| z != scale && !(self.block == 0 && one(z) && one(scale))) {
             return Err(format!("the zero point's shape {:?} differs from the scale's {scale:?}", zp.unwrap_or(&[])));
         }
         let total = numel(x);
@@ -154,8 +168,33 @@ impl Op for Linear {
             (Kind::Dequantize, Data::U16(v), DataMut::F32(y)) => dequantize_as(v, scale, zp, &l, y),
             (Kind::Dequantize, Data::I16(v), DataMut::F32(y)) => dequantize_as(v, scale, zp, &l, y),
             (Kind::Dequantize, Data::I32(v), DataMut::F32(y)) => dequantize_as(v, scale, zp, &l, y),
+            (Kind::Quantize, Data::F32(v), y) => {
+                let f = float8(y.elem_type()).ok_or("input and output element types differ from the plan's")?;
+                let y = <u8 as crate::data::Storage>::get_mut(y).ok_or("an 8-bit float output")?;
+                float8_zero_point(zp, f)?;
+                for_runs(&l, scale, None, |r, s, _| {
+                    y[r.clone()].iter_mut().zip(&v[r]).for_each(|(o, &x)| *o = f.from_f32(x / s, self.saturate))
+                })
+            }
+            (Kind::Dequantize, x, DataMut::F32(y)) => {
+                let f = float8(x.elem_type()).ok_or("input and output element types differ from the plan's")?;
+                let v = <u8 as crate::data::Storage>::get(x).ok_or("an 8-bit float input")?;
+                float8_zero_point(zp, f)?;
+                for_runs(&l, scale, None, |r, s, _| {
+                    y[r.clone()].iter_mut().zip(&v[r]).for_each(|(o, &x)| *o = f.to_f32(x) * s)
+                })
+            }
             _ => Err("input and output element types differ from the plan's".into()),
         }
+    }
+}
+
+/// An 8-bit float zero point must be zero (as ONNX's reference requires).
+fn float8_zero_point(zp: Option<Data<'_>>, f: F8) -> Result<(), String> {
+    let bits = zp.and_then(<u8 as crate::data::Storage>::get).unwrap_or(&[]);
+    match bits.iter().find(|&&b| f.to_f32(b) != 0.0) {
+        Some(&b) => Err(format!("an 8-bit float zero point must be zero, is {} ({b:#04x})", f.to_f32(b))),
+        None => Ok(()),
     }
 }
 
@@ -275,20 +314,22 @@ mod tests {
 
     #[test]
     fn layouts_follow_the_scale_shape() {
-        let op = Linear { kind: Kind::Quantize, axis: 1, block: 0 };
+        let op = Linear { kind: Kind::Quantize, axis: 1, block: 0, saturate: true };
         assert_eq!(op.layout(&[2, 3, 4], &[], None).unwrap().per, Per::Tensor);
         let l = op.layout(&[2, 3, 4], &[3], Some(&[3])).unwrap();
         assert_eq!((l.per, l.outer, l.dim, l.inner), (Per::Axis, 2, 3, 4));
         assert!(op.layout(&[2, 3, 4], &[4], None).is_err());
         assert!(op.layout(&[2, 3, 4], &[3], Some(&[])).is_err());
-        let blocked = Linear { kind: Kind::Quantize, axis: -1, block: 3 };
+        assert_eq!(op.layout(&[2, 3, 4], &[], Some(&[1])).unwrap().per, Per::Tensor);
+        assert!(op.layout(&[2, 3, 4], &[], Some(&[2])).is_err());
+        let blocked = Linear { kind: Kind::Quantize, axis: -1, block: 3, saturate: true };
         assert_eq!(blocked.layout(&[2, 3, 4], &[2, 3, 2], None).unwrap().per, Per::Block(3));
         assert!(blocked.layout(&[2, 3, 4], &[2, 3, 1], None).is_err());
     }
 
     #[test]
     fn blocked_quantize_uses_each_blocks_scale() {
-        let op = Linear { kind: Kind::Quantize, axis: 1, block: 2 };
+        let op = Linear { kind: Kind::Quantize, axis: 1, block: 2, saturate: true };
         let l = op.layout(&[1, 3], &[1, 2], None).unwrap();
         let mut y = [0u8; 3];
         quantize_as(&[2.0, 4.0, 9.0], Data::F32(&[2.0, 3.0]), None, &l, &mut y).unwrap();

@@ -227,7 +227,7 @@ impl ConvGroup {
         let channels = fixed_dims(w).and_then(|d| d.first().copied());
         let w_per_channel = fixed_dims(pw.scale).is_some_and(|d| d.len() == 1 && Some(d[0]) == channels)
             && (pw.axis == 0 || pw.axis == -(fixed_dims(w).map_or(0, |d| d.len()) as i64));
-        if !operands_fuse(ix, [&px, &pw, &py], x, y, w_per_channel) {
+        if !operands_fuse(ix, [&px, &pw, &py], [x, w, y], w_per_channel) {
             return None;
         }
         let mut zero = |p: &Params<'_>, elem_type: i32, like: &ValueDesc| -> ValueDesc {
@@ -268,8 +268,7 @@ impl ConvGroup {
 fn operands_fuse(
     ix: &Index<'_>,
     [px, pw, py]: [&Params<'_>; 3],
-    x: &ValueDesc,
-    y: &ValueDesc,
+    [x, w, y]: [&ValueDesc; 3],
     w_per_channel: bool,
 ) -> bool {
     let constant = [px.scale, pw.scale, py.scale].into_iter().chain([px.zero, pw.zero, py.zero].into_iter().flatten());
@@ -280,6 +279,8 @@ fn operands_fuse(
         && { constant }.all(|v| ix.is_leaf(v) && v.constant.is_some())
         && x.elem_type == dtype::UINT8
         && y.elem_type == dtype::UINT8
+        // 8-bit integer weights (not an 8-bit float's, nor wider integers).
+        && matches!(w.elem_type, dtype::INT8 | dtype::UINT8)
 }
 
 impl ConvGroup {
@@ -334,7 +335,7 @@ impl ConvGroup {
             && (pw.axis == column_axis || pw.axis == column_axis - 2);
         // QGemm's zero point of B has the scale's shape (ORT's kernel checks it).
         let zero_shape_ok = pw.zero.is_none_or(|z| fixed_dims(z) == fixed_dims(pw.scale));
-        if !operands_fuse(ix, [&px, &pw, &py], x, y, w_per_column) || !zero_shape_ok {
+        if !operands_fuse(ix, [&px, &pw, &py], [x, w, y], w_per_column) || !zero_shape_ok {
             return None;
         }
         let mut zero = |p: &Params<'_>, elem_type: i32, like: &ValueDesc| -> Option<ValueDesc> {

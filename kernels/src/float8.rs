@@ -1,0 +1,207 @@
+//! 8-bit floats, as ONNX defines them (FLOAT8E4M3FN, FLOAT8E4M3FNUZ, FLOAT8E5M2,
+//! FLOAT8E5M2FNUZ): decoded to f32 exactly, encoded from f32 rounding to nearest even.
+//!
+//! Encoding follows ONNX's Cast: with `saturate`, a value beyond the largest finite one
+//! (infinities included) becomes that value with its sign; without, it becomes NaN (the
+//! E4M3FN and FNUZ formats have no infinity) or, for E5M2, an infinity. The FNUZ formats
+//! have one NaN (0x80) and no negative zero.
+
+/// One of the four 8-bit float formats.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum F8 {
+    E4M3FN,
+    E4M3FNUZ,
+    E5M2,
+    E5M2FNUZ,
+}
+
+impl F8 {
+    pub const ALL: [F8; 4] = [F8::E4M3FN, F8::E4M3FNUZ, F8::E5M2, F8::E5M2FNUZ];
+
+    const fn mantissa_bits(self) -> u32 {
+        match self {
+            F8::E4M3FN | F8::E4M3FNUZ => 3,
+            F8::E5M2 | F8::E5M2FNUZ => 2,
+        }
+    }
+
+    const fn bias(self) -> i32 {
+        match self {
+            F8::E4M3FN => 7,
+            F8::E4M3FNUZ => 8,
+            F8::E5M2 => 15,
+            F8::E5M2FNUZ => 16,
+        }
+    }
+
+    /// The code of the largest finite value (sign clear).
+    const fn max_code(self) -> u32 {
+        match self {
+            F8::E4M3FN => 0x7e,
+            F8::E4M3FNUZ | F8::E5M2FNUZ => 0x7f,
+            F8::E5M2 => 0x7b,
+        }
+    }
+
+    const fn unsigned_zero(self) -> bool {
+        matches!(self, F8::E4M3FNUZ | F8::E5M2FNUZ)
+    }
+
+    /// The code's value (exact).
+    pub fn to_f32(self, b: u8) -> f32 {
+        let negative = b & 0x80 != 0;
+        let m = self.mantissa_bits();
+        let magnitude = u32::from(b & 0x7f);
+        let e = (magnitude >> m) as i32;
+        let man = magnitude & ((1 << m) - 1);
+        match self {
+            F8::E4M3FN if magnitude == 0x7f => return f32::NAN,
+            F8::E4M3FNUZ | F8::E5M2FNUZ if b == 0x80 => return f32::NAN,
+            F8::E5M2 if e == 0x1f => {
+                return match (man, negative) {
+                    (0, false) => f32::INFINITY,
+                    (0, true) => f32::NEG_INFINITY,
+                    _ => f32::NAN,
+                };
+            }
+            _ => {}
+        }
+        // Powers of two and small integers: every step is exact.
+        let v = if e == 0 {
+            man as f32 * pow2(1 - self.bias() - m as i32)
+        } else {
+            (((1 << m) | man) as f32) * pow2(e - self.bias() - m as i32)
+        };
+        if negative {
+            -v
+        } else {
+            v
+        }
+    }
+
+    /// The code of `x`, rounded to nearest even.
+    pub fn from_f32(self, x: f32, saturate: bool) -> u8 {
+        let sign: u32 = if x.is_sign_negative() { 0x80 } else { 0 };
+        if x.is_nan() {
+            return self.nan(sign);
+        }
+        let a = x.abs();
+        let m = self.mantissa_bits();
+        let min_normal_exp = 1 - self.bias();
+        let bits = a.to_bits();
+        let exp = (bits >> 23) as i32 - 127;
+        let code = if exp >= min_normal_exp {
+            // Round the f32 bits to m mantissa bits (a carry moves into the exponent),
+            // then rebias the exponent.
+            let shift = 23 - m;
+            let rounded = (bits + ((1 << (shift - 1)) - 1) + ((bits >> shift) & 1)) >> shift;
+            rounded - (((127 - self.bias()) as u32) << m)
+        } else {
+            // Below the smallest normal: a multiple of the smallest subnormal. The scaling
+            // is by a power of two and the product is below 2^m, so it is exact.
+            (a * pow2(m as i32 - min_normal_exp)).round_ties_even() as u32
+        };
+        let code = if code > self.max_code() {
+            if saturate {
+                self.max_code()
+            } else {
+                return match self {
+                    F8::E5M2 => (0x7c | sign) as u8,
+                    _ => self.nan(sign),
+                };
+            }
+        } else {
+            code
+        };
+        if code == 0 && self.unsigned_zero() {
+            0
+        } else {
+            (code | sign) as u8
+        }
+    }
+
+    fn nan(self, sign: u32) -> u8 {
+        match self {
+            F8::E4M3FN => (0x7f | sign) as u8,
+            F8::E5M2 => (0x7e | sign) as u8,
+            F8::E4M3FNUZ | F8::E5M2FNUZ => 0x80,
+        }
+    }
+}
+
+/// 2^e for the exponents 8-bit floats reach (|e| < 127).
+fn pow2(e: i32) -> f32 {
+    f32::from_bits(((127 + e) as u32) << 23)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every code decodes to a value that encodes back to it (NaNs to the format's NaN),
+    /// saturating or not.
+    #[test]
+    fn every_code_round_trips() {
+        for f in F8::ALL {
+            for b in 0..=255u8 {
+                let v = f.to_f32(b);
+                for saturate in [false, true] {
+                    let back = f.from_f32(v, saturate);
+                    if v.is_nan() {
+                        assert!(f.to_f32(back).is_nan(), "{f:?} {b:#04x}");
+                    } else if v.is_infinite() {
+                        let want = if saturate { f.max_code() as u8 | (b & 0x80) } else { b };
+                        assert_eq!(back, want, "{f:?} {b:#04x} saturate {saturate}");
+                    } else if f.unsigned_zero() && b == 0 {
+                        assert_eq!(back, 0);
+                    } else {
+                        assert_eq!(back, b, "{f:?} {b:#04x} ({v}) saturate {saturate}");
+                    }
+                }
+            }
+        }
+    }
+
+    /// The formats' landmarks: largest finite values, smallest subnormals, one.
+    #[test]
+    fn landmarks() {
+        assert_eq!(F8::E4M3FN.to_f32(0x7e), 448.0);
+        assert_eq!(F8::E4M3FNUZ.to_f32(0x7f), 240.0);
+        assert_eq!(F8::E5M2.to_f32(0x7b), 57344.0);
+        assert_eq!(F8::E5M2FNUZ.to_f32(0x7f), 57344.0);
+        assert_eq!(F8::E4M3FN.to_f32(0x01), 2f32.powi(-9));
+        assert_eq!(F8::E4M3FNUZ.to_f32(0x01), 2f32.powi(-10));
+        assert_eq!(F8::E5M2.to_f32(0x01), 2f32.powi(-16));
+        assert_eq!(F8::E5M2FNUZ.to_f32(0x01), 2f32.powi(-17));
+        for (f, one) in [(F8::E4M3FN, 0x38), (F8::E4M3FNUZ, 0x40), (F8::E5M2, 0x3c), (F8::E5M2FNUZ, 0x40)] {
+            assert_eq!(f.from_f32(1.0, true), one, "{f:?}");
+        }
+    }
+
+    /// Ties go to the even code; values between two codes go to the nearer; past the
+    /// largest value, saturation or overflow.
+    #[test]
+    fn rounding_and_overflow() {
+        let f = F8::E4M3FN;
+        // 1.0625 is halfway between 1.0 (0x38) and 1.125 (0x39): even is 0x38.
+        assert_eq!(f.from_f32(1.0625, true), 0x38);
+        // 1.1875 is halfway between 1.125 (0x39) and 1.25 (0x3a): even is 0x3a.
+        assert_eq!(f.from_f32(1.1875, true), 0x3a);
+        assert_eq!(f.from_f32(1.07, true), 0x39);
+        // Subnormal ties: half the smallest subnormal goes to zero, 1.5 of it to two.
+        assert_eq!(f.from_f32(2f32.powi(-10), true), 0x00);
+        assert_eq!(f.from_f32(3.0 * 2f32.powi(-10), true), 0x02);
+        assert_eq!(f.from_f32(-2f32.powi(-10), true), 0x80);
+        assert_eq!(F8::E4M3FNUZ.from_f32(-2f32.powi(-12), true), 0x00);
+        // 464 is halfway between 448 (max, even) and the NaN code: stays 448.
+        assert_eq!(f.from_f32(464.0, false), 0x7e);
+        assert_eq!(f.from_f32(465.0, false), 0x7f);
+        assert_eq!(f.from_f32(-1e9, true), 0xfe);
+        assert_eq!(f.from_f32(f32::INFINITY, false), 0x7f);
+        assert_eq!(F8::E5M2.from_f32(1e9, false), 0x7c);
+        assert_eq!(F8::E5M2.from_f32(f32::NEG_INFINITY, true), 0xfb);
+        assert_eq!(F8::E5M2FNUZ.from_f32(1e9, false), 0x80);
+        assert_eq!(F8::E4M3FNUZ.from_f32(241.0, true), 0x7f);
+        assert!(F8::E5M2.to_f32(F8::E5M2.from_f32(f32::NAN, true)).is_nan());
+    }
+}
