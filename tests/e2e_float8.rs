@@ -151,3 +151,37 @@ fn a_nonzero_8_bit_float_zero_point_is_an_error_naming_the_node() {
     let err = harness::run(&mut rivet, &[HostTensor::f32("x", &[4], vec![1.0; 4])]).expect_err("a zero point of 1.0");
     assert!(err.contains("(QuantizeLinear)") && err.contains("must be zero"), "{err}");
 }
+
+/// An If whose branches produce an 8-bit float (the If's own output is one): runs on
+/// Rivet alone (ORT's If kernel from Rivet's registry holds the type) and matches ORT.
+#[test]
+fn an_if_yielding_an_8_bit_float_runs_on_rivet_alone() {
+    let branch = |name: &str, op: &str| {
+        let (t, q) = (format!("{name}_t"), format!("{name}_q"));
+        ModelBuilder::new(19)
+            .node(op, &format!("{name}_op"), &["x"], &[&t])
+            .node_with("Cast", &format!("{name}_cast"), &[&t], &[&q], &[("to", Attr::Int(19))])
+            .output(&q, 19, None)
+            .graph(name)
+    };
+    let model = ModelBuilder::new(19)
+        .input("x", FLOAT, &[Dim::Sym("n".into())])
+        .input("c", rivet::model::BOOL, &[])
+        .node_with(
+            "If",
+            "if",
+            &["c"],
+            &["q"],
+            &[("then_branch", Attr::Graph(branch("then", "Neg"))), ("else_branch", Attr::Graph(branch("else", "Abs")))],
+        )
+        .node_with("Cast", "back", &["q"], &["y"], &[("to", Attr::Int(FLOAT as i64))])
+        .output("y", FLOAT, None)
+        .build();
+    for c in [true, false] {
+        let inputs = [
+            HostTensor::f32("x", &[6], vec![0.3, -1.7, 100.0, -1e6, 2.5, -0.0]),
+            HostTensor::typed("c", ort::value::TensorElementType::Bool, &[], vec![f64::from(u8::from(c))]),
+        ];
+        assert_matches_ort(&model, &inputs, 0.0, 0.0, &format!("If yielding float8e5m2, c = {c}"));
+    }
+}
