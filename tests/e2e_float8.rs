@@ -185,3 +185,34 @@ fn an_if_yielding_an_8_bit_float_runs_on_rivet_alone() {
         assert_matches_ort(&model, &inputs, 0.0, 0.0, &format!("If yielding float8e5m2, c = {c}"));
     }
 }
+
+/// With CPU fallback on, an 8-bit float Q/DQ group is Rivet's like any float nodes (ORT's
+/// int8 fusions, which the quantized-group rule leaves to ORT, take no 8-bit float): every
+/// node of x -> Q -> DQ -> MatMul(DQ(w)) -> Relu runs on Rivet, equal to ORT.
+#[test]
+fn with_fallback_on_an_8_bit_float_group_runs_on_rivet() {
+    let w_bits: Vec<u8> = (0..12u8).map(|k| 0x30 + k).collect();
+    let model = ModelBuilder::new(21)
+        .input("x", FLOAT, &[2.into(), 4.into()])
+        .initializer("s", &[], vec![0.5])
+        .node_with("Constant", "zero", &[], &["z"], &[("value", Attr::Tensor(17, vec![], vec![0]))])
+        .node_with("Constant", "weight", &[], &["wq"], &[("value", Attr::Tensor(17, vec![4, 3], w_bits))])
+        .node("QuantizeLinear", "q", &["x", "s", "z"], &["xq"])
+        .node("DequantizeLinear", "dq", &["xq", "s", "z"], &["xd"])
+        .node("DequantizeLinear", "dqw", &["wq", "s"], &["w"])
+        .node("MatMul", "mm", &["xd", "w"], &["m"])
+        .node("Relu", "relu", &["m"], &["y"])
+        .output("y", FLOAT, None)
+        .build();
+    let opts = rivet::harness::SessionOpts { record_assignment: true, ..Default::default() };
+    let mut rivet = harness::session(env(), &model, Arm::Rivet, &opts).expect("Rivet session (fallback on)");
+    let assigned = rivet::ort_extra::graph_assignment(&rivet).expect("assignment info");
+    for node in ["q", "dq", "dqw", "mm", "relu"] {
+        let ep = assigned.iter().find(|(_, n, _)| n == node).map(|(ep, _, _)| ep.as_str());
+        assert_eq!(ep, Some(harness::RIVET_EP), "node {node} ran on {ep:?}; all: {assigned:?}");
+    }
+    let inputs = [HostTensor::f32("x", &[2, 4], common::vals(4, 8).into_iter().map(|v| v * 10.0).collect())];
+    let got = harness::run(&mut rivet, &inputs).expect("Rivet run");
+    let want = harness::run(&mut common::ort_session(&model), &inputs).expect("ORT run");
+    harness::compare(&got, &want, 1e-6, 1e-7).expect("equal to ORT");
+}

@@ -47,21 +47,23 @@ impl F8 {
         matches!(self, F8::E4M3FNUZ | F8::E5M2FNUZ)
     }
 
-    /// The code's value (exact).
+    /// The code's value (exact; a NaN keeps the code's sign bit, as ml_dtypes and ORT
+    /// decode it: the FNUZ formats' one NaN, 0x80, is negative).
     pub fn to_f32(self, b: u8) -> f32 {
         let negative = b & 0x80 != 0;
+        let nan = if negative { -f32::NAN } else { f32::NAN };
         let m = self.mantissa_bits();
         let magnitude = u32::from(b & 0x7f);
         let e = (magnitude >> m) as i32;
         let man = magnitude & ((1 << m) - 1);
         match self {
-            F8::E4M3FN if magnitude == 0x7f => return f32::NAN,
-            F8::E4M3FNUZ | F8::E5M2FNUZ if b == 0x80 => return f32::NAN,
+            F8::E4M3FN if magnitude == 0x7f => return nan,
+            F8::E4M3FNUZ | F8::E5M2FNUZ if b == 0x80 => return nan,
             F8::E5M2 if e == 0x1f => {
                 return match (man, negative) {
                     (0, false) => f32::INFINITY,
                     (0, true) => f32::NEG_INFINITY,
-                    _ => f32::NAN,
+                    _ => nan,
                 };
             }
             _ => {}
@@ -149,6 +151,12 @@ mod tests {
                     let back = f.from_f32(v, saturate);
                     if v.is_nan() {
                         assert!(f.to_f32(back).is_nan(), "{f:?} {b:#04x}");
+                        assert_eq!(
+                            v.to_bits(),
+                            if b & 0x80 != 0 { 0xffc0_0000 } else { 0x7fc0_0000 },
+                            "{f:?} {b:#04x}"
+                        );
+                        assert_eq!(back & 0x80, if f.unsigned_zero() { 0x80 } else { b & 0x80 }, "{f:?} {b:#04x}");
                     } else if v.is_infinite() {
                         let want = if saturate { f.max_code() as u8 | (b & 0x80) } else { b };
                         assert_eq!(back, want, "{f:?} {b:#04x} saturate {saturate}");

@@ -21,6 +21,9 @@
 //!   DynamicQuantizeLinear feeding MatMulInteger, a QOperator chain). Only standalone
 //!   ones stay claimable: a QuantizeLinear of a graph input read by float nodes outside
 //!   every group, a DequantizeLinear whose output is only a graph output.
+//!
+//! QuantizeLinear and DequantizeLinear of an 8-bit float are none of these: ORT's CPU EP
+//! has no fused kernels for them, so Rivet claims their groups as any float nodes.
 
 use std::collections::HashMap;
 
@@ -30,8 +33,21 @@ fn onnx_domain(node: &NodeDesc) -> bool {
     matches!(node.domain.as_str(), "" | "ai.onnx")
 }
 
+/// A QuantizeLinear or DequantizeLinear of an 8-bit float (no ORT fusion takes it).
+fn is_float8_qdq(node: &NodeDesc) -> bool {
+    let value = match node.op_type.as_str() {
+        "DequantizeLinear" => node.inputs.first(),
+        "QuantizeLinear" => node.outputs.first(),
+        _ => return false,
+    };
+    value.and_then(Option::as_ref).is_some_and(|v| crate::data::float8(v.elem_type).is_some())
+}
+
 /// Ops whose outputs are quantized values, or the scales of dynamic quantization.
 fn is_quantization_op(node: &NodeDesc) -> bool {
+    if is_float8_qdq(node) {
+        return false;
+    }
     let op = node.op_type.as_str();
     let listed = if onnx_domain(node) {
         matches!(op, "DequantizeLinear" | "DynamicQuantizeLinear" | "MatMulInteger" | "ConvInteger")
@@ -44,7 +60,7 @@ fn is_quantization_op(node: &NodeDesc) -> bool {
 }
 
 fn is_quantize(node: &NodeDesc) -> bool {
-    node.op_type == "QuantizeLinear" && (onnx_domain(node) || node.domain == "com.microsoft")
+    node.op_type == "QuantizeLinear" && (onnx_domain(node) || node.domain == "com.microsoft") && !is_float8_qdq(node)
 }
 
 fn is_integer_product(node: &NodeDesc) -> bool {
@@ -151,6 +167,22 @@ mod tests {
         // `pre` feeds a QuantizeLinear and `soft` reads a DequantizeLinear; `out` is float.
         // Every Q and DQ touches the group.
         assert_eq!(m, ["pre", "xq", "xd", "wd", "conv", "yq", "yd", "soft"]);
+    }
+
+    #[test]
+    fn an_8_bit_float_group_is_not_left_to_ort() {
+        let f8 = |mut n: NodeDesc, k: usize, output: bool| {
+            let v = if output { &mut n.outputs[k] } else { &mut n.inputs[k] };
+            v.as_mut().expect("present").elem_type = dtype::FLOAT8E4M3FN;
+            n
+        };
+        let m = marked(vec![
+            f8(node("QuantizeLinear", &["x", "s", "z"], "xq"), 0, true),
+            f8(node("DequantizeLinear", &["xq", "s", "z"], "xd"), 0, false),
+            f8(node("DequantizeLinear", &["wq", "ws"], "wd"), 0, false),
+            node("MatMul", &["xd", "wd"], "y"),
+        ]);
+        assert!(m.is_empty(), "{m:?}");
     }
 
     #[test]
