@@ -23,6 +23,8 @@ pub mod dtype {
     pub const FLOAT8E4M3FNUZ: i32 = 18;
     pub const FLOAT8E5M2: i32 = 19;
     pub const FLOAT8E5M2FNUZ: i32 = 20;
+    pub const UINT4: i32 = 21;
+    pub const INT4: i32 = 22;
 
     /// Name of an ONNX element type, for messages.
     pub fn name(code: i32) -> &'static str {
@@ -45,6 +47,8 @@ pub mod dtype {
             18 => "float8e4m3fnuz",
             19 => "float8e5m2",
             20 => "float8e5m2fnuz",
+            21 => "uint4",
+            22 => "int4",
             _ => "other",
         }
     }
@@ -70,7 +74,9 @@ macro_rules! elem_types {
             F8E4M3FN: u8 = 17,
             F8E4M3FNUZ: u8 = 18,
             F8E5M2: u8 = 19,
-            F8E5M2FNUZ: u8 = 20
+            F8E5M2FNUZ: u8 = 20,
+            U4: u8 = 21,
+            I4: i8 = 22
         }
     };
 }
@@ -89,8 +95,12 @@ macro_rules! define {
         #[derive(Debug)]
         pub enum DataMut<'a> { $($v(&'a mut [$t])),* }
 
-        /// Bytes per element, for the element types Rivet runs.
+        /// Bytes per element in ORT's tensors, for the element types Rivet runs (none for
+        /// the packed 4-bit types: see [`packed4`]).
         pub fn elem_size(elem_type: i32) -> Option<usize> {
+            if packed4(elem_type) {
+                return None;
+            }
             match elem_type { $($code => Some(std::mem::size_of::<$t>()),)* _ => None }
         }
 
@@ -221,7 +231,41 @@ impl Default for Buf {
 
 /// Whether Rivet can hold tensors of this ONNX element type.
 pub fn supported(elem_type: i32) -> bool {
-    elem_size(elem_type).is_some()
+    Buf::new(elem_type).is_some()
+}
+
+/// Bytes of an ORT tensor of `len` elements of `elem_type`, for a type Rivet holds.
+pub fn ort_bytes(elem_type: i32, len: usize) -> Option<usize> {
+    if packed4(elem_type) {
+        return Some(rivet_kernels::nibbles::packed_len(len));
+    }
+    Some(elem_size(elem_type)? * len)
+}
+
+impl Buf {
+    /// A buffer of `len` elements of `elem_type` from the bytes of an ORT tensor
+    /// (`ort_bytes(elem_type, len)` of them): the 4-bit types unpacked.
+    pub fn from_ort_bytes(elem_type: i32, bytes: &[u8], len: usize) -> Option<Buf> {
+        let mut b = Buf::new(elem_type)?;
+        match &mut b {
+            Buf::U4(y) => {
+                y.resize(len, 0);
+                rivet_kernels::nibbles::unpack_u4(bytes, y);
+            }
+            Buf::I4(y) => {
+                y.resize(len, 0);
+                rivet_kernels::nibbles::unpack_i4(bytes, y);
+            }
+            _ => return Buf::from_bytes(elem_type, bytes),
+        }
+        Some(b)
+    }
+}
+
+/// The 4-bit integers: two a byte in ORT's tensors, one a byte (int4 sign-extended) in
+/// Rivet's buffers; unpacked where ORT hands them in, packed where Rivet hands them out.
+pub fn packed4(elem_type: i32) -> bool {
+    matches!(elem_type, dtype::UINT4 | dtype::INT4)
 }
 
 /// float32, float64 and the integers: the types arithmetic and comparisons run on.
@@ -229,6 +273,7 @@ pub fn is_number(elem_type: i32) -> bool {
     supported(elem_type)
         && !matches!(elem_type, dtype::BOOL | dtype::FLOAT16 | dtype::BFLOAT16)
         && float8(elem_type).is_none()
+        && !packed4(elem_type)
 }
 
 /// The 8-bit float format of an element type.
@@ -248,13 +293,16 @@ mod tests {
 
     #[test]
     fn every_onnx_type_rivet_holds_round_trips_through_bytes() {
+        for code in [21, 22] {
+            assert!(supported(code) && packed4(code) && elem_size(code).is_none(), "{code}");
+        }
         for code in [1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 13, 16, 17, 18, 19, 20] {
             let size = elem_size(code).expect("supported");
             let bytes: Vec<u8> = (0..size as u8 * 3).collect();
             let b = Buf::from_bytes(code, &bytes).unwrap();
             assert_eq!((b.elem_type(), b.len()), (code, 3), "{}", dtype::name(code));
         }
-        for code in [0, 8, 14, 15, 21, 22, 23, 24, 25, 26] {
+        for code in [0, 8, 14, 15, 23, 24, 25, 26] {
             assert!(Buf::new(code).is_none() && !supported(code), "{code}");
         }
         assert_eq!(Buf::from_bytes(dtype::INT64, &7i64.to_ne_bytes()), Some(Buf::I64(vec![7])));
@@ -288,11 +336,11 @@ macro_rules! storage {
 }
 storage!(f32: F32);
 storage!(f64: F64);
-storage!(i8: I8);
+storage!(i8: I8, I4);
 storage!(i16: I16);
 storage!(i32: I32);
 storage!(i64: I64);
-storage!(u8: U8, Bool, F8E4M3FN, F8E4M3FNUZ, F8E5M2, F8E5M2FNUZ);
+storage!(u8: U8, Bool, F8E4M3FN, F8E4M3FNUZ, F8E5M2, F8E5M2FNUZ, U4);
 storage!(u16: U16, F16, BF16);
 storage!(u32: U32);
 storage!(u64: U64);
@@ -303,11 +351,12 @@ macro_rules! by_storage {
         match $dst {
             DataMut::F32(y) => $f::<f32>($($arg,)* y),
             DataMut::F64(y) => $f::<f64>($($arg,)* y),
-            DataMut::I8(y) => $f::<i8>($($arg,)* y),
+            DataMut::I8(y) | DataMut::I4(y) => $f::<i8>($($arg,)* y),
             DataMut::I16(y) => $f::<i16>($($arg,)* y),
             DataMut::I32(y) => $f::<i32>($($arg,)* y),
             DataMut::I64(y) => $f::<i64>($($arg,)* y),
-            DataMut::U8(y) | DataMut::Bool(y) | DataMut::F8E4M3FN(y) | DataMut::F8E4M3FNUZ(y) | DataMut::F8E5M2(y) | DataMut::F8E5M2FNUZ(y) => {
+            DataMut::U8(y) | DataMut::Bool(y) | DataMut::F8E4M3FN(y) | DataMut::F8E4M3FNUZ(y) | DataMut::F8E5M2(y) | DataMut::F8E5M2FNUZ(y)
+            | DataMut::U4(y) => {
                 $f::<u8>($($arg,)* y)
             }
             DataMut::U16(y) | DataMut::F16(y) | DataMut::BF16(y) => $f::<u16>($($arg,)* y),
@@ -338,7 +387,9 @@ macro_rules! by_number {
             | Data::F8E4M3FN(_)
             | Data::F8E4M3FNUZ(_)
             | Data::F8E5M2(_)
-            | Data::F8E5M2FNUZ(_) => $other,
+            | Data::F8E5M2FNUZ(_)
+            | Data::U4(_)
+            | Data::I4(_) => $other,
         }
     };
 }
@@ -356,6 +407,8 @@ macro_rules! with_one {
             DataMut::F8E4M3FN(y) => $m!(y, 0x38),
             DataMut::F8E4M3FNUZ(y) | DataMut::F8E5M2FNUZ(y) => $m!(y, 0x40),
             DataMut::F8E5M2(y) => $m!(y, 0x3c),
+            DataMut::U4(y) => $m!(y, 1),
+            DataMut::I4(y) => $m!(y, 1),
             DataMut::I8(y) => $m!(y, 1),
             DataMut::I16(y) => $m!(y, 1),
             DataMut::I32(y) => $m!(y, 1),
@@ -388,6 +441,8 @@ pub fn number_at(d: Data<'_>, k: usize) -> f64 {
         Data::F8E4M3FNUZ(v) => F8::E4M3FNUZ.to_f32(v[k]) as f64,
         Data::F8E5M2(v) => F8::E5M2.to_f32(v[k]) as f64,
         Data::F8E5M2FNUZ(v) => F8::E5M2FNUZ.to_f32(v[k]) as f64,
+        Data::U4(v) => v[k] as f64,
+        Data::I4(v) => v[k] as f64,
         Data::Bool(_) => f64::NAN,
     }
 }

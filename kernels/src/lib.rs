@@ -59,6 +59,7 @@ pub mod float8;
 mod gemm;
 mod math;
 mod movement;
+pub mod nibbles;
 pub mod nn;
 mod norm;
 mod pool;

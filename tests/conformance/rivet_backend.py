@@ -42,14 +42,16 @@ class RivetRep(BackendRep):
         else:
             names = [i.name for i in self.session.get_inputs()]
             feed = dict(zip(names, inputs))
-        if any(v.type in _BITS for v in self.session.get_inputs() + self.session.get_outputs()):
+        if any(v.type in _BITS or v.type in _PACKED4 for v in self.session.get_inputs() + self.session.get_outputs()):
             return self._run_bits(feed, kwargs["expected"])
         return self.session.run(None, feed)
 
     def _run_bits(self, feed, expected):
-        """ORT's Python API has no numpy type for bfloat16 or the 8-bit floats: bind the
-        tensors' bits (as uint16 / uint8) through OrtValues, outputs preallocated at the
-        expected shapes, and read them back as ml_dtypes arrays."""
+        """ORT's Python API has no numpy type for bfloat16, the 8-bit floats or the 4-bit
+        integers: bind the tensors' bits (as uint16 / uint8; the 4-bit ones packed two a
+        byte, as ORT holds them, at the start of a byte array of their shape) through
+        OrtValues, outputs preallocated at the expected shapes, and read them back as
+        ml_dtypes arrays."""
         io = self.session.io_binding()
         for i in self.session.get_inputs():
             a = np.asarray(feed[i.name])
@@ -57,6 +59,14 @@ class RivetRep(BackendRep):
                 dtype, bits_type, code = _BITS[i.type]
                 bits = np.ascontiguousarray(a.astype(dtype).view(bits_type))
                 io.bind_ortvalue_input(i.name, ort.OrtValue.ortvalue_from_numpy_with_onnx_type(bits, code))
+            elif i.type in _PACKED4:
+                dtype, code = _PACKED4[i.type]
+                nibbles = (a.astype(dtype).astype(np.int8).ravel() & 0xF).astype(np.uint8)
+                nibbles = np.concatenate([nibbles, np.zeros(nibbles.size % 2, np.uint8)])
+                packed = nibbles[0::2] | (nibbles[1::2] << 4)
+                buf = np.zeros(a.shape, np.uint8)
+                buf.reshape(-1)[: packed.size] = packed
+                io.bind_ortvalue_input(i.name, ort.OrtValue.ortvalue_from_numpy_with_onnx_type(buf, code))
             else:
                 io.bind_cpu_input(i.name, a)
         results = []
@@ -66,12 +76,30 @@ class RivetRep(BackendRep):
                 buf = np.zeros(want.shape, dtype=bits_type)
                 io.bind_ortvalue_output(o.name, ort.OrtValue.ortvalue_from_numpy_with_onnx_type(buf, code))
                 results.append((buf, dtype))
+            elif o.type in _PACKED4:
+                dtype, code = _PACKED4[o.type]
+                buf = np.zeros(want.shape, np.uint8)
+                io.bind_ortvalue_output(o.name, ort.OrtValue.ortvalue_from_numpy_with_onnx_type(buf, code))
+                results.append((buf, dtype, "packed"))
             else:
                 io.bind_output(o.name, "cpu")
                 results.append(None)
         self.session.run_with_iobinding(io)
         values = io.get_outputs()
-        return [r[0].view(r[1]) if r is not None else v.numpy() for r, v in zip(results, values)]
+        return [_unpack(r) if r is not None else v.numpy() for r, v in zip(results, values)]
+
+
+def _unpack(r):
+    """An output read back: bits viewed as their ml_dtypes type, or 4-bit values unpacked."""
+    if len(r) == 2:
+        return r[0].view(r[1])
+    buf, dtype = r[0], r[1]
+    n = buf.size
+    flat = buf.reshape(-1)[: (n + 1) // 2]
+    nibbles = np.stack([flat & 0xF, flat >> 4], axis=1).reshape(-1)[:n].astype(np.int16)
+    if np.dtype(dtype).name == "int4":
+        nibbles = np.where(nibbles >= 8, nibbles - 16, nibbles)
+    return nibbles.astype(dtype).reshape(buf.shape)
 
 
 def _bits_types():
@@ -89,7 +117,17 @@ def _bits_types():
 
 
 _BITS = _bits_types()
-_BITS_NAMES = {np.dtype(t[0]).name for t in _BITS.values()}
+
+
+def _packed4_types():
+    import ml_dtypes
+
+    P = onnx.TensorProto
+    return {"tensor(int4)": (ml_dtypes.int4, P.INT4), "tensor(uint4)": (ml_dtypes.uint4, P.UINT4)}
+
+
+_PACKED4 = _packed4_types()
+_BITS_NAMES = {np.dtype(t[0]).name for t in list(_BITS.values()) + list(_PACKED4.values())}
 
 
 class RivetBackend(Backend):

@@ -43,11 +43,37 @@ struct State {
     scratch: RunScratch,
     /// Node times of the Run, while ORT's profiler records (else empty, untouched).
     times: Vec<NodeTime>,
+    packed: Packed,
 }
 
 impl State {
     fn new(plan: &Plan) -> State {
-        State { run: RunState::new(plan), scratch: RunScratch::default(), times: Vec::new() }
+        State { run: RunState::new(plan), scratch: RunScratch::default(), times: Vec::new(), packed: Packed::new(plan) }
+    }
+}
+
+/// The fused node's 4-bit inputs and outputs, one a byte: ORT's tensors hold two a byte
+/// (`data::packed4`), so they are unpacked here on the way in and packed from here on the
+/// way out. Empty for a plan without any (every other type is bound in place).
+#[derive(Default)]
+pub struct Packed {
+    /// Per fused input: its unpacked values, for a 4-bit input.
+    inputs: Vec<Option<Buf>>,
+    /// (output index, its unpacked values) for each 4-bit output.
+    outputs: Vec<(usize, Buf)>,
+}
+
+impl Packed {
+    fn new(plan: &Plan) -> Packed {
+        let type_of = |id: usize| plan.values[id].elem_type;
+        let held = |t: i32| if crate::data::packed4(t) { Buf::new(t) } else { None };
+        let inputs = if plan.inputs.iter().any(|&id| crate::data::packed4(type_of(id))) {
+            plan.inputs.iter().map(|&id| held(type_of(id))).collect()
+        } else {
+            Vec::new()
+        };
+        let outputs = plan.outputs.iter().enumerate().filter_map(|(o, &id)| Some((o, held(type_of(id))?))).collect();
+        Packed { inputs, outputs }
     }
 }
 
@@ -152,14 +178,14 @@ fn run(info: &ComputeInfo, ctx: *mut OrtKernelContext) -> Result<()> {
 /// # Safety
 /// As [`run_plan`].
 unsafe fn run_state(info: &ComputeInfo, state: &mut State, ctx: *mut OrtKernelContext) -> Result<()> {
-    let State { run, scratch, times } = state;
+    let State { run, scratch, times, packed } = state;
     if !info.events.active() {
         // SAFETY: the caller's guarantees.
-        return unsafe { run_plan_with(&info.api, &info.plan, run, scratch, ctx, None) };
+        return unsafe { run_plan_with(&info.api, &info.plan, run, scratch, packed, ctx, None) };
     }
     times.clear();
     // SAFETY: the caller's guarantees.
-    let result = unsafe { run_plan_with(&info.api, &info.plan, run, scratch, ctx, Some(&mut *times)) };
+    let result = unsafe { run_plan_with(&info.api, &info.plan, run, scratch, packed, ctx, Some(&mut *times)) };
     info.events.record(&info.names, times);
     result
 }
@@ -172,7 +198,7 @@ unsafe fn run_state(info: &ComputeInfo, state: &mut State, ctx: *mut OrtKernelCo
 /// the whole call, whose inputs match `plan`.
 pub unsafe fn run_plan(api: &Api, plan: &Plan, state: &mut RunState, ctx: *mut OrtKernelContext) -> Result<()> {
     // SAFETY: the caller's guarantees.
-    unsafe { run_plan_with(api, plan, state, &RunScratch::default(), ctx, None) }
+    unsafe { run_plan_with(api, plan, state, &RunScratch::default(), &mut Packed::new(plan), ctx, None) }
 }
 
 /// [`run_plan`] with the scratch of the Run's split kernels.
@@ -184,14 +210,55 @@ unsafe fn run_plan_with(
     plan: &Plan,
     state: &mut RunState,
     scratch: &RunScratch,
+    packed: &mut Packed,
     ctx: *mut OrtKernelContext,
     times: Option<&mut Vec<NodeTime>>,
 ) -> Result<()> {
-    let inputs = bind_inputs(api, ctx, plan.inputs.len())?;
-    let mut outputs = OrtOutputs { api, ctx };
+    unpack_inputs(api, ctx, &mut packed.inputs)?;
+    let inputs = bind_inputs(api, ctx, plan.inputs.len(), &packed.inputs)?;
+    let held = packed.outputs.iter_mut().map(|(o, b)| (*o, Some(b))).collect();
+    let mut outputs = OrtOutputs { api, ctx, held, to_pack: SmallVec::new() };
     let par = OrtParallel { api, ctx, scratch };
     execute_timed(plan, state, &inputs, &mut outputs, &par, times)?;
+    let to_pack = std::mem::take(&mut outputs.to_pack);
+    drop(outputs);
+    for (o, dst) in to_pack {
+        let (_, values) = packed.outputs.iter().find(|(k, _)| *k == o).expect("a held 4-bit output");
+        // SAFETY: ORT allocated output `o` of a 4-bit type with `dst.1` elements for this
+        // Compute: `packed_len` bytes at `dst.0`, not otherwise borrowed.
+        let bytes = unsafe { std::slice::from_raw_parts_mut(dst.0, rivet_kernels::nibbles::packed_len(dst.1)) };
+        match values.view_prefix(dst.1) {
+            Data::U4(v) => rivet_kernels::nibbles::pack4(v.iter().copied(), bytes),
+            Data::I4(v) => rivet_kernels::nibbles::pack4(v.iter().map(|&x| x as u8), bytes),
+            _ => return Err(Error::ep(format_args!("output {o} is not a 4-bit type"))),
+        }
+    }
     probe::record_run();
+    Ok(())
+}
+
+/// Unpacks the fused node's 4-bit inputs into their buffers (none for most plans).
+fn unpack_inputs(api: &Api, ctx: *mut OrtKernelContext, held: &mut [Option<Buf>]) -> Result<()> {
+    for (i, buf) in held.iter_mut().enumerate() {
+        let Some(buf) = buf else { continue };
+        let v = api.kernel_input(ctx, i)?;
+        let (elem_type, shape) = input_metadata(api, v, i)?;
+        let len: usize = shape.iter().product();
+        if elem_type != buf.elem_type() || len == 0 {
+            buf.resize(0);
+            continue;
+        }
+        let p = api.tensor_data(v)?.cast::<u8>();
+        // SAFETY: a tensor of `len` 4-bit elements (`packed_len(len)` bytes) that ORT keeps
+        // alive for this Compute.
+        let bytes = unsafe { std::slice::from_raw_parts(p, rivet_kernels::nibbles::packed_len(len)) };
+        buf.resize(len);
+        match buf.view_mut() {
+            DataMut::U4(y) => rivet_kernels::nibbles::unpack_u4(bytes, y),
+            DataMut::I4(y) => rivet_kernels::nibbles::unpack_i4(bytes, y),
+            _ => return Err(Error::ep(format_args!("input {i} is not a 4-bit type"))),
+        }
+    }
     Ok(())
 }
 
@@ -207,13 +274,19 @@ fn bind_inputs<'c>(
     api: &Api,
     ctx: *mut OrtKernelContext,
     count: usize,
+    unpacked: &'c [Option<Buf>],
 ) -> Result<SmallVec<[TensorIn<'c>; MAX_INLINE_INPUTS]>> {
     let mut inputs: SmallVec<[TensorIn<'c>; MAX_INLINE_INPUTS]> = SmallVec::new();
     for i in 0..count {
         let v = api.kernel_input(ctx, i)?;
         let (elem_type, shape) = input_metadata(api, v, i)?;
         let len: usize = shape.iter().product();
+        let held = unpacked.get(i).and_then(Option::as_ref).filter(|b| b.elem_type() == elem_type);
         let data = match crate::data::elem_size(elem_type) {
+            _ if crate::data::packed4(elem_type) => match held {
+                Some(b) => b.view_prefix(len),
+                None => Data::empty(elem_type).unwrap_or(Data::F32(&[])),
+            },
             Some(_) if len > 0 => {
                 let p = api.tensor_data(v)?.cast::<u8>();
                 // SAFETY: a tensor of `len` elements of `elem_type` that ORT keeps alive for
@@ -257,6 +330,11 @@ fn input_metadata(api: &Api, v: *const ort_sys::OrtValue, i: usize) -> Result<(i
 struct OrtOutputs<'c> {
     api: &'c Api,
     ctx: *mut OrtKernelContext,
+    /// The buffers of the 4-bit outputs (by output index), handed out by `alloc` (up to
+    /// four without a heap allocation a Run).
+    held: SmallVec<[(usize, Option<&'c mut Buf>); 4]>,
+    /// The 4-bit outputs written: index, ORT's data and element count, packed after the Run.
+    to_pack: SmallVec<[(usize, (*mut u8, usize)); 4]>,
 }
 
 impl<'c> Outputs<'c> for OrtOutputs<'c> {
@@ -271,6 +349,13 @@ impl<'c> Outputs<'c> for OrtOutputs<'c> {
         } else {
             self.api.tensor_mutable_data(v)?.cast::<u8>()
         };
+        if crate::data::packed4(elem_type) {
+            let slot = self.held.iter_mut().find(|(o, _)| *o == index).and_then(|(_, b)| b.take());
+            let buf = slot.ok_or_else(|| Error::ep(format_args!("4-bit output {index} has no buffer")))?;
+            buf.resize(len);
+            self.to_pack.push((index, (p, len)));
+            return Ok(buf.view_mut());
+        }
         // SAFETY: ORT allocated an output of the fused node's declared type (`elem_type`, the
         // plan's) with `len` elements for this Compute; each output index is allocated once
         // per Run, so no two slices alias.
@@ -297,6 +382,8 @@ macro_rules! by_variant {
             Some(Buf::Bool(_)) => $arm!(Bool),
             Some(Buf::F16(_)) => $arm!(F16),
             Some(Buf::BF16(_)) => $arm!(BF16),
+            // Bound through `Packed`, never in place.
+            Some(Buf::U4(_) | Buf::I4(_)) => $none,
             Some(Buf::F8E4M3FN(_)) => $arm!(F8E4M3FN),
             Some(Buf::F8E4M3FNUZ(_)) => $arm!(F8E4M3FNUZ),
             Some(Buf::F8E5M2(_)) => $arm!(F8E5M2),

@@ -169,16 +169,16 @@ fn attribute(api: &Api, a: *const ort_sys::OrtOpAttr) -> Result<(String, AttrVal
                 let (elem, dims) = api.tensor_type_and_shape_ref(v)?;
                 let shape: Shape = dims.iter().map(|&d| d.max(0) as usize).collect();
                 let len: usize = shape.iter().product();
-                let Some(size) = crate::data::elem_size(elem) else { return Ok(AttrValue::Other) };
+                let Some(size) = crate::data::ort_bytes(elem, len) else { return Ok(AttrValue::Other) };
                 let bytes: &[u8] = if len == 0 {
                     &[]
                 } else {
                     let p = api.tensor_data(v)?.cast::<u8>();
-                    // SAFETY: the attribute's tensor of `len` elements of `size` bytes, alive
+                    // SAFETY: the attribute's tensor of `len` elements, `size` bytes, alive
                     // until it is released below.
-                    unsafe { std::slice::from_raw_parts(p, len * size) }
+                    unsafe { std::slice::from_raw_parts(p, size) }
                 };
-                let buf = crate::data::Buf::from_bytes(elem, bytes).expect("a held type");
+                let buf = crate::data::Buf::from_ort_bytes(elem, bytes, len).expect("a held type");
                 Ok(AttrValue::Tensor(shape, buf))
             };
             let value = read();
@@ -295,15 +295,15 @@ fn constant(api: &Api, vi: *const OrtValueInfo, name: String) -> Result<Option<C
     let (elem, dims) = api.tensor_type_and_shape_ref(v)?;
     let shape: SmallVec<[usize; 8]> = dims.iter().map(|&d| d.max(0) as usize).collect();
     let len: usize = shape.iter().product();
-    // Types Rivet does not hold (strings, 4-bit and 8-bit floats) are never claimed.
-    let Some(size) = crate::data::elem_size(elem) else { return Ok(None) };
+    // Types Rivet does not hold (strings, 2-bit types, 4-bit floats) are never claimed.
+    let Some(size) = crate::data::ort_bytes(elem, len) else { return Ok(None) };
     let bytes: &[u8] = if len == 0 {
         &[]
     } else {
         let p = api.tensor_data(v)?.cast::<u8>();
-        // SAFETY: an initializer of `len` elements of `size` bytes; ORT keeps it alive for Compile.
-        unsafe { std::slice::from_raw_parts(p, len * size) }
+        // SAFETY: an initializer of `len` elements, `size` bytes; ORT keeps it alive for Compile.
+        unsafe { std::slice::from_raw_parts(p, size) }
     };
-    let data = crate::data::Buf::from_bytes(elem, bytes).expect("a supported type");
+    let data = crate::data::Buf::from_ort_bytes(elem, bytes, len).expect("a supported type");
     Ok(Some(ConstDesc { name, shape, data }))
 }

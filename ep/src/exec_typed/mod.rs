@@ -3,6 +3,7 @@
 //! strided loops: these are the index and mask parts of a graph, not its heavy math.
 
 use rivet_kernels::float8::F8;
+use rivet_kernels::nibbles;
 use rivet_kernels::nn;
 use rivet_kernels::typed::{self, bf16_to_f32, f16_to_f32, f32_to_bf16, f32_to_f16, map2, Number};
 use smallvec::SmallVec;
@@ -129,6 +130,17 @@ macro_rules! to_int {
     };
 }
 
+/// A source element as an integer to wrap into 4 bits: integers as they are, floats
+/// truncated toward zero (NaN, the infinities and magnitudes past 2^63, all multiples of
+/// 16, give 0), as ONNX's reference casts to int4 and uint4.
+fn to_i64_wrapping(n: Num) -> i64 {
+    match n {
+        Num::I(i) => i as i64,
+        Num::F(f) if f.is_finite() && f.abs() < 9.2e18 => f as i64,
+        Num::F(_) => 0,
+    }
+}
+
 fn cast_from<S: Copy>(src: &[S], read: impl Fn(S) -> Num, dst: &mut DataMut<'_>, saturate: bool) {
     let f32_of = |n: Num| match n {
         Num::I(i) => i as f32,
@@ -166,6 +178,8 @@ fn cast_from<S: Copy>(src: &[S], read: impl Fn(S) -> Num, dst: &mut DataMut<'_>,
         DataMut::F8E4M3FNUZ(y) => fill!(y, |n| F8::E4M3FNUZ.from_f32(f32_of(n), saturate)),
         DataMut::F8E5M2(y) => fill!(y, |n| F8::E5M2.from_f32(f32_of(n), saturate)),
         DataMut::F8E5M2FNUZ(y) => fill!(y, |n| F8::E5M2FNUZ.from_f32(f32_of(n), saturate)),
+        DataMut::U4(y) => fill!(y, |n| nibbles::wrap_u4(to_i64_wrapping(n))),
+        DataMut::I4(y) => fill!(y, |n| nibbles::wrap_i4(to_i64_wrapping(n))),
     }
 }
 
@@ -183,11 +197,11 @@ fn cast(x: Data<'_>, dst: &mut DataMut<'_>, saturate: bool) {
         Data::F8E5M2(s) => cast_from(s, f8(F8::E5M2), dst, saturate),
         Data::F8E5M2FNUZ(s) => cast_from(s, f8(F8::E5M2FNUZ), dst, saturate),
         Data::Bool(s) => cast_from(s, |v| Num::I((v != 0) as i128), dst, saturate),
-        Data::I8(s) => cast_from(s, |v| Num::I(v as i128), dst, saturate),
+        Data::I8(s) | Data::I4(s) => cast_from(s, |v| Num::I(v as i128), dst, saturate),
         Data::I16(s) => cast_from(s, |v| Num::I(v as i128), dst, saturate),
         Data::I32(s) => cast_from(s, |v| Num::I(v as i128), dst, saturate),
         Data::I64(s) => cast_from(s, |v| Num::I(v as i128), dst, saturate),
-        Data::U8(s) => cast_from(s, |v| Num::I(v as i128), dst, saturate),
+        Data::U8(s) | Data::U4(s) => cast_from(s, |v| Num::I(v as i128), dst, saturate),
         Data::U16(s) => cast_from(s, |v| Num::I(v as i128), dst, saturate),
         Data::U32(s) => cast_from(s, |v| Num::I(v as i128), dst, saturate),
         Data::U64(s) => cast_from(s, |v| Num::I(v as i128), dst, saturate),

@@ -141,6 +141,9 @@ impl Op for ConstantOfShape {
             DataMut::U16(y) | DataMut::F16(y) | DataMut::BF16(y) => fill!(y, u16),
             DataMut::U32(y) => fill!(y, u32),
             DataMut::U64(y) => fill!(y, u64),
+            // The 4-bit value in the low half of its byte.
+            DataMut::U4(y) => y.fill(rivet_kernels::nibbles::wrap_u4(i64::from(value[0]))),
+            DataMut::I4(y) => y.fill(rivet_kernels::nibbles::wrap_i4(i64::from(value[0]))),
         }
         Ok(())
     }

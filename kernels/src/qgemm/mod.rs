@@ -51,11 +51,18 @@ qint!(u8, i8, u16, i16, i32);
 /// float before rounding, so NaN gives the type's minimum (as ORT's kernels do).
 #[inline(always)]
 pub fn requantize<T: QInt>(v: f32, zy: i32) -> T {
+    requantize_in(v, zy, T::MIN, T::MAX)
+}
+
+/// [`requantize`] to the range `min..=max` (within `T`'s): the 4-bit types held a value
+/// a byte.
+#[inline(always)]
+pub fn requantize_in<T: QInt>(v: f32, zy: i32, min: i32, max: i32) -> T {
     // In i64: for int32 outputs `T::MIN - zy` can pass i32's range.
-    let lo = (T::MIN as i64 - zy as i64) as f32;
-    let hi = (T::MAX as i64 - zy as i64) as f32;
+    let lo = (min as i64 - zy as i64) as f32;
+    let hi = (max as i64 - zy as i64) as f32;
     let v = v.max(lo).min(hi);
-    if (T::MAX as i64 - T::MIN as i64) < 1 << 20 && zy.unsigned_abs() < 1 << 20 {
+    if (max as i64 - min as i64) < 1 << 20 && zy.unsigned_abs() < 1 << 20 {
         // |v| < 2^22: adding 1.5 · 2^23 rounds it to an integer (ties to even, the
         // default rounding) in the low bits of the sum, read back without a conversion
         // that the vectoriser would have to saturate.
@@ -63,7 +70,7 @@ pub fn requantize<T: QInt>(v: f32, zy: i32) -> T {
         T::from_i32((v + MAGIC).to_bits() as i32 - MAGIC.to_bits() as i32 + zy)
     } else {
         // (An int32 bound rounded outward as a float: clamped again as an integer.)
-        T::from_i32((v.round_ties_even() as i64 + zy as i64).clamp(T::MIN as i64, T::MAX as i64) as i32)
+        T::from_i32((v.round_ties_even() as i64 + zy as i64).clamp(min as i64, max as i64) as i32)
     }
 }
 
@@ -78,6 +85,13 @@ pub fn quantize<T: QInt>(x: &[f32], scale: f32, zy: i32, y: &mut [T]) {
             }
         },
     )
+}
+
+/// [`quantize`] to the range `min..=max` (within `T`'s): int4 and uint4, a value a byte.
+pub fn quantize_in<T: QInt>(x: &[f32], scale: f32, zy: i32, (min, max): (i32, i32), y: &mut [T]) {
+    for (o, &v) in y.iter_mut().zip(x) {
+        *o = requantize_in::<T>(v / scale, zy, min, max);
+    }
 }
 
 /// `y = (x - zx) · scale` (DequantizeLinear; the difference wrapping, as for int32), in

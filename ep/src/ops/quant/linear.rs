@@ -4,8 +4,8 @@
 //! (`block_size` along `axis`), float32 with 8- and 16-bit integers (and int32 input to
 //! DequantizeLinear) and, from opset 19, the 8-bit floats (`y = cast(x / scale)` rounded
 //! to nearest even, saturating by `saturate`; `y = x · scale`: their zero point must be
-//! zero). Not claimed: float16/bfloat16 data or scales, the int4, int2 and float4 types,
-//! `precision` other than float32.
+//! zero) and, from opset 21, int4 and uint4. Not claimed: float16/bfloat16 data or
+//! scales, the int2 and float4 types, `precision` other than float32.
 
 use std::sync::Arc;
 
@@ -16,7 +16,7 @@ use super::super::op::util::{bad_types, check_attrs, check_inputs, input, input_
 use super::super::{Op, RunIn, ShapeError, ShapeIn};
 use super::{float_at, int_at, numel};
 use crate::data::{float8, Data, DataMut};
-use crate::graph::dtype::{FLOAT, INT16, INT32, INT8, UINT16, UINT8};
+use crate::graph::dtype::{FLOAT, INT16, INT32, INT4, INT8, UINT16, UINT4, UINT8};
 use crate::graph::{NodeDesc, Shape};
 use crate::node_attrs::int_attr;
 
@@ -60,10 +60,13 @@ pub fn quantize(node: &NodeDesc, _output: usize) -> Result<Arc<dyn Op>, String> 
     check_inputs(node, 2, 3)?;
     let y = output_type(node, 0);
     let int_ok = matches!(y, UINT8 | INT8)
-        || (node.since_version >= 21 && matches!(y, UINT16 | INT16))
+        || (node.since_version >= 21 && matches!(y, UINT16 | INT16 | UINT4 | INT4))
         || (node.since_version >= 19 && float8(y).is_some());
     if input_type(node, 0) != FLOAT || input_type(node, 1) != FLOAT || !int_ok {
-        return Err(bad_types(node, "float32 (with a float32 scale) to uint8, int8, uint16, int16 or an 8-bit float"));
+        return Err(bad_types(
+            node,
+            "float32 (with a float32 scale) to uint8, int8, uint16, int16, uint4, int4 or an 8-bit float",
+        ));
     }
     if input(node, 2).is_some() && input_type(node, 2) != y {
         return Err(bad_types(node, "a zero point of the output's type"));
@@ -84,12 +87,12 @@ pub fn dequantize(node: &NodeDesc, _output: usize) -> Result<Arc<dyn Op>, String
     check_inputs(node, 2, 3)?;
     let x = input_type(node, 0);
     let int_ok = matches!(x, UINT8 | INT8 | INT32)
-        || (node.since_version >= 21 && matches!(x, UINT16 | INT16))
+        || (node.since_version >= 21 && matches!(x, UINT16 | INT16 | UINT4 | INT4))
         || (node.since_version >= 19 && float8(x).is_some());
     if !int_ok || input_type(node, 1) != FLOAT || output_type(node, 0) != FLOAT {
         return Err(bad_types(
             node,
-            "uint8, int8, uint16, int16, int32 or an 8-bit float to float32 (with a float32 scale)",
+            "uint8, int8, uint16, int16, int32, uint4, int4 or an 8-bit float to float32 (with a float32 scale)",
         ));
     }
     if input(node, 2).is_some() && input_type(node, 2) != x {
@@ -168,6 +171,14 @@ impl Op for Linear {
             (Kind::Dequantize, Data::U16(v), DataMut::F32(y)) => dequantize_as(v, scale, zp, &l, y),
             (Kind::Dequantize, Data::I16(v), DataMut::F32(y)) => dequantize_as(v, scale, zp, &l, y),
             (Kind::Dequantize, Data::I32(v), DataMut::F32(y)) => dequantize_as(v, scale, zp, &l, y),
+            (Kind::Quantize, Data::F32(v), DataMut::U4(y)) => {
+                for_runs(&l, scale, zp, |r, s, z| qgemm::quantize_in(&v[r.clone()], s, z, (0, 15), &mut y[r]))
+            }
+            (Kind::Quantize, Data::F32(v), DataMut::I4(y)) => {
+                for_runs(&l, scale, zp, |r, s, z| qgemm::quantize_in(&v[r.clone()], s, z, (-8, 7), &mut y[r]))
+            }
+            (Kind::Dequantize, Data::U4(v), DataMut::F32(y)) => dequantize_as(v, scale, zp, &l, y),
+            (Kind::Dequantize, Data::I4(v), DataMut::F32(y)) => dequantize_as(v, scale, zp, &l, y),
             (Kind::Quantize, Data::F32(v), y) => {
                 let f = float8(y.elem_type()).ok_or("input and output element types differ from the plan's")?;
                 let y = <u8 as crate::data::Storage>::get_mut(y).ok_or("an 8-bit float output")?;
