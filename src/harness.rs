@@ -86,6 +86,9 @@ pub struct SessionOpts {
     pub record_assignment: bool,
     /// Options for the selected EP (ORT prefixes them with `ep.<name>.`).
     pub provider_options: Vec<(String, String)>,
+    /// ORT's graph optimizations off (its level-1 rewrites drop a Cast to the same type,
+    /// say, before any EP sees it).
+    pub no_graph_optimizations: bool,
 }
 
 /// Creates a session on `arm` from model bytes. The ORT arm selects the CPU EP's device
@@ -99,6 +102,9 @@ pub fn session(env: &Environment, model: &[u8], arm: Arm, opts: &SessionOpts) ->
     let mut b = Session::builder(env).map_err(err)?.with_devices(devices, options).map_err(err)?;
     if opts.no_fallback {
         b = b.with_config_entry("session.disable_cpu_ep_fallback", "1").map_err(err)?;
+    }
+    if opts.no_graph_optimizations {
+        b = b.with_optimization_level(ort::session::builder::GraphOptimizationLevel::Disable).map_err(err)?;
     }
     if opts.record_assignment {
         b = b.with_config_entry("session.record_ep_graph_assignment_info", "1").map_err(err)?;

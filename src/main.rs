@@ -151,7 +151,13 @@ fn profile(args: &[String]) -> Result<(), String> {
     let lib = rivet::paths::rivet_probe_lib()?;
     let env = harness::environment_with(&lib)?;
     let probe = rivet::probe_reader::ProbeReader::open(&lib)?;
-    let opts = SessionOpts { record_assignment: true, intra_threads: threads, provider_options, no_fallback };
+    let opts = SessionOpts {
+        record_assignment: true,
+        intra_threads: threads,
+        provider_options,
+        no_fallback,
+        ..Default::default()
+    };
     let mut session = harness::session(env, &bytes, Arm::Rivet, &opts)?;
     let assigned = rivet::ort_extra::graph_assignment(&session)?;
     let on_rivet = assigned.iter().filter(|(ep, _, _)| ep == harness::RIVET_EP).count();

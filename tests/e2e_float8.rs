@@ -216,3 +216,23 @@ fn with_fallback_on_an_8_bit_float_group_runs_on_rivet() {
     let want = harness::run(&mut common::ort_session(&model), &inputs).expect("ORT run");
     harness::compare(&got, &want, 1e-6, 1e-7).expect("equal to ORT");
 }
+
+/// E5M2 to E5M2 keeps the bits, except that `saturate` turns the infinities into ±57344
+/// (ONNX's reference clips before its cast); without it they stay infinite. (ORT's
+/// optimizer drops a Cast to the same type: it reaches Rivet with optimizations off.)
+#[test]
+fn an_e5m2_to_e5m2_cast_clamps_infinities_only_when_saturating() {
+    for (saturate, big) in [(1, 57344.0), (0, f64::INFINITY)] {
+        let model = ModelBuilder::new(19)
+            .input("x", FLOAT, &[3.into()])
+            .node_with("Cast", "to8", &["x"], &["q"], &[("to", Attr::Int(19)), ("saturate", Attr::Int(0))])
+            .node_with("Cast", "same", &["q"], &["r"], &[("to", Attr::Int(19)), ("saturate", Attr::Int(saturate))])
+            .node_with("Cast", "back", &["r"], &["y"], &[("to", Attr::Int(FLOAT as i64))])
+            .output("y", FLOAT, None)
+            .build();
+        let opts = rivet::harness::SessionOpts { no_graph_optimizations: true, ..strict() };
+        let mut rivet = harness::session(env(), &model, Arm::Rivet, &opts).expect("Rivet session");
+        let got = harness::run(&mut rivet, &[x(vec![f32::INFINITY, f32::NEG_INFINITY, 1.5])]).expect("Rivet run");
+        assert_eq!(got[0].data, [big, -big, 1.5], "saturate {saturate}");
+    }
+}

@@ -1,9 +1,10 @@
-//! int4 and uint4 on Rivet alone against ORT's CPU EP: casts through them, QuantizeLinear /
+//! The 4-bit types on Rivet alone. int4 and uint4 against ORT's CPU EP: casts through them, QuantizeLinear /
 //! DequantizeLinear per tensor, axis and block with a Transpose between, and the pattern
 //! weight-only quantized models use: a constant int4 weight, packed two a byte, blocked
 //! along the reduction axis, dequantized into a MatMul. (ORT holds the 4-bit types two a
 //! byte; Rivet unpacks them where they enter a fused node and packs them where they
 //! leave it: the ONNX suite's int4 cases, in the conformance run, bind them at the edges.)
+//! float4e2m1 against ONNX's table: ORT 1.32 has no kernel for it.
 
 mod common;
 
@@ -19,7 +20,8 @@ fn x(v: Vec<f32>) -> HostTensor {
 }
 
 fn cast_chain(to: i32) -> Vec<u8> {
-    ModelBuilder::new(21)
+    // float4e2m1 is a Cast type from opset 23.
+    ModelBuilder::new(if to == 23 { 23 } else { 21 })
         .input("x", FLOAT, &[Dim::Sym("n".into())])
         .node_with("Cast", "to4", &["x"], &["q"], &[("to", Attr::Int(to as i64))])
         .node_with("Cast", "back", &["q"], &["y"], &[("to", Attr::Int(FLOAT as i64))])
@@ -138,4 +140,72 @@ fn a_blocked_int4_weight_dequantized_into_a_matmul_is_exact() {
             assert!((g - w).abs() <= 1e-5 * w.abs() + 1e-6, "rows {rows:?}, element {o}: {g} against {w}");
         }
     }
+}
+
+/// x -> Cast(float4e2m1) -> Cast(float32) and x -> QuantizeLinear(float4e2m1, scale 0.5)
+/// -> DequantizeLinear, against ONNX's table (nearest even, always saturating to ±6, NaN
+/// to -0): ORT 1.32 has no kernel for either, so with fallback off these run on Rivet alone.
+#[test]
+fn float4e2m1_rounds_to_even_and_saturates() {
+    let xs = vec![0.25, 0.26, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0, 5.1, 1e6, f32::NEG_INFINITY, -0.25, -3.2, f32::NAN];
+    let want_cast = [0.0, 0.5, 1.0, 1.0, 2.0, 2.0, 4.0, 4.0, 6.0, 6.0, -6.0, -0.0, -3.0, -0.0];
+    let mut rivet = harness::session(env(), &cast_chain(23), Arm::Rivet, &strict()).expect("Rivet session");
+    let got = harness::run(&mut rivet, &[x(xs.clone())]).expect("Rivet run");
+    assert_eq!(got[0].data, want_cast, "Cast float4e2m1 of {xs:?}");
+    assert!(got[0].data[11].is_sign_negative(), "-0.25 rounds to -0");
+
+    let model = ModelBuilder::new(23)
+        .input("x", FLOAT, &[Dim::Sym("n".into())])
+        .initializer("s", &[], vec![0.5])
+        .node_with("QuantizeLinear", "q", &["x", "s"], &["q"], &[("output_dtype", Attr::Int(23))])
+        .node("DequantizeLinear", "dq", &["q", "s"], &["y"])
+        .output("y", FLOAT, None)
+        .build();
+    let mut rivet = harness::session(env(), &model, Arm::Rivet, &strict()).expect("Rivet session");
+    let got = harness::run(&mut rivet, &[x(vec![0.3, 1.2, -2.6, 100.0, 0.125])]).expect("Rivet run");
+    // x / 0.5 = 0.6, 2.4, -5.2, 200, 0.25 -> 0.5, 2, -6, 6, 0 -> times 0.5.
+    assert_eq!(got[0].data, [0.25, 1.0, -3.0, 3.0, 0.0]);
+}
+
+/// TensorScatter (opset 24) writes into a cache of any type Rivet holds: int4 and float8
+/// caches (made and read back through Casts) take the update at the write index.
+#[test]
+fn tensor_scatter_writes_4_bit_and_8_bit_caches() {
+    for (code, name) in [(INT4, "int4"), (UINT4, "uint4"), (17, "float8e4m3fn"), (23, "float4e2m1")] {
+        let to = |t: i32| vec![("to", Attr::Int(t as i64))];
+        let model = ModelBuilder::new(24)
+            .input("past", FLOAT, &[1.into(), 4.into(), 2.into()])
+            .input("upd", FLOAT, &[1.into(), 1.into(), 2.into()])
+            .node_with("Cast", "p4", &["past"], &["p"], &to(code))
+            .node_with("Cast", "u4", &["upd"], &["u"], &to(code))
+            .node("TensorScatter", "scatter", &["p", "u"], &["s"])
+            .node_with("Cast", "back", &["s"], &["y"], &to(FLOAT))
+            .output("y", FLOAT, None)
+            .build();
+        let past: Vec<f32> = vec![1.0, 2.0, 3.0, 4.0, 0.0, 6.0, 1.0, 2.0];
+        let inputs =
+            [HostTensor::f32("past", &[1, 4, 2], past.clone()), HostTensor::f32("upd", &[1, 1, 2], vec![4.0, 0.5])];
+        let mut rivet = harness::session(env(), &model, Arm::Rivet, &strict()).expect("Rivet session");
+        let got = harness::run(&mut rivet, &inputs).expect("Rivet run");
+        // The update lands at index 0 (no write_indices); 0.5 truncates to 0 in the integers.
+        let half = if code == INT4 || code == UINT4 { 0.0 } else { 0.5 };
+        let mut want = past;
+        want[..2].copy_from_slice(&[4.0, half]);
+        assert_eq!(got[0].data, want.iter().map(|&v| v as f64).collect::<Vec<_>>(), "{name}");
+    }
+}
+
+/// float64 to int4: values outside int32's range give 0, as ORT and ONNX's reference
+/// (which convert through int32) give; inside it, truncated and wrapped.
+#[test]
+fn float64_to_int4_goes_through_int32() {
+    let model = ModelBuilder::new(21)
+        .input("x", rivet::model::DOUBLE, &[Dim::Sym("n".into())])
+        .node_with("Cast", "to4", &["x"], &["q"], &[("to", Attr::Int(INT4 as i64))])
+        .node_with("Cast", "back", &["q"], &["y"], &[("to", Attr::Int(FLOAT as i64))])
+        .output("y", FLOAT, None)
+        .build();
+    let xs = vec![2147483653.0, -2147483653.0, 4294967295.0, 1e10 + 1.0, 2147483647.0, -2147483648.0, -9.0];
+    let inputs = [HostTensor::typed("x", ort::value::TensorElementType::Float64, &[xs.len() as i64], xs)];
+    assert_matches_ort(&model, &inputs, 0.0, 0.0, "Cast float64 -> int4");
 }

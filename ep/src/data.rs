@@ -25,6 +25,7 @@ pub mod dtype {
     pub const FLOAT8E5M2FNUZ: i32 = 20;
     pub const UINT4: i32 = 21;
     pub const INT4: i32 = 22;
+    pub const FLOAT4E2M1: i32 = 23;
 
     /// Name of an ONNX element type, for messages.
     pub fn name(code: i32) -> &'static str {
@@ -49,6 +50,7 @@ pub mod dtype {
             20 => "float8e5m2fnuz",
             21 => "uint4",
             22 => "int4",
+            23 => "float4e2m1",
             _ => "other",
         }
     }
@@ -76,7 +78,8 @@ macro_rules! elem_types {
             F8E5M2: u8 = 19,
             F8E5M2FNUZ: u8 = 20,
             U4: u8 = 21,
-            I4: i8 = 22
+            I4: i8 = 22,
+            F4E2M1: u8 = 23
         }
     };
 }
@@ -248,7 +251,7 @@ impl Buf {
     pub fn from_ort_bytes(elem_type: i32, bytes: &[u8], len: usize) -> Option<Buf> {
         let mut b = Buf::new(elem_type)?;
         match &mut b {
-            Buf::U4(y) => {
+            Buf::U4(y) | Buf::F4E2M1(y) => {
                 y.resize(len, 0);
                 rivet_kernels::nibbles::unpack_u4(bytes, y);
             }
@@ -262,10 +265,11 @@ impl Buf {
     }
 }
 
-/// The 4-bit integers: two a byte in ORT's tensors, one a byte (int4 sign-extended) in
-/// Rivet's buffers; unpacked where ORT hands them in, packed where Rivet hands them out.
+/// The 4-bit types (uint4, int4, float4e2m1): two a byte in ORT's tensors, one a byte in
+/// Rivet's buffers (int4 sign-extended, float4e2m1 as its four bits); unpacked where ORT
+/// hands them in, packed where Rivet hands them out.
 pub fn packed4(elem_type: i32) -> bool {
-    matches!(elem_type, dtype::UINT4 | dtype::INT4)
+    matches!(elem_type, dtype::UINT4 | dtype::INT4 | dtype::FLOAT4E2M1)
 }
 
 /// float32, float64 and the integers: the types arithmetic and comparisons run on.
@@ -293,7 +297,7 @@ mod tests {
 
     #[test]
     fn every_onnx_type_rivet_holds_round_trips_through_bytes() {
-        for code in [21, 22] {
+        for code in [21, 22, 23] {
             assert!(supported(code) && packed4(code) && elem_size(code).is_none(), "{code}");
         }
         for code in [1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 13, 16, 17, 18, 19, 20] {
@@ -302,7 +306,7 @@ mod tests {
             let b = Buf::from_bytes(code, &bytes).unwrap();
             assert_eq!((b.elem_type(), b.len()), (code, 3), "{}", dtype::name(code));
         }
-        for code in [0, 8, 14, 15, 23, 24, 25, 26] {
+        for code in [0, 8, 14, 15, 24, 25, 26] {
             assert!(Buf::new(code).is_none() && !supported(code), "{code}");
         }
         assert_eq!(Buf::from_bytes(dtype::INT64, &7i64.to_ne_bytes()), Some(Buf::I64(vec![7])));
@@ -340,7 +344,7 @@ storage!(i8: I8, I4);
 storage!(i16: I16);
 storage!(i32: I32);
 storage!(i64: I64);
-storage!(u8: U8, Bool, F8E4M3FN, F8E4M3FNUZ, F8E5M2, F8E5M2FNUZ, U4);
+storage!(u8: U8, Bool, F8E4M3FN, F8E4M3FNUZ, F8E5M2, F8E5M2FNUZ, U4, F4E2M1);
 storage!(u16: U16, F16, BF16);
 storage!(u32: U32);
 storage!(u64: U64);
@@ -356,7 +360,8 @@ macro_rules! by_storage {
             DataMut::I32(y) => $f::<i32>($($arg,)* y),
             DataMut::I64(y) => $f::<i64>($($arg,)* y),
             DataMut::U8(y) | DataMut::Bool(y) | DataMut::F8E4M3FN(y) | DataMut::F8E4M3FNUZ(y) | DataMut::F8E5M2(y) | DataMut::F8E5M2FNUZ(y)
-            | DataMut::U4(y) => {
+            | DataMut::U4(y)
+            | DataMut::F4E2M1(y) => {
                 $f::<u8>($($arg,)* y)
             }
             DataMut::U16(y) | DataMut::F16(y) | DataMut::BF16(y) => $f::<u16>($($arg,)* y),
@@ -389,7 +394,8 @@ macro_rules! by_number {
             | Data::F8E5M2(_)
             | Data::F8E5M2FNUZ(_)
             | Data::U4(_)
-            | Data::I4(_) => $other,
+            | Data::I4(_)
+            | Data::F4E2M1(_) => $other,
         }
     };
 }
@@ -409,6 +415,7 @@ macro_rules! with_one {
             DataMut::F8E5M2(y) => $m!(y, 0x3c),
             DataMut::U4(y) => $m!(y, 1),
             DataMut::I4(y) => $m!(y, 1),
+            DataMut::F4E2M1(y) => $m!(y, 0x2),
             DataMut::I8(y) => $m!(y, 1),
             DataMut::I16(y) => $m!(y, 1),
             DataMut::I32(y) => $m!(y, 1),
@@ -443,6 +450,7 @@ pub fn number_at(d: Data<'_>, k: usize) -> f64 {
         Data::F8E5M2FNUZ(v) => F8::E5M2FNUZ.to_f32(v[k]) as f64,
         Data::U4(v) => v[k] as f64,
         Data::I4(v) => v[k] as f64,
+        Data::F4E2M1(v) => rivet_kernels::float8::e2m1::to_f32(v[k]) as f64,
         Data::Bool(_) => f64::NAN,
     }
 }

@@ -213,3 +213,75 @@ mod tests {
         assert!(F8::E5M2.to_f32(F8::E5M2.from_f32(f32::NAN, true)).is_nan());
     }
 }
+
+/// FLOAT4E2M1 (a sign, two exponent bits of bias 1, one mantissa bit: 0, 0.5, 1, 1.5, 2,
+/// 3, 4, 6 and their negatives; no infinity or NaN), held in the low four bits of a byte.
+pub mod e2m1 {
+    /// The code's value (exact).
+    pub fn to_f32(b: u8) -> f32 {
+        let magnitude = b & 0x7;
+        let (e, m) = (i32::from(magnitude >> 1), f32::from(magnitude & 1));
+        let v = if e == 0 { m * 0.5 } else { (1.0 + m * 0.5) * super::pow2(e - 1) };
+        if b & 0x8 != 0 {
+            -v
+        } else {
+            v
+        }
+    }
+
+    /// The code of `x`, rounded to nearest even and always saturating (±6 for larger
+    /// values and the infinities); NaN gives 0x8, as ONNX's reference (ml_dtypes) does.
+    pub fn from_f32(x: f32) -> u8 {
+        if x.is_nan() {
+            return 0x8;
+        }
+        let sign = if x.is_sign_negative() { 0x8 } else { 0 };
+        let a = x.abs();
+        let bits = a.to_bits();
+        let code = if (bits >> 23) as i32 >= 127 {
+            // At or above 1 (the smallest normal): round the f32 bits to one mantissa bit.
+            let rounded = (bits + ((1 << 21) - 1) + ((bits >> 22) & 1)) >> 22;
+            rounded - (126 << 1)
+        } else {
+            // Below 1: a multiple of 0.5 (exactly scaled, then rounded to even).
+            (a * 2.0).round_ties_even() as u32
+        };
+        code.min(0x7) as u8 | sign
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn codes_round_trip_and_values_round_to_even() {
+            let values = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0];
+            for b in 0..16u8 {
+                let v = to_f32(b);
+                assert_eq!(v.abs(), values[usize::from(b & 7)], "{b:#x}");
+                assert_eq!(from_f32(v), b, "{b:#x}");
+            }
+            let cases = [
+                (0.25, 0x0),
+                (0.26, 0x1),
+                (0.75, 0x2),
+                (1.25, 0x2),
+                (1.75, 0x4),
+                (2.5, 0x4),
+                (3.5, 0x6),
+                (5.0, 0x6),
+                (5.1, 0x7),
+                (1e6, 0x7),
+                (f32::INFINITY, 0x7),
+                (f32::NEG_INFINITY, 0xf),
+                (-0.0, 0x8),
+                (-0.25, 0x8),
+                (f32::NAN, 0x8),
+                (1e-7, 0x0),
+            ];
+            for (x, want) in cases {
+                assert_eq!(from_f32(x), want, "{x}");
+            }
+        }
+    }
+}

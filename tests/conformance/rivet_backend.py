@@ -61,7 +61,10 @@ class RivetRep(BackendRep):
                 io.bind_ortvalue_input(i.name, ort.OrtValue.ortvalue_from_numpy_with_onnx_type(bits, code))
             elif i.type in _PACKED4:
                 dtype, code = _PACKED4[i.type]
-                nibbles = (a.astype(dtype).astype(np.int8).ravel() & 0xF).astype(np.uint8)
+                # The four bits of each value: an integer's low bits, a float4's code.
+                held = a.astype(dtype)
+                bits = held.view(np.uint8) if _is_float4(dtype) else held.astype(np.int8)
+                nibbles = (bits.ravel() & 0xF).astype(np.uint8)
                 nibbles = np.concatenate([nibbles, np.zeros(nibbles.size % 2, np.uint8)])
                 packed = nibbles[0::2] | (nibbles[1::2] << 4)
                 buf = np.zeros(a.shape, np.uint8)
@@ -89,6 +92,10 @@ class RivetRep(BackendRep):
         return [_unpack(r) if r is not None else v.numpy() for r, v in zip(results, values)]
 
 
+def _is_float4(dtype):
+    return np.dtype(dtype).name.startswith("float4")
+
+
 def _unpack(r):
     """An output read back: bits viewed as their ml_dtypes type, or 4-bit values unpacked."""
     if len(r) == 2:
@@ -97,6 +104,8 @@ def _unpack(r):
     n = buf.size
     flat = buf.reshape(-1)[: (n + 1) // 2]
     nibbles = np.stack([flat & 0xF, flat >> 4], axis=1).reshape(-1)[:n].astype(np.int16)
+    if _is_float4(dtype):
+        return nibbles.astype(np.uint8).view(dtype).reshape(buf.shape)
     if np.dtype(dtype).name == "int4":
         nibbles = np.where(nibbles >= 8, nibbles - 16, nibbles)
     return nibbles.astype(dtype).reshape(buf.shape)
@@ -123,7 +132,11 @@ def _packed4_types():
     import ml_dtypes
 
     P = onnx.TensorProto
-    return {"tensor(int4)": (ml_dtypes.int4, P.INT4), "tensor(uint4)": (ml_dtypes.uint4, P.UINT4)}
+    return {
+        "tensor(int4)": (ml_dtypes.int4, P.INT4),
+        "tensor(uint4)": (ml_dtypes.uint4, P.UINT4),
+        "tensor(float4e2m1)": (ml_dtypes.float4_e2m1fn, P.FLOAT4E2M1),
+    }
 
 
 _PACKED4 = _packed4_types()

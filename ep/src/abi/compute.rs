@@ -228,7 +228,7 @@ unsafe fn run_plan_with(
         // Compute: `packed_len` bytes at `dst.0`, not otherwise borrowed.
         let bytes = unsafe { std::slice::from_raw_parts_mut(dst.0, rivet_kernels::nibbles::packed_len(dst.1)) };
         match values.view_prefix(dst.1) {
-            Data::U4(v) => rivet_kernels::nibbles::pack4(v.iter().copied(), bytes),
+            Data::U4(v) | Data::F4E2M1(v) => rivet_kernels::nibbles::pack4(v.iter().copied(), bytes),
             Data::I4(v) => rivet_kernels::nibbles::pack4(v.iter().map(|&x| x as u8), bytes),
             _ => return Err(Error::ep(format_args!("output {o} is not a 4-bit type"))),
         }
@@ -254,7 +254,7 @@ fn unpack_inputs(api: &Api, ctx: *mut OrtKernelContext, held: &mut [Option<Buf>]
         let bytes = unsafe { std::slice::from_raw_parts(p, rivet_kernels::nibbles::packed_len(len)) };
         buf.resize(len);
         match buf.view_mut() {
-            DataMut::U4(y) => rivet_kernels::nibbles::unpack_u4(bytes, y),
+            DataMut::U4(y) | DataMut::F4E2M1(y) => rivet_kernels::nibbles::unpack_u4(bytes, y),
             DataMut::I4(y) => rivet_kernels::nibbles::unpack_i4(bytes, y),
             _ => return Err(Error::ep(format_args!("input {i} is not a 4-bit type"))),
         }
@@ -331,10 +331,10 @@ struct OrtOutputs<'c> {
     api: &'c Api,
     ctx: *mut OrtKernelContext,
     /// The buffers of the 4-bit outputs (by output index), handed out by `alloc` (up to
-    /// four without a heap allocation a Run).
-    held: SmallVec<[(usize, Option<&'c mut Buf>); 4]>,
+    /// [`MAX_INLINE_INPUTS`] without a heap allocation a Run, as the inputs).
+    held: SmallVec<[(usize, Option<&'c mut Buf>); MAX_INLINE_INPUTS]>,
     /// The 4-bit outputs written: index, ORT's data and element count, packed after the Run.
-    to_pack: SmallVec<[(usize, (*mut u8, usize)); 4]>,
+    to_pack: SmallVec<[(usize, (*mut u8, usize)); MAX_INLINE_INPUTS]>,
 }
 
 impl<'c> Outputs<'c> for OrtOutputs<'c> {
@@ -383,7 +383,7 @@ macro_rules! by_variant {
             Some(Buf::F16(_)) => $arm!(F16),
             Some(Buf::BF16(_)) => $arm!(BF16),
             // Bound through `Packed`, never in place.
-            Some(Buf::U4(_) | Buf::I4(_)) => $none,
+            Some(Buf::U4(_) | Buf::I4(_) | Buf::F4E2M1(_)) => $none,
             Some(Buf::F8E4M3FN(_)) => $arm!(F8E4M3FN),
             Some(Buf::F8E4M3FNUZ(_)) => $arm!(F8E4M3FNUZ),
             Some(Buf::F8E5M2(_)) => $arm!(F8E5M2),

@@ -2,7 +2,7 @@
 //! arithmetic, comparisons, masks, indices, and data movement of any type). Serial,
 //! strided loops: these are the index and mask parts of a graph, not its heavy math.
 
-use rivet_kernels::float8::F8;
+use rivet_kernels::float8::{e2m1, F8};
 use rivet_kernels::nibbles;
 use rivet_kernels::nn;
 use rivet_kernels::typed::{self, bf16_to_f32, f16_to_f32, f32_to_bf16, f32_to_f16, map2, Number};
@@ -131,12 +131,12 @@ macro_rules! to_int {
 }
 
 /// A source element as an integer to wrap into 4 bits: integers as they are, floats
-/// truncated toward zero (NaN, the infinities and magnitudes past 2^63, all multiples of
-/// 16, give 0), as ONNX's reference casts to int4 and uint4.
+/// truncated toward zero through int32 (NaN, the infinities and values outside int32's
+/// range give 0), as ONNX's reference (ml_dtypes) and ORT cast to int4 and uint4.
 fn to_i64_wrapping(n: Num) -> i64 {
     match n {
         Num::I(i) => i as i64,
-        Num::F(f) if f.is_finite() && f.abs() < 9.2e18 => f as i64,
+        Num::F(f) if f > -2_147_483_649.0 && f < 2_147_483_648.0 => f as i64,
         Num::F(_) => 0,
     }
 }
@@ -180,6 +180,7 @@ fn cast_from<S: Copy>(src: &[S], read: impl Fn(S) -> Num, dst: &mut DataMut<'_>,
         DataMut::F8E5M2FNUZ(y) => fill!(y, |n| F8::E5M2FNUZ.from_f32(f32_of(n), saturate)),
         DataMut::U4(y) => fill!(y, |n| nibbles::wrap_u4(to_i64_wrapping(n))),
         DataMut::I4(y) => fill!(y, |n| nibbles::wrap_i4(to_i64_wrapping(n))),
+        DataMut::F4E2M1(y) => fill!(y, |n| e2m1::from_f32(f32_of(n))),
     }
 }
 
@@ -187,6 +188,21 @@ fn cast_from<S: Copy>(src: &[S], read: impl Fn(S) -> Num, dst: &mut DataMut<'_>,
 /// through f32 (`saturate`: for a cast to an 8-bit float).
 fn cast(x: Data<'_>, dst: &mut DataMut<'_>, saturate: bool) {
     let f8 = |f: F8| move |v: u8| Num::F(f.to_f32(v) as f64);
+    // An 8-bit float to its own format keeps its bits (NaN payloads included), except
+    // that saturation turns E5M2's infinities into its largest value.
+    let same = match (x, &mut *dst) {
+        (Data::F8E4M3FN(s), DataMut::F8E4M3FN(y))
+        | (Data::F8E4M3FNUZ(s), DataMut::F8E4M3FNUZ(y))
+        | (Data::F8E5M2FNUZ(s), DataMut::F8E5M2FNUZ(y)) => Some((s, y, false)),
+        (Data::F8E5M2(s), DataMut::F8E5M2(y)) => Some((s, y, saturate)),
+        _ => None,
+    };
+    if let Some((s, y, clamp_inf)) = same {
+        for (o, &b) in y.iter_mut().zip(s) {
+            *o = if clamp_inf && b & 0x7f == 0x7c { (b & 0x80) | 0x7b } else { b };
+        }
+        return;
+    }
     match x {
         Data::F32(s) => cast_from(s, |v| Num::F(v as f64), dst, saturate),
         Data::F64(s) => cast_from(s, Num::F, dst, saturate),
@@ -196,6 +212,7 @@ fn cast(x: Data<'_>, dst: &mut DataMut<'_>, saturate: bool) {
         Data::F8E4M3FNUZ(s) => cast_from(s, f8(F8::E4M3FNUZ), dst, saturate),
         Data::F8E5M2(s) => cast_from(s, f8(F8::E5M2), dst, saturate),
         Data::F8E5M2FNUZ(s) => cast_from(s, f8(F8::E5M2FNUZ), dst, saturate),
+        Data::F4E2M1(s) => cast_from(s, |v| Num::F(e2m1::to_f32(v) as f64), dst, saturate),
         Data::Bool(s) => cast_from(s, |v| Num::I((v != 0) as i128), dst, saturate),
         Data::I8(s) | Data::I4(s) => cast_from(s, |v| Num::I(v as i128), dst, saturate),
         Data::I16(s) => cast_from(s, |v| Num::I(v as i128), dst, saturate),

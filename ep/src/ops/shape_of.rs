@@ -144,6 +144,7 @@ impl Op for ConstantOfShape {
             // The 4-bit value in the low half of its byte.
             DataMut::U4(y) => y.fill(rivet_kernels::nibbles::wrap_u4(i64::from(value[0]))),
             DataMut::I4(y) => y.fill(rivet_kernels::nibbles::wrap_i4(i64::from(value[0]))),
+            DataMut::F4E2M1(y) => y.fill(value[0] & 0xf),
         }
         Ok(())
     }

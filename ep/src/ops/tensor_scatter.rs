@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::op::util::{check_attrs, check_inputs, input, input_type, output_type};
 use super::{Op, RunIn, ShapeError, ShapeIn};
-use crate::data::{self, Data, DataMut};
+use crate::data::{self, by_storage, Data, DataMut, Storage};
 use crate::graph::{dtype, NodeDesc, Shape};
 use crate::node_attrs::{int_attr, string_attr};
 
@@ -115,15 +115,22 @@ impl Op for TensorScatter {
             self.start(v, indices, b)?;
         }
         let starts = |b: usize| self.start(v, indices, b).unwrap_or(0);
-        macro_rules! go {
-            ($($var:ident),*) => {
-                match (x.ins[0], x.ins[1], out) {
-                    $((Data::$var(p), Data::$var(u), DataMut::$var(y)) => scatter(p, u, y, v, starts),)*
-                    _ => return Err("past_cache, update and the output differ in type".into()),
+        // Every type Rivet holds, by its storage (the claim checked the three agree).
+        fn typed<T: Storage>(
+            ins: &[Data<'_>],
+            v: View,
+            starts: impl Fn(usize) -> usize,
+            y: &mut [T],
+        ) -> Result<(), String> {
+            match (T::get(ins[0]), T::get(ins[1])) {
+                (Some(p), Some(u)) => {
+                    scatter(p, u, y, v, starts);
+                    Ok(())
                 }
-            };
+                _ => Err("past_cache, update and the output differ in type".into()),
+            }
         }
-        go!(F32, F64, I8, I16, I32, I64, U8, U16, U32, U64, Bool, F16, BF16);
+        by_storage!(out, typed(x.ins, v, starts))?;
         Ok(())
     }
 }

@@ -4,19 +4,20 @@
 //! (`block_size` along `axis`), float32 with 8- and 16-bit integers (and int32 input to
 //! DequantizeLinear) and, from opset 19, the 8-bit floats (`y = cast(x / scale)` rounded
 //! to nearest even, saturating by `saturate`; `y = x · scale`: their zero point must be
-//! zero) and, from opset 21, int4 and uint4. Not claimed: float16/bfloat16 data or
-//! scales, the int2 and float4 types, `precision` other than float32.
+//! zero), from opset 21 int4 and uint4, from opset 23 float4e2m1 (as the 8-bit floats,
+//! always saturating). Not claimed: float16/bfloat16 data or scales, the int2 types,
+//! `precision` other than float32.
 
 use std::sync::Arc;
 
-use rivet_kernels::float8::F8;
+use rivet_kernels::float8::{e2m1, F8};
 use rivet_kernels::qgemm::{self, QInt};
 
 use super::super::op::util::{bad_types, check_attrs, check_inputs, input, input_type, output_type};
 use super::super::{Op, RunIn, ShapeError, ShapeIn};
 use super::{float_at, int_at, numel};
 use crate::data::{float8, Data, DataMut};
-use crate::graph::dtype::{FLOAT, INT16, INT32, INT4, INT8, UINT16, UINT4, UINT8};
+use crate::graph::dtype::{FLOAT, FLOAT4E2M1, INT16, INT32, INT4, INT8, UINT16, UINT4, UINT8};
 use crate::graph::{NodeDesc, Shape};
 use crate::node_attrs::int_attr;
 
@@ -61,11 +62,12 @@ pub fn quantize(node: &NodeDesc, _output: usize) -> Result<Arc<dyn Op>, String> 
     let y = output_type(node, 0);
     let int_ok = matches!(y, UINT8 | INT8)
         || (node.since_version >= 21 && matches!(y, UINT16 | INT16 | UINT4 | INT4))
-        || (node.since_version >= 19 && float8(y).is_some());
+        || (node.since_version >= 19 && float8(y).is_some())
+        || (node.since_version >= 23 && y == FLOAT4E2M1);
     if input_type(node, 0) != FLOAT || input_type(node, 1) != FLOAT || !int_ok {
         return Err(bad_types(
             node,
-            "float32 (with a float32 scale) to uint8, int8, uint16, int16, uint4, int4 or an 8-bit float",
+            "float32 (with a float32 scale) to uint8, int8, uint16, int16, uint4, int4, an 8-bit float or float4e2m1",
         ));
     }
     if input(node, 2).is_some() && input_type(node, 2) != y {
@@ -88,11 +90,12 @@ pub fn dequantize(node: &NodeDesc, _output: usize) -> Result<Arc<dyn Op>, String
     let x = input_type(node, 0);
     let int_ok = matches!(x, UINT8 | INT8 | INT32)
         || (node.since_version >= 21 && matches!(x, UINT16 | INT16 | UINT4 | INT4))
-        || (node.since_version >= 19 && float8(x).is_some());
+        || (node.since_version >= 19 && float8(x).is_some())
+        || (node.since_version >= 23 && x == FLOAT4E2M1);
     if !int_ok || input_type(node, 1) != FLOAT || output_type(node, 0) != FLOAT {
         return Err(bad_types(
             node,
-            "uint8, int8, uint16, int16, int32, uint4, int4 or an 8-bit float to float32 (with a float32 scale)",
+            "uint8, int8, uint16, int16, int32, uint4, int4, an 8-bit float or float4e2m1 to float32 (with a float32 scale)",
         ));
     }
     if input(node, 2).is_some() && input_type(node, 2) != x {
@@ -179,6 +182,18 @@ impl Op for Linear {
             }
             (Kind::Dequantize, Data::U4(v), DataMut::F32(y)) => dequantize_as(v, scale, zp, &l, y),
             (Kind::Dequantize, Data::I4(v), DataMut::F32(y)) => dequantize_as(v, scale, zp, &l, y),
+            (Kind::Quantize, Data::F32(v), DataMut::F4E2M1(y)) => {
+                float4_zero_point(zp)?;
+                for_runs(&l, scale, None, |r, s, _| {
+                    y[r.clone()].iter_mut().zip(&v[r]).for_each(|(o, &x)| *o = e2m1::from_f32(x / s))
+                })
+            }
+            (Kind::Dequantize, Data::F4E2M1(v), DataMut::F32(y)) => {
+                float4_zero_point(zp)?;
+                for_runs(&l, scale, None, |r, s, _| {
+                    y[r.clone()].iter_mut().zip(&v[r]).for_each(|(o, &x)| *o = e2m1::to_f32(x) * s)
+                })
+            }
             (Kind::Quantize, Data::F32(v), y) => {
                 let f = float8(y.elem_type()).ok_or("input and output element types differ from the plan's")?;
                 let y = <u8 as crate::data::Storage>::get_mut(y).ok_or("an 8-bit float output")?;
@@ -205,6 +220,18 @@ fn float8_zero_point(zp: Option<Data<'_>>, f: F8) -> Result<(), String> {
     let bits = zp.and_then(<u8 as crate::data::Storage>::get).unwrap_or(&[]);
     match bits.iter().find(|&&b| f.to_f32(b) != 0.0) {
         Some(&b) => Err(format!("an 8-bit float zero point must be zero, is {} ({b:#04x})", f.to_f32(b))),
+        None => Ok(()),
+    }
+}
+
+/// A float4e2m1 zero point must be zero (±0), as an 8-bit float's.
+fn float4_zero_point(zp: Option<Data<'_>>) -> Result<(), String> {
+    let codes = match zp {
+        Some(Data::F4E2M1(c)) => c,
+        _ => &[],
+    };
+    match codes.iter().find(|&&b| b & 0x7 != 0) {
+        Some(&b) => Err(format!("a float4e2m1 zero point must be zero, is {}", e2m1::to_f32(b))),
         None => Ok(()),
     }
 }
