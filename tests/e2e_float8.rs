@@ -217,9 +217,9 @@ fn with_fallback_on_an_8_bit_float_group_runs_on_rivet() {
     harness::compare(&got, &want, 1e-6, 1e-7).expect("equal to ORT");
 }
 
-/// E5M2 to E5M2 keeps the bits, except that `saturate` turns the infinities into ±57344
-/// (ONNX's reference clips before its cast); without it they stay infinite. (ORT's
-/// optimizer drops a Cast to the same type: it reaches Rivet with optimizations off.)
+/// E5M2 to E5M2 without `saturate` keeps the bits; with it the infinities become ±57344
+/// (ONNX's reference clips before its cast). (ORT's optimizer drops a Cast to the same
+/// type: it reaches Rivet with optimizations off.)
 #[test]
 fn an_e5m2_to_e5m2_cast_clamps_infinities_only_when_saturating() {
     for (saturate, big) in [(1, 57344.0), (0, f64::INFINITY)] {

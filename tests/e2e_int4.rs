@@ -147,12 +147,30 @@ fn a_blocked_int4_weight_dequantized_into_a_matmul_is_exact() {
 /// to -0): ORT 1.32 has no kernel for either, so with fallback off these run on Rivet alone.
 #[test]
 fn float4e2m1_rounds_to_even_and_saturates() {
-    let xs = vec![0.25, 0.26, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0, 5.1, 1e6, f32::NEG_INFINITY, -0.25, -3.2, f32::NAN];
-    let want_cast = [0.0, 0.5, 1.0, 1.0, 2.0, 2.0, 4.0, 4.0, 6.0, 6.0, -6.0, -0.0, -3.0, -0.0];
+    let xs = vec![
+        0.25,
+        0.26,
+        0.75,
+        1.25,
+        1.75,
+        2.5,
+        3.5,
+        5.0,
+        5.1,
+        1e6,
+        f32::NEG_INFINITY,
+        -0.25,
+        -3.2,
+        f32::NAN,
+        -f32::NAN,
+    ];
+    // A NaN gives -0, one with its sign bit set +0 (the reference's, ml_dtypes', rule).
+    let want_cast = [0.0, 0.5, 1.0, 1.0, 2.0, 2.0, 4.0, 4.0, 6.0, 6.0, -6.0, -0.0, -3.0, -0.0, 0.0];
     let mut rivet = harness::session(env(), &cast_chain(23), Arm::Rivet, &strict()).expect("Rivet session");
     let got = harness::run(&mut rivet, &[x(xs.clone())]).expect("Rivet run");
     assert_eq!(got[0].data, want_cast, "Cast float4e2m1 of {xs:?}");
-    assert!(got[0].data[11].is_sign_negative(), "-0.25 rounds to -0");
+    let signs: Vec<bool> = got[0].data.iter().map(|v| v.is_sign_negative()).collect();
+    assert_eq!((signs[11], signs[13], signs[14]), (true, true, false), "-0.25 and NaN give -0, -NaN +0");
 
     let model = ModelBuilder::new(23)
         .input("x", FLOAT, &[Dim::Sym("n".into())])
@@ -162,9 +180,11 @@ fn float4e2m1_rounds_to_even_and_saturates() {
         .output("y", FLOAT, None)
         .build();
     let mut rivet = harness::session(env(), &model, Arm::Rivet, &strict()).expect("Rivet session");
-    let got = harness::run(&mut rivet, &[x(vec![0.3, 1.2, -2.6, 100.0, 0.125])]).expect("Rivet run");
-    // x / 0.5 = 0.6, 2.4, -5.2, 200, 0.25 -> 0.5, 2, -6, 6, 0 -> times 0.5.
-    assert_eq!(got[0].data, [0.25, 1.0, -3.0, 3.0, 0.0]);
+    let got = harness::run(&mut rivet, &[x(vec![0.3, 1.2, -2.6, 100.0, 0.125, -0.0])]).expect("Rivet run");
+    // x / 0.5 = 0.6, 2.4, -5.2, 200, 0.25, -0 -> 0.5, 2, -6, 6, 0, +0 (the reference adds
+    // the zero point) -> times 0.5.
+    assert_eq!(got[0].data, [0.25, 1.0, -3.0, 3.0, 0.0, 0.0]);
+    assert!(!got[0].data[5].is_sign_negative(), "-0 quantizes to +0");
 }
 
 /// TensorScatter (opset 24) writes into a cache of any type Rivet holds: int4 and float8
@@ -208,4 +228,9 @@ fn float64_to_int4_goes_through_int32() {
     let xs = vec![2147483653.0, -2147483653.0, 4294967295.0, 1e10 + 1.0, 2147483647.0, -2147483648.0, -9.0];
     let inputs = [HostTensor::typed("x", ort::value::TensorElementType::Float64, &[xs.len() as i64], xs)];
     assert_matches_ort(&model, &inputs, 0.0, 0.0, "Cast float64 -> int4");
+    // Just past int32's largest value: 0 by the reference (ORT rounds .5 and up to 2^31).
+    let past = vec![2147483647.25, 2147483647.75];
+    let inputs = [HostTensor::typed("x", ort::value::TensorElementType::Float64, &[2], past)];
+    let mut rivet = harness::session(env(), &model, Arm::Rivet, &strict()).expect("Rivet session");
+    assert_eq!(harness::run(&mut rivet, &inputs).expect("Rivet run")[0].data, [0.0, 0.0]);
 }

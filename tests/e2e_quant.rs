@@ -384,22 +384,26 @@ fn bad_quantization_inputs_are_errors_naming_the_node_and_the_session_still_runs
     assert_eq!(out[0].data, want);
 }
 
+/// bfloat16 data and scales are not quantized by Rivet (float16 is: see
+/// `float16_quantize_and_dequantize_match_ort`): with fallback off, the session fails
+/// naming the node and the type.
 #[test]
 fn types_rivet_does_not_quantize_are_not_claimed() {
-    let q_f16 = One::new(21).input("x", FLOAT16, &dims(&[4])).input("s", FLOAT16, &[]).node(
+    const BFLOAT16: i32 = 16;
+    let q_bf16 = One::new(21).input("x", BFLOAT16, &dims(&[4])).input("s", BFLOAT16, &[]).node(
         "QuantizeLinear",
         &[],
         &[("y", UINT8)],
     );
-    let err = harness::session(env(), &q_f16, Arm::Rivet, &strict()).expect_err("float16 input");
-    assert!(err.contains("node 'q' (QuantizeLinear)") && err.contains("float16"), "{err}");
-    let dq_f16 = One::new(21).input("x", UINT8, &dims(&[4])).input("s", FLOAT16, &[]).node(
+    let err = harness::session(env(), &q_bf16, Arm::Rivet, &strict()).expect_err("bfloat16 input");
+    assert!(err.contains("node 'q' (QuantizeLinear)") && err.contains("bfloat16"), "{err}");
+    let dq_bf16 = One::new(21).input("x", UINT8, &dims(&[4])).input("s", BFLOAT16, &[]).node(
         "DequantizeLinear",
         &[],
-        &[("y", FLOAT16)],
+        &[("y", BFLOAT16)],
     );
-    let err = harness::session(env(), &dq_f16, Arm::Rivet, &strict()).expect_err("float16 scale");
-    assert!(err.contains("node 'q' (DequantizeLinear)") && err.contains("float16"), "{err}");
+    let err = harness::session(env(), &dq_bf16, Arm::Rivet, &strict()).expect_err("bfloat16 scale");
+    assert!(err.contains("node 'q' (DequantizeLinear)") && err.contains("bfloat16"), "{err}");
 }
 
 /// The ops Rivet takes in `model` with CPU fallback on, sorted, and whether its outputs are
@@ -590,5 +594,42 @@ fn empty_depths_widths_and_planes_give_the_defined_results() {
         let inputs =
             [tensor("x", UINT8, xs, ints(UINT8, 72, len(xs))), tensor("w", UINT8, ws, ints(UINT8, 73, len(ws)))];
         assert_eq!(rivet_output(&model, &inputs), (out.to_vec(), vec![0.0; len(&out)]), "ConvInteger {xs:?} {ws:?}");
+    }
+}
+
+/// float16 QuantizeLinear and DequantizeLinear (opset 19+: a float16 scale, data in and
+/// out), per tensor and per axis, computed in float32 and rounded once: equal to ORT.
+#[test]
+fn float16_quantize_and_dequantize_match_ort() {
+    let xs: Vec<f64> = harness::values(12, 2 * 3 * 4, -40.0, 40.0);
+    for (dims, scale, axis) in [(vec![], vec![0.3], None), (vec![3i64], vec![0.25, 0.7, 1.9], Some(1i64))] {
+        let attrs: Vec<(&str, Attr)> = axis.map(|a| vec![("axis", Attr::Int(a))]).unwrap_or_default();
+        let mut b = ModelBuilder::new(21)
+            .input("x", FLOAT, &[2.into(), 3.into(), 4.into()])
+            .input("s32", FLOAT, &dims.iter().map(|&d| d.into()).collect::<Vec<Dim>>())
+            .node_with("Cast", "h", &["x"], &["xh"], &[("to", Attr::Int(FLOAT16 as i64))])
+            .node_with("Cast", "sh", &["s32"], &["s"], &[("to", Attr::Int(FLOAT16 as i64))]);
+        for (t, name) in [(UINT8, "u8"), (INT8, "i8"), (INT16, "i16")] {
+            let z = format!("z_{name}");
+            let zero = Attr::Tensor(
+                t,
+                dims.clone(),
+                vec![0; dims.iter().product::<i64>() as usize * if t == INT16 { 2 } else { 1 }],
+            );
+            let (q, yh, y) = (format!("q_{name}"), format!("yh_{name}"), format!("y_{name}"));
+            b = b
+                .node_with("Constant", &format!("zero_{name}"), &[], &[&z], &[("value", zero)])
+                .node_with("QuantizeLinear", &format!("quant_{name}"), &["xh", "s", &z], &[&q], &attrs)
+                .node_with("DequantizeLinear", &format!("dequant_{name}"), &[&q, "s", &z], &[&yh], &attrs)
+                .node_with("Cast", &format!("wide_{name}"), &[&yh], &[&y], &[("to", Attr::Int(FLOAT as i64))])
+                .output(&y, FLOAT, None);
+        }
+        let model = b.build();
+        let scale_dims: Vec<i64> = dims.clone();
+        let inputs = [
+            HostTensor::f32("x", &[2, 3, 4], xs.iter().map(|&v| v as f32).collect()),
+            HostTensor::f32("s32", &scale_dims, scale.clone()),
+        ];
+        assert_matches_ort(&model, &inputs, 0.0, 0.0, &format!("float16 Q/DQ, axis {axis:?}"));
     }
 }

@@ -230,10 +230,11 @@ pub mod e2m1 {
     }
 
     /// The code of `x`, rounded to nearest even and always saturating (±6 for larger
-    /// values and the infinities); NaN gives 0x8, as ONNX's reference (ml_dtypes) does.
+    /// values and the infinities); a NaN gives 0x8 (-0), or 0x0 with its sign bit set, as
+    /// ONNX's reference (ml_dtypes) does.
     pub fn from_f32(x: f32) -> u8 {
         if x.is_nan() {
-            return 0x8;
+            return if x.is_sign_negative() { 0x0 } else { 0x8 };
         }
         let sign = if x.is_sign_negative() { 0x8 } else { 0 };
         let a = x.abs();
@@ -277,6 +278,8 @@ pub mod e2m1 {
                 (-0.0, 0x8),
                 (-0.25, 0x8),
                 (f32::NAN, 0x8),
+                (-f32::NAN, 0x0),
+                (f32::from_bits(0xff80_0001), 0x0),
                 (1e-7, 0x0),
             ];
             for (x, want) in cases {

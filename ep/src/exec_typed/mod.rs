@@ -136,7 +136,7 @@ macro_rules! to_int {
 fn to_i64_wrapping(n: Num) -> i64 {
     match n {
         Num::I(i) => i as i64,
-        Num::F(f) if f > -2_147_483_649.0 && f < 2_147_483_648.0 => f as i64,
+        Num::F(f) if f > -2_147_483_649.0 && f <= 2_147_483_647.0 => f as i64,
         Num::F(_) => 0,
     }
 }
@@ -188,19 +188,19 @@ fn cast_from<S: Copy>(src: &[S], read: impl Fn(S) -> Num, dst: &mut DataMut<'_>,
 /// through f32 (`saturate`: for a cast to an 8-bit float).
 fn cast(x: Data<'_>, dst: &mut DataMut<'_>, saturate: bool) {
     let f8 = |f: F8| move |v: u8| Num::F(f.to_f32(v) as f64);
-    // An 8-bit float to its own format keeps its bits (NaN payloads included), except
-    // that saturation turns E5M2's infinities into its largest value.
+    // An 8-bit float to its own format without saturation keeps its bits (E5M2's NaN
+    // payloads included), as ONNX's reference (a plain astype) does; with it, it is
+    // re-encoded (E5M2's infinities become ±57344 and its NaNs 0x7e / 0xfe, the reference
+    // clipping first).
     let same = match (x, &mut *dst) {
         (Data::F8E4M3FN(s), DataMut::F8E4M3FN(y))
         | (Data::F8E4M3FNUZ(s), DataMut::F8E4M3FNUZ(y))
-        | (Data::F8E5M2FNUZ(s), DataMut::F8E5M2FNUZ(y)) => Some((s, y, false)),
-        (Data::F8E5M2(s), DataMut::F8E5M2(y)) => Some((s, y, saturate)),
+        | (Data::F8E5M2(s), DataMut::F8E5M2(y))
+        | (Data::F8E5M2FNUZ(s), DataMut::F8E5M2FNUZ(y)) => Some((s, y)),
         _ => None,
     };
-    if let Some((s, y, clamp_inf)) = same {
-        for (o, &b) in y.iter_mut().zip(s) {
-            *o = if clamp_inf && b & 0x7f == 0x7c { (b & 0x80) | 0x7b } else { b };
-        }
+    if let (Some((s, y)), false) = (same, saturate) {
+        y.copy_from_slice(s);
         return;
     }
     match x {

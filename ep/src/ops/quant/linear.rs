@@ -5,19 +5,21 @@
 //! DequantizeLinear) and, from opset 19, the 8-bit floats (`y = cast(x / scale)` rounded
 //! to nearest even, saturating by `saturate`; `y = x · scale`: their zero point must be
 //! zero), from opset 21 int4 and uint4, from opset 23 float4e2m1 (as the 8-bit floats,
-//! always saturating). Not claimed: float16/bfloat16 data or scales, the int2 types,
-//! `precision` other than float32.
+//! always saturating). From opset 19, float16 data and scales too (QuantizeLinear's
+//! input, DequantizeLinear's output), computed in float32. Not claimed: bfloat16 data or
+//! scales, the int2 types, `precision` other than float32.
 
 use std::sync::Arc;
 
 use rivet_kernels::float8::{e2m1, F8};
 use rivet_kernels::qgemm::{self, QInt};
+use rivet_kernels::typed::{f16_to_f32, f32_to_f16};
 
 use super::super::op::util::{bad_types, check_attrs, check_inputs, input, input_type, output_type};
 use super::super::{Op, RunIn, ShapeError, ShapeIn};
 use super::{float_at, int_at, numel};
 use crate::data::{float8, Data, DataMut};
-use crate::graph::dtype::{FLOAT, FLOAT4E2M1, INT16, INT32, INT4, INT8, UINT16, UINT4, UINT8};
+use crate::graph::dtype::{FLOAT, FLOAT16, FLOAT4E2M1, INT16, INT32, INT4, INT8, UINT16, UINT4, UINT8};
 use crate::graph::{NodeDesc, Shape};
 use crate::node_attrs::int_attr;
 
@@ -64,10 +66,13 @@ pub fn quantize(node: &NodeDesc, _output: usize) -> Result<Arc<dyn Op>, String> 
         || (node.since_version >= 21 && matches!(y, UINT16 | INT16 | UINT4 | INT4))
         || (node.since_version >= 19 && float8(y).is_some())
         || (node.since_version >= 23 && y == FLOAT4E2M1);
-    if input_type(node, 0) != FLOAT || input_type(node, 1) != FLOAT || !int_ok {
+    // float16 data and scale from opset 19, computed in float32.
+    let x = input_type(node, 0);
+    let float_ok = x == FLOAT || (node.since_version >= 19 && x == FLOAT16);
+    if !float_ok || input_type(node, 1) != x || !int_ok {
         return Err(bad_types(
             node,
-            "float32 (with a float32 scale) to uint8, int8, uint16, int16, uint4, int4, an 8-bit float or float4e2m1",
+            "float32 or float16 (with a scale of its type) to uint8, int8, uint16, int16, uint4, int4, an 8-bit float or float4e2m1",
         ));
     }
     if input(node, 2).is_some() && input_type(node, 2) != y {
@@ -92,18 +97,21 @@ pub fn dequantize(node: &NodeDesc, _output: usize) -> Result<Arc<dyn Op>, String
         || (node.since_version >= 21 && matches!(x, UINT16 | INT16 | UINT4 | INT4))
         || (node.since_version >= 19 && float8(x).is_some())
         || (node.since_version >= 23 && x == FLOAT4E2M1);
-    if !int_ok || input_type(node, 1) != FLOAT || output_type(node, 0) != FLOAT {
+    // A float16 scale (opset 19) gives float16, computed in float32 and rounded once.
+    let y = output_type(node, 0);
+    let float_ok = y == FLOAT || (node.since_version >= 19 && y == FLOAT16);
+    if !int_ok || !float_ok || input_type(node, 1) != y {
         return Err(bad_types(
             node,
-            "uint8, int8, uint16, int16, int32, uint4, int4, an 8-bit float or float4e2m1 to float32 (with a float32 scale)",
+            "uint8, int8, uint16, int16, int32, uint4, int4, an 8-bit float or float4e2m1 to float32 or float16 (the scale's type)",
         ));
     }
     if input(node, 2).is_some() && input_type(node, 2) != x {
         return Err(bad_types(node, "a zero point of the input's type"));
     }
     let dtype = int_attr(node, "output_dtype", 0)?;
-    if dtype != 0 && dtype != FLOAT as i64 {
-        return Err(format!("DequantizeLinear output_dtype {dtype} is not supported (float32 only)"));
+    if dtype != 0 && dtype != y as i64 {
+        return Err(format!("DequantizeLinear output_dtype {dtype} differs from the output's type"));
     }
     compile(node, Kind::Dequantize)
 }
@@ -164,7 +172,36 @@ impl Op for Linear {
     fn run(&self, x: RunIn<'_, '_>, out: &mut DataMut<'_>) -> Result<(), String> {
         let l = self.layout(x.shapes[0], x.shapes[1], x.shapes.get(2).copied())?;
         let (scale, zp) = (x.ins[1], x.ins.get(2).copied());
-        match (self.kind, x.ins[0], out) {
+        // float16 data or output: through float32 in the scratch (grown once).
+        let wide = &mut x.scratch.f32;
+        if let Data::F16(h) = x.ins[0] {
+            wide.clear();
+            wide.extend(h.iter().map(|&v| f16_to_f32(v)));
+            return self.apply(&l, Data::F32(wide), scale, zp, out);
+        }
+        if let DataMut::F16(y) = out {
+            wide.clear();
+            wide.resize(y.len(), 0.0);
+            self.apply(&l, x.ins[0], scale, zp, &mut DataMut::F32(wide))?;
+            y.iter_mut().zip(wide.iter()).for_each(|(o, &v)| *o = f32_to_f16(v));
+            return Ok(());
+        }
+        self.apply(&l, x.ins[0], scale, zp, out)
+    }
+}
+
+impl Linear {
+    /// The float32 computation (the scale float32 or float16).
+    fn apply(
+        &self,
+        l: &Layout,
+        x: Data<'_>,
+        scale: Data<'_>,
+        zp: Option<Data<'_>>,
+        out: &mut DataMut<'_>,
+    ) -> Result<(), String> {
+        let l = *l;
+        match (self.kind, x, out) {
             (Kind::Quantize, Data::F32(v), DataMut::U8(y)) => quantize_as(v, scale, zp, &l, y),
             (Kind::Quantize, Data::F32(v), DataMut::I8(y)) => quantize_as(v, scale, zp, &l, y),
             (Kind::Quantize, Data::F32(v), DataMut::U16(y)) => quantize_as(v, scale, zp, &l, y),
@@ -185,7 +222,8 @@ impl Op for Linear {
             (Kind::Quantize, Data::F32(v), DataMut::F4E2M1(y)) => {
                 float4_zero_point(zp)?;
                 for_runs(&l, scale, None, |r, s, _| {
-                    y[r.clone()].iter_mut().zip(&v[r]).for_each(|(o, &x)| *o = e2m1::from_f32(x / s))
+                    // `+ 0.0`: the reference adds the (zero) zero point, so -0 quantizes to +0.
+                    y[r.clone()].iter_mut().zip(&v[r]).for_each(|(o, &x)| *o = e2m1::from_f32(x / s + 0.0))
                 })
             }
             (Kind::Dequantize, Data::F4E2M1(v), DataMut::F32(y)) => {
