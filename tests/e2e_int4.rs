@@ -234,3 +234,33 @@ fn float64_to_int4_goes_through_int32() {
     let mut rivet = harness::session(env(), &model, Arm::Rivet, &strict()).expect("Rivet session");
     assert_eq!(harness::run(&mut rivet, &inputs).expect("Rivet run")[0].data, [0.0, 0.0]);
 }
+
+/// int2 and uint2 (opset 25; ORT numbers them 25 and 24 where ONNX says 26 and 25, so a
+/// Cast's `to` is mapped): whole numbers through a Cast wrap to two bits, and
+/// QuantizeLinear -> DequantizeLinear per axis saturates to -2..1 / 0..3, equal to ORT.
+#[test]
+fn two_bit_integers_match_ort() {
+    const UINT2_ONNX: i64 = 25;
+    const INT2_ONNX: i64 = 26;
+    let whole: Vec<f32> = (-9..=9).map(|v| v as f32).collect();
+    for (to, zero, name) in [(INT2_ONNX, 0b11_00_01_11u8, "int2"), (UINT2_ONNX, 0b10_01_00_11, "uint2")] {
+        let model = ModelBuilder::new(25)
+            .input("x", FLOAT, &[Dim::Sym("n".into())])
+            .node_with("Cast", "to2", &["x"], &["q"], &[("to", Attr::Int(to))])
+            .node_with("Cast", "back", &["q"], &["y"], &[("to", Attr::Int(FLOAT as i64))])
+            .output("y", FLOAT, None)
+            .build();
+        assert_matches_ort(&model, &[x(whole.clone())], 0.0, 0.0, &format!("Cast {name}"));
+        // Zero points (-1, 1, 0, -1 for int2; 3, 0, 1, 2 for uint2), packed four a byte.
+        let model = ModelBuilder::new(25)
+            .input("x", FLOAT, &[2.into(), 4.into(), 3.into()])
+            .initializer("s", &[4], vec![0.5, 1.0, 2.0, 0.25])
+            .node_with("Constant", "zero", &[], &["z"], &[("value", Attr::Tensor(to as i32, vec![4], vec![zero]))])
+            .node_with("QuantizeLinear", "q", &["x", "s", "z"], &["q"], &[("axis", Attr::Int(1))])
+            .node_with("DequantizeLinear", "dq", &["q", "s", "z"], &["y"], &[("axis", Attr::Int(1))])
+            .output("y", FLOAT, None)
+            .build();
+        let xs: Vec<f32> = vals(21, 24).into_iter().map(|v| v * 3.0).collect();
+        assert_matches_ort(&model, &[HostTensor::f32("x", &[2, 4, 3], xs)], 0.0, 0.0, &format!("Q/DQ {name}"));
+    }
+}

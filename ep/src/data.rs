@@ -26,6 +26,21 @@ pub mod dtype {
     pub const UINT4: i32 = 21;
     pub const INT4: i32 = 22;
     pub const FLOAT4E2M1: i32 = 23;
+    /// ORT's numbering from here on (its C API's, which is what ORT hands Rivet): ONNX's
+    /// TensorProto puts FLOAT8E8M0 at 24 before UINT2 (25) and INT2 (26). A type code in
+    /// an attribute (Cast's `to`) is ONNX's: see [`from_onnx`].
+    pub const UINT2: i32 = 24;
+    pub const INT2: i32 = 25;
+
+    /// An attribute's ONNX TensorProto type code as ORT's element type.
+    pub fn from_onnx(code: i64) -> i32 {
+        match code {
+            24 => 26, // FLOAT8E8M0
+            25 => UINT2,
+            26 => INT2,
+            c => c as i32,
+        }
+    }
 
     /// Name of an ONNX element type, for messages.
     pub fn name(code: i32) -> &'static str {
@@ -51,6 +66,8 @@ pub mod dtype {
             21 => "uint4",
             22 => "int4",
             23 => "float4e2m1",
+            24 => "uint2",
+            25 => "int2",
             _ => "other",
         }
     }
@@ -79,7 +96,9 @@ macro_rules! elem_types {
             F8E5M2FNUZ: u8 = 20,
             U4: u8 = 21,
             I4: i8 = 22,
-            F4E2M1: u8 = 23
+            F4E2M1: u8 = 23,
+            U2: u8 = 24,
+            I2: i8 = 25
         }
     };
 }
@@ -99,9 +118,9 @@ macro_rules! define {
         pub enum DataMut<'a> { $($v(&'a mut [$t])),* }
 
         /// Bytes per element in ORT's tensors, for the element types Rivet runs (none for
-        /// the packed 4-bit types: see [`packed4`]).
+        /// the packed types: see [`packed`]).
         pub fn elem_size(elem_type: i32) -> Option<usize> {
-            if packed4(elem_type) {
+            if packed(elem_type) {
                 return None;
             }
             match elem_type { $($code => Some(std::mem::size_of::<$t>()),)* _ => None }
@@ -242,6 +261,9 @@ pub fn ort_bytes(elem_type: i32, len: usize) -> Option<usize> {
     if packed4(elem_type) {
         return Some(rivet_kernels::nibbles::packed_len(len));
     }
+    if packed2(elem_type) {
+        return Some(rivet_kernels::nibbles::packed2_len(len));
+    }
     Some(elem_size(elem_type)? * len)
 }
 
@@ -259,6 +281,14 @@ impl Buf {
                 y.resize(len, 0);
                 rivet_kernels::nibbles::unpack_i4(bytes, y);
             }
+            Buf::U2(y) => {
+                y.resize(len, 0);
+                rivet_kernels::nibbles::unpack_u2(bytes, y);
+            }
+            Buf::I2(y) => {
+                y.resize(len, 0);
+                rivet_kernels::nibbles::unpack_i2(bytes, y);
+            }
             _ => return Buf::from_bytes(elem_type, bytes),
         }
         Some(b)
@@ -272,12 +302,22 @@ pub fn packed4(elem_type: i32) -> bool {
     matches!(elem_type, dtype::UINT4 | dtype::INT4 | dtype::FLOAT4E2M1)
 }
 
+/// The 2-bit integers (uint2, int2): four a byte in ORT's tensors, held as the 4-bit ones.
+pub fn packed2(elem_type: i32) -> bool {
+    matches!(elem_type, dtype::UINT2 | dtype::INT2)
+}
+
+/// A type ORT packs below a byte an element.
+pub fn packed(elem_type: i32) -> bool {
+    packed4(elem_type) || packed2(elem_type)
+}
+
 /// float32, float64 and the integers: the types arithmetic and comparisons run on.
 pub fn is_number(elem_type: i32) -> bool {
     supported(elem_type)
         && !matches!(elem_type, dtype::BOOL | dtype::FLOAT16 | dtype::BFLOAT16)
         && float8(elem_type).is_none()
-        && !packed4(elem_type)
+        && !packed(elem_type)
 }
 
 /// The 8-bit float format of an element type.
@@ -297,16 +337,20 @@ mod tests {
 
     #[test]
     fn every_onnx_type_rivet_holds_round_trips_through_bytes() {
-        for code in [21, 22, 23] {
-            assert!(supported(code) && packed4(code) && elem_size(code).is_none(), "{code}");
+        for code in [21, 22, 23, 24, 25] {
+            assert!(supported(code) && packed(code) && elem_size(code).is_none(), "{code}");
         }
+        assert_eq!(
+            [dtype::from_onnx(24), dtype::from_onnx(25), dtype::from_onnx(26), dtype::from_onnx(7)],
+            [26, 24, 25, 7]
+        );
         for code in [1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 13, 16, 17, 18, 19, 20] {
             let size = elem_size(code).expect("supported");
             let bytes: Vec<u8> = (0..size as u8 * 3).collect();
             let b = Buf::from_bytes(code, &bytes).unwrap();
             assert_eq!((b.elem_type(), b.len()), (code, 3), "{}", dtype::name(code));
         }
-        for code in [0, 8, 14, 15, 24, 25, 26] {
+        for code in [0, 8, 14, 15, 26] {
             assert!(Buf::new(code).is_none() && !supported(code), "{code}");
         }
         assert_eq!(Buf::from_bytes(dtype::INT64, &7i64.to_ne_bytes()), Some(Buf::I64(vec![7])));
@@ -340,11 +384,11 @@ macro_rules! storage {
 }
 storage!(f32: F32);
 storage!(f64: F64);
-storage!(i8: I8, I4);
+storage!(i8: I8, I4, I2);
 storage!(i16: I16);
 storage!(i32: I32);
 storage!(i64: I64);
-storage!(u8: U8, Bool, F8E4M3FN, F8E4M3FNUZ, F8E5M2, F8E5M2FNUZ, U4, F4E2M1);
+storage!(u8: U8, Bool, F8E4M3FN, F8E4M3FNUZ, F8E5M2, F8E5M2FNUZ, U4, F4E2M1, U2);
 storage!(u16: U16, F16, BF16);
 storage!(u32: U32);
 storage!(u64: U64);
@@ -355,13 +399,14 @@ macro_rules! by_storage {
         match $dst {
             DataMut::F32(y) => $f::<f32>($($arg,)* y),
             DataMut::F64(y) => $f::<f64>($($arg,)* y),
-            DataMut::I8(y) | DataMut::I4(y) => $f::<i8>($($arg,)* y),
+            DataMut::I8(y) | DataMut::I4(y) | DataMut::I2(y) => $f::<i8>($($arg,)* y),
             DataMut::I16(y) => $f::<i16>($($arg,)* y),
             DataMut::I32(y) => $f::<i32>($($arg,)* y),
             DataMut::I64(y) => $f::<i64>($($arg,)* y),
             DataMut::U8(y) | DataMut::Bool(y) | DataMut::F8E4M3FN(y) | DataMut::F8E4M3FNUZ(y) | DataMut::F8E5M2(y) | DataMut::F8E5M2FNUZ(y)
             | DataMut::U4(y)
-            | DataMut::F4E2M1(y) => {
+            | DataMut::F4E2M1(y)
+            | DataMut::U2(y) => {
                 $f::<u8>($($arg,)* y)
             }
             DataMut::U16(y) | DataMut::F16(y) | DataMut::BF16(y) => $f::<u16>($($arg,)* y),
@@ -395,7 +440,9 @@ macro_rules! by_number {
             | Data::F8E5M2FNUZ(_)
             | Data::U4(_)
             | Data::I4(_)
-            | Data::F4E2M1(_) => $other,
+            | Data::F4E2M1(_)
+            | Data::U2(_)
+            | Data::I2(_) => $other,
         }
     };
 }
@@ -416,6 +463,8 @@ macro_rules! with_one {
             DataMut::U4(y) => $m!(y, 1),
             DataMut::I4(y) => $m!(y, 1),
             DataMut::F4E2M1(y) => $m!(y, 0x2),
+            DataMut::U2(y) => $m!(y, 1),
+            DataMut::I2(y) => $m!(y, 1),
             DataMut::I8(y) => $m!(y, 1),
             DataMut::I16(y) => $m!(y, 1),
             DataMut::I32(y) => $m!(y, 1),
@@ -451,6 +500,8 @@ pub fn number_at(d: Data<'_>, k: usize) -> f64 {
         Data::U4(v) => v[k] as f64,
         Data::I4(v) => v[k] as f64,
         Data::F4E2M1(v) => rivet_kernels::float8::e2m1::to_f32(v[k]) as f64,
+        Data::U2(v) => v[k] as f64,
+        Data::I2(v) => v[k] as f64,
         Data::Bool(_) => f64::NAN,
     }
 }

@@ -61,12 +61,16 @@ class RivetRep(BackendRep):
                 io.bind_ortvalue_input(i.name, ort.OrtValue.ortvalue_from_numpy_with_onnx_type(bits, code))
             elif i.type in _PACKED4:
                 dtype, code = _PACKED4[i.type]
-                # The four bits of each value: an integer's low bits, a float4's code.
+                # The low bits of each value: an integer's, a float4's code.
                 held = a.astype(dtype)
                 bits = held.view(np.uint8) if _is_float4(dtype) else held.astype(np.int8)
-                nibbles = (bits.ravel() & 0xF).astype(np.uint8)
-                nibbles = np.concatenate([nibbles, np.zeros(nibbles.size % 2, np.uint8)])
-                packed = nibbles[0::2] | (nibbles[1::2] << 4)
+                width = _width(dtype)
+                per = 8 // width
+                parts = (bits.ravel() & ((1 << width) - 1)).astype(np.uint8)
+                parts = np.concatenate([parts, np.zeros(-parts.size % per, np.uint8)]).reshape(-1, per)
+                packed = np.zeros(parts.shape[0], np.uint8)
+                for j in range(per):
+                    packed |= parts[:, j] << (width * j)
                 buf = np.zeros(a.shape, np.uint8)
                 buf.reshape(-1)[: packed.size] = packed
                 io.bind_ortvalue_input(i.name, ort.OrtValue.ortvalue_from_numpy_with_onnx_type(buf, code))
@@ -96,19 +100,27 @@ def _is_float4(dtype):
     return np.dtype(dtype).name.startswith("float4")
 
 
+def _width(dtype):
+    """Bits an element of a packed type."""
+    return 2 if np.dtype(dtype).name in ("int2", "uint2") else 4
+
+
 def _unpack(r):
-    """An output read back: bits viewed as their ml_dtypes type, or 4-bit values unpacked."""
+    """An output read back: bits viewed as their ml_dtypes type, or packed values unpacked."""
     if len(r) == 2:
         return r[0].view(r[1])
     buf, dtype = r[0], r[1]
     n = buf.size
-    flat = buf.reshape(-1)[: (n + 1) // 2]
-    nibbles = np.stack([flat & 0xF, flat >> 4], axis=1).reshape(-1)[:n].astype(np.int16)
+    width = _width(dtype)
+    per = 8 // width
+    flat = buf.reshape(-1)[: -(-n // per)]
+    mask = (1 << width) - 1
+    parts = np.stack([(flat >> (width * j)) & mask for j in range(per)], axis=1).reshape(-1)[:n].astype(np.int16)
     if _is_float4(dtype):
-        return nibbles.astype(np.uint8).view(dtype).reshape(buf.shape)
-    if np.dtype(dtype).name == "int4":
-        nibbles = np.where(nibbles >= 8, nibbles - 16, nibbles)
-    return nibbles.astype(dtype).reshape(buf.shape)
+        return parts.astype(np.uint8).view(dtype).reshape(buf.shape)
+    if np.dtype(dtype).name in ("int4", "int2"):
+        parts = np.where(parts >= (1 << (width - 1)), parts - (1 << width), parts)
+    return parts.astype(dtype).reshape(buf.shape)
 
 
 def _bits_types():
@@ -136,6 +148,8 @@ def _packed4_types():
         "tensor(int4)": (ml_dtypes.int4, P.INT4),
         "tensor(uint4)": (ml_dtypes.uint4, P.UINT4),
         "tensor(float4e2m1)": (ml_dtypes.float4_e2m1fn, P.FLOAT4E2M1),
+        "tensor(int2)": (ml_dtypes.int2, P.INT2),
+        "tensor(uint2)": (ml_dtypes.uint2, P.UINT2),
     }
 
 

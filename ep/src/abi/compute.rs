@@ -53,7 +53,7 @@ impl State {
 }
 
 /// The fused node's 4-bit inputs and outputs, one a byte: ORT's tensors hold two a byte
-/// (`data::packed4`), so they are unpacked here on the way in and packed from here on the
+/// (`data::packed`), so they are unpacked here on the way in and packed from here on the
 /// way out. Empty for a plan without any (every other type is bound in place).
 #[derive(Default)]
 pub struct Packed {
@@ -66,8 +66,8 @@ pub struct Packed {
 impl Packed {
     fn new(plan: &Plan) -> Packed {
         let type_of = |id: usize| plan.values[id].elem_type;
-        let held = |t: i32| if crate::data::packed4(t) { Buf::new(t) } else { None };
-        let inputs = if plan.inputs.iter().any(|&id| crate::data::packed4(type_of(id))) {
+        let held = |t: i32| if crate::data::packed(t) { Buf::new(t) } else { None };
+        let inputs = if plan.inputs.iter().any(|&id| crate::data::packed(type_of(id))) {
             plan.inputs.iter().map(|&id| held(type_of(id))).collect()
         } else {
             Vec::new()
@@ -224,13 +224,16 @@ unsafe fn run_plan_with(
     drop(outputs);
     for (o, dst) in to_pack {
         let (_, values) = packed.outputs.iter().find(|(k, _)| *k == o).expect("a held 4-bit output");
-        // SAFETY: ORT allocated output `o` of a 4-bit type with `dst.1` elements for this
-        // Compute: `packed_len` bytes at `dst.0`, not otherwise borrowed.
-        let bytes = unsafe { std::slice::from_raw_parts_mut(dst.0, rivet_kernels::nibbles::packed_len(dst.1)) };
+        let size = crate::data::ort_bytes(values.elem_type(), dst.1).ok_or_else(|| Error::ep("not packed"))?;
+        // SAFETY: ORT allocated output `o` of a packed type with `dst.1` elements for this
+        // Compute: `size` bytes at `dst.0`, not otherwise borrowed.
+        let bytes = unsafe { std::slice::from_raw_parts_mut(dst.0, size) };
         match values.view_prefix(dst.1) {
             Data::U4(v) | Data::F4E2M1(v) => rivet_kernels::nibbles::pack4(v.iter().copied(), bytes),
             Data::I4(v) => rivet_kernels::nibbles::pack4(v.iter().map(|&x| x as u8), bytes),
-            _ => return Err(Error::ep(format_args!("output {o} is not a 4-bit type"))),
+            Data::U2(v) => rivet_kernels::nibbles::pack2(v.iter().copied(), bytes),
+            Data::I2(v) => rivet_kernels::nibbles::pack2(v.iter().map(|&x| x as u8), bytes),
+            _ => return Err(Error::ep(format_args!("output {o} is not a packed type"))),
         }
     }
     probe::record_run();
@@ -249,13 +252,17 @@ fn unpack_inputs(api: &Api, ctx: *mut OrtKernelContext, held: &mut [Option<Buf>]
             continue;
         }
         let p = api.tensor_data(v)?.cast::<u8>();
-        // SAFETY: a tensor of `len` 4-bit elements (`packed_len(len)` bytes) that ORT keeps
-        // alive for this Compute.
-        let bytes = unsafe { std::slice::from_raw_parts(p, rivet_kernels::nibbles::packed_len(len)) };
+        let size =
+            crate::data::ort_bytes(elem_type, len).ok_or_else(|| Error::ep(format_args!("input {i} is not packed")))?;
+        // SAFETY: a tensor of `len` packed elements (`size` bytes) that ORT keeps alive for
+        // this Compute.
+        let bytes = unsafe { std::slice::from_raw_parts(p, size) };
         buf.resize(len);
         match buf.view_mut() {
             DataMut::U4(y) | DataMut::F4E2M1(y) => rivet_kernels::nibbles::unpack_u4(bytes, y),
             DataMut::I4(y) => rivet_kernels::nibbles::unpack_i4(bytes, y),
+            DataMut::U2(y) => rivet_kernels::nibbles::unpack_u2(bytes, y),
+            DataMut::I2(y) => rivet_kernels::nibbles::unpack_i2(bytes, y),
             _ => return Err(Error::ep(format_args!("input {i} is not a 4-bit type"))),
         }
     }
@@ -283,7 +290,7 @@ fn bind_inputs<'c>(
         let len: usize = shape.iter().product();
         let held = unpacked.get(i).and_then(Option::as_ref).filter(|b| b.elem_type() == elem_type);
         let data = match crate::data::elem_size(elem_type) {
-            _ if crate::data::packed4(elem_type) => match held {
+            _ if crate::data::packed(elem_type) => match held {
                 Some(b) => b.view_prefix(len),
                 None => Data::empty(elem_type).unwrap_or(Data::F32(&[])),
             },
@@ -349,7 +356,7 @@ impl<'c> Outputs<'c> for OrtOutputs<'c> {
         } else {
             self.api.tensor_mutable_data(v)?.cast::<u8>()
         };
-        if crate::data::packed4(elem_type) {
+        if crate::data::packed(elem_type) {
             let slot = self.held.iter_mut().find(|(o, _)| *o == index).and_then(|(_, b)| b.take());
             let buf = slot.ok_or_else(|| Error::ep(format_args!("4-bit output {index} has no buffer")))?;
             buf.resize(len);
@@ -383,7 +390,7 @@ macro_rules! by_variant {
             Some(Buf::F16(_)) => $arm!(F16),
             Some(Buf::BF16(_)) => $arm!(BF16),
             // Bound through `Packed`, never in place.
-            Some(Buf::U4(_) | Buf::I4(_) | Buf::F4E2M1(_)) => $none,
+            Some(Buf::U4(_) | Buf::I4(_) | Buf::F4E2M1(_) | Buf::U2(_) | Buf::I2(_)) => $none,
             Some(Buf::F8E4M3FN(_)) => $arm!(F8E4M3FN),
             Some(Buf::F8E4M3FNUZ(_)) => $arm!(F8E4M3FNUZ),
             Some(Buf::F8E5M2(_)) => $arm!(F8E5M2),

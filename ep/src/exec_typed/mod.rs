@@ -130,7 +130,7 @@ macro_rules! to_int {
     };
 }
 
-/// A source element as an integer to wrap into 4 bits: integers as they are, floats
+/// A source element as an integer to wrap into 4 or 2 bits: integers as they are, floats
 /// truncated toward zero through int32 (NaN, the infinities and values outside int32's
 /// range give 0), as ONNX's reference (ml_dtypes) and ORT cast to int4 and uint4.
 fn to_i64_wrapping(n: Num) -> i64 {
@@ -181,6 +181,8 @@ fn cast_from<S: Copy>(src: &[S], read: impl Fn(S) -> Num, dst: &mut DataMut<'_>,
         DataMut::U4(y) => fill!(y, |n| nibbles::wrap_u4(to_i64_wrapping(n))),
         DataMut::I4(y) => fill!(y, |n| nibbles::wrap_i4(to_i64_wrapping(n))),
         DataMut::F4E2M1(y) => fill!(y, |n| e2m1::from_f32(f32_of(n))),
+        DataMut::U2(y) => fill!(y, |n| nibbles::wrap_u2(to_i64_wrapping(n))),
+        DataMut::I2(y) => fill!(y, |n| nibbles::wrap_i2(to_i64_wrapping(n))),
     }
 }
 
@@ -214,11 +216,11 @@ fn cast(x: Data<'_>, dst: &mut DataMut<'_>, saturate: bool) {
         Data::F8E5M2FNUZ(s) => cast_from(s, f8(F8::E5M2FNUZ), dst, saturate),
         Data::F4E2M1(s) => cast_from(s, |v| Num::F(e2m1::to_f32(v) as f64), dst, saturate),
         Data::Bool(s) => cast_from(s, |v| Num::I((v != 0) as i128), dst, saturate),
-        Data::I8(s) | Data::I4(s) => cast_from(s, |v| Num::I(v as i128), dst, saturate),
+        Data::I8(s) | Data::I4(s) | Data::I2(s) => cast_from(s, |v| Num::I(v as i128), dst, saturate),
         Data::I16(s) => cast_from(s, |v| Num::I(v as i128), dst, saturate),
         Data::I32(s) => cast_from(s, |v| Num::I(v as i128), dst, saturate),
         Data::I64(s) => cast_from(s, |v| Num::I(v as i128), dst, saturate),
-        Data::U8(s) | Data::U4(s) => cast_from(s, |v| Num::I(v as i128), dst, saturate),
+        Data::U8(s) | Data::U4(s) | Data::U2(s) => cast_from(s, |v| Num::I(v as i128), dst, saturate),
         Data::U16(s) => cast_from(s, |v| Num::I(v as i128), dst, saturate),
         Data::U32(s) => cast_from(s, |v| Num::I(v as i128), dst, saturate),
         Data::U64(s) => cast_from(s, |v| Num::I(v as i128), dst, saturate),

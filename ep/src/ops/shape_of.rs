@@ -145,6 +145,8 @@ impl Op for ConstantOfShape {
             DataMut::U4(y) => y.fill(rivet_kernels::nibbles::wrap_u4(i64::from(value[0]))),
             DataMut::I4(y) => y.fill(rivet_kernels::nibbles::wrap_i4(i64::from(value[0]))),
             DataMut::F4E2M1(y) => y.fill(value[0] & 0xf),
+            DataMut::U2(y) => y.fill(rivet_kernels::nibbles::wrap_u2(i64::from(value[0]))),
+            DataMut::I2(y) => y.fill(rivet_kernels::nibbles::wrap_i2(i64::from(value[0]))),
         }
         Ok(())
     }

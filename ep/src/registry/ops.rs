@@ -286,7 +286,10 @@ pub static OPS: &[OpSpec] = &[
         // `saturate` changes casts to 8-bit floats; `round_mode` only those to FLOAT8E8M0,
         // which is not claimed.
         attrs: &["to", "saturate", "round_mode"],
-        build: |n| Ok(Kernel::Cast { to: int_attr(n, "to", 0)? as i32, saturate: int_attr(n, "saturate", 1)? != 0 }),
+        // `to` is an ONNX TensorProto code; the plan's types are ORT's (they differ past 23).
+        build: |n| {
+            Ok(Kernel::Cast { to: dtype::from_onnx(int_attr(n, "to", 0)?), saturate: int_attr(n, "saturate", 1)? != 0 })
+        },
     },
     OpSpec {
         op_type: "CastLike",

@@ -5,9 +5,9 @@
 //! DequantizeLinear) and, from opset 19, the 8-bit floats (`y = cast(x / scale)` rounded
 //! to nearest even, saturating by `saturate`; `y = x · scale`: their zero point must be
 //! zero), from opset 21 int4 and uint4, from opset 23 float4e2m1 (as the 8-bit floats,
-//! always saturating). From opset 19, float16 data and scales too (QuantizeLinear's
+//! always saturating), from opset 25 int2 and uint2. From opset 19, float16 data and scales too (QuantizeLinear's
 //! input, DequantizeLinear's output), computed in float32. Not claimed: bfloat16 data or
-//! scales, the int2 types, `precision` other than float32.
+//! scales, `precision` other than float32.
 
 use std::sync::Arc;
 
@@ -19,7 +19,7 @@ use super::super::op::util::{bad_types, check_attrs, check_inputs, input, input_
 use super::super::{Op, RunIn, ShapeError, ShapeIn};
 use super::{float_at, int_at, numel};
 use crate::data::{float8, Data, DataMut};
-use crate::graph::dtype::{FLOAT, FLOAT16, FLOAT4E2M1, INT16, INT32, INT4, INT8, UINT16, UINT4, UINT8};
+use crate::graph::dtype::{FLOAT, FLOAT16, FLOAT4E2M1, INT16, INT2, INT32, INT4, INT8, UINT16, UINT2, UINT4, UINT8};
 use crate::graph::{NodeDesc, Shape};
 use crate::node_attrs::int_attr;
 
@@ -65,21 +65,22 @@ pub fn quantize(node: &NodeDesc, _output: usize) -> Result<Arc<dyn Op>, String> 
     let int_ok = matches!(y, UINT8 | INT8)
         || (node.since_version >= 21 && matches!(y, UINT16 | INT16 | UINT4 | INT4))
         || (node.since_version >= 19 && float8(y).is_some())
-        || (node.since_version >= 23 && y == FLOAT4E2M1);
+        || (node.since_version >= 23 && y == FLOAT4E2M1)
+        || (node.since_version >= 25 && matches!(y, UINT2 | INT2));
     // float16 data and scale from opset 19, computed in float32.
     let x = input_type(node, 0);
     let float_ok = x == FLOAT || (node.since_version >= 19 && x == FLOAT16);
     if !float_ok || input_type(node, 1) != x || !int_ok {
         return Err(bad_types(
             node,
-            "float32 or float16 (with a scale of its type) to uint8, int8, uint16, int16, uint4, int4, an 8-bit float or float4e2m1",
+            "float32 or float16 (with a scale of its type) to uint8, int8, uint16, int16, uint4, int4, uint2, int2, an 8-bit float or float4e2m1",
         ));
     }
     if input(node, 2).is_some() && input_type(node, 2) != y {
         return Err(bad_types(node, "a zero point of the output's type"));
     }
     let dtype = int_attr(node, "output_dtype", 0)?;
-    if dtype != 0 && dtype != y as i64 {
+    if dtype != 0 && crate::graph::dtype::from_onnx(dtype) != y {
         return Err(format!("QuantizeLinear output_dtype {dtype} differs from the output's type"));
     }
     let precision = int_attr(node, "precision", 0)?;
@@ -96,21 +97,22 @@ pub fn dequantize(node: &NodeDesc, _output: usize) -> Result<Arc<dyn Op>, String
     let int_ok = matches!(x, UINT8 | INT8 | INT32)
         || (node.since_version >= 21 && matches!(x, UINT16 | INT16 | UINT4 | INT4))
         || (node.since_version >= 19 && float8(x).is_some())
-        || (node.since_version >= 23 && x == FLOAT4E2M1);
+        || (node.since_version >= 23 && x == FLOAT4E2M1)
+        || (node.since_version >= 25 && matches!(x, UINT2 | INT2));
     // A float16 scale (opset 19) gives float16, computed in float32 and rounded once.
     let y = output_type(node, 0);
     let float_ok = y == FLOAT || (node.since_version >= 19 && y == FLOAT16);
     if !int_ok || !float_ok || input_type(node, 1) != y {
         return Err(bad_types(
             node,
-            "uint8, int8, uint16, int16, int32, uint4, int4, an 8-bit float or float4e2m1 to float32 or float16 (the scale's type)",
+            "uint8, int8, uint16, int16, int32, uint4, int4, uint2, int2, an 8-bit float or float4e2m1 to float32 or float16 (the scale's type)",
         ));
     }
     if input(node, 2).is_some() && input_type(node, 2) != x {
         return Err(bad_types(node, "a zero point of the input's type"));
     }
     let dtype = int_attr(node, "output_dtype", 0)?;
-    if dtype != 0 && dtype != y as i64 {
+    if dtype != 0 && crate::graph::dtype::from_onnx(dtype) != y {
         return Err(format!("DequantizeLinear output_dtype {dtype} differs from the output's type"));
     }
     compile(node, Kind::Dequantize)
@@ -219,6 +221,14 @@ impl Linear {
             }
             (Kind::Dequantize, Data::U4(v), DataMut::F32(y)) => dequantize_as(v, scale, zp, &l, y),
             (Kind::Dequantize, Data::I4(v), DataMut::F32(y)) => dequantize_as(v, scale, zp, &l, y),
+            (Kind::Quantize, Data::F32(v), DataMut::U2(y)) => {
+                for_runs(&l, scale, zp, |r, s, z| qgemm::quantize_in(&v[r.clone()], s, z, (0, 3), &mut y[r]))
+            }
+            (Kind::Quantize, Data::F32(v), DataMut::I2(y)) => {
+                for_runs(&l, scale, zp, |r, s, z| qgemm::quantize_in(&v[r.clone()], s, z, (-2, 1), &mut y[r]))
+            }
+            (Kind::Dequantize, Data::U2(v), DataMut::F32(y)) => dequantize_as(v, scale, zp, &l, y),
+            (Kind::Dequantize, Data::I2(v), DataMut::F32(y)) => dequantize_as(v, scale, zp, &l, y),
             (Kind::Quantize, Data::F32(v), DataMut::F4E2M1(y)) => {
                 float4_zero_point(zp)?;
                 for_runs(&l, scale, None, |r, s, _| {
