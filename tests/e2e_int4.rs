@@ -185,6 +185,19 @@ fn float4e2m1_rounds_to_even_and_saturates() {
     // the zero point) -> times 0.5.
     assert_eq!(got[0].data, [0.25, 1.0, -3.0, 3.0, 0.0, 0.0]);
     assert!(!got[0].data[5].is_sign_negative(), "-0 quantizes to +0");
+    // With a zero point of -0 (the reference adds it), -0 stays -0.
+    let model = ModelBuilder::new(23)
+        .input("x", FLOAT, &[Dim::Sym("n".into())])
+        .initializer("s", &[], vec![0.5])
+        .node_with("Constant", "zero", &[], &["z"], &[("value", Attr::Tensor(23, vec![], vec![0x8]))])
+        .node("QuantizeLinear", "q", &["x", "s", "z"], &["q"])
+        .node("DequantizeLinear", "dq", &["q", "s", "z"], &["y"])
+        .output("y", FLOAT, None)
+        .build();
+    let mut rivet = harness::session(env(), &model, Arm::Rivet, &strict()).expect("Rivet session");
+    let got = harness::run(&mut rivet, &[x(vec![-0.0, 1.0])]).expect("Rivet run");
+    assert_eq!(got[0].data, [0.0, 1.0]);
+    assert!(got[0].data[0].is_sign_negative(), "-0 + -0 is -0");
 }
 
 /// TensorScatter (opset 24) writes into a cache of any type Rivet holds: int4 and float8

@@ -598,14 +598,29 @@ fn empty_depths_widths_and_planes_give_the_defined_results() {
 }
 
 /// float16 QuantizeLinear and DequantizeLinear (opset 19+: a float16 scale, data in and
-/// out), per tensor and per axis, computed in float32 and rounded once: equal to ORT.
+/// out), per tensor and per axis, equal to ORT. The division is float32's before opset 23
+/// and with `precision` float32, float16's from opset 23 (the scale's type) and with
+/// `precision` float16: `x / scale` rounded to float16 changes some quantized values.
 #[test]
 fn float16_quantize_and_dequantize_match_ort() {
-    let xs: Vec<f64> = harness::values(12, 2 * 3 * 4, -40.0, 40.0);
-    for (dims, scale, axis) in [(vec![], vec![0.3], None), (vec![3i64], vec![0.25, 0.7, 1.9], Some(1i64))] {
-        let attrs: Vec<(&str, Attr)> = axis.map(|a| vec![("axis", Attr::Int(a))]).unwrap_or_default();
-        let mut b = ModelBuilder::new(21)
-            .input("x", FLOAT, &[2.into(), 3.into(), 4.into()])
+    // 240 values: enough that a float16 quotient rounds across a step (16.72 / 0.1234 is
+    // 135.47 in float32, 135.5 in float16).
+    let mut xs: Vec<f64> = harness::values(12, 2 * 3 * 40, -40.0, 40.0);
+    xs[..3].copy_from_slice(&[16.72, 8.33, 18.58]);
+    let cases = [
+        (vec![], vec![0.3], None, 21, None),
+        (vec![3i64], vec![0.25, 0.7, 1.9], Some(1i64), 21, None),
+        (vec![], vec![0.1234], None, 23, None),
+        (vec![3i64], vec![0.25, 0.7, 0.1234], Some(1i64), 23, None),
+        (vec![], vec![0.1234], None, 23, Some(FLOAT as i64)),
+        (vec![], vec![0.1234], None, 25, Some(FLOAT16 as i64)),
+    ];
+    for (dims, scale, axis, opset, precision) in cases {
+        let mut attrs: Vec<(&str, Attr)> = axis.map(|a| vec![("axis", Attr::Int(a))]).unwrap_or_default();
+        let dq_attrs = attrs.clone();
+        attrs.extend(precision.map(|p| ("precision", Attr::Int(p))));
+        let mut b = ModelBuilder::new(opset)
+            .input("x", FLOAT, &[2.into(), 3.into(), 40.into()])
             .input("s32", FLOAT, &dims.iter().map(|&d| d.into()).collect::<Vec<Dim>>())
             .node_with("Cast", "h", &["x"], &["xh"], &[("to", Attr::Int(FLOAT16 as i64))])
             .node_with("Cast", "sh", &["s32"], &["s"], &[("to", Attr::Int(FLOAT16 as i64))]);
@@ -620,16 +635,17 @@ fn float16_quantize_and_dequantize_match_ort() {
             b = b
                 .node_with("Constant", &format!("zero_{name}"), &[], &[&z], &[("value", zero)])
                 .node_with("QuantizeLinear", &format!("quant_{name}"), &["xh", "s", &z], &[&q], &attrs)
-                .node_with("DequantizeLinear", &format!("dequant_{name}"), &[&q, "s", &z], &[&yh], &attrs)
+                .node_with("DequantizeLinear", &format!("dequant_{name}"), &[&q, "s", &z], &[&yh], &dq_attrs)
                 .node_with("Cast", &format!("wide_{name}"), &[&yh], &[&y], &[("to", Attr::Int(FLOAT as i64))])
                 .output(&y, FLOAT, None);
         }
         let model = b.build();
         let scale_dims: Vec<i64> = dims.clone();
         let inputs = [
-            HostTensor::f32("x", &[2, 3, 4], xs.iter().map(|&v| v as f32).collect()),
+            HostTensor::f32("x", &[2, 3, 40], xs.iter().map(|&v| v as f32).collect()),
             HostTensor::f32("s32", &scale_dims, scale.clone()),
         ];
-        assert_matches_ort(&model, &inputs, 0.0, 0.0, &format!("float16 Q/DQ, axis {axis:?}"));
+        let what = format!("float16 Q/DQ, axis {axis:?}, opset {opset}, precision {precision:?}");
+        assert_matches_ort(&model, &inputs, 0.0, 0.0, &what);
     }
 }

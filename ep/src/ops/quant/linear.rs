@@ -41,6 +41,44 @@ struct Linear {
     saturate: bool,
 }
 
+/// QuantizeLinear dividing in float16 (`precision` float16, or a float16 scale from opset
+/// 23): `x / scale` is taken in float32 from float16-rounded operands and rounded to
+/// float16 (float32's quotient of two halves rounds to the correctly rounded half), then
+/// quantized by a unit scale through the float32 op.
+#[derive(Debug)]
+struct HalfQuotient(Linear);
+
+impl Op for HalfQuotient {
+    fn shape(&self, x: &ShapeIn<'_>) -> Result<Shape, ShapeError> {
+        self.0.shape(x)
+    }
+
+    fn run(&self, x: RunIn<'_, '_>, out: &mut DataMut<'_>) -> Result<(), String> {
+        let linear = &self.0;
+        let l = linear.layout(x.shapes[0], x.shapes[1], x.shapes.get(2).copied())?;
+        let (scale, zp) = (x.ins[1], x.ins.get(2).copied());
+        let half = |v: f32| f16_to_f32(f32_to_f16(v));
+        let n = x.shapes[0].iter().product::<usize>();
+        let units = x.shapes[1].iter().product::<usize>();
+        let wide = &mut x.scratch.f32;
+        wide.clear();
+        wide.resize(n + units, 1.0);
+        let (quotients, ones) = wide.split_at_mut(n);
+        let at = |k: usize| match x.ins[0] {
+            Data::F16(h) => f16_to_f32(h[k]),
+            Data::F32(v) => half(v[k]),
+            _ => f32::NAN,
+        };
+        for_runs(&l, scale, None, |r, s, _| {
+            let s = half(s);
+            for k in r {
+                quotients[k] = half(at(k) / s);
+            }
+        })?;
+        linear.apply(&l, Data::F32(quotients), Data::F32(ones), zp, out)
+    }
+}
+
 /// How the parameters map onto `x` seen as `[outer, dim, inner]` around the axis.
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Per {
@@ -83,11 +121,17 @@ pub fn quantize(node: &NodeDesc, _output: usize) -> Result<Arc<dyn Op>, String> 
     if dtype != 0 && crate::graph::dtype::from_onnx(dtype) != y {
         return Err(format!("QuantizeLinear output_dtype {dtype} differs from the output's type"));
     }
+    // The division's type: `precision`, else (from opset 23) the scale's; before opset 23
+    // float32 (as ORT divides).
     let precision = int_attr(node, "precision", 0)?;
-    if precision != 0 && precision != FLOAT as i64 {
-        return Err(format!("QuantizeLinear precision {precision} is not supported (float32 only)"));
-    }
-    compile(node, Kind::Quantize)
+    let half = match precision {
+        0 => node.since_version >= 23 && x == FLOAT16,
+        p if p == FLOAT as i64 => false,
+        p if p == FLOAT16 as i64 => true,
+        p => return Err(format!("QuantizeLinear precision {p} is not supported (float32 or float16)")),
+    };
+    let op = linear(node, Kind::Quantize)?;
+    Ok(if half { Arc::new(HalfQuotient(op)) } else { Arc::new(op) })
 }
 
 pub fn dequantize(node: &NodeDesc, _output: usize) -> Result<Arc<dyn Op>, String> {
@@ -115,17 +159,17 @@ pub fn dequantize(node: &NodeDesc, _output: usize) -> Result<Arc<dyn Op>, String
     if dtype != 0 && crate::graph::dtype::from_onnx(dtype) != y {
         return Err(format!("DequantizeLinear output_dtype {dtype} differs from the output's type"));
     }
-    compile(node, Kind::Dequantize)
+    Ok(Arc::new(linear(node, Kind::Dequantize)?))
 }
 
-fn compile(node: &NodeDesc, kind: Kind) -> Result<Arc<dyn Op>, String> {
+fn linear(node: &NodeDesc, kind: Kind) -> Result<Linear, String> {
     let axis = int_attr(node, "axis", 1)?;
     let block = int_attr(node, "block_size", 0)?;
     if block < 0 {
         return Err(format!("{} block_size {block} is negative", node.op_type));
     }
     let saturate = int_attr(node, "saturate", 1)? != 0;
-    Ok(Arc::new(Linear { kind, axis, block: block as usize, saturate }))
+    Ok(Linear { kind, axis, block: block as usize, saturate })
 }
 
 impl Linear {
@@ -231,9 +275,10 @@ impl Linear {
             (Kind::Dequantize, Data::I2(v), DataMut::F32(y)) => dequantize_as(v, scale, zp, &l, y),
             (Kind::Quantize, Data::F32(v), DataMut::F4E2M1(y)) => {
                 float4_zero_point(zp)?;
-                for_runs(&l, scale, None, |r, s, _| {
-                    // `+ 0.0`: the reference adds the (zero) zero point, so -0 quantizes to +0.
-                    y[r.clone()].iter_mut().zip(&v[r]).for_each(|(o, &x)| *o = e2m1::from_f32(x / s + 0.0))
+                for_runs(&l, scale, zp, |r, s, z| {
+                    // The reference adds the (±0) zero point: -0 quantizes to +0 unless it is -0.
+                    let zero = if z == 0x8 { -0.0 } else { 0.0 };
+                    y[r.clone()].iter_mut().zip(&v[r]).for_each(|(o, &x)| *o = e2m1::from_f32(x / s + zero))
                 })
             }
             (Kind::Dequantize, Data::F4E2M1(v), DataMut::F32(y)) => {

@@ -50,7 +50,8 @@ fn is_q8(t: i32) -> bool {
 /// Element `i` of an integer tensor (the 8- and 16-bit integers and int32) as i32.
 fn int_at(d: Data<'_>, i: usize) -> Option<i32> {
     match d {
-        Data::U8(v) | Data::U4(v) | Data::U2(v) => v.get(i).map(|&x| x as i32),
+        // float4e2m1's code (a zero point of it is ±0: 0 or 8).
+        Data::U8(v) | Data::U4(v) | Data::U2(v) | Data::F4E2M1(v) => v.get(i).map(|&x| x as i32),
         Data::I8(v) | Data::I4(v) | Data::I2(v) => v.get(i).map(|&x| x as i32),
         Data::U16(v) => v.get(i).map(|&x| x as i32),
         Data::I16(v) => v.get(i).map(|&x| x as i32),
