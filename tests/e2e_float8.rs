@@ -236,3 +236,41 @@ fn an_e5m2_to_e5m2_cast_clamps_infinities_only_when_saturating() {
         assert_eq!(got[0].data, [big, -big, 1.5], "saturate {saturate}");
     }
 }
+
+/// FLOAT8E8M0 (ORT's type 26, ONNX's 24): Cast with each `round_mode`, saturating or
+/// not, and back to float32. Positive normal values equal ORT (up rounds 1.125 to 2, as
+/// the spec says and ORT does: ONNX's reference masks the fraction with 0x4fffff and
+/// gives 1). Where ORT 1.32 and the reference part (negative values: the reference drops
+/// the sign, ORT gives 2^-127 or NaN; zero without saturation: NaN on ORT), Rivet takes
+/// the reference's exponent-bits rule, checked directly.
+#[test]
+fn float8e8m0_casts_round_as_asked() {
+    let mut values: Vec<f32> = vec![1.0, 1.1, 1.125, 1.5, 1.75, 0.124, 3.0, 1e30, 2f32.powi(-120)];
+    values.extend((0..40).map(|k| 1.0 + k as f32 / 40.0));
+    let model = |round: &str, saturate: i64| {
+        ModelBuilder::new(25)
+            .input("x", FLOAT, &[Dim::Sym("n".into())])
+            .node_with(
+                "Cast",
+                "to",
+                &["x"],
+                &["q"],
+                &[("to", Attr::Int(24)), ("saturate", Attr::Int(saturate)), ("round_mode", Attr::Str(round.into()))],
+            )
+            .node_with("Cast", "back", &["q"], &["y"], &[("to", Attr::Int(FLOAT as i64))])
+            .output("y", FLOAT, None)
+            .build()
+    };
+    for round in ["up", "down", "nearest"] {
+        for saturate in [1, 0] {
+            let what = format!("e8m0 {round} saturate {saturate}");
+            assert_matches_ort(&model(round, saturate), &[x(values.clone())], 0.0, 0.0, &what);
+        }
+    }
+    let tiny = 2f64.powi(-127);
+    for (round, want) in [("up", [8.0, tiny, 2f64.powi(127)]), ("down", [4.0, tiny, 2f64.powi(127)])] {
+        let mut rivet = harness::session(env(), &model(round, 1), Arm::Rivet, &strict()).expect("Rivet session");
+        let got = harness::run(&mut rivet, &[x(vec![-6.0, 0.0, f32::MAX])]).expect("Rivet run");
+        assert_eq!(got[0].data, want, "e8m0 {round} of -6, 0, f32::MAX");
+    }
+}

@@ -31,11 +31,12 @@ pub mod dtype {
     /// an attribute (Cast's `to`) is ONNX's: see [`from_onnx`].
     pub const UINT2: i32 = 24;
     pub const INT2: i32 = 25;
+    pub const FLOAT8E8M0: i32 = 26;
 
     /// An attribute's ONNX TensorProto type code as ORT's element type.
     pub fn from_onnx(code: i64) -> i32 {
         match code {
-            24 => 26, // FLOAT8E8M0
+            24 => FLOAT8E8M0,
             25 => UINT2,
             26 => INT2,
             c => c as i32,
@@ -68,6 +69,7 @@ pub mod dtype {
             23 => "float4e2m1",
             24 => "uint2",
             25 => "int2",
+            26 => "float8e8m0",
             _ => "other",
         }
     }
@@ -98,7 +100,8 @@ macro_rules! elem_types {
             I4: i8 = 22,
             F4E2M1: u8 = 23,
             U2: u8 = 24,
-            I2: i8 = 25
+            I2: i8 = 25,
+            E8M0: u8 = 26
         }
     };
 }
@@ -318,6 +321,7 @@ pub fn is_number(elem_type: i32) -> bool {
         && !matches!(elem_type, dtype::BOOL | dtype::FLOAT16 | dtype::BFLOAT16)
         && float8(elem_type).is_none()
         && !packed(elem_type)
+        && elem_type != dtype::FLOAT8E8M0
 }
 
 /// The 8-bit float format of an element type.
@@ -344,13 +348,13 @@ mod tests {
             [dtype::from_onnx(24), dtype::from_onnx(25), dtype::from_onnx(26), dtype::from_onnx(7)],
             [26, 24, 25, 7]
         );
-        for code in [1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 13, 16, 17, 18, 19, 20] {
+        for code in [1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 13, 16, 17, 18, 19, 20, 26] {
             let size = elem_size(code).expect("supported");
             let bytes: Vec<u8> = (0..size as u8 * 3).collect();
             let b = Buf::from_bytes(code, &bytes).unwrap();
             assert_eq!((b.elem_type(), b.len()), (code, 3), "{}", dtype::name(code));
         }
-        for code in [0, 8, 14, 15, 26] {
+        for code in [0, 8, 14, 15, 27] {
             assert!(Buf::new(code).is_none() && !supported(code), "{code}");
         }
         assert_eq!(Buf::from_bytes(dtype::INT64, &7i64.to_ne_bytes()), Some(Buf::I64(vec![7])));
@@ -388,7 +392,7 @@ storage!(i8: I8, I4, I2);
 storage!(i16: I16);
 storage!(i32: I32);
 storage!(i64: I64);
-storage!(u8: U8, Bool, F8E4M3FN, F8E4M3FNUZ, F8E5M2, F8E5M2FNUZ, U4, F4E2M1, U2);
+storage!(u8: U8, Bool, F8E4M3FN, F8E4M3FNUZ, F8E5M2, F8E5M2FNUZ, U4, F4E2M1, U2, E8M0);
 storage!(u16: U16, F16, BF16);
 storage!(u32: U32);
 storage!(u64: U64);
@@ -406,7 +410,8 @@ macro_rules! by_storage {
             DataMut::U8(y) | DataMut::Bool(y) | DataMut::F8E4M3FN(y) | DataMut::F8E4M3FNUZ(y) | DataMut::F8E5M2(y) | DataMut::F8E5M2FNUZ(y)
             | DataMut::U4(y)
             | DataMut::F4E2M1(y)
-            | DataMut::U2(y) => {
+            | DataMut::U2(y)
+            | DataMut::E8M0(y) => {
                 $f::<u8>($($arg,)* y)
             }
             DataMut::U16(y) | DataMut::F16(y) | DataMut::BF16(y) => $f::<u16>($($arg,)* y),
@@ -442,7 +447,8 @@ macro_rules! by_number {
             | Data::I4(_)
             | Data::F4E2M1(_)
             | Data::U2(_)
-            | Data::I2(_) => $other,
+            | Data::I2(_)
+            | Data::E8M0(_) => $other,
         }
     };
 }
@@ -465,6 +471,7 @@ macro_rules! with_one {
             DataMut::F4E2M1(y) => $m!(y, 0x2),
             DataMut::U2(y) => $m!(y, 1),
             DataMut::I2(y) => $m!(y, 1),
+            DataMut::E8M0(y) => $m!(y, 127),
             DataMut::I8(y) => $m!(y, 1),
             DataMut::I16(y) => $m!(y, 1),
             DataMut::I32(y) => $m!(y, 1),
@@ -502,6 +509,7 @@ pub fn number_at(d: Data<'_>, k: usize) -> f64 {
         Data::F4E2M1(v) => rivet_kernels::float8::e2m1::to_f32(v[k]) as f64,
         Data::U2(v) => v[k] as f64,
         Data::I2(v) => v[k] as f64,
+        Data::E8M0(v) => rivet_kernels::float8::e8m0::to_f32(v[k]) as f64,
         Data::Bool(_) => f64::NAN,
     }
 }

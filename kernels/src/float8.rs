@@ -288,3 +288,72 @@ pub mod e2m1 {
         }
     }
 }
+
+/// FLOAT8E8M0 (an exponent alone, bias 127: 2^-127 to 2^127, 0xff NaN; no sign, no
+/// zero), the scales of the MX formats.
+pub mod e8m0 {
+    /// How a value between two powers of two is rounded (Cast's `round_mode`).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum Round {
+        Up,
+        Down,
+        Nearest,
+    }
+
+    /// The code's value (exact; 0xff is NaN).
+    pub fn to_f32(b: u8) -> f32 {
+        match b {
+            0xff => f32::NAN,
+            // 2^-127 is a float32 subnormal.
+            0 => f32::from_bits(0x0040_0000),
+            e => f32::from_bits(u32::from(e) << 23),
+        }
+    }
+
+    /// The code of `|x|` (the sign is dropped) by its float32 exponent, rounded by
+    /// `round`: up to the next power of two when any fraction is left, down by dropping
+    /// it, to the nearer one (halfway going up) by the fraction's top bit, as ONNX's
+    /// reference does. Past 2^127, the largest code with `saturate`, else NaN; NaN and the
+    /// infinities give NaN.
+    pub fn from_f32(x: f32, saturate: bool, round: Round) -> u8 {
+        let bits = x.to_bits();
+        let exponent = (bits >> 23) & 0xff;
+        if exponent == 0xff {
+            return 0xff;
+        }
+        let fraction = bits & 0x7f_ffff;
+        let up = match round {
+            Round::Up => fraction != 0,
+            Round::Down => false,
+            // The guard bit, and beyond it a round or sticky bit or a normal number.
+            Round::Nearest => bits & 0x40_0000 != 0 && (bits & 0x3f_ffff != 0 || exponent > 0),
+        };
+        if up && exponent == 0xfe && saturate {
+            return 0xfe;
+        }
+        (exponent + u32::from(up)) as u8
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn powers_of_two_and_rounding() {
+            // (Code 0, 2^-127, is a float32 subnormal with a fraction: up rounds it to 1.)
+            for b in 1..0xffu8 {
+                assert_eq!(from_f32(to_f32(b), true, Round::Up), b, "{b:#x}");
+            }
+            assert_eq!(from_f32(to_f32(0), true, Round::Down), 0);
+            assert!(to_f32(0xff).is_nan());
+            assert_eq!(to_f32(127), 1.0);
+            assert_eq!([from_f32(1.5, true, Round::Up), from_f32(1.5, true, Round::Down)], [128, 127]);
+            assert_eq!([from_f32(1.5, true, Round::Nearest), from_f32(1.4, true, Round::Nearest)], [128, 127]);
+            assert_eq!([from_f32(1.1, true, Round::Up), from_f32(0.124, true, Round::Up)], [128, 124]);
+            assert_eq!(from_f32(-4.0, true, Round::Up), 129);
+            assert_eq!(from_f32(0.0, true, Round::Up), 0);
+            assert_eq!([from_f32(f32::MAX, true, Round::Up), from_f32(f32::MAX, false, Round::Up)], [0xfe, 0xff]);
+            assert_eq!([from_f32(f32::NAN, true, Round::Up), from_f32(f32::INFINITY, true, Round::Down)], [0xff, 0xff]);
+        }
+    }
+}

@@ -134,6 +134,7 @@ def _bits_types():
         "tensor(float8e4m3fnuz)": (ml_dtypes.float8_e4m3fnuz, np.uint8, P.FLOAT8E4M3FNUZ),
         "tensor(float8e5m2)": (ml_dtypes.float8_e5m2, np.uint8, P.FLOAT8E5M2),
         "tensor(float8e5m2fnuz)": (ml_dtypes.float8_e5m2fnuz, np.uint8, P.FLOAT8E5M2FNUZ),
+        "tensor(float8e8m0)": (ml_dtypes.float8_e8m0fnu, np.uint8, P.FLOAT8E8M0),
     }
 
 

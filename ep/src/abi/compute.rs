@@ -389,6 +389,7 @@ macro_rules! by_variant {
             Some(Buf::Bool(_)) => $arm!(Bool),
             Some(Buf::F16(_)) => $arm!(F16),
             Some(Buf::BF16(_)) => $arm!(BF16),
+            Some(Buf::E8M0(_)) => $arm!(E8M0),
             // Bound through `Packed`, never in place.
             Some(Buf::U4(_) | Buf::I4(_) | Buf::F4E2M1(_) | Buf::U2(_) | Buf::I2(_)) => $none,
             Some(Buf::F8E4M3FN(_)) => $arm!(F8E4M3FN),

@@ -2,7 +2,7 @@
 //! arithmetic, comparisons, masks, indices, and data movement of any type). Serial,
 //! strided loops: these are the index and mask parts of a graph, not its heavy math.
 
-use rivet_kernels::float8::{e2m1, F8};
+use rivet_kernels::float8::{e2m1, e8m0, F8};
 use rivet_kernels::nibbles;
 use rivet_kernels::nn;
 use rivet_kernels::typed::{self, bf16_to_f32, f16_to_f32, f32_to_bf16, f32_to_f16, map2, Number};
@@ -42,8 +42,8 @@ fn input<'d, T: Storage>(cx: &Ctx<'_>, ins: &[Data<'d>], k: usize) -> Result<&'d
 pub(crate) fn apply_typed(step: &Step, ins: &[Data<'_>], shapes: &[Shape], dst: &mut DataMut<'_>) -> Result<()> {
     let cx = Ctx { step, shapes };
     match step.kernel {
-        Kernel::Cast { saturate, .. } => {
-            cast(ins[0], dst, saturate);
+        Kernel::Cast { saturate, round, .. } => {
+            cast(ins[0], dst, saturate, round);
             Ok(())
         }
         Kernel::Arith(op) => by_number!(ins[0], Err(cx.mismatch()), arith(&cx, op, ins, dst)),
@@ -141,7 +141,7 @@ fn to_i64_wrapping(n: Num) -> i64 {
     }
 }
 
-fn cast_from<S: Copy>(src: &[S], read: impl Fn(S) -> Num, dst: &mut DataMut<'_>, saturate: bool) {
+fn cast_from<S: Copy>(src: &[S], read: impl Fn(S) -> Num, dst: &mut DataMut<'_>, saturate: bool, round: e8m0::Round) {
     let f32_of = |n: Num| match n {
         Num::I(i) => i as f32,
         Num::F(f) => f as f32,
@@ -183,12 +183,13 @@ fn cast_from<S: Copy>(src: &[S], read: impl Fn(S) -> Num, dst: &mut DataMut<'_>,
         DataMut::F4E2M1(y) => fill!(y, |n| e2m1::from_f32(f32_of(n))),
         DataMut::U2(y) => fill!(y, |n| nibbles::wrap_u2(to_i64_wrapping(n))),
         DataMut::I2(y) => fill!(y, |n| nibbles::wrap_i2(to_i64_wrapping(n))),
+        DataMut::E8M0(y) => fill!(y, |n| e8m0::from_f32(f32_of(n), saturate, round)),
     }
 }
 
 /// Cast between any two element types Rivet holds; half floats and 8-bit floats go
 /// through f32 (`saturate`: for a cast to an 8-bit float).
-fn cast(x: Data<'_>, dst: &mut DataMut<'_>, saturate: bool) {
+fn cast(x: Data<'_>, dst: &mut DataMut<'_>, saturate: bool, round: e8m0::Round) {
     let f8 = |f: F8| move |v: u8| Num::F(f.to_f32(v) as f64);
     // An 8-bit float to its own format without saturation keeps its bits (E5M2's NaN
     // payloads included), as ONNX's reference (a plain astype) does; with it, it is
@@ -206,24 +207,25 @@ fn cast(x: Data<'_>, dst: &mut DataMut<'_>, saturate: bool) {
         return;
     }
     match x {
-        Data::F32(s) => cast_from(s, |v| Num::F(v as f64), dst, saturate),
-        Data::F64(s) => cast_from(s, Num::F, dst, saturate),
-        Data::F16(s) => cast_from(s, |v| Num::F(f16_to_f32(v) as f64), dst, saturate),
-        Data::BF16(s) => cast_from(s, |v| Num::F(bf16_to_f32(v) as f64), dst, saturate),
-        Data::F8E4M3FN(s) => cast_from(s, f8(F8::E4M3FN), dst, saturate),
-        Data::F8E4M3FNUZ(s) => cast_from(s, f8(F8::E4M3FNUZ), dst, saturate),
-        Data::F8E5M2(s) => cast_from(s, f8(F8::E5M2), dst, saturate),
-        Data::F8E5M2FNUZ(s) => cast_from(s, f8(F8::E5M2FNUZ), dst, saturate),
-        Data::F4E2M1(s) => cast_from(s, |v| Num::F(e2m1::to_f32(v) as f64), dst, saturate),
-        Data::Bool(s) => cast_from(s, |v| Num::I((v != 0) as i128), dst, saturate),
-        Data::I8(s) | Data::I4(s) | Data::I2(s) => cast_from(s, |v| Num::I(v as i128), dst, saturate),
-        Data::I16(s) => cast_from(s, |v| Num::I(v as i128), dst, saturate),
-        Data::I32(s) => cast_from(s, |v| Num::I(v as i128), dst, saturate),
-        Data::I64(s) => cast_from(s, |v| Num::I(v as i128), dst, saturate),
-        Data::U8(s) | Data::U4(s) | Data::U2(s) => cast_from(s, |v| Num::I(v as i128), dst, saturate),
-        Data::U16(s) => cast_from(s, |v| Num::I(v as i128), dst, saturate),
-        Data::U32(s) => cast_from(s, |v| Num::I(v as i128), dst, saturate),
-        Data::U64(s) => cast_from(s, |v| Num::I(v as i128), dst, saturate),
+        Data::F32(s) => cast_from(s, |v| Num::F(v as f64), dst, saturate, round),
+        Data::F64(s) => cast_from(s, Num::F, dst, saturate, round),
+        Data::F16(s) => cast_from(s, |v| Num::F(f16_to_f32(v) as f64), dst, saturate, round),
+        Data::BF16(s) => cast_from(s, |v| Num::F(bf16_to_f32(v) as f64), dst, saturate, round),
+        Data::F8E4M3FN(s) => cast_from(s, f8(F8::E4M3FN), dst, saturate, round),
+        Data::F8E4M3FNUZ(s) => cast_from(s, f8(F8::E4M3FNUZ), dst, saturate, round),
+        Data::F8E5M2(s) => cast_from(s, f8(F8::E5M2), dst, saturate, round),
+        Data::F8E5M2FNUZ(s) => cast_from(s, f8(F8::E5M2FNUZ), dst, saturate, round),
+        Data::F4E2M1(s) => cast_from(s, |v| Num::F(e2m1::to_f32(v) as f64), dst, saturate, round),
+        Data::E8M0(s) => cast_from(s, |v| Num::F(e8m0::to_f32(v) as f64), dst, saturate, round),
+        Data::Bool(s) => cast_from(s, |v| Num::I((v != 0) as i128), dst, saturate, round),
+        Data::I8(s) | Data::I4(s) | Data::I2(s) => cast_from(s, |v| Num::I(v as i128), dst, saturate, round),
+        Data::I16(s) => cast_from(s, |v| Num::I(v as i128), dst, saturate, round),
+        Data::I32(s) => cast_from(s, |v| Num::I(v as i128), dst, saturate, round),
+        Data::I64(s) => cast_from(s, |v| Num::I(v as i128), dst, saturate, round),
+        Data::U8(s) | Data::U4(s) | Data::U2(s) => cast_from(s, |v| Num::I(v as i128), dst, saturate, round),
+        Data::U16(s) => cast_from(s, |v| Num::I(v as i128), dst, saturate, round),
+        Data::U32(s) => cast_from(s, |v| Num::I(v as i128), dst, saturate, round),
+        Data::U64(s) => cast_from(s, |v| Num::I(v as i128), dst, saturate, round),
     }
 }
 

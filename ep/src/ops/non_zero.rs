@@ -33,6 +33,8 @@ pub fn count_nonzero(d: Data<'_>) -> usize {
         Data::I64(v) => v.iter().filter(|&&x| x != 0).count(),
         Data::U8(v) | Data::Bool(v) | Data::U4(v) | Data::U2(v) => v.iter().filter(|&&x| x != 0).count(),
         Data::F4E2M1(v) => v.iter().filter(|&&x| x & 0x7 != 0).count(),
+        // No zero among its values.
+        Data::E8M0(v) => v.len(),
         Data::U16(v) => v.iter().filter(|&&x| x != 0).count(),
         Data::U32(v) => v.iter().filter(|&&x| x != 0).count(),
         Data::U64(v) => v.iter().filter(|&&x| x != 0).count(),
@@ -69,6 +71,7 @@ impl Op for NonZero {
                 Data::I64(v) => v[k] != 0,
                 Data::U8(v) | Data::Bool(v) | Data::U4(v) | Data::U2(v) => v[k] != 0,
                 Data::F4E2M1(v) => v[k] & 0x7 != 0,
+                Data::E8M0(_) => true,
                 Data::U16(v) => v[k] != 0,
                 Data::U32(v) => v[k] != 0,
                 Data::U64(v) => v[k] != 0,

@@ -137,7 +137,8 @@ impl Op for ConstantOfShape {
             | DataMut::F8E4M3FN(y)
             | DataMut::F8E4M3FNUZ(y)
             | DataMut::F8E5M2(y)
-            | DataMut::F8E5M2FNUZ(y) => fill!(y, u8),
+            | DataMut::F8E5M2FNUZ(y)
+            | DataMut::E8M0(y) => fill!(y, u8),
             DataMut::U16(y) | DataMut::F16(y) | DataMut::BF16(y) => fill!(y, u16),
             DataMut::U32(y) => fill!(y, u32),
             DataMut::U64(y) => fill!(y, u64),

@@ -57,6 +57,8 @@ pub enum Kernel {
     Cast {
         to: i32,
         saturate: bool,
+        /// To FLOAT8E8M0: how a value between two powers of two rounds (`round_mode`).
+        round: rivet_kernels::float8::e8m0::Round,
     },
     /// Arithmetic on non-float32 numbers (and Mod on any).
     Arith(Arith),

@@ -344,7 +344,8 @@ pub fn markdown_table() -> String {
     }
     out.push_str(
         "\n*any*: float32, float64, float16, bfloat16, the 8-bit floats (float8e4m3fn, float8e4m3fnuz, \
-         float8e5m2, float8e5m2fnuz: cast, moved, quantized and dequantized), int4, uint4, float4e2m1, int2 and uint2 (the same; \
+         float8e5m2, float8e5m2fnuz: cast, moved, quantized and dequantized; float8e8m0: cast, with \
+         `round_mode`, and moved), int4, uint4, float4e2m1, int2 and uint2 (the same; \
          unpacked where they enter a fused node, packed where they leave it), int8/16/32/64, \
          uint8/16/32/64 and bool; *numbers*: float32, float64 and the integers; *halves*: float16 and \
          bfloat16, computed in float32 between casts.\n",

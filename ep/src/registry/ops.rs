@@ -283,12 +283,15 @@ pub static OPS: &[OpSpec] = &[
         op_type: "Cast",
         since: (6, 25),
         arity: Arity::Unary,
-        // `saturate` changes casts to 8-bit floats; `round_mode` only those to FLOAT8E8M0,
-        // which is not claimed.
+        // `saturate` changes casts to 8-bit floats; `round_mode` only those to FLOAT8E8M0.
         attrs: &["to", "saturate", "round_mode"],
         // `to` is an ONNX TensorProto code; the plan's types are ORT's (they differ past 23).
         build: |n| {
-            Ok(Kernel::Cast { to: dtype::from_onnx(int_attr(n, "to", 0)?), saturate: int_attr(n, "saturate", 1)? != 0 })
+            Ok(Kernel::Cast {
+                to: dtype::from_onnx(int_attr(n, "to", 0)?),
+                saturate: int_attr(n, "saturate", 1)? != 0,
+                round: round_mode(n)?,
+            })
         },
     },
     OpSpec {
@@ -297,7 +300,11 @@ pub static OPS: &[OpSpec] = &[
         arity: Arity::DataThenConstants { max: 2 },
         attrs: &["saturate", "round_mode"],
         build: |n| match n.inputs.get(1) {
-            Some(Some(like)) => Ok(Kernel::Cast { to: like.elem_type, saturate: int_attr(n, "saturate", 1)? != 0 }),
+            Some(Some(like)) => Ok(Kernel::Cast {
+                to: like.elem_type,
+                saturate: int_attr(n, "saturate", 1)? != 0,
+                round: round_mode(n)?,
+            }),
             _ => Err("CastLike needs its target_type input".into()),
         },
     },
@@ -316,3 +323,14 @@ pub static OPS: &[OpSpec] = &[
         },
     },
 ];
+
+/// Cast's `round_mode` (opset 24+, for FLOAT8E8M0): "up" (the default), "down", "nearest".
+fn round_mode(n: &NodeDesc) -> Result<rivet_kernels::float8::e8m0::Round, String> {
+    use rivet_kernels::float8::e8m0::Round;
+    match crate::node_attrs::string_attr(n, "round_mode", "up")? {
+        "up" => Ok(Round::Up),
+        "down" => Ok(Round::Down),
+        "nearest" => Ok(Round::Nearest),
+        other => Err(format!("{} round_mode '{other}' is not up, down or nearest", n.op_type)),
+    }
+}
