@@ -261,40 +261,65 @@ pub fn supported(elem_type: i32) -> bool {
 
 /// Bytes of an ORT tensor of `len` elements of `elem_type`, for a type Rivet holds.
 pub fn ort_bytes(elem_type: i32, len: usize) -> Option<usize> {
+    match packed_width(elem_type) {
+        Some(width) => Some(rivet_kernels::nibbles::packed_len(len, width)),
+        None => Some(elem_size(elem_type)? * len),
+    }
+}
+
+/// Bits an element of a packed type (4 or 2; none for the others).
+pub fn packed_width(elem_type: i32) -> Option<u32> {
     if packed4(elem_type) {
-        return Some(rivet_kernels::nibbles::packed_len(len));
+        Some(4)
+    } else if packed2(elem_type) {
+        Some(2)
+    } else {
+        None
     }
-    if packed2(elem_type) {
-        return Some(rivet_kernels::nibbles::packed2_len(len));
-    }
-    Some(elem_size(elem_type)? * len)
 }
 
 impl Buf {
     /// A buffer of `len` elements of `elem_type` from the bytes of an ORT tensor
-    /// (`ort_bytes(elem_type, len)` of them): the 4-bit types unpacked.
+    /// (`ort_bytes(elem_type, len)` of them): the packed types unpacked.
     pub fn from_ort_bytes(elem_type: i32, bytes: &[u8], len: usize) -> Option<Buf> {
         let mut b = Buf::new(elem_type)?;
-        match &mut b {
-            Buf::U4(y) | Buf::F4E2M1(y) => {
-                y.resize(len, 0);
-                rivet_kernels::nibbles::unpack_u4(bytes, y);
-            }
-            Buf::I4(y) => {
-                y.resize(len, 0);
-                rivet_kernels::nibbles::unpack_i4(bytes, y);
-            }
-            Buf::U2(y) => {
-                y.resize(len, 0);
-                rivet_kernels::nibbles::unpack_u2(bytes, y);
-            }
-            Buf::I2(y) => {
-                y.resize(len, 0);
-                rivet_kernels::nibbles::unpack_i2(bytes, y);
-            }
-            _ => return Buf::from_bytes(elem_type, bytes),
+        if !b.unpack(bytes, len) {
+            return Buf::from_bytes(elem_type, bytes);
         }
         Some(b)
+    }
+
+    /// For a packed type: holds the `len` values packed in `bytes` (false for the others).
+    pub fn unpack(&mut self, bytes: &[u8], len: usize) -> bool {
+        use rivet_kernels::nibbles::{unpack_signed, unpack_unsigned};
+        let width = packed_width(self.elem_type()).unwrap_or(0);
+        match self {
+            Buf::U4(y) | Buf::F4E2M1(y) | Buf::U2(y) => {
+                y.resize(len, 0);
+                unpack_unsigned(bytes, width, y);
+            }
+            Buf::I4(y) | Buf::I2(y) => {
+                y.resize(len, 0);
+                unpack_signed(bytes, width, y);
+            }
+            _ => return false,
+        }
+        true
+    }
+}
+
+impl Data<'_> {
+    /// For a packed type: packs the values into `bytes` (`ort_bytes` of them; false for
+    /// the others).
+    pub fn pack(&self, bytes: &mut [u8]) -> bool {
+        use rivet_kernels::nibbles::pack;
+        let width = packed_width(self.elem_type()).unwrap_or(0);
+        match *self {
+            Data::U4(v) | Data::F4E2M1(v) | Data::U2(v) => pack(v.iter().copied(), width, bytes),
+            Data::I4(v) | Data::I2(v) => pack(v.iter().map(|&x| x as u8), width, bytes),
+            _ => return false,
+        }
+        true
     }
 }
 

@@ -228,12 +228,8 @@ unsafe fn run_plan_with(
         // SAFETY: ORT allocated output `o` of a packed type with `dst.1` elements for this
         // Compute: `size` bytes at `dst.0`, not otherwise borrowed.
         let bytes = unsafe { std::slice::from_raw_parts_mut(dst.0, size) };
-        match values.view_prefix(dst.1) {
-            Data::U4(v) | Data::F4E2M1(v) => rivet_kernels::nibbles::pack4(v.iter().copied(), bytes),
-            Data::I4(v) => rivet_kernels::nibbles::pack4(v.iter().map(|&x| x as u8), bytes),
-            Data::U2(v) => rivet_kernels::nibbles::pack2(v.iter().copied(), bytes),
-            Data::I2(v) => rivet_kernels::nibbles::pack2(v.iter().map(|&x| x as u8), bytes),
-            _ => return Err(Error::ep(format_args!("output {o} is not a packed type"))),
+        if !values.view_prefix(dst.1).pack(bytes) {
+            return Err(Error::ep(format_args!("output {o} is not a packed type")));
         }
     }
     probe::record_run();
@@ -257,13 +253,8 @@ fn unpack_inputs(api: &Api, ctx: *mut OrtKernelContext, held: &mut [Option<Buf>]
         // SAFETY: a tensor of `len` packed elements (`size` bytes) that ORT keeps alive for
         // this Compute.
         let bytes = unsafe { std::slice::from_raw_parts(p, size) };
-        buf.resize(len);
-        match buf.view_mut() {
-            DataMut::U4(y) | DataMut::F4E2M1(y) => rivet_kernels::nibbles::unpack_u4(bytes, y),
-            DataMut::I4(y) => rivet_kernels::nibbles::unpack_i4(bytes, y),
-            DataMut::U2(y) => rivet_kernels::nibbles::unpack_u2(bytes, y),
-            DataMut::I2(y) => rivet_kernels::nibbles::unpack_i2(bytes, y),
-            _ => return Err(Error::ep(format_args!("input {i} is not a 4-bit type"))),
+        if !buf.unpack(bytes, len) {
+            return Err(Error::ep(format_args!("input {i} is not a packed type")));
         }
     }
     Ok(())

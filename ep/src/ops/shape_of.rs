@@ -143,11 +143,11 @@ impl Op for ConstantOfShape {
             DataMut::U32(y) => fill!(y, u32),
             DataMut::U64(y) => fill!(y, u64),
             // The 4-bit value in the low half of its byte.
-            DataMut::U4(y) => y.fill(rivet_kernels::nibbles::wrap_u4(i64::from(value[0]))),
-            DataMut::I4(y) => y.fill(rivet_kernels::nibbles::wrap_i4(i64::from(value[0]))),
+            DataMut::U4(y) => y.fill(rivet_kernels::nibbles::wrap_unsigned(i64::from(value[0]), 4)),
+            DataMut::I4(y) => y.fill(rivet_kernels::nibbles::wrap_signed(i64::from(value[0]), 4)),
             DataMut::F4E2M1(y) => y.fill(value[0] & 0xf),
-            DataMut::U2(y) => y.fill(rivet_kernels::nibbles::wrap_u2(i64::from(value[0]))),
-            DataMut::I2(y) => y.fill(rivet_kernels::nibbles::wrap_i2(i64::from(value[0]))),
+            DataMut::U2(y) => y.fill(rivet_kernels::nibbles::wrap_unsigned(i64::from(value[0]), 2)),
+            DataMut::I2(y) => y.fill(rivet_kernels::nibbles::wrap_signed(i64::from(value[0]), 2)),
         }
         Ok(())
     }
