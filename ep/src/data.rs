@@ -342,11 +342,8 @@ pub fn packed(elem_type: i32) -> bool {
 
 /// float32, float64 and the integers: the types arithmetic and comparisons run on.
 pub fn is_number(elem_type: i32) -> bool {
-    supported(elem_type)
-        && !matches!(elem_type, dtype::BOOL | dtype::FLOAT16 | dtype::BFLOAT16)
-        && float8(elem_type).is_none()
-        && !packed(elem_type)
-        && elem_type != dtype::FLOAT8E8M0
+    use dtype::*;
+    matches!(elem_type, FLOAT | DOUBLE | INT8 | INT16 | INT32 | INT64 | UINT8 | UINT16 | UINT32 | UINT64)
 }
 
 /// The 8-bit float format of an element type.

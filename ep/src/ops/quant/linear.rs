@@ -11,7 +11,7 @@
 
 use std::sync::Arc;
 
-use rivet_kernels::float8::{e2m1, F8};
+use rivet_kernels::float8::e2m1;
 use rivet_kernels::qgemm::{self, QInt};
 use rivet_kernels::typed::{f16_to_f32, f32_to_f16};
 
@@ -247,34 +247,33 @@ impl Linear {
         out: &mut DataMut<'_>,
     ) -> Result<(), String> {
         let l = *l;
+        // Bits of a sub-byte integer output (its range for QuantizeLinear).
+        let width = crate::data::packed_width(out.elem_type()).unwrap_or(8) as i32;
         match (self.kind, x, out) {
             (Kind::Quantize, Data::F32(v), DataMut::U8(y)) => quantize_as(v, scale, zp, &l, y),
             (Kind::Quantize, Data::F32(v), DataMut::I8(y)) => quantize_as(v, scale, zp, &l, y),
             (Kind::Quantize, Data::F32(v), DataMut::U16(y)) => quantize_as(v, scale, zp, &l, y),
             (Kind::Quantize, Data::F32(v), DataMut::I16(y)) => quantize_as(v, scale, zp, &l, y),
-            (Kind::Dequantize, Data::U8(v), DataMut::F32(y)) => dequantize_as(v, scale, zp, &l, y),
-            (Kind::Dequantize, Data::I8(v), DataMut::F32(y)) => dequantize_as(v, scale, zp, &l, y),
+            // The 4- and 2-bit integers are held a value a byte.
+            (Kind::Dequantize, Data::U8(v) | Data::U4(v) | Data::U2(v), DataMut::F32(y)) => {
+                dequantize_as(v, scale, zp, &l, y)
+            }
+            (Kind::Dequantize, Data::I8(v) | Data::I4(v) | Data::I2(v), DataMut::F32(y)) => {
+                dequantize_as(v, scale, zp, &l, y)
+            }
             (Kind::Dequantize, Data::U16(v), DataMut::F32(y)) => dequantize_as(v, scale, zp, &l, y),
             (Kind::Dequantize, Data::I16(v), DataMut::F32(y)) => dequantize_as(v, scale, zp, &l, y),
             (Kind::Dequantize, Data::I32(v), DataMut::F32(y)) => dequantize_as(v, scale, zp, &l, y),
-            (Kind::Quantize, Data::F32(v), DataMut::U4(y)) => {
-                for_runs(&l, scale, zp, |r, s, z| qgemm::quantize_in(&v[r.clone()], s, z, (0, 15), &mut y[r]))
+            (Kind::Quantize, Data::F32(v), DataMut::U4(y) | DataMut::U2(y)) => {
+                let top = (1 << width) - 1;
+                for_runs(&l, scale, zp, |r, s, z| qgemm::quantize_in(&v[r.clone()], s, z, (0, top), &mut y[r]))
             }
-            (Kind::Quantize, Data::F32(v), DataMut::I4(y)) => {
-                for_runs(&l, scale, zp, |r, s, z| qgemm::quantize_in(&v[r.clone()], s, z, (-8, 7), &mut y[r]))
+            (Kind::Quantize, Data::F32(v), DataMut::I4(y) | DataMut::I2(y)) => {
+                let half = 1 << (width - 1);
+                for_runs(&l, scale, zp, |r, s, z| qgemm::quantize_in(&v[r.clone()], s, z, (-half, half - 1), &mut y[r]))
             }
-            (Kind::Dequantize, Data::U4(v), DataMut::F32(y)) => dequantize_as(v, scale, zp, &l, y),
-            (Kind::Dequantize, Data::I4(v), DataMut::F32(y)) => dequantize_as(v, scale, zp, &l, y),
-            (Kind::Quantize, Data::F32(v), DataMut::U2(y)) => {
-                for_runs(&l, scale, zp, |r, s, z| qgemm::quantize_in(&v[r.clone()], s, z, (0, 3), &mut y[r]))
-            }
-            (Kind::Quantize, Data::F32(v), DataMut::I2(y)) => {
-                for_runs(&l, scale, zp, |r, s, z| qgemm::quantize_in(&v[r.clone()], s, z, (-2, 1), &mut y[r]))
-            }
-            (Kind::Dequantize, Data::U2(v), DataMut::F32(y)) => dequantize_as(v, scale, zp, &l, y),
-            (Kind::Dequantize, Data::I2(v), DataMut::F32(y)) => dequantize_as(v, scale, zp, &l, y),
             (Kind::Quantize, Data::F32(v), DataMut::F4E2M1(y)) => {
-                float4_zero_point(zp)?;
+                float_zero_point(zp, e2m1::to_f32)?;
                 for_runs(&l, scale, zp, |r, s, z| {
                     // The reference adds the (±0) zero point: -0 quantizes to +0 unless it is -0.
                     let zero = if z == 0x8 { -0.0 } else { 0.0 };
@@ -282,7 +281,7 @@ impl Linear {
                 })
             }
             (Kind::Dequantize, Data::F4E2M1(v), DataMut::F32(y)) => {
-                float4_zero_point(zp)?;
+                float_zero_point(zp, e2m1::to_f32)?;
                 for_runs(&l, scale, None, |r, s, _| {
                     y[r.clone()].iter_mut().zip(&v[r]).for_each(|(o, &x)| *o = e2m1::to_f32(x) * s)
                 })
@@ -290,7 +289,7 @@ impl Linear {
             (Kind::Quantize, Data::F32(v), y) => {
                 let f = float8(y.elem_type()).ok_or("input and output element types differ from the plan's")?;
                 let y = <u8 as crate::data::Storage>::get_mut(y).ok_or("an 8-bit float output")?;
-                float8_zero_point(zp, f)?;
+                float_zero_point(zp, |b| f.to_f32(b))?;
                 for_runs(&l, scale, None, |r, s, _| {
                     y[r.clone()].iter_mut().zip(&v[r]).for_each(|(o, &x)| *o = f.from_f32(x / s, self.saturate))
                 })
@@ -298,7 +297,7 @@ impl Linear {
             (Kind::Dequantize, x, DataMut::F32(y)) => {
                 let f = float8(x.elem_type()).ok_or("input and output element types differ from the plan's")?;
                 let v = <u8 as crate::data::Storage>::get(x).ok_or("an 8-bit float input")?;
-                float8_zero_point(zp, f)?;
+                float_zero_point(zp, |b| f.to_f32(b))?;
                 for_runs(&l, scale, None, |r, s, _| {
                     y[r.clone()].iter_mut().zip(&v[r]).for_each(|(o, &x)| *o = f.to_f32(x) * s)
                 })
@@ -308,23 +307,12 @@ impl Linear {
     }
 }
 
-/// An 8-bit float zero point must be zero (as ONNX's reference requires).
-fn float8_zero_point(zp: Option<Data<'_>>, f: F8) -> Result<(), String> {
-    let bits = zp.and_then(<u8 as crate::data::Storage>::get).unwrap_or(&[]);
-    match bits.iter().find(|&&b| f.to_f32(b) != 0.0) {
-        Some(&b) => Err(format!("an 8-bit float zero point must be zero, is {} ({b:#04x})", f.to_f32(b))),
-        None => Ok(()),
-    }
-}
-
-/// A float4e2m1 zero point must be zero (±0), as an 8-bit float's.
-fn float4_zero_point(zp: Option<Data<'_>>) -> Result<(), String> {
-    let codes = match zp {
-        Some(Data::F4E2M1(c)) => c,
-        _ => &[],
-    };
-    match codes.iter().find(|&&b| b & 0x7 != 0) {
-        Some(&b) => Err(format!("a float4e2m1 zero point must be zero, is {}", e2m1::to_f32(b))),
+/// A float zero point (an 8-bit float's, float4e2m1's: their codes decoded by `value`)
+/// must be zero, ±0 (as ONNX's reference requires).
+fn float_zero_point(zp: Option<Data<'_>>, value: impl Fn(u8) -> f32) -> Result<(), String> {
+    let codes = zp.and_then(<u8 as crate::data::Storage>::get).unwrap_or(&[]);
+    match codes.iter().find(|&&b| value(b) != 0.0) {
+        Some(&b) => Err(format!("a float zero point must be zero, is {} ({b:#04x})", value(b))),
         None => Ok(()),
     }
 }
