@@ -1,10 +1,15 @@
 //! The AVX-512 build of the float pools: safe `#[target_feature]` functions that
 //! `arch::dispatch` calls once an `Isa` proves the features; loads and stores go through
-//! `arch::mem`'s slice-taking helpers. Two paths, both reading the input in place:
+//! `arch::mem`'s slice-taking helpers. Three paths, all reading the input in place:
 //!
 //! - [`same_size`]: stride-1 2-D windows whose output is the input's size ("same" pools).
 //!   A plane runs as one flat row of outputs, 16 at a time, each tap one masked load at an
 //!   offset shared by all outputs, so a 7x7 plane is 4 vectors, not 7 part-empty rows.
+//! - [`max_rows`]: Max windows of width stride 1 or 2 on larger planes. Each input row's
+//!   width maxima are taken once and then each output row's rows merged (a 3x3 window of
+//!   stride 2 read its rows 1.5 times, and its width taps as one permute each); at width
+//!   stride 2 with 2 or 3 taps a chunk's 32 positions are loaded once and split into even
+//!   and odd, and a NaN is found in the same loads instead of a scan of the plane first.
 //! - [`rows`]: width strides 1 and 2, any other window. An output row runs 16 outputs at a
 //!   time; each tap of each in-range input row is one load (stride 1) or two loads and a
 //!   permute that keeps the even lanes (stride 2). Only the chunks at a row's ends load
@@ -41,7 +46,10 @@ fn first_lanes(n: usize) -> u16 {
 /// See [`super::pool`]. Windows neither path takes run the portable rows.
 #[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
 pub(crate) fn pool_avx512(x: &[f32], planes: usize, g: &Window3d, pool: Pool, pad_end: [usize; 3], y: &mut [f32]) {
-    if !same_size(x, planes, g, pool, pad_end, y) && !rows(x, planes, g, pool, pad_end, y) {
+    let done = same_size(x, planes, g, pool, pad_end, y)
+        || (pool == Pool::Max && max_rows(x, planes, g, y))
+        || rows(x, planes, g, pool, pad_end, y);
+    if !done {
         super::pool_rows(x, planes, g, pool, pad_end, y)
     }
 }
@@ -224,6 +232,27 @@ struct RowPlan<'a> {
     width: [f32; MAX_CHUNKS * 16],
 }
 
+impl RowPlan<'_> {
+    /// The plan of `taps`' window, Average's width counts all 1; `None` where its reads
+    /// do not check.
+    fn new<'a>(g: &Window3d, taps: &'a RowTaps) -> Option<RowPlan<'a>> {
+        let ([kw, sw], in_w, chunks) = ([g.kernel[2], g.stride[2]], g.input[2], g.out[2].div_ceil(16));
+        let reads = taps.reads()?;
+        let offsets = &taps.offsets;
+        // Whether chunk c reads only inside the row; chunks further right start further
+        // right, so the inside ones are one run.
+        let inside = |c: usize| {
+            // In i128: a dilation or padding near 2^63 wrapped the end below the row's (a
+            // panic in the plain loads, found by review).
+            let first = (16 * c * sw) as i128;
+            first + offsets[0] as i128 >= 0 && first + offsets[kw - 1] as i128 + 16 * sw as i128 <= in_w as i128
+        };
+        let lo = (0..chunks).find(|&c| inside(c)).unwrap_or(chunks);
+        let inside = lo..(lo..chunks).find(|&c| !inside(c)).unwrap_or(chunks);
+        Some(RowPlan { reads, offsets: &offsets[..kw], inside, out_w: g.out[2], width: [1.0; MAX_CHUNKS * 16] })
+    }
+}
+
 /// [`rows`]'s masked reads: chunk `c`'s width tap `t` reads the 16 floats from
 /// `16 v + offsets[t]` of an input row for `v = S c + h`, `h < S`, under the mask of those
 /// inside the row.
@@ -271,7 +300,7 @@ impl RowTaps {
 fn rows(x: &[f32], planes: usize, g: &Window3d, pool: Pool, pad_end: [usize; 3], y: &mut [f32]) -> bool {
     let [in_d, _, in_w] = g.input;
     let [out_d, out_h, out_w] = g.out;
-    let ([kd, kh, kw], [_, sh, sw], [_, dh, _]) = (g.kernel, g.stride, g.dilation);
+    let ([kd, kh, _], [_, sh, sw], [_, dh, _]) = (g.kernel, g.stride, g.dilation);
     let (plane, positions) = (g.plane(), g.positions());
     let two_d = in_d == 1 && out_d == 1 && kd == 1 && taps_in_range(g, 0, 0) == (0..1);
     // The width is RowTaps' to refuse; Average's divisor is h × w in f32, exact while the
@@ -279,25 +308,12 @@ fn rows(x: &[f32], planes: usize, g: &Window3d, pool: Pool, pad_end: [usize; 3],
     if !two_d || plane == 0 || positions == 0 || kh == 0 || kh > MAX_KH {
         return false;
     }
-    let chunks = out_w.div_ceil(16);
     let Some(taps) = RowTaps::new(g) else {
         return false;
     };
-    let Some(reads) = taps.reads() else {
+    let Some(mut plan) = RowPlan::new(g, &taps) else {
         return false;
     };
-    let offsets = &taps.offsets;
-    // Whether chunk c reads only inside the row; chunks further right start further
-    // right, so the inside ones are one run.
-    let inside = |c: usize| {
-        // In i128: a dilation or padding near 2^63 wrapped the end below the row's (a
-        // panic in the plain loads, found by review).
-        let first = (16 * c * sw) as i128;
-        first + offsets[0] as i128 >= 0 && first + offsets[kw - 1] as i128 + 16 * sw as i128 <= in_w as i128
-    };
-    let lo = (0..chunks).find(|&c| inside(c)).unwrap_or(chunks);
-    let inside = lo..(lo..chunks).find(|&c| !inside(c)).unwrap_or(chunks);
-    let mut plan = RowPlan { reads, offsets: &offsets[..kw], inside, out_w, width: [1.0; MAX_CHUNKS * 16] };
     for zw in 0..out_w {
         plan.width[zw] = average_count(g, pool, pad_end, 2, zw) as f32;
     }
@@ -345,6 +361,146 @@ fn rows(x: &[f32], planes: usize, g: &Window3d, pool: Pool, pad_end: [usize; 3],
 /// Output rows run together.
 const ROWS: usize = 4;
 
+/// Floats of the width maxima [`max_rows`] holds (64 KiB): the rows of a band of output
+/// rows' windows.
+const MAXIMA: usize = 16384;
+/// Output rows [`max_rows`] takes.
+const MAX_OUT_ROWS: usize = 1024;
+
+/// Max windows of 2-D planes, width stride 1 or 2: each in-range input row's width maxima
+/// are taken once, 16 outputs at a time (as [`rows`] takes one row's taps), for a band of
+/// output rows at a time; each output row is then the max of its input rows' maxima, in
+/// order. Same bits as [`rows`]: the merge keeps the earlier of equal taps (and lets the
+/// first NaN win), so taking each row's taps first and then the rows in order picks the
+/// tap that (h, w) order picks. An input row is read once (once more at a band's edge),
+/// not once per output row whose window spans it (3x3 windows of stride 2: 1.5 times; of
+/// stride 1: 3 times). Returns false, writing nothing, for windows it does not take.
+#[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
+#[inline(never)]
+fn max_rows(x: &[f32], planes: usize, g: &Window3d, y: &mut [f32]) -> bool {
+    let (plane, positions) = (g.plane(), g.positions());
+    let Some(band) = max_rows_band(g) else {
+        return false;
+    };
+    let Some(taps) = RowTaps::new(g) else {
+        return false;
+    };
+    let Some(plan) = RowPlan::new(g, &taps) else {
+        return false;
+    };
+    // Each output row's input rows, the same for every plane.
+    let mut table = [Rows { first: 0, count: 0 }; MAX_OUT_ROWS];
+    let windows = &mut table[..g.out[1]];
+    for (zh, w) in windows.iter_mut().enumerate() {
+        let rows = taps_in_range(g, 1, zh);
+        if !rows.is_empty() {
+            let first = zh * g.stride[1] + rows.start * g.dilation[1] - g.pad_begin[1];
+            *w = Rows { first: first as u32, count: rows.len() as u8 };
+        }
+    }
+    let windows = Windows { rows: windows, band };
+    let mut maxima = [0.0f32; MAXIMA];
+    // Width stride 2 with 2 or 3 undilated taps finds NaNs as it reads; others look first.
+    let finds_nan = g.stride[2] == 2 && matches!(g.kernel[2], 2 | 3) && g.dilation[2] == 1;
+    for (src, dst) in x.chunks_exact(plane).zip(y.chunks_exact_mut(positions)).take(planes) {
+        let nan = if finds_nan { maxima_plane::<MAX>(&plan, &windows, g, src, dst, &mut maxima) } else { has_nan(src) };
+        if nan {
+            maxima_plane::<MAX_NAN>(&plan, &windows, g, src, dst, &mut maxima);
+        } else if !finds_nan {
+            maxima_plane::<MAX>(&plan, &windows, g, src, dst, &mut maxima);
+        }
+    }
+    true
+}
+
+/// One output row's input rows in [`max_rows`]: the first and how many (`dilation` apart).
+#[derive(Clone, Copy)]
+struct Rows {
+    first: u32,
+    count: u8,
+}
+
+/// [`max_rows`]'s output rows: each one's input rows, and how many run as a band.
+struct Windows<'a> {
+    rows: &'a [Rows],
+    band: usize,
+}
+
+/// The output rows a band of [`max_rows`] takes (at least 2), `None` for windows it does
+/// not take (its rows must also check as [`RowTaps`]): 2-D, a stride no longer than the
+/// rows a window spans (no input row is skipped), up to [`MAX_OUT_ROWS`] output rows.
+fn max_rows_band(g: &Window3d) -> Option<usize> {
+    let two_d = g.input[0] == 1 && g.out[0] == 1 && g.kernel[0] == 1 && taps_in_range(g, 0, 0) == (0..1);
+    let (kh, sh) = (g.kernel[1], g.stride[1]);
+    // Rows a window spans.
+    let span = (kh.max(1) - 1).checked_mul(g.dilation[1])?.checked_add(1)?;
+    let fits = two_d && g.plane() > 0 && g.positions() > 0 && kh > 0 && kh <= MAX_KH && (1..=span).contains(&sh);
+    if !fits || g.out[1] > MAX_OUT_ROWS || g.input[1] >= u32::MAX as usize {
+        return None;
+    }
+    // A band of b output rows reads (b - 1) sh + span input rows.
+    let held = MAXIMA / (g.out[2].div_ceil(16) * 16);
+    let band = held.checked_sub(span)? / sh + 1;
+    (band >= 2).then_some(band)
+}
+
+/// One plane of [`max_rows`], a band of output rows at a time: the width maxima of the
+/// band's input rows, then its output rows. Returns whether a tap read was NaN, in MODE MAX
+/// at width stride 2 with 2 or 3 undilated taps (whose loads cover every position they
+/// merge): the plane must then run again in MAX_NAN. Other windows check the plane first.
+#[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
+#[inline]
+fn maxima_plane<const MODE: u8>(
+    plan: &RowPlan<'_>,
+    windows: &Windows<'_>,
+    g: &Window3d,
+    src: &[f32],
+    dst: &mut [f32],
+    maxima: &mut [f32],
+) -> bool {
+    let ([_, in_h, in_w], [_, out_h, out_w]) = (g.input, g.out);
+    let ([_, sh, sw], dh, pt) = (g.stride, g.dilation[1], g.pad_begin[1]);
+    let width = out_w.div_ceil(16) * 16;
+    let span = (g.kernel[1] - 1) * dh + 1;
+    let pairs = match (sw, g.kernel[2], g.dilation[2]) {
+        (2, k @ (2 | 3), 1) => k,
+        _ => 0,
+    };
+    let mut nan = 0u16;
+    for z0 in (0..out_h).step_by(windows.band) {
+        let z1 = (z0 + windows.band).min(out_h);
+        // The band's input rows: every window's rows lie in lo..hi.
+        let lo = (z0 * sh).saturating_sub(pt);
+        let hi = ((z1 - 1) * sh + span).saturating_sub(pt).min(in_h);
+        let lo = lo.min(hi);
+        let rows = src[lo * in_w..hi * in_w].chunks_exact(in_w);
+        for (input, out) in rows.zip(maxima[..(hi - lo) * width].chunks_exact_mut(width)) {
+            match (sw, pairs) {
+                (_, 2) => width_pairs::<MODE, 2>(plan, input, out, &mut nan),
+                (_, 3) => width_pairs::<MODE, 3>(plan, input, out, &mut nan),
+                (1, _) => width_maxima::<MODE, 1>(plan, input, out),
+                _ => width_maxima::<MODE, 2>(plan, input, out),
+            }
+        }
+        for (w, out) in windows.rows[z0..z1].iter().zip(dst[z0 * out_w..z1 * out_w].chunks_exact_mut(out_w)) {
+            let (first, count) = ((w.first as usize).wrapping_sub(lo), w.count as usize);
+            for (c, out) in out.chunks_mut(16).enumerate() {
+                let mut acc = identity::<MODE>();
+                for i in 0..count {
+                    let v = load16(maxima[(first + i * dh) * width + 16 * c..][..16].try_into().unwrap());
+                    acc = if i == 0 { v } else { merge::<MODE>(acc, v, 0xffff) };
+                }
+                if let Ok(out) = out.try_into() {
+                    store16(out, acc);
+                } else {
+                    store_first(out, out.len(), acc);
+                }
+            }
+        }
+    }
+    MODE == MAX && nan != 0
+}
+
 /// The output rows of `group` (all of it at `R` = 4 rows, or one at a time at `R` = 1),
 /// chunk by chunk: plain loads for the chunks inside the row, masked ones at its ends.
 #[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
@@ -360,6 +516,82 @@ fn rows_of<const MODE: u8, const S: usize, const R: usize>(plan: &RowPlan<'_>, g
             };
             finish::<MODE, R>(plan, rows, c, acc, dst);
         }
+    }
+}
+
+/// [`width_maxima`] at width stride 2 for `K` = 2 or 3 undilated taps: the 32 positions
+/// of a chunk's first tap are loaded once and split into their even (tap 0) and odd
+/// (tap 1) positions; tap 2 is the even ones moved down a lane, the last from the next
+/// position. Two loads and two permutes per 16 outputs (one load and one permute per tap
+/// in `width_maxima`). Same taps in the same order, the identity outside the row.
+#[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
+#[inline]
+fn width_pairs<const MODE: u8, const K: usize>(plan: &RowPlan<'_>, input: &[f32], out: &mut [f32], nan: &mut u16) {
+    let evens = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    let odds = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    let fill = identity::<MODE>();
+    let first = plan.offsets[0];
+    for (c, out) in out.chunks_exact_mut(16).enumerate() {
+        let base = 32 * c as isize + first;
+        let (a, b, next) = if plan.inside.contains(&c) {
+            // `inside` checked that the chunk's taps, 32 + K - 1 positions, are in the row.
+            let block = &input[base as usize..][..32 + K - 1];
+            let next = if K == 3 { _mm512_set1_ps(block[K + 29]) } else { fill };
+            (load16(block[..16].try_into().unwrap()), load16(block[16..32].try_into().unwrap()), next)
+        } else {
+            let next = match usize::try_from(base + 32).ok().and_then(|i| input.get(i)) {
+                Some(&v) if K == 3 => _mm512_set1_ps(v),
+                _ => fill,
+            };
+            (plan.reads.load_or(input, 2 * c, 0, fill), plan.reads.load_or(input, 2 * c + 1, 0, fill), next)
+        };
+        if MODE == MAX {
+            // Every position a chunk merges is in `a`, `b` or `next` (identity outside).
+            *nan |= _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(a, b) | _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(next, next);
+        }
+        let (e, o) = (_mm512_permutex2var_ps(a, evens, b), _mm512_permutex2var_ps(a, odds, b));
+        let mut acc = merge::<MODE>(e, o, 0xffff);
+        if K == 3 {
+            let shifted = _mm512_alignr_epi32::<1>(_mm512_castps_si512(next), _mm512_castps_si512(e));
+            acc = merge::<MODE>(acc, _mm512_castsi512_ps(shifted), 0xffff);
+        }
+        store16(out.try_into().unwrap(), acc);
+    }
+}
+
+/// One input row's width maxima, 16 outputs at a time into `out` (whole chunks): the
+/// taps of the row's positions `16 v..16 v + 16` are merged in order (position `i` takes
+/// `i + offset[t]`, plain loads inside the row, masked ones at its ends with the identity
+/// outside), and at stride 2 the even positions of two such vectors kept: one permute per
+/// 16 outputs, not one per tap. The first tap starts each merge: `merge(identity, v)` is
+/// `v` bit for bit (an equal -inf keeps the identity's same bits; a NaN wins in MAX_NAN).
+#[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
+#[inline]
+fn width_maxima<const MODE: u8, const S: usize>(plan: &RowPlan<'_>, input: &[f32], out: &mut [f32]) {
+    let evens = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    let fill = identity::<MODE>();
+    let (offsets, taps) = (plan.offsets, plan.reads.taps());
+    for (c, out) in out.chunks_exact_mut(16).enumerate() {
+        let mut part = [fill; S];
+        for (h, part) in part.iter_mut().enumerate() {
+            let v = S * c + h;
+            *part = if plan.inside.contains(&c) {
+                let at = |t: usize| (16 * v as isize + offsets[t]) as usize;
+                let mut acc = load16(input[at(0)..at(0) + 16].try_into().unwrap());
+                for t in 1..offsets.len() {
+                    acc = merge::<MODE>(acc, load16(input[at(t)..at(t) + 16].try_into().unwrap()), 0xffff);
+                }
+                acc
+            } else {
+                let mut acc = plan.reads.load_or(input, v, 0, fill);
+                for t in 1..taps {
+                    acc = merge::<MODE>(acc, plan.reads.load_or(input, v, t, fill), 0xffff);
+                }
+                acc
+            };
+        }
+        let h = if S == 1 { part[0] } else { _mm512_permutex2var_ps(part[0], evens, part[S - 1]) };
+        store16(out.try_into().unwrap(), h);
     }
 }
 
@@ -482,6 +714,7 @@ mod tests {
             let g = Window3d::cube(2, hw, k, s, 1, p, extra).unwrap();
             assert!(SameTaps::new(&g, g.pad_begin).is_none(), "{hw} k{k} s{s} p{p} is not same-size");
             assert!(RowTaps::new(&g).as_ref().and_then(|t| t.reads()).is_some(), "rows {hw} k{k} s{s} p{p}");
+            assert!(max_rows_band(&g).is_some(), "max rows {hw} k{k} s{s} p{p}");
         }
     }
 }
