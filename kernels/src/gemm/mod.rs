@@ -552,6 +552,9 @@ pub(crate) enum Out<'a, const MR: usize, const NR: usize> {
     C { c: &'a mut [f32], ldc: usize, alpha: f32, beta: f32 },
     /// An edge tile: `acc` alone, merged into C by the driver.
     Tile(&'a mut [[f32; NR]; MR]),
+    /// An edge tile whose columns past the first `16 * vectors` are not used (left as
+    /// they are): a kernel may compute only those vectors, each column's sum the same.
+    Part(&'a mut [[f32; NR]; MR], usize),
 }
 
 impl<const MR: usize, const NR: usize> Out<'_, MR, NR> {
@@ -560,7 +563,7 @@ impl<const MR: usize, const NR: usize> Out<'_, MR, NR> {
     fn merge(self, acc: &[[f32; NR]; MR]) {
         match self {
             Out::C { c, ldc, alpha, beta } => store(acc, NR, c, ldc, alpha, beta),
-            Out::Tile(t) => *t = *acc,
+            Out::Tile(t) | Out::Part(t, _) => *t = *acc,
         }
     }
 }
@@ -692,21 +695,21 @@ pub(crate) fn run<const MR: usize, const NR: usize, const MID: usize>(
                     // `store` twice): whichever kernel computes it, the bits are the same.
                     if rows_computed == TINY_MR && mr < MR {
                         let mut tile = [[0.0f32; NR]; TINY_MR];
-                        tiny(a_panel, b_panel, Out::Tile(&mut tile));
+                        tiny(a_panel, b_panel, Out::Part(&mut tile, nr.div_ceil(16)));
                         store(&tile[..mr], nr, c, ldc, job.alpha, beta);
                     } else if rows_computed == SHORT_MR && mr < MR {
                         let mut tile = [[0.0f32; NR]; SHORT_MR];
-                        short(a_panel, b_panel, Out::Tile(&mut tile));
+                        short(a_panel, b_panel, Out::Part(&mut tile, nr.div_ceil(16)));
                         store(&tile[..mr], nr, c, ldc, job.alpha, beta);
                     } else if rows_computed == MID && mr < MR {
                         let mut tile = [[0.0f32; NR]; MID];
-                        mid(a_panel, b_panel, Out::Tile(&mut tile));
+                        mid(a_panel, b_panel, Out::Part(&mut tile, nr.div_ceil(16)));
                         store(&tile[..mr], nr, c, ldc, job.alpha, beta);
                     } else if mr == MR && nr == NR {
                         kernel(a_panel, b_panel, Out::C { c, ldc, alpha: job.alpha, beta });
                     } else {
                         let mut tile = [[0.0f32; NR]; MR];
-                        kernel(a_panel, b_panel, Out::Tile(&mut tile));
+                        kernel(a_panel, b_panel, Out::Part(&mut tile, nr.div_ceil(16)));
                         store(&tile[..mr], nr, c, ldc, job.alpha, beta);
                     }
                 }

@@ -37,7 +37,7 @@ pub(crate) fn portable(scratch: &mut GemmScratch, job: &Job<'_>, c: &mut [f32]) 
             let mut tile = [[0.0f32; 8]; PORTABLE_MR];
             micro_portable(a, b, Out::Tile(&mut tile));
             match out {
-                Out::Tile(t) => t.copy_from_slice(&tile[..super::TINY_MR]),
+                Out::Tile(t) | Out::Part(t, _) => t.copy_from_slice(&tile[..super::TINY_MR]),
                 Out::C { .. } => unreachable!("the driver computes a tiny strip into a tile"),
             }
         },

@@ -50,10 +50,10 @@ pub(crate) fn gemm_avx512(scratch: &mut GemmScratch, job: &Job<'_>, c: &mut [f32
             NC,
             true,
             true,
-            |a, b, t| micro_avx512::<MR512_WIDE, MR512_WIDE, NR512_WIDE, 3>(a, b, t),
-            |a, b, t| micro_avx512::<MR512_WIDE, SHORT_MR, NR512_WIDE, 3>(a, b, t),
-            |a, b, t| micro_avx512::<MR512_WIDE, SHORT_MR, NR512_WIDE, 3>(a, b, t),
-            |a, b, t| micro_avx512::<MR512_WIDE, TINY_MR, NR512_WIDE, 3>(a, b, t),
+            |a, b, t| narrow::<MR512_WIDE, MR512_WIDE, NR512_WIDE, 3>(a, b, t),
+            |a, b, t| narrow::<MR512_WIDE, SHORT_MR, NR512_WIDE, 3>(a, b, t),
+            |a, b, t| narrow::<MR512_WIDE, SHORT_MR, NR512_WIDE, 3>(a, b, t),
+            |a, b, t| narrow::<MR512_WIDE, TINY_MR, NR512_WIDE, 3>(a, b, t),
         );
     } else {
         run::<MR512, NR512, MID_MR>(
@@ -64,10 +64,10 @@ pub(crate) fn gemm_avx512(scratch: &mut GemmScratch, job: &Job<'_>, c: &mut [f32
             NC,
             true,
             true,
-            |a, b, t| micro_avx512::<MR512, MR512, NR512, 2>(a, b, t),
-            |a, b, t| micro_avx512::<MR512, MID_MR, NR512, 2>(a, b, t),
-            |a, b, t| micro_avx512::<MR512, SHORT_MR, NR512, 2>(a, b, t),
-            |a, b, t| micro_avx512::<MR512, TINY_MR, NR512, 2>(a, b, t),
+            |a, b, t| narrow::<MR512, MR512, NR512, 2>(a, b, t),
+            |a, b, t| narrow::<MR512, MID_MR, NR512, 2>(a, b, t),
+            |a, b, t| narrow::<MR512, SHORT_MR, NR512, 2>(a, b, t),
+            |a, b, t| narrow::<MR512, TINY_MR, NR512, 2>(a, b, t),
         );
     }
 }
@@ -163,6 +163,23 @@ pub(crate) fn gemm_avx2(scratch: &mut GemmScratch, job: &Job<'_>, c: &mut [f32])
     );
 }
 
+/// [`micro_avx512`] of `NB` vectors, or of fewer for an edge tile whose columns fit in
+/// fewer (`Out::Part`): the last panel of a product 16 columns past a multiple of 32
+/// computes 16 columns, not 32 (each column's sum is the same either way).
+#[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
+#[inline]
+fn narrow<const PMR: usize, const MR: usize, const NR: usize, const NB: usize>(
+    a: APanel<'_, PMR>,
+    b: BPanel<'_, NR>,
+    out: Out<'_, MR, NR>,
+) {
+    match out {
+        Out::Part(tile, 1) if NB > 1 => micro_avx512::<PMR, MR, NR, 1>(a, b, Out::Tile(tile)),
+        Out::Part(tile, 2) if NB > 2 => micro_avx512::<PMR, MR, NR, 2>(a, b, Out::Tile(tile)),
+        out => micro_avx512::<PMR, MR, NR, NB>(a, b, out),
+    }
+}
+
 #[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
 #[inline]
 fn micro_avx512<const PMR: usize, const MR: usize, const NR: usize, const NB: usize>(
@@ -187,7 +204,7 @@ fn micro_avx512<const PMR: usize, const MR: usize, const NR: usize, const NB: us
     };
     a.each_depth(b, &mut step);
     match out {
-        Out::Tile(tile) => {
+        Out::Tile(tile) | Out::Part(tile, _) => {
             for (t, row) in tile.iter_mut().zip(&acc) {
                 for (j, &v) in row.iter().enumerate() {
                     store16(sixteen_mut(t, j), v);
@@ -239,7 +256,7 @@ fn micro_avx2<const PMR: usize, const MR: usize>(a: APanel<'_, PMR>, b: BPanel<'
     };
     a.each_depth(b, &mut step);
     match out {
-        Out::Tile(tile) => {
+        Out::Tile(tile) | Out::Part(tile, _) => {
             for (t, row) in tile.iter_mut().zip(&acc) {
                 let (t0, t1) = halves_mut(t);
                 store8(t0, row[0]);
