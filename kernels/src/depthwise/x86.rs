@@ -312,6 +312,47 @@ fn plane_rows_s2(src: &[f32], wc: &[f32], bias: f32, g: &Window3d, dst: &mut [f3
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::depthwise::{depthwise, depthwise_2d};
+
+    /// Windows the rows path takes with padding above other than the columns' (0 to k - 1
+    /// rows), odd and even output heights (the rows left after the groups of 4 or 2),
+    /// widths that are whole vectors and not, at stride 1 and 2: the dispatched path gives
+    /// the 2-D path's bits. (Found by review: none of these was in a test.)
+    #[test]
+    fn rows_with_any_padding_above_and_any_width_give_the_2d_paths_bits() {
+        let mut taken = 0;
+        for (h, w) in [(37, 32), (22, 48), (19, 40), (5, 16)] {
+            for (k, stride) in [(3, 1), (3, 2), (5, 1)] {
+                for pt in 0..k {
+                    for pad_end in [0, k - 1] {
+                        let out = |len: usize, pb: usize| (len + pb + pad_end).checked_sub(k).map(|n| n / stride + 1);
+                        let (Some(oh), Some(ow)) = (out(h, pt), out(w, k / 2)) else { continue };
+                        let g = Window3d {
+                            input: [1, h, w],
+                            out: [1, oh, ow],
+                            kernel: [1, k, k],
+                            stride: [1, stride, stride],
+                            dilation: [1; 3],
+                            pad_begin: [0, pt, k / 2],
+                        };
+                        taken += rows_fit(&g) as usize;
+                        let ch = 3;
+                        let x = crate::test_values(ch * g.plane(), (h * w + k + pt) as u64);
+                        let wt = crate::test_values(ch * k * k, 5);
+                        let bias = crate::test_values(ch, 6);
+                        let mut got = vec![f32::NAN; ch * g.positions()];
+                        depthwise(&x, &wt, Some(&bias), ch, ch, &g, &mut got);
+                        let mut want = vec![f32::NAN; ch * g.positions()];
+                        let none = Epilogue::default();
+                        depthwise_2d::<true>(&x, &wt, Some(&bias), 0..ch, ch, &g, &mut want, &none, &mut Vec::new());
+                        let bits = |v: &[f32]| v.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+                        assert_eq!(bits(&got), bits(&want), "{g:?}");
+                    }
+                }
+            }
+        }
+        assert!(taken > 40, "{taken} windows on the rows path");
+    }
 
     /// MobileNet's and EfficientNet's depthwise windows on planes of 14 or more take the
     /// rows path (a window it refuses gets the same bits from another path, only slower,

@@ -174,12 +174,22 @@ fn ties_and_a_nan_anywhere_give_the_definitions_tap_at_every_level() {
 
 /// Planes wide enough that the AVX-512 build takes their output rows in several bands
 /// (each band's input rows' maxima held at once, the rows at a band's edge read again)
-/// give the definition's bits, ties, NaNs and all.
+/// give the definition's bits, ties, NaNs and all; so does a plane of more output rows
+/// than that path takes. A window whose width cannot be counted in vectors is refused
+/// without a panic (found by review: a divide by zero).
 #[test]
 fn wide_planes_in_bands_of_rows_give_the_definitions_bits() {
-    for (k, stride, pad, dil) in [(3, 2, 1, 1), (3, 1, 0, 1), (2, 2, 0, 1), (3, 2, 0, 2)] {
+    // (kernel, stride, pad, dilation, height, width); the last has more output rows than
+    // that path takes (1024), so another path runs it.
+    let windows = [
+        (3, 2, 1, 1, 81, 1000),
+        (3, 1, 0, 1, 81, 1000),
+        (2, 2, 0, 1, 81, 1000),
+        (3, 2, 0, 2, 81, 1000),
+        (3, 1, 1, 1, 1100, 20),
+    ];
+    for (k, stride, pad, dil, h, w) in windows {
         let span = (k - 1) * dil + 1;
-        let (h, w) = (81, 1000);
         let out = |len: usize| (len + 2 * pad - span) / stride + 1;
         let g = Window3d {
             input: [1, h, w],
@@ -190,7 +200,7 @@ fn wide_planes_in_bands_of_rows_give_the_definitions_bits() {
             pad_begin: [0, pad, pad],
         };
         let mut x: Vec<f32> = (0..2 * g.plane()).map(|i| [-1.0, -0.0, 0.0][(i * 2_654_435_761) % 7 % 3]).collect();
-        x[g.plane() + 17 * w + 501] = f32::NAN;
+        x[g.plane() + 17 * w + 501.min(w - 1)] = f32::NAN;
         let mut want = vec![0.0; 2 * g.positions()];
         reference(&x, 2, &g, Pool::Max, [0, pad, pad], &mut want);
         for level in Level::supported() {
@@ -198,6 +208,21 @@ fn wide_planes_in_bands_of_rows_give_the_definitions_bits() {
             pool_at(level, &x, 2, &g, Pool::Max, [0, pad, pad], &mut got);
             assert!(same_bits(&got, &want), "{level:?} {g:?}");
         }
+    }
+}
+
+#[test]
+fn a_window_too_wide_to_count_in_vectors_is_refused_without_a_panic() {
+    let g = Window3d {
+        input: [1, 1, 1],
+        out: [1, 1, usize::MAX],
+        kernel: [1; 3],
+        stride: [1; 3],
+        dilation: [1; 3],
+        pad_begin: [0; 3],
+    };
+    for level in Level::supported() {
+        pool_at(level, &[], 0, &g, Pool::Max, [0, 0, usize::MAX - 1], &mut []);
     }
 }
 

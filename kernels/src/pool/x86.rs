@@ -439,7 +439,7 @@ fn max_rows_band(g: &Window3d) -> Option<usize> {
         return None;
     }
     // A band of b output rows reads (b - 1) sh + span input rows.
-    let held = MAXIMA / (g.out[2].div_ceil(16) * 16);
+    let held = MAXIMA / g.out[2].div_ceil(16).checked_mul(16)?;
     let band = held.checked_sub(span)? / sh + 1;
     (band >= 2).then_some(band)
 }
