@@ -12,7 +12,7 @@
 use std::arch::x86_64::*;
 use std::ops::Range;
 
-use crate::arch::mem::{load16, load_lanes, store16, store_first};
+use crate::arch::mem::{load16, load_lanes, store_first};
 use crate::conv::Window3d;
 use crate::gemm::Epilogue;
 use crate::pool::x86::SameTaps;
@@ -251,11 +251,7 @@ fn row_group<const K: usize, const PL: usize, const R: usize>(
         for (r, &acc) in acc.iter().enumerate() {
             let v = _mm512_add_ps(acc, b);
             let out = &mut out[r * out_w + 16 * c..][..n];
-            if let Ok(out) = out.try_into() {
-                store16(out, v);
-            } else {
-                store_first(out, n, v);
-            }
+            store_first(out, n, v);
         }
     }
 }
@@ -300,11 +296,7 @@ fn plane_rows_s2(src: &[f32], wc: &[f32], bias: f32, g: &Window3d, dst: &mut [f3
                 before[th] = odd;
             }
             let v = _mm512_add_ps(acc, b);
-            if let Ok(out) = out.try_into() {
-                store16(out, v);
-            } else {
-                store_first(out, out.len(), v);
-            }
+            store_first(out, out.len(), v);
         }
     }
 }

@@ -398,10 +398,14 @@ fn max_rows(x: &[f32], planes: usize, g: &Window3d, y: &mut [f32]) -> bool {
             *w = Rows { first: first as u32, count: rows.len() as u8 };
         }
     }
-    let windows = Windows { rows: windows, band };
+    let span = (g.kernel[1] - 1) * g.dilation[1] + 1;
+    let pairs = match (g.stride[2], g.kernel[2], g.dilation[2]) {
+        (2, k @ (2 | 3), 1) => k,
+        _ => 0,
+    };
+    let windows = Windows { rows: windows, band, span, pairs };
     let mut maxima = [0.0f32; MAXIMA];
-    // Width stride 2 with 2 or 3 undilated taps finds NaNs as it reads; others look first.
-    let finds_nan = g.stride[2] == 2 && matches!(g.kernel[2], 2 | 3) && g.dilation[2] == 1;
+    let finds_nan = windows.pairs != 0;
     for (src, dst) in x.chunks_exact(plane).zip(y.chunks_exact_mut(positions)).take(planes) {
         let nan = if finds_nan { maxima_plane::<MAX>(&plan, &windows, g, src, dst, &mut maxima) } else { has_nan(src) };
         if nan {
@@ -424,6 +428,12 @@ struct Rows {
 struct Windows<'a> {
     rows: &'a [Rows],
     band: usize,
+    /// Input rows a window spans.
+    span: usize,
+    /// The width taps (2 or 3) of a width stride of 2 with no dilation, whose pair loads
+    /// find NaNs as they read (`width_pairs`); 0 for other windows, whose planes are
+    /// scanned for NaNs first.
+    pairs: usize,
 }
 
 /// The output rows a band of [`max_rows`] takes (at least 2), `None` for windows it does
@@ -461,11 +471,7 @@ fn maxima_plane<const MODE: u8>(
     let ([_, in_h, in_w], [_, out_h, out_w]) = (g.input, g.out);
     let ([_, sh, sw], dh, pt) = (g.stride, g.dilation[1], g.pad_begin[1]);
     let width = out_w.div_ceil(16) * 16;
-    let span = (g.kernel[1] - 1) * dh + 1;
-    let pairs = match (sw, g.kernel[2], g.dilation[2]) {
-        (2, k @ (2 | 3), 1) => k,
-        _ => 0,
-    };
+    let (span, pairs) = (windows.span, windows.pairs);
     let mut nan = 0u16;
     for z0 in (0..out_h).step_by(windows.band) {
         let z1 = (z0 + windows.band).min(out_h);
@@ -490,11 +496,7 @@ fn maxima_plane<const MODE: u8>(
                     let v = load16(maxima[(first + i * dh) * width + 16 * c..][..16].try_into().unwrap());
                     acc = if i == 0 { v } else { merge::<MODE>(acc, v, 0xffff) };
                 }
-                if let Ok(out) = out.try_into() {
-                    store16(out, acc);
-                } else {
-                    store_first(out, out.len(), acc);
-                }
+                store_first(out, out.len(), acc);
             }
         }
     }
