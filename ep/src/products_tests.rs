@@ -83,8 +83,9 @@ fn packed_weights_and_epilogues_give_the_whole_products_bits_in_every_split() {
 
 /// A convolution as the plan runs it (split over the pool by its shape; `Serial` runs
 /// the tasks in turn, as a one-thread session does) against the kernels' unsplit
-/// call for its path: the same bits, on the direct kernel, on the GEMM split by output
-/// channels (a widening 1x1), on the GEMM split by rows and on the transposed product of
+/// call for its path: the same bits, on the direct kernel, on the Winograd kernel split by
+/// tile rows and by output channels (its input transform split by input channels), on
+/// the GEMM split by output channels (a widening 1x1), on the GEMM split by rows and on the transposed product of
 /// a small plane's 1x1 split by output channels; with batches and groups;
 /// on the first Run (packing the filters) and on the second (reading them packed).
 #[test]
@@ -94,6 +95,7 @@ fn split_convolutions_give_the_unsplit_bits_on_every_path() {
     for (batch, in_c, out_c, group, hw, k, s, p) in [
         (1, 64, 96, 1, 20, 3, 1, 1),
         (2, 64, 128, 1, 40, 3, 1, 1),
+        (1, 128, 64, 1, 28, 3, 1, 1),
         (2, 48, 80, 1, 21, 3, 2, 1),
         (2, 64, 96, 2, 20, 3, 1, 1),
         (2, 16, 96, 1, 56, 1, 1, 0),

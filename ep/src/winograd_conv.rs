@@ -1,9 +1,12 @@
 //! 3x3 convolutions of stride 1 on the Winograd kernel (`rivet_kernels::winograd`), split
-//! over the Run's pool by tile rows.
+//! over the Run's pool by tile rows or by channels.
 
 use rivet_kernels::{conv, nn, winograd};
 
-use crate::parallel::{cores, lock, packed_once, Parallel};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, MutexGuard};
+
+use crate::parallel::{cores, lock, packed_once, Parallel, TaskScratch, MAX_TASKS};
 
 /// The least multiply-adds of a task's products in one block worth a split (about 20 us
 /// at one core's speed): each block's split is a ParallelFor of its own. At 2^23 the
@@ -14,7 +17,8 @@ const TASK_MIN_MACS: usize = 1 << 21;
 
 /// A convolution of one group on the Winograd kernel, its constant filters transformed on
 /// the first Run (entry `key` of the Run's cache). Unsplit, it runs whole on task 0's
-/// scratch. Split, each block of tile rows is transformed once on the calling thread and
+/// scratch. Split, a plane of many tiles goes by tile rows ([`by_tile_rows`]); otherwise
+/// each block of tile rows is transformed once (split by input channels when large) and
 /// its products and outputs are split over the pool by output channels, each task writing
 /// its own channels' planes in place: at one thread the tasks run in turn and cost no copy.
 /// Every split gives the same bits (the GEMM's sums do not depend on the rows computed).
@@ -54,6 +58,11 @@ pub(crate) fn convolution(
             },
         };
         let yn = &mut y[block];
+        match by_tile_rows(&run, yn, par) {
+            Some(true) => continue,
+            Some(false) => return false,
+            None => {}
+        }
         let per_task = out_c.div_ceil(cores()).next_multiple_of(run.strip_rows());
         let block_tiles = run.block(0).len() * winograd::tiles(g)[1];
         if per_task >= out_c || per_task * in_c * winograd::POINTS * block_tiles < TASK_MIN_MACS {
@@ -66,7 +75,7 @@ pub(crate) fn convolution(
         let mut r0 = 0;
         while r0 < th {
             let tiles = run.block(r0);
-            if !run.input(tiles.clone(), &mut v, &mut par.scratch().task(0).winograd.pad) {
+            if !input(&run, tiles.clone(), &mut v, par) {
                 return false;
             }
             let v: &[f32] = &v;
@@ -80,4 +89,86 @@ pub(crate) fn convolution(
         }
     }
     true
+}
+
+/// The least tiles a task of a split by tile rows takes: fewer leave its products' panels
+/// narrow, and a split by output channels does better.
+const ROWS_TASK_MIN_TILES: usize = 192;
+
+/// One image's convolution split over the pool by tile rows, where the plane has enough
+/// tiles for it ([`ROWS_TASK_MIN_TILES`] a task): each task transforms its own rows'
+/// input, multiplies it by every filter and writes its rows of every output channel into
+/// its own scratch; then the parts are copied into `y` in place, split by channels. No
+/// task reads what another wrote until the copy, where a split by output channels has
+/// every task read the whole transformed input of each block. Returns None, doing
+/// nothing, where it does not split so; false (`y` not written) if an input is out of
+/// range. Gives the bits of the whole.
+fn by_tile_rows(run: &winograd::Winograd<'_>, y: &mut [f32], par: &dyn Parallel) -> Option<bool> {
+    let [th, tw] = winograd::tiles(run.g);
+    let tasks = cores().min(th * tw / ROWS_TASK_MIN_TILES);
+    if tasks < 2 {
+        return None;
+    }
+    let [_, out_h, out_w] = run.g.out;
+    let (per, positions) = (th.div_ceil(tasks), run.g.positions());
+    let tasks = th.div_ceil(per);
+    let rows = |i: usize| 2 * i * per..(2 * (i + 1) * per).min(out_h);
+    let in_range = AtomicBool::new(true);
+    par.for_each_index(tasks, &|i, s| {
+        let len = y.len() / out_h * rows(i).len();
+        if s.out.len() < len {
+            s.out.resize(len, 0.0);
+        }
+        if !run.run(i * per..((i + 1) * per).min(th), &mut s.out[..len], &mut s.winograd) {
+            in_range.store(false, Ordering::Relaxed);
+        }
+    });
+    if !in_range.into_inner() {
+        return Some(false);
+    }
+    let mut parts: [Option<MutexGuard<'_, TaskScratch>>; MAX_TASKS] = [const { None }; MAX_TASKS];
+    for (i, part) in parts.iter_mut().enumerate().take(tasks) {
+        *part = Some(par.scratch().task(i));
+    }
+    let channels = y.len() / positions;
+    par.for_each_chunk(y, channels.div_ceil(cores()) * positions, &|start, planes| {
+        for (k, plane) in (start / positions..).zip(planes.chunks_exact_mut(positions)) {
+            for (i, part) in parts.iter().take(tasks).enumerate() {
+                let len = rows(i).len() * out_w;
+                let src = &part.as_ref().expect("locked above").out[k * len..][..len];
+                plane[rows(i).start * out_w..][..len].copy_from_slice(src);
+            }
+        }
+    });
+    Some(true)
+}
+
+/// The least transformed values a task of a split input transform writes (about 10 us
+/// at one core's speed): a block's transform below twice this runs on the calling thread.
+const TASK_MIN_VALUES: usize = 1 << 16;
+
+/// The transformed input of the tile rows `block` into `v`, split over the pool by input
+/// channels when it is large: each task transforms its channels into its own rows of `v`
+/// (the same values as whole). Returns false if an input the block reads is out of range.
+fn input(run: &winograd::Winograd<'_>, block: std::ops::Range<usize>, v: &mut Vec<f32>, par: &dyn Parallel) -> bool {
+    let cg = run.input_channels();
+    let values = winograd::POINTS * cg * block.len() * winograd::tiles(run.g)[1];
+    let tasks = cores().min(values / TASK_MIN_VALUES).min(cg);
+    if tasks < 2 {
+        return run.input(block, v, &mut par.scratch().task(0).winograd.pad);
+    }
+    let per = cg.div_ceil(tasks);
+    let mut parts: [Option<winograd::InputPart<'_>>; MAX_TASKS] = [const { None }; MAX_TASKS];
+    for (slot, part) in parts.iter_mut().zip(run.input_parts(block.clone(), v, per)) {
+        *slot = Some(part);
+    }
+    let (parts, in_range) = (Mutex::new(parts), AtomicBool::new(true));
+    par.for_each_index(cg.div_ceil(per), &|i, s| {
+        let part = lock(&parts)[i].take().expect("each part taken once");
+        let chans = i * per..((i + 1) * per).min(cg);
+        if !run.input_part(block.clone(), chans, part, &mut s.winograd.pad) {
+            in_range.store(false, Ordering::Relaxed);
+        }
+    });
+    in_range.into_inner()
 }

@@ -127,6 +127,9 @@ pub fn transform_filters(w: &[f32], mg: usize, cg: usize, g: &Window3d, f: &mut 
     (f.mg, f.cg, f.usable) = (mg, cg, in_range(w));
 }
 
+/// A transformed input's part for some input channels: point ξ's rows in `[ξ]`.
+pub type InputPart<'v> = [&'v mut [f32]; POINTS];
+
 /// Working memory of one task: a block's transformed input and its products.
 #[derive(Debug, Default)]
 pub struct Scratch {
@@ -156,9 +159,11 @@ impl Winograd<'_> {
     pub fn run(&self, tiles: Range<usize>, y: &mut [f32], s: &mut Scratch) -> bool {
         let [th, _] = self::tiles(self.g);
         assert!(tiles.end <= th, "winograd: tile rows");
+        // Blocks of equal rows (within one), as few as `block_rows` allows.
+        let step = tiles.len().div_ceil(tiles.len().div_ceil(block_rows(self.g)).max(1)).max(1);
         let mut r0 = tiles.start;
         while r0 < tiles.end {
-            let block = r0..(r0 + block_rows(self.g)).min(tiles.end);
+            let block = r0..(r0 + step).min(tiles.end);
             if !self.input(block.clone(), &mut s.v, &mut s.pad) {
                 return false;
             }
@@ -177,13 +182,51 @@ impl Winograd<'_> {
     /// into `v`; `pad` is working memory. Returns false if an input the block reads is
     /// out of range ([`in_range`]).
     pub fn input(&self, block: Range<usize>, v: &mut Vec<f32>, pad: &mut Vec<f32>) -> bool {
+        let cg = self.filters.cg;
+        let mut parts = self.input_parts(block.clone(), v, cg);
+        let part = parts.next().expect("one part");
+        self.input_part(block, 0..cg, part, pad)
+    }
+
+    /// The transformed input of the tile rows `block` as parts of `per` input channels
+    /// each (the last may have fewer), in order: `v` grown to hold it all (`[16][cg][pb]`),
+    /// then cut into each part's 16 pieces, which [`Winograd::input_part`] fills.
+    pub fn input_parts<'v>(
+        &self,
+        block: Range<usize>,
+        v: &'v mut Vec<f32>,
+        per: usize,
+    ) -> impl Iterator<Item = InputPart<'v>> + use<'v> {
         assert!(block.len() <= block_rows(self.g) && block.end <= tiles(self.g)[0], "winograd: block");
-        assert_eq!(self.x.len(), self.filters.cg * self.g.plane(), "winograd: input planes");
-        let len = POINTS * self.filters.cg * block.len() * tiles(self.g)[1];
+        let (cg, pb) = (self.filters.cg, block.len() * tiles(self.g)[1]);
+        let len = POINTS * cg * pb;
         if v.len() < len {
             v.resize(len, 0.0);
         }
-        arch::winograd_input(arch::isa(), self, block, &mut v[..len], pad)
+        let mut points = v[..len].chunks_exact_mut((cg * pb).max(1));
+        let mut rest: InputPart<'v> = std::array::from_fn(|_| points.next().unwrap_or_default());
+        let per = per.max(1);
+        (0..cg.div_ceil(per)).map(move |i| {
+            let take = per.min(cg - i * per) * pb;
+            std::array::from_fn(|xi| {
+                let (part, after) = std::mem::take(&mut rest[xi]).split_at_mut(take);
+                rest[xi] = after;
+                part
+            })
+        })
+    }
+
+    /// The transformed input of input channels `chans` in the tile rows `block`, into
+    /// `v` (a part from [`Winograd::input_parts`]); `pad` is working memory. Returns false
+    /// if an input the part reads is out of range ([`in_range`]). Every part gives the
+    /// same values it gives whole.
+    pub fn input_part(&self, block: Range<usize>, chans: Range<usize>, v: InputPart<'_>, pad: &mut Vec<f32>) -> bool {
+        let pb = block.len() * tiles(self.g)[1];
+        assert!(block.len() <= block_rows(self.g) && block.end <= tiles(self.g)[0], "winograd: block");
+        assert!(chans.end <= self.filters.cg, "winograd: input channels");
+        assert!(v.iter().all(|p| p.len() == chans.len() * pb), "winograd: input part");
+        assert_eq!(self.x.len(), self.filters.cg * self.g.plane(), "winograd: input planes");
+        arch::winograd_input(arch::isa(), self, block, chans, v, pad)
     }
 
     /// The outputs of channels `ch` in the tile rows `block` from the block's transformed
@@ -230,8 +273,9 @@ impl Winograd<'_> {
         self.filters.packed[0].strip_rows().max(1)
     }
 
-    pub(crate) fn channels(&self) -> (usize, usize) {
-        (self.filters.cg, self.filters.mg)
+    /// Input channels.
+    pub fn input_channels(&self) -> usize {
+        self.filters.cg
     }
 }
 
@@ -297,6 +341,16 @@ mod tests {
             let joined: Vec<u32> = pa.iter().chain(pb).map(|v| v.to_bits()).collect();
             assert_eq!(joined, whole.iter().map(|v| v.to_bits()).collect::<Vec<_>>(), "channel {k}");
         }
+        // The input transform by parts of 5 channels (the last shorter): the same bits.
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        let block = run.block(th - 1);
+        assert!(run.input(block.clone(), &mut s.v, &mut s.pad));
+        let mut v = vec![f32::NAN; 3];
+        for (i, part) in run.input_parts(block.clone(), &mut v, 5).enumerate() {
+            assert!(run.input_part(block.clone(), 5 * i..(5 * i + 5).min(cg), part, &mut s.pad));
+        }
+        let len = POINTS * cg * block.len() * tiles(&g)[1];
+        assert_eq!(bits(&v[..len]), bits(&s.v[..len]), "input by parts");
         // Split by output channels, block by block, into the planes in place: the same bits.
         let strip = run.strip_rows();
         if strip < mg {
@@ -310,7 +364,6 @@ mod tests {
                 run.output(block.clone(), strip..mg, 0, &s.v, hi, &mut s.m, &mut s.gemm);
                 r0 = block.end;
             }
-            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
             assert_eq!(bits(&split), bits(&got), "split by channels");
         }
     }

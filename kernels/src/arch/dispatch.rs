@@ -416,14 +416,15 @@ pub(crate) fn direct(
     }
 }
 
-/// Runs the Winograd input transform with the build for `isa`. Panics below AVX-512 (its
-/// callers ask [`crate::winograd::fits`] first).
+/// Runs the Winograd input transform of channels `chans` with the build for `isa`. Panics
+/// below AVX-512 (its callers ask [`crate::winograd::fits`] first).
 #[inline]
 pub(crate) fn winograd_input(
     isa: Isa,
     w: &crate::winograd::Winograd<'_>,
     block: std::ops::Range<usize>,
-    v: &mut [f32],
+    chans: std::ops::Range<usize>,
+    v: crate::winograd::InputPart<'_>,
     pad: &mut Vec<f32>,
 ) -> bool {
     match isa.0 {
@@ -431,7 +432,7 @@ pub(crate) fn winograd_input(
         Level::Avx512 => {
             // SAFETY: an `Isa` never exceeds `Level::detected()`, so this CPU has
             // avx512f/dq/bw/vl, avx2 and fma, the features `input_avx512` enables.
-            unsafe { crate::winograd::x86::input_avx512(w, block, v, pad) }
+            unsafe { crate::winograd::x86::input_avx512(w, block, chans, v, pad) }
         }
         _ => panic!("winograd convolution: needs AVX-512"),
     }

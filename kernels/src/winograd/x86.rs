@@ -10,7 +10,7 @@
 use std::arch::x86_64::*;
 use std::ops::Range;
 
-use super::{tiles, Winograd, LIMIT_BITS, POINTS};
+use super::{tiles, InputPart, Winograd, LIMIT_BITS, POINTS};
 use crate::arch::mem::{load16, load_lanes, store_first};
 use crate::arch::Level;
 
@@ -48,13 +48,19 @@ fn row_in_range(x: &[f32]) -> bool {
     over == 0 && super::in_range(rest)
 }
 
-/// `v` (`[16][cg][pb]`): the transformed input of the tile rows `block`. `pad` is working
-/// memory for one channel's rows, zero-padded. Returns false if an input the block reads
-/// is out of range (`super::in_range`); `v` is then not all written.
+/// `v` (point ξ's `[chans.len()][pb]` in `v[ξ]`): the transformed input of channels
+/// `chans` in the tile rows `block`. `pad` is working memory for one channel's rows,
+/// zero-padded. Returns false if an input the part reads is out of range
+/// (`super::in_range`); `v` is then not all written.
 #[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
-pub(crate) fn input_avx512(w: &Winograd<'_>, block: Range<usize>, v: &mut [f32], pad: &mut Vec<f32>) -> bool {
+pub(crate) fn input_avx512(
+    w: &Winograd<'_>,
+    block: Range<usize>,
+    chans: Range<usize>,
+    v: InputPart<'_>,
+    pad: &mut Vec<f32>,
+) -> bool {
     let g = w.g;
-    let (cg, _) = w.channels();
     let [_, in_h, in_w] = g.input;
     let [_, tw] = tiles(g);
     let pb = block.len() * tw;
@@ -81,7 +87,7 @@ pub(crate) fn input_avx512(w: &Winograd<'_>, block: Range<usize>, v: &mut [f32],
         let (d2, d3) = (_mm512_permutex2var_ps(l2, evens, h2), _mm512_permutex2var_ps(l2, odds, h2));
         [_mm512_sub_ps(d0, d2), _mm512_add_ps(d1, d2), _mm512_sub_ps(d2, d1), _mm512_sub_ps(d1, d3)]
     };
-    for c in 0..cg {
+    for (k, c) in chans.enumerate() {
         let plane = &w.x[c * in_h * in_w..][..in_h * in_w];
         for i in rows.clone() {
             let src = (first + i as isize) as usize * in_w;
@@ -109,7 +115,7 @@ pub(crate) fn input_avx512(w: &Winograd<'_>, block: Range<usize>, v: &mut [f32],
                         _mm512_sub_ps(h1[s], h3[s]),
                     ];
                     for (r, &val) in col.iter().enumerate() {
-                        store_first(&mut v[((4 * r + s) * cg + c) * pb + at..], n, val);
+                        store_first(&mut v[4 * r + s][k * pb + at..], n, val);
                     }
                 }
                 (h0, h1) = (h2, h3);
