@@ -14,13 +14,20 @@
 
 use rivet_kernels::nn;
 
-use crate::parallel::{cores, lock, Parallel};
+use std::sync::MutexGuard;
+
+use crate::parallel::{cores, lock, Parallel, TaskScratch, MAX_TASKS};
 
 /// The most positions taken: from 16x16 planes on, the plain product's panels are full
 /// enough (a 28x28 plane measured at ORT's speed or better on the plain GEMM).
 const MAX_POSITIONS: usize = 256;
 /// The least multiply-adds worth splitting the channels over the pool.
 const SPLIT_MIN_MACS: usize = 1 << 20;
+/// The most filter weights (`W^T`, 512 KB) for which a split goes by positions: each task
+/// then reads all of them, and this many stay in a core's cache next to its work.
+const ROWS_MAX_WEIGHTS: usize = 1 << 17;
+/// The least positions a task of a split by positions takes.
+const ROWS_TASK_MIN: usize = 48;
 
 /// Whether a 1x1 convolution of `positions` positions per plane, one group, runs here.
 pub(crate) fn fits(positions: usize, in_c: usize, out_c: usize) -> bool {
@@ -49,7 +56,24 @@ pub(crate) fn convolution(
     // Whole panels of the packed W^T per task, so every task computes its channels as the
     // whole product would: the same bits, split or not.
     let nr = packed_b.panel_width().unwrap_or(1);
-    let width = if p * n * k < SPLIT_MIN_MACS { n } else { n.div_ceil(cores()).next_multiple_of(nr) };
+    let split = p * n * k >= SPLIT_MIN_MACS;
+    let width = if split { n.div_ceil(cores()).next_multiple_of(nr) } else { n };
+    let row_tasks = cores().min(p / ROWS_TASK_MIN);
+    if split && row_tasks >= 2 && n <= k && k * n <= ROWS_MAX_WEIGHTS && !packed_b.is_bf16() {
+        let per = p.div_ceil(row_tasks).next_multiple_of(nn::row_tile(p, n));
+        for image in 0..batch {
+            let planes = image * n * p..(image + 1) * n * p;
+            let xn = &x[image * k * p..][..k * p];
+            let product = nn::Gemm { packed_b: Some(packed_b), ..nn::Gemm::new(p, n, k, xn, true, w, true) };
+            let after = nn::Epilogue {
+                bias: bias.map_or(nn::Bias::None, nn::Bias::Rows),
+                residual: epilogue.residual.map(|r| &r[planes.clone()]),
+                ..*epilogue
+            };
+            by_positions(&product, per, &after, &mut y[planes], par);
+        }
+        return;
+    }
     for image in 0..batch {
         let xn = &x[image * k * p..][..k * p];
         let planes = image * n * p..(image + 1) * n * p;
@@ -80,4 +104,38 @@ pub(crate) fn convolution(
             after.apply_rows(part, p, channels);
         });
     }
+}
+
+/// One image's transposed product split over the pool by positions: each task packs its
+/// own rows of `X^T` (its positions of every input channel), multiplies them by the whole
+/// `W^T` into its own scratch (`[its positions, out_c]`), then a second split by output
+/// channels transposes every task's block into the planes in place and applies `after`.
+/// Split by channels instead, every task would read the whole `X^T` packed by the calling
+/// thread: rewritten on each Run after the other core read it, that packing took 66 us
+/// against 13 on one core for 512->64 channels on 13x13 (ORT's pool, probe trace).
+fn by_positions(product: &nn::Gemm<'_>, per: usize, after: &nn::Epilogue<'_>, y: &mut [f32], par: &dyn Parallel) {
+    let (p, n) = (product.m, product.n);
+    let tasks = p.div_ceil(per);
+    let rows = |i: usize| i * per..((i + 1) * per).min(p);
+    par.for_each_index(tasks, &|i, s| {
+        let len = rows(i).len() * n;
+        if s.out.len() < len {
+            s.out.resize(len, 0.0);
+        }
+        product.compute(&mut s.gemm, rows(i), 0..n, &mut s.out[..len]);
+    });
+    let mut parts: [Option<MutexGuard<'_, TaskScratch>>; MAX_TASKS] = [const { None }; MAX_TASKS];
+    for (i, part) in parts.iter_mut().enumerate().take(tasks) {
+        *part = Some(par.scratch().task(i));
+    }
+    let width = n.div_ceil(cores()).max(1);
+    par.for_each_chunk(y, width * p, &|start, planes| {
+        let channels = start / p..start / p + planes.len() / p;
+        for (i, part) in parts.iter().take(tasks).enumerate() {
+            let yt = &part.as_ref().expect("locked above").out[..rows(i).len() * n];
+            let block = (rows(i).len(), channels.len(), n);
+            nn::transpose_block(&yt[channels.start..], block, &mut planes[rows(i).start..], p);
+        }
+        after.apply_rows(planes, p, channels);
+    });
 }

@@ -86,7 +86,8 @@ fn packed_weights_and_epilogues_give_the_whole_products_bits_in_every_split() {
 /// call for its path: the same bits, on the direct kernel, on the Winograd kernel split by
 /// tile rows and by output channels (its input transform split by input channels), on
 /// the GEMM split by output channels (a widening 1x1), on the GEMM split by rows and on the transposed product of
-/// a small plane's 1x1 split by output channels; with batches and groups;
+/// a small plane's 1x1 split by output channels or (narrowing) by positions; with batches
+/// and groups;
 /// on the first Run (packing the filters) and on the second (reading them packed).
 #[test]
 fn split_convolutions_give_the_unsplit_bits_on_every_path() {
@@ -103,6 +104,8 @@ fn split_convolutions_give_the_unsplit_bits_on_every_path() {
         (1, 160, 320, 1, 7, 1, 1, 0),
         (2, 96, 200, 1, 14, 1, 1, 0),
         (1, 960, 160, 1, 7, 1, 1, 0),
+        (2, 256, 48, 1, 13, 1, 1, 0),
+        (1, 576, 96, 1, 14, 1, 1, 0),
     ] {
         let pads = Padding::Explicit([0, p, p, 0, p, p]);
         let (g, _) = window_geometry([1, hw, hw], [1, k, k], [1, s, s], [1; 3], pads, false).unwrap();

@@ -42,6 +42,19 @@ pub fn transpose_2d(x: &[f32], rows: usize, cols: usize, y: &mut [f32]) {
     crate::arch::transpose_2d(crate::arch::isa(), x, rows, cols, y);
 }
 
+/// `y[c * ldy + r] = x[r * ldx + c]` for `r < rows`, `c < cols`: a block of one
+/// row-major matrix transposed into a block of another, as [`transpose_2d`] does whole.
+/// Panics if a block runs past its slice or its rows overlap (`cols > ldx`, `rows > ldy`).
+pub fn transpose_block(x: &[f32], (rows, cols, ldx): (usize, usize, usize), y: &mut [f32], ldy: usize) {
+    if rows == 0 || cols == 0 {
+        return;
+    }
+    assert!(cols <= ldx && rows <= ldy, "transpose_block: rows overlap");
+    assert!(x.len() >= (rows - 1) * ldx + cols, "transpose_block: x too short");
+    assert!(y.len() >= (cols - 1) * ldy + rows, "transpose_block: y too short");
+    crate::arch::transpose_block(crate::arch::isa(), x, (rows, cols, ldx), y, ldy);
+}
+
 /// `y = transpose(x, perm)` for `x` of `shape` (row-major), rank ≤ 8.
 pub fn transpose<T: Copy>(x: &[T], shape: &[usize], perm: &[usize], y: &mut [T]) {
     let rank = shape.len();
@@ -214,6 +227,26 @@ mod tests {
     /// The float transpose on every build this CPU has, full blocks and every remainder
     /// of rows and columns, against index arithmetic (distinct values: a lane moved to
     /// the wrong place shows).
+    #[test]
+    fn transpose_block_matches_index_arithmetic_on_every_build() {
+        // (rows, cols, ldx, ldy): whole 16 x 16 blocks, partial ones, a single row.
+        for (rows, cols, ldx, ldy) in
+            [(33, 40, 45, 50), (16, 16, 16, 16), (5, 37, 37, 9), (1, 20, 20, 1), (20, 1, 3, 21)]
+        {
+            let x: Vec<f32> = (0..(rows - 1) * ldx + cols).map(|i| i as f32).collect();
+            let len = (cols - 1) * ldy + rows;
+            for level in crate::arch::Level::supported() {
+                let mut y = vec![-1.0f32; len];
+                crate::arch::transpose_block(crate::arch::isa_at(level), &x, (rows, cols, ldx), &mut y, ldy);
+                for (i, &v) in y.iter().enumerate() {
+                    let (c, r) = (i / ldy, i % ldy);
+                    let want = if r < rows { x[r * ldx + c] } else { -1.0 };
+                    assert_eq!(v.to_bits(), want.to_bits(), "{level:?} {rows}x{cols} ({ldx}, {ldy}) at {i}");
+                }
+            }
+        }
+    }
+
     #[test]
     fn transpose_2d_matches_index_arithmetic_on_every_build() {
         for level in crate::arch::Level::supported() {

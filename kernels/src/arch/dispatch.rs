@@ -460,6 +460,33 @@ pub(crate) fn winograd_output(
     }
 }
 
+/// Transposes a block of a float matrix into a block of another (`y[c * ldy + r] =
+/// x[r * ldx + c]`) with the build for `isa`.
+#[inline]
+pub(crate) fn transpose_block(
+    isa: Isa,
+    x: &[f32],
+    (rows, cols, ldx): (usize, usize, usize),
+    y: &mut [f32],
+    ldy: usize,
+) {
+    match isa.0 {
+        #[cfg(target_arch = "x86_64")]
+        Level::Avx512 => {
+            // SAFETY: an `Isa` never exceeds `Level::detected()`, so this CPU has
+            // avx512f/dq/bw/vl, avx2 and fma, the features `transpose_into_avx512` enables.
+            unsafe { crate::movement::x86::transpose_into_avx512(x, rows, cols, ldx, y, |c| c * ldy) }
+        }
+        _ => {
+            for r in 0..rows {
+                for (c, &v) in x[r * ldx..][..cols].iter().enumerate() {
+                    y[c * ldy + r] = v;
+                }
+            }
+        }
+    }
+}
+
 /// Transposes a float matrix with the build for `isa`.
 #[inline]
 pub(crate) fn transpose_2d(isa: Isa, x: &[f32], rows: usize, cols: usize, y: &mut [f32]) {

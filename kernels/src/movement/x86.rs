@@ -9,7 +9,7 @@ use std::arch::x86_64::*;
 #[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
 pub(crate) fn transpose_avx512(x: &[f32], rows: usize, cols: usize, y: &mut [f32]) {
     assert!(x.len() == rows * cols && y.len() == rows * cols, "transpose: x and y must hold rows*cols");
-    transpose_into_avx512(x, rows, cols, cols, y, &|c| c * rows);
+    transpose_into_avx512(x, rows, cols, cols, y, |c| c * rows);
 }
 
 /// [`transpose_avx512`] with `x`'s rows `ldx` apart and column `c` of `x` written to
@@ -21,7 +21,7 @@ pub(crate) fn transpose_into_avx512(
     cols: usize,
     ldx: usize,
     y: &mut [f32],
-    dst: &dyn Fn(usize) -> usize,
+    dst: impl Fn(usize) -> usize,
 ) {
     assert!(cols <= ldx || rows <= 1, "transpose: rows overlap");
     let full_cols = cols / 16 * 16;
