@@ -27,6 +27,10 @@ use crate::pointwise_conv;
 
 /// Products of at least this many multiply-adds are split by rows over the thread pool.
 const PARALLEL_MIN_MACS: usize = 1 << 18;
+/// The least multiply-adds of a direct convolution split over the pool (about 20 us at
+/// one core's speed): its tasks write their channels in place, so a split costs one
+/// ParallelFor.
+const DIRECT_MIN_MACS: usize = 1 << 20;
 /// A product of at most this many rows (64 tokens, say) is split only from 8x as many
 /// multiply-adds: its tasks are short, and a ParallelFor costs a few microseconds (one
 /// row: from `VECTOR_MIN_MACS`).
@@ -236,7 +240,7 @@ fn direct_conv(
                     run.run(channels, part, carry)
                 }
             };
-            if tasks < 2 || mg * positions * kk < PARALLEL_MIN_MACS * 16 {
+            if tasks < 2 || mg * positions * kk < DIRECT_MIN_MACS {
                 unsplit(par, |s| run(0..mg, yg, &mut s.col));
             } else {
                 par.for_each_task(yg, per_task * positions, &|start, part, s| {
@@ -271,12 +275,15 @@ fn conv_in_parallel(
     let kk = cg * g.kernel.iter().product::<usize>();
     let (rows, out_w, positions, plane) = (g.out[0] * g.out[1], g.out[2], g.positions(), g.plane());
     let tasks = cores().min(rows);
-    if tasks < 2 || mg < 2 || mg * positions * kk < PARALLEL_MIN_MACS * 16 {
+    // Where the GEMM reads the input (B) of a 1x1 convolution without packing it, a split
+    // by output channels costs nothing at one thread: from `DIRECT_MIN_MACS`, as the
+    // direct kernel's split in place.
+    let in_place = g.is_pointwise() && (kk < mg || nn::reads_b_in_place()) && group == 1 && filters.is_some();
+    let least = if in_place { DIRECT_MIN_MACS } else { PARALLEL_MIN_MACS * 16 };
+    if tasks < 2 || mg < 2 || mg * positions * kk < least {
         return false;
     }
-    // Where the GEMM reads the input (B) of a 1x1 convolution without packing it, a split
-    // by output channels costs nothing at one thread.
-    if let (true, 1, Some(filters)) = (g.is_pointwise() && (kk < mg || nn::reads_b_in_place()), group, filters) {
+    if let (true, Some(filters)) = (in_place, filters) {
         // A 1x1 convolution: split by output channels, in place. Where B is packed, each
         // task packs the input for itself, so only one that widens (16 -> 96 channels,
         // say; its input smaller than its output) takes this path there: one thread then
