@@ -441,3 +441,34 @@ fn a_product_of_few_rows_split_over_threads_matches_one_thread_bit_for_bit() {
     let (one, all) = (common::rivet_run_at(&model, &inputs, 1, 3), common::rivet_run_at(&model, &inputs, 0, 3));
     assert!(common::same_first_output_bits(&one, &all));
 }
+
+/// Float Concats large enough to be copied over the pool in chunks (from 2^16 outputs):
+/// along channels and along the last axis (rows of odd widths, so chunks start inside
+/// an input's piece), on static and symbolic shapes: ORT's values exactly.
+#[test]
+fn large_concats_copied_over_the_pool_match_ort() {
+    for sym in [false, true] {
+        for (a, b, axis) in [([2i64, 40, 30, 31], [2i64, 7, 30, 31], 1i64), ([3, 100, 150, 1], [3, 100, 77, 1], 2)] {
+            let model = ModelBuilder::new(13)
+                .input("a", FLOAT, &dims(&a, sym))
+                .input("b", FLOAT, &dims(&b, sym))
+                .node_with("Concat", "n", &["b", "a", "b"], &["y"], &[("axis", Attr::Int(axis))])
+                .output("y", FLOAT, None)
+                .build();
+            let count = |s: &[i64]| s.iter().product::<i64>() as usize;
+            let inputs = [
+                HostTensor::f32(
+                    "a",
+                    &a,
+                    harness::values(1, count(&a), -3.0, 3.0).into_iter().map(|v| v as f32).collect(),
+                ),
+                HostTensor::f32(
+                    "b",
+                    &b,
+                    harness::values(2, count(&b), -3.0, 3.0).into_iter().map(|v| v as f32).collect(),
+                ),
+            ];
+            assert_matches_ort(&model, &inputs, 0.0, 0.0, &format!("Concat {a:?} {b:?} axis {axis} symbolic={sym}"));
+        }
+    }
+}

@@ -11,12 +11,34 @@ pub use crate::movement::{expand, transpose, transpose_2d, transpose_block};
 pub fn concat<T: Copy>(inputs: &[&[T]], widths: &[usize], outer: usize, y: &mut [T]) {
     let total: usize = widths.iter().sum();
     assert_eq!(y.len(), outer * total);
-    for o in 0..outer {
-        let mut at = o * total;
+    concat_range(inputs, widths, 0, y);
+}
+
+/// Elements `start..start + y.len()` of the [`concat`] of `inputs` (each `[outer,
+/// widths[i]]`), into `y`: a part of the output, for a split over threads.
+pub fn concat_range<T: Copy>(inputs: &[&[T]], widths: &[usize], start: usize, y: &mut [T]) {
+    let total: usize = widths.iter().sum();
+    if y.is_empty() {
+        return;
+    }
+    assert!(total > 0, "concat: an empty row cannot fill the output");
+    let (mut row, mut at) = (start / total, start % total);
+    let mut done = 0;
+    loop {
+        // The inputs' pieces of row `row` from offset `at` on.
+        let mut first = 0;
         for (x, &w) in inputs.iter().zip(widths) {
-            y[at..at + w].copy_from_slice(&x[o * w..(o + 1) * w]);
-            at += w;
+            if at < first + w {
+                let (from, n) = (at - first, (first + w - at).min(y.len() - done));
+                y[done..done + n].copy_from_slice(&x[row * w + from..][..n]);
+                (done, at) = (done + n, at + n);
+                if done == y.len() {
+                    return;
+                }
+            }
+            first += w;
         }
+        (row, at) = (row + 1, 0);
     }
 }
 
@@ -133,6 +155,25 @@ mod tests {
         let mut c = vec![f32::NAN; m * n];
         gemm(m, n, k, 1.0, &a, false, &b, false, 0.0, &mut c);
         assert!(c.iter().all(|v| v.is_finite()), "beta 0 ignores old NaN");
+    }
+
+    #[test]
+    fn concat_range_gives_every_part_of_the_whole() {
+        // Widths with an empty input, 3 rows; every start and length.
+        let widths = [2usize, 0, 3, 1];
+        let inputs: Vec<Vec<u32>> =
+            widths.iter().enumerate().map(|(i, &w)| (0..3 * w as u32).map(|v| 100 * i as u32 + v).collect()).collect();
+        let refs: Vec<&[u32]> = inputs.iter().map(|v| v.as_slice()).collect();
+        let mut whole = vec![0u32; 18];
+        concat(&refs, &widths, 3, &mut whole);
+        assert_eq!(&whole[..6], &[0, 1, 200, 201, 202, 300]);
+        for start in 0..18 {
+            for end in start..=18 {
+                let mut part = vec![u32::MAX; end - start];
+                concat_range(&refs, &widths, start, &mut part);
+                assert_eq!(part, &whole[start..end], "{start}..{end}");
+            }
+        }
     }
 
     #[test]

@@ -11,6 +11,8 @@ use super::shape_rules::{concatenated, normalize_axis};
 use super::{Op, RunIn, ShapeError, ShapeIn};
 use crate::data::{by_storage, DataMut, Storage};
 use crate::graph::{AttrValue, NodeDesc, Shape};
+use crate::parallel::{CHUNK_LEN, PARALLEL_MIN_LEN};
+use rivet_kernels::nn::concat_range;
 
 #[derive(Debug)]
 struct Concat {
@@ -44,20 +46,31 @@ impl Op for Concat {
     }
 
     fn run(&self, x: RunIn<'_, '_>, out: &mut DataMut<'_>) -> Result<(), String> {
+        if let Some(y) = out.f32().filter(|y| y.len() >= PARALLEL_MIN_LEN) {
+            // A large float32 output: copied in chunks over the pool.
+            let (parts, widths) = pieces::<f32>(self.axis, &x)?;
+            x.par.for_each_chunk(y, CHUNK_LEN, &|start, chunk| concat_range(&parts, &widths, start, chunk));
+            return Ok(());
+        }
         by_storage!(out, join(self.axis, &x))
     }
 }
 
-fn join<T: Storage>(axis: i64, x: &RunIn<'_, '_>, y: &mut [T]) -> Result<(), String> {
-    let s = x.shapes[0];
-    let a = normalize_axis(axis, s.len(), false).unwrap_or(0);
-    let outer: usize = s[..a].iter().product();
-    // Sixteen inline, as the float32 path's inputs were: no heap for a Run.
+/// The inputs' data (sixteen inline, as the float32 path's inputs were: no heap for a
+/// Run) and each one's elements per row of the axis.
+type Pieces<'d, T> = (SmallVec<[&'d [T]; 16]>, SmallVec<[usize; 16]>);
+
+fn pieces<'d, T: Storage>(axis: i64, x: &RunIn<'_, 'd>) -> Result<Pieces<'d, T>, String> {
+    let a = normalize_axis(axis, x.shapes[0].len(), false).unwrap_or(0);
     let mut parts: SmallVec<[&[T]; 16]> = SmallVec::new();
     for &d in x.ins {
         parts.push(T::get(d).ok_or("element types differ from the plan's")?);
     }
-    let widths: SmallVec<[usize; 16]> = x.shapes.iter().map(|s| s[a..].iter().product()).collect();
-    rivet_kernels::nn::concat(&parts, &widths, outer, y);
+    Ok((parts, x.shapes.iter().map(|s| s[a..].iter().product()).collect()))
+}
+
+fn join<T: Storage>(axis: i64, x: &RunIn<'_, '_>, y: &mut [T]) -> Result<(), String> {
+    let (parts, widths) = pieces::<T>(axis, x)?;
+    concat_range(&parts, &widths, 0, y);
     Ok(())
 }
