@@ -58,12 +58,18 @@ pub(crate) fn convolution(
             },
         };
         let yn = &mut y[block];
-        match by_tile_rows(&run, yn, par) {
+        // A split by output channels has every task read the block's whole transformed
+        // input for its share of the products: with few output channels (or shares cut
+        // unevenly by the filters' strips) that read is most of a task's work, and the
+        // convolution splits by tile rows from fewer tiles.
+        let per_task = out_c.div_ceil(cores()).next_multiple_of(run.strip_rows());
+        let few = out_c <= FEW_CHANNELS || 4 * per_task * cores() > 5 * out_c;
+        let least = if few { ROWS_TASK_MIN_TILES_FEW } else { ROWS_TASK_MIN_TILES };
+        match by_tile_rows(&run, yn, par, least) {
             Some(true) => continue,
             Some(false) => return false,
             None => {}
         }
-        let per_task = out_c.div_ceil(cores()).next_multiple_of(run.strip_rows());
         let block_tiles = run.block(0).len() * winograd::tiles(g)[1];
         if per_task >= out_c || per_task * in_c * winograd::POINTS * block_tiles < TASK_MIN_MACS {
             if !run.run(0..th, yn, &mut par.scratch().task(0).winograd) {
@@ -94,18 +100,27 @@ pub(crate) fn convolution(
 /// The least tiles a task of a split by tile rows takes: fewer leave its products' panels
 /// narrow, and a split by output channels does better.
 const ROWS_TASK_MIN_TILES: usize = 192;
+/// [`ROWS_TASK_MIN_TILES`] for a convolution of at most [`FEW_CHANNELS`] output channels
+/// (or whose split by them would be uneven). Two threads, 128->32 on 28x28 (98 tiles a
+/// task): 327-419 us split by channels, 221 by tile rows (one thread: 422-433 and 422-428);
+/// 64->64 on 28x28: 550 and 291-295 (one thread: 358-361 and 390-392). With 128 output
+/// channels one thread paid 9-15% for it (128->128 on 28x28, 32->128 on 27x27).
+const ROWS_TASK_MIN_TILES_FEW: usize = 96;
+const FEW_CHANNELS: usize = 64;
 
 /// One image's convolution split over the pool by tile rows, where the plane has enough
-/// tiles for it ([`ROWS_TASK_MIN_TILES`] a task): each task transforms its own rows'
+/// tiles for it (`least` a task): each task transforms its own rows'
 /// input, multiplies it by every filter and writes its rows of every output channel into
 /// its own scratch; then the parts are copied into `y` in place, split by channels. No
 /// task reads what another wrote until the copy, where a split by output channels has
 /// every task read the whole transformed input of each block. Returns None, doing
 /// nothing, where it does not split so; false (`y` not written) if an input is out of
 /// range. Gives the bits of the whole.
-fn by_tile_rows(run: &winograd::Winograd<'_>, y: &mut [f32], par: &dyn Parallel) -> Option<bool> {
+fn by_tile_rows(run: &winograd::Winograd<'_>, y: &mut [f32], par: &dyn Parallel, least: usize) -> Option<bool> {
     let [th, tw] = winograd::tiles(run.g);
-    let tasks = cores().min(th * tw / ROWS_TASK_MIN_TILES);
+    let (cg, mg) = (run.input_channels(), y.len() / run.g.positions().max(1));
+    let macs = th * tw * cg * mg * winograd::POINTS;
+    let tasks = cores().min(th * tw / least).min(th).min(macs / TASK_MIN_MACS);
     if tasks < 2 {
         return None;
     }
