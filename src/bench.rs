@@ -474,9 +474,10 @@ pub fn run_case_at(case: &Case, rounds: usize, round_ms: f64, precision: Precisi
     let (runs_o, runs_r) = (runs_for(&mut ort)?, runs_for(&mut rivet)?);
     let (mut all_o, mut all_r, mut med_o, mut med_r) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut won = 0;
-    // Multi-threaded sessions have pools of their own whose workers spin after each Run:
-    // on a 2-core machine one arm's spinning worker would take the core the other arm's
-    // worker needs. A short idle gap before each round lets it stop (the same for both).
+    // Multi-threaded arms share the environment's pool (`harness::ort_environment`): with
+    // a pool each, one arm's worker took the core the other arm's needed (ORT's own
+    // SqueezeNet read 5.3 ms a Run against 3.5 alone). The pool's workers spin after each
+    // Run; a short idle gap before each round lets them stop (the same for both).
     let settle = || {
         if case.threads != Some(1) {
             std::thread::sleep(Duration::from_millis(5));
