@@ -208,6 +208,28 @@ impl RunScratch {
     pub fn task(&self, index: usize) -> MutexGuard<'_, TaskScratch> {
         lock(&self.tasks[index])
     }
+
+    /// The `out` blocks of tasks `0..count`, locked together for a second split that
+    /// reads what every task of the first wrote (their parts, put in place).
+    pub(crate) fn task_outs(&self, count: usize) -> TaskOuts<'_> {
+        let mut guards = [const { None }; MAX_TASKS];
+        for (i, guard) in guards.iter_mut().enumerate().take(count) {
+            *guard = Some(self.task(i));
+        }
+        TaskOuts { guards }
+    }
+}
+
+/// See [`RunScratch::task_outs`].
+pub(crate) struct TaskOuts<'s> {
+    guards: [Option<MutexGuard<'s, TaskScratch>>; MAX_TASKS],
+}
+
+impl TaskOuts<'_> {
+    /// Task `i`'s `out` block. Panics past the tasks locked.
+    pub(crate) fn get(&self, i: usize) -> &[f32] {
+        &self.guards[i].as_ref().expect("a task `task_outs` locked").out
+    }
 }
 
 /// Locks `m`, taking it over from a holder that panicked.

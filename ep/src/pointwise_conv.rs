@@ -14,9 +14,7 @@
 
 use rivet_kernels::nn;
 
-use std::sync::MutexGuard;
-
-use crate::parallel::{cores, lock, Parallel, TaskScratch, MAX_TASKS};
+use crate::parallel::{cores, lock, Parallel};
 
 /// The most positions taken: from 16x16 planes on, the plain product's panels are full
 /// enough (a 28x28 plane measured at ORT's speed or better on the plain GEMM).
@@ -124,15 +122,12 @@ fn by_positions(product: &nn::Gemm<'_>, per: usize, after: &nn::Epilogue<'_>, y:
         }
         product.compute(&mut s.gemm, rows(i), 0..n, &mut s.out[..len]);
     });
-    let mut parts: [Option<MutexGuard<'_, TaskScratch>>; MAX_TASKS] = [const { None }; MAX_TASKS];
-    for (i, part) in parts.iter_mut().enumerate().take(tasks) {
-        *part = Some(par.scratch().task(i));
-    }
+    let parts = par.scratch().task_outs(tasks);
     let width = n.div_ceil(cores()).max(1);
     par.for_each_chunk(y, width * p, &|start, planes| {
         let channels = start / p..start / p + planes.len() / p;
-        for (i, part) in parts.iter().take(tasks).enumerate() {
-            let yt = &part.as_ref().expect("locked above").out[..rows(i).len() * n];
+        for i in 0..tasks {
+            let yt = &parts.get(i)[..rows(i).len() * n];
             let block = (rows(i).len(), channels.len(), n);
             nn::transpose_block(&yt[channels.start..], block, &mut planes[rows(i).start..], p);
         }

@@ -4,9 +4,9 @@
 use rivet_kernels::{conv, nn, winograd};
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::Mutex;
 
-use crate::parallel::{cores, lock, packed_once, Parallel, TaskScratch, MAX_TASKS};
+use crate::parallel::{cores, lock, packed_once, Parallel, MAX_TASKS};
 
 /// The least multiply-adds of a task's products in one block worth a split (about 20 us
 /// at one core's speed): each block's split is a ParallelFor of its own. At 2^23 the
@@ -141,16 +141,13 @@ fn by_tile_rows(run: &winograd::Winograd<'_>, y: &mut [f32], par: &dyn Parallel,
     if !in_range.into_inner() {
         return Some(false);
     }
-    let mut parts: [Option<MutexGuard<'_, TaskScratch>>; MAX_TASKS] = [const { None }; MAX_TASKS];
-    for (i, part) in parts.iter_mut().enumerate().take(tasks) {
-        *part = Some(par.scratch().task(i));
-    }
+    let parts = par.scratch().task_outs(tasks);
     let channels = y.len() / positions;
     par.for_each_chunk(y, channels.div_ceil(cores()) * positions, &|start, planes| {
         for (k, plane) in (start / positions..).zip(planes.chunks_exact_mut(positions)) {
-            for (i, part) in parts.iter().take(tasks).enumerate() {
+            for i in 0..tasks {
                 let len = rows(i).len() * out_w;
-                let src = &part.as_ref().expect("locked above").out[k * len..][..len];
+                let src = &parts.get(i)[k * len..][..len];
                 plane[rows(i).start * out_w..][..len].copy_from_slice(src);
             }
         }
