@@ -236,3 +236,45 @@ impl TaskOuts<'_> {
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
+
+/// The most channels [`by_rows`] takes, and the most tasks: each task's parts (a slice per
+/// channel) are held on the stack.
+pub(crate) const BY_ROWS_MAX_CHANNELS: usize = 128;
+pub(crate) const BY_ROWS_MAX_TASKS: usize = 8;
+
+/// Work on a range of rows, given each channel's part for them and the task's scratch.
+pub(crate) type RowWork<'a> = dyn Fn(std::ops::Range<usize>, &mut [&mut [f32]], &mut TaskScratch) + Sync + 'a;
+
+/// Runs `f(rows, parts, scratch)` over `tasks` ranges of the `rows` rows of `row_len`
+/// positions each of `y`, a `[channels][rows * row_len]` block: `parts[l]` is channel
+/// `l`'s part for those rows, written in place, so that a kernel with few channels can
+/// split by positions and still write no copy. Panics past [`BY_ROWS_MAX_CHANNELS`]
+/// channels or [`BY_ROWS_MAX_TASKS`] tasks.
+pub(crate) fn by_rows(
+    y: &mut [f32],
+    (rows, row_len): (usize, usize),
+    tasks: usize,
+    par: &dyn Parallel,
+    f: &RowWork<'_>,
+) {
+    let positions = rows * row_len;
+    assert!(positions > 0 && y.len().is_multiple_of(positions), "by_rows: a channel's rows");
+    assert!(y.len() / positions <= BY_ROWS_MAX_CHANNELS && tasks <= BY_ROWS_MAX_TASKS, "by_rows: too many");
+    let per = rows.div_ceil(tasks.max(1));
+    let tasks = rows.div_ceil(per);
+    let mut parts: [Mutex<smallvec::SmallVec<[&mut [f32]; BY_ROWS_MAX_CHANNELS]>>; BY_ROWS_MAX_TASKS] =
+        Default::default();
+    for channel in y.chunks_mut(positions) {
+        let mut rest = channel;
+        for part in &mut parts[..tasks] {
+            let at = (per * row_len).min(rest.len());
+            let (mine, next) = std::mem::take(&mut rest).split_at_mut(at);
+            part.get_mut().unwrap_or_else(|p| p.into_inner()).push(mine);
+            rest = next;
+        }
+    }
+    par.for_each_index(tasks, &|i, s| {
+        let rows = i * per..((i + 1) * per).min(rows);
+        f(rows, &mut lock(&parts[i]), s)
+    });
+}

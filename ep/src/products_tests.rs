@@ -107,6 +107,8 @@ fn split_convolutions_give_the_unsplit_bits_on_every_path() {
         (1, 960, 160, 1, 7, 1, 1, 0),
         (2, 256, 48, 1, 13, 1, 1, 0),
         (1, 576, 96, 1, 14, 1, 1, 0),
+        (1, 3, 16, 1, 160, 3, 2, 1),
+        (1, 16, 32, 1, 80, 3, 2, 1),
     ] {
         let pads = Padding::Explicit([0, p, p, 0, p, p]);
         let (g, _) = window_geometry([1, hw, hw], [1, k, k], [1, s, s], [1; 3], pads, false).unwrap();

@@ -151,31 +151,47 @@ pub fn wide_tiles(g: &Window3d, cg: usize) -> bool {
 
 /// Copies one group's `cg` input planes into `dst`, zero-padded (and split) as `src` says.
 pub fn pad_planes(x: &[f32], cg: usize, g: &Window3d, src: Source, dst: &mut Vec<f32>) {
+    let len = padded_len(cg, src);
+    // Every element is written below: grown, not cleared (a clear wrote it all twice).
+    dst.truncate(len);
+    dst.resize(len, 0.0);
+    pad_rows(x, g, src, 0..cg * src.rows, dst);
+}
+
+/// Floats of `cg` padded planes.
+pub fn padded_len(cg: usize, src: Source) -> usize {
+    cg * src.rows * src.cols
+}
+
+/// Rows `rows` of the padded planes of [`pad_planes`] (their rows counted one plane after
+/// the other) into `dst`, which holds just those rows: every element written, zero where
+/// the padding is. Disjoint ranges can be padded by different tasks.
+pub fn pad_rows(x: &[f32], g: &Window3d, src: Source, rows: std::ops::Range<usize>, dst: &mut [f32]) {
     let [_, in_h, in_w] = g.input;
     let (pt, pl) = (g.pad_begin[1], g.pad_begin[2]);
-    let plane = src.rows * src.cols;
-    dst.clear();
-    dst.resize(cg * plane, 0.0);
+    assert_eq!(dst.len(), rows.len() * src.cols, "pad_rows: output length");
     let half = src.cols / 2;
-    for c in 0..cg {
-        let (xp, dp) = (&x[c * in_h * in_w..][..in_h * in_w], &mut dst[c * plane..][..plane]);
-        for (y, row) in xp.chunks_exact(in_w).enumerate() {
-            let out = &mut dp[(y + pt) * src.cols..][..src.cols];
-            if !src.split {
-                out[pl..][..in_w].copy_from_slice(row);
-                continue;
-            }
-            // Padded column j = pl + i goes to half j % 2 at j / 2: the row's even
-            // inputs to one half and its odd ones to the other, as runs.
-            let (even, odd) = out.split_at_mut(half);
-            let (first, second) = if pl.is_multiple_of(2) { (even, odd) } else { (odd, even) };
-            let (a, b) = (&mut first[pl / 2..][..in_w.div_ceil(2)], &mut second[pl.div_ceil(2)..][..in_w / 2]);
-            for ((a, b), pair) in a.iter_mut().zip(b.iter_mut()).zip(row.chunks_exact(2)) {
-                (*a, *b) = (pair[0], pair[1]);
-            }
-            if in_w % 2 == 1 {
-                a[in_w / 2] = row[in_w - 1];
-            }
+    for (r, out) in rows.zip(dst.chunks_exact_mut(src.cols)) {
+        let (c, y) = (r / src.rows, r % src.rows);
+        out.fill(0.0);
+        if y < pt || y - pt >= in_h {
+            continue;
+        }
+        let row = &x[(c * in_h + y - pt) * in_w..][..in_w];
+        if !src.split {
+            out[pl..][..in_w].copy_from_slice(row);
+            continue;
+        }
+        // Padded column j = pl + i goes to half j % 2 at j / 2: the row's even inputs to
+        // one half and its odd ones to the other, as runs.
+        let (even, odd) = out.split_at_mut(half);
+        let (first, second) = if pl.is_multiple_of(2) { (even, odd) } else { (odd, even) };
+        let (a, b) = (&mut first[pl / 2..][..in_w.div_ceil(2)], &mut second[pl.div_ceil(2)..][..in_w / 2]);
+        for ((a, b), pair) in a.iter_mut().zip(b.iter_mut()).zip(row.chunks_exact(2)) {
+            (*a, *b) = (pair[0], pair[1]);
+        }
+        if in_w % 2 == 1 {
+            a[in_w / 2] = row[in_w - 1];
         }
     }
 }
@@ -199,6 +215,36 @@ pub struct Direct<'a> {
     pub epilogue: Epilogue<'a>,
 }
 
+/// Where a call of the direct kernel puts its outputs: all positions of its channels
+/// one after the other, or, for a call on some output rows, each channel's part.
+pub(crate) enum Out<'y, 'p> {
+    /// `[channels][positions]`.
+    Whole(&'y mut [f32]),
+    /// Channel `l`'s outputs from position `first` on: `parts[l]`.
+    Rows { parts: &'y mut [&'p mut [f32]], first: usize },
+}
+
+impl<'p> Out<'_, 'p> {
+    /// The `len` outputs of channel `l` (of the call's) from position `pos`, with
+    /// `positions` a channel.
+    #[inline(always)]
+    pub(crate) fn at(&mut self, positions: usize, l: usize, pos: usize, len: usize) -> &mut [f32] {
+        match self {
+            Out::Whole(y) => &mut y[l * positions + pos..][..len],
+            Out::Rows { parts, first } => &mut parts[l][pos - *first..][..len],
+        }
+    }
+
+    /// The outputs of the channels from `l` on.
+    #[inline(always)]
+    pub(crate) fn from(&mut self, positions: usize, l: usize) -> Out<'_, 'p> {
+        match self {
+            Out::Whole(y) => Out::Whole(&mut y[l * positions..]),
+            Out::Rows { parts, first } => Out::Rows { parts: &mut parts[l..], first: *first },
+        }
+    }
+}
+
 impl Direct<'_> {
     /// Computes output channels `channels` (a range starting at a multiple of 16) into
     /// `y` (`channels.len() * positions` elements); `carry` is working memory (it grows to
@@ -206,12 +252,43 @@ impl Direct<'_> {
     /// mismatch or off AVX-512.
     pub fn run(&self, channels: std::ops::Range<usize>, y: &mut [f32], carry: &mut Vec<f32>) {
         let positions = self.g.positions();
-        assert!(channels.start.is_multiple_of(BLOCK), "direct: channels start at a block");
         assert_eq!(y.len(), channels.len() * positions, "direct: output length");
+        let rows = if self.g.is_pointwise() { 0..1 } else { 0..self.g.out[1] };
+        self.checked(channels, rows, Out::Whole(y), carry);
+    }
+
+    /// [`Direct::run`] on output rows `rows` only (of a convolution with a kernel wider
+    /// than one or padding): channel `l`'s outputs of those rows go to `parts[l]`
+    /// (`rows.len()` rows of `out_w` each). Calls on disjoint rows give the bits of the
+    /// whole call: a split of the convolution by rows, each part written in place.
+    pub fn run_rows(
+        &self,
+        channels: std::ops::Range<usize>,
+        rows: std::ops::Range<usize>,
+        parts: &mut [&mut [f32]],
+        carry: &mut Vec<f32>,
+    ) {
+        let g = self.g;
+        assert!(!g.is_pointwise() && rows.start <= rows.end && rows.end <= g.out[1], "direct: output rows");
+        assert_eq!(parts.len(), channels.len(), "direct: a part a channel");
+        let len = rows.len() * g.out[2];
+        assert!(parts.iter().all(|p| p.len() == len), "direct: part length");
+        let first = rows.start * g.out[2];
+        self.checked(channels, rows, Out::Rows { parts, first }, carry);
+    }
+
+    fn checked(
+        &self,
+        channels: std::ops::Range<usize>,
+        rows: std::ops::Range<usize>,
+        y: Out<'_, '_>,
+        carry: &mut Vec<f32>,
+    ) {
+        assert!(channels.start.is_multiple_of(BLOCK), "direct: channels start at a block");
         let kk = self.cg * self.g.kernel[1] * self.g.kernel[2];
         assert!(self.w.len() >= channels.end.div_ceil(BLOCK) * kk * BLOCK, "direct: packed filters");
         assert_eq!(self.x.len(), self.cg * self.src.rows * self.src.cols, "direct: input planes");
-        arch::direct(arch::isa(), self, channels, y, carry);
+        arch::direct(arch::isa(), self, channels, rows, y, carry);
     }
 }
 
@@ -282,6 +359,7 @@ pub(crate) mod tests {
         let blocks = mg.div_ceil(BLOCK);
         let mut got = vec![f32::NAN; out_c * positions];
         let mut split = vec![f32::NAN; out_c * positions];
+        let mut rows_split = vec![f32::NAN; out_c * positions];
         let mut padded = Vec::new();
         for gi in 0..group {
             let xg = &x[gi * cg * g.plane()..][..cg * g.plane()];
@@ -305,9 +383,33 @@ pub(crate) mod tests {
             run.run(0..mg, &mut got[block.clone()], &mut carry);
             // Split after the first block: the same bits.
             let cut = BLOCK.min(mg);
-            let (a, b) = split[block].split_at_mut(cut * positions);
+            let (a, b) = split[block.clone()].split_at_mut(cut * positions);
             run.run(0..cut, a, &mut carry);
             run.run(cut..mg, b, &mut carry);
+            // By output rows, in three parts (the last two of one row, or empty, on short
+            // planes), the first and last channel blocks apart: each part in place.
+            if !g.is_pointwise() {
+                let (out_h, out_w) = (g.out[1], g.out[2]);
+                let cuts = [0, out_h / 3, out_h - out_h.min(1), out_h];
+                for ch in [0..cut, cut..mg] {
+                    for rows in cuts.windows(2).map(|c| c[0]..c[1]) {
+                        let mut parts: Vec<&mut [f32]> = rows_split[block.clone()]
+                            .chunks_mut(positions)
+                            .skip(ch.start)
+                            .take(ch.len())
+                            .map(|c| &mut c[rows.start * out_w..rows.end * out_w])
+                            .collect();
+                        run.run_rows(ch.clone(), rows, &mut parts, &mut carry);
+                    }
+                }
+            }
+        }
+        if !g.is_pointwise() {
+            assert_eq!(
+                got.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                rows_split.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                "by rows"
+            );
         }
         let depth = kk as f32;
         for (i, (&a, &b)) in got.iter().zip(&want).enumerate() {
@@ -317,6 +419,31 @@ pub(crate) mod tests {
             got.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
             split.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
         );
+    }
+
+    /// Padded rows written over stale values, whole or in parts, are the padded planes of
+    /// a fresh buffer: every element is written.
+    #[test]
+    fn padded_rows_overwrite_what_was_there() {
+        for (hw, k, s, p, cg) in [(20, 3, 2, 1, 3), (13, 3, 1, 1, 5), (12, 7, 2, 3, 3), (11, 3, 2, 0, 2)] {
+            let pads = Padding::Explicit([0, p, p, 0, p, p]);
+            let (g, _) = window_geometry([1, hw, 3 * hw], [1, k, k], [1, s, s], [1; 3], pads, false).unwrap();
+            let src = source(&g, cg);
+            let x = values(cg * g.plane(), 9);
+            let mut fresh = Vec::new();
+            pad_planes(&x, cg, &g, src, &mut fresh);
+            assert!(src.copy && fresh.contains(&0.0) && fresh.len() == padded_len(cg, src));
+            assert_eq!(src.split, s == 2, "{hw} {k} {s} {p} {cg}");
+            let mut stale = vec![f32::NAN; fresh.len() + 7];
+            pad_planes(&x, cg, &g, src, &mut stale);
+            assert_eq!(stale, fresh);
+            let mut parts = vec![f32::NAN; fresh.len()];
+            let rows = cg * src.rows;
+            for cut in [0..rows / 3, rows / 3..rows / 3 + 1, rows / 3 + 1..rows] {
+                pad_rows(&x, &g, src, cut.clone(), &mut parts[cut.start * src.cols..cut.end * src.cols]);
+            }
+            assert_eq!(parts, fresh, "{hw} {k} {s} {p} {cg}");
+        }
     }
 
     #[test]

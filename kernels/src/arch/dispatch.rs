@@ -402,7 +402,8 @@ pub(crate) fn direct(
     isa: Isa,
     d: &crate::direct::Direct<'_>,
     channels: std::ops::Range<usize>,
-    y: &mut [f32],
+    rows: std::ops::Range<usize>,
+    y: crate::direct::Out<'_, '_>,
     carry: &mut Vec<f32>,
 ) {
     match isa.0 {
@@ -410,7 +411,7 @@ pub(crate) fn direct(
         Level::Avx512 => {
             // SAFETY: an `Isa` never exceeds `Level::detected()`, so this CPU has
             // avx512f/dq/bw/vl, avx2 and fma, the features `direct_avx512` enables.
-            unsafe { crate::direct::x86::direct_avx512(d, channels, y, carry) }
+            unsafe { crate::direct::x86::direct_avx512(d, channels, rows, y, carry) }
         }
         _ => panic!("direct convolution: needs AVX-512"),
     }

@@ -5,7 +5,7 @@
 use std::arch::x86_64::*;
 use std::ops::Range;
 
-use super::{Direct, BLOCK};
+use super::{Direct, Out, BLOCK};
 
 pub(crate) mod bf16;
 use crate::arch::mem::{load16, store16, store_first};
@@ -25,11 +25,11 @@ const fn r_max(nb: usize) -> usize {
     }
 }
 
-/// Where a call's outputs are: `rows` output rows of `cols` outputs (one row of all
+/// Where a call's outputs are: output rows `rows` of `cols` outputs (one row of all
 /// positions for a 1x1 convolution that needs no padding), row `oy`'s first input at
 /// `oy * row_step` of a padded plane.
 struct Geo {
-    rows: usize,
+    rows: Range<usize>,
     cols: usize,
     row_step: usize,
     plane: usize,
@@ -53,7 +53,7 @@ impl Geo {
         let positions = g.positions();
         let (rows, cols) = if g.is_pointwise() { (1, positions) } else { (g.out[1], g.out[2]) };
         Geo {
-            rows,
+            rows: 0..rows,
             cols,
             row_step: g.stride[1] * cols_in,
             plane: d.src.rows * cols_in,
@@ -70,16 +70,22 @@ impl Geo {
 
 /// See [`Direct::run`].
 #[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
-pub(crate) fn direct_avx512(d: &Direct<'_>, channels: Range<usize>, y: &mut [f32], carry: &mut Vec<f32>) {
+pub(crate) fn direct_avx512(
+    d: &Direct<'_>,
+    channels: Range<usize>,
+    rows: Range<usize>,
+    mut y: Out<'_, '_>,
+    carry: &mut Vec<f32>,
+) {
     let (g, sx) = (d.g, d.g.stride[2]);
-    let geo = Geo::of(d, d.cg);
+    let geo = Geo { rows, ..Geo::of(d, d.cg) };
     let positions = geo.positions;
     let blocks = channels.len().div_ceil(BLOCK);
     if super::wide_tiles(g, d.cg) || d.src.split {
         for b in 0..blocks {
             let first = channels.start + b * BLOCK;
             let ch = first..(first + BLOCK).min(channels.end);
-            let y = &mut y[(first - channels.start) * positions..][..ch.len() * positions];
+            let y = y.from(positions, first - channels.start);
             match (sx, d.src.split) {
                 (_, true) => wide_rows::<1, true>(d, &geo, ch, y),
                 (1, _) => wide_rows::<1, false>(d, &geo, ch, y),
@@ -88,7 +94,7 @@ pub(crate) fn direct_avx512(d: &Direct<'_>, channels: Range<usize>, y: &mut [f32
         }
         return;
     }
-    each_block(&channels, positions, y, |nb, ch, y| match (nb, sx) {
+    each_block(&channels, positions, &mut y, |nb, ch, y| match (nb, sx) {
         (4, 1) => block_rows::<4, 1>(d, &geo, ch, y, carry),
         (3, 1) => block_rows::<3, 1>(d, &geo, ch, y, carry),
         (2, 1) => block_rows::<2, 1>(d, &geo, ch, y, carry),
@@ -102,11 +108,11 @@ pub(crate) fn direct_avx512(d: &Direct<'_>, channels: Range<usize>, y: &mut [f32
 
 /// Runs `f(nb, ch, y)` on the channels `channels` in runs of at most 4 blocks: `nb`
 /// blocks, their channels `ch` and their rows of `y` (`positions` each).
-fn each_block(
+fn each_block<'p>(
     channels: &Range<usize>,
     positions: usize,
-    y: &mut [f32],
-    mut f: impl FnMut(usize, Range<usize>, &mut [f32]),
+    y: &mut Out<'_, 'p>,
+    mut f: impl FnMut(usize, Range<usize>, Out<'_, 'p>),
 ) {
     let blocks = channels.len().div_ceil(BLOCK);
     let mut b = 0;
@@ -114,7 +120,7 @@ fn each_block(
         let nb = (blocks - b).min(4);
         let first = channels.start + b * BLOCK;
         let ch = first..(first + nb * BLOCK).min(channels.end);
-        f(nb, ch.clone(), &mut y[(first - channels.start) * positions..][..ch.len() * positions]);
+        f(nb, ch.clone(), y.from(positions, first - channels.start));
         b += nb;
     }
 }
@@ -132,7 +138,7 @@ fn block_rows<const NB: usize, const S: usize>(
     d: &Direct<'_>,
     geo: &Geo,
     ch: Range<usize>,
-    y: &mut [f32],
+    mut y: Out<'_, '_>,
     carry: &mut Vec<f32>,
 ) {
     let blocks = Blocks::<NB>::of(d, geo, &ch);
@@ -143,7 +149,7 @@ fn block_rows<const NB: usize, const S: usize>(
         macro_rules! tiles {
             ($($n:literal)*) => {
                 match r {
-                    $($n => tile::<$n, NB, S>(d, geo, &blocks.w, b, &ch, at, carry, y),)*
+                    $($n => tile::<$n, NB, S>(d, geo, &blocks.w, b, &ch, at, carry, &mut y),)*
                     _ => unreachable!("tile of {r} outputs"),
                 }
             };
@@ -207,10 +213,10 @@ fn each_tile(geo: &Geo, s: usize, across: bool, r_max: usize, per_chunk: usize, 
     let mut c0 = 0;
     while c0 < geo.cg {
         let cs = c0..(c0 + per_chunk).min(geo.cg);
-        let (mut oy, mut ox) = (0, 0);
-        let mut pos = 0;
-        while pos < geo.positions {
-            let left = geo.positions - pos;
+        let (mut oy, mut ox) = (geo.rows.start, 0);
+        let (mut pos, end) = (geo.rows.start * geo.cols, geo.rows.end * geo.cols);
+        while pos < end {
+            let left = end - pos;
             let r = if across { left.div_ceil(left.div_ceil(r_max)) } else { (geo.cols - ox).min(r_max) };
             let mut bases = [0; 8];
             for b in &mut bases[..r] {
@@ -257,7 +263,7 @@ fn tile<const R: usize, const NB: usize, const S: usize>(
     ch: &Range<usize>,
     at: Tile,
     carry: &mut [[[f32; BLOCK]; NB]],
-    y: &mut [f32],
+    y: &mut Out<'_, '_>,
 ) {
     let mut acc = first_sums::<R, NB>(&at, carry);
     if across_rows(NB) {
@@ -339,7 +345,7 @@ fn finish<const R: usize, const NB: usize>(
     at: &Tile,
     acc: &[[__m512; NB]; R],
     carry: &mut [[[f32; BLOCK]; NB]],
-    y: &mut [f32],
+    y: &mut Out<'_, '_>,
 ) {
     if at.cs.end < geo.cg {
         for (a, c) in acc.iter().zip(carry.iter_mut()) {
@@ -375,7 +381,7 @@ fn finish<const R: usize, const NB: usize>(
         act.apply(Level::Avx512, flat);
     }
     for l in 0..lanes {
-        let dst = &mut y[l * geo.positions + at.pos..][..R];
+        let dst = y.at(geo.positions, l, at.pos, R);
         for (r, o) in dst.iter_mut().enumerate() {
             *o = flat[r * NB * BLOCK + l];
         }
@@ -385,7 +391,7 @@ fn finish<const R: usize, const NB: usize>(
 /// The outputs of channels `ch` (one block) into `y` (their rows), on wide tiles, and on
 /// the narrow ones where a wide tile would read past the planes (a last row's end).
 #[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
-fn wide_rows<const S: usize, const SPLIT: bool>(d: &Direct<'_>, geo: &Geo, ch: Range<usize>, y: &mut [f32]) {
+fn wide_rows<const S: usize, const SPLIT: bool>(d: &Direct<'_>, geo: &Geo, ch: Range<usize>, mut y: Out<'_, '_>) {
     let kk = geo.cg * geo.kh * geo.kw;
     let block = ch.start / BLOCK;
     let w: &[[f32; BLOCK]] = d.w[block * kk * BLOCK..][..kk * BLOCK].as_chunks().0;
@@ -406,7 +412,7 @@ fn wide_rows<const S: usize, const SPLIT: bool>(d: &Direct<'_>, geo: &Geo, ch: R
     // apply it in their registers.
     let clamp = register_clamp(d);
     let mut pending = 0..0;
-    for oy in 0..geo.rows {
+    for oy in geo.rows.clone() {
         let mut ox = 0;
         // A row's last tile may have fewer than 16 (or 32) outputs: it reads past them
         // (inside the padded planes) and stores only them.
@@ -416,13 +422,13 @@ fn wide_rows<const S: usize, const SPLIT: bool>(d: &Direct<'_>, geo: &Geo, ch: R
                 let n = left.min(32);
                 for half in 0..ch.len().div_ceil(8) {
                     let at = WideAt { bias: &bias_lanes, clamp, ch: &ch, first: half * 8, pos, n };
-                    wide_tile::<S, SPLIT, 2, 8>(d, geo, w, &at, base, y);
+                    wide_tile::<S, SPLIT, 2, 8>(d, geo, w, &at, base, &mut y);
                 }
                 ox += n;
             } else if fits(base, 1) {
                 let n = left.min(16);
                 let at = WideAt { bias: &bias_lanes, clamp, ch: &ch, first: 0, pos, n };
-                wide_tile::<S, SPLIT, 1, 16>(d, geo, w, &at, base, y);
+                wide_tile::<S, SPLIT, 1, 16>(d, geo, w, &at, base, &mut y);
                 ox += n;
             } else {
                 break;
@@ -436,10 +442,10 @@ fn wide_rows<const S: usize, const SPLIT: bool>(d: &Direct<'_>, geo: &Geo, ch: R
             if ox == geo.cols && pending.end == row.start && pending.len() < EPILOGUE_RUN {
                 pending.end = row.end;
             } else {
-                wide_epilogue(d, geo, &ch, std::mem::replace(&mut pending, row), y);
+                wide_epilogue(d, geo, &ch, std::mem::replace(&mut pending, row), &mut y);
             }
             if ox < geo.cols {
-                wide_epilogue(d, geo, &ch, std::mem::take(&mut pending), y);
+                wide_epilogue(d, geo, &ch, std::mem::take(&mut pending), &mut y);
             }
         }
         // `source` leaves split rows room for every wide tile; the narrow tiles read
@@ -453,7 +459,7 @@ fn wide_rows<const S: usize, const SPLIT: bool>(d: &Direct<'_>, geo: &Geo, ch: R
             macro_rules! tiles {
                 ($($n:literal)*) => {
                     match r {
-                        $($n => tile::<$n, 1, S>(d, geo, &ws, b, &ch, at, &mut [], y),)*
+                        $($n => tile::<$n, 1, S>(d, geo, &ws, b, &ch, at, &mut [], &mut y),)*
                         _ => unreachable!("tile of {r} outputs"),
                     }
                 };
@@ -462,7 +468,7 @@ fn wide_rows<const S: usize, const SPLIT: bool>(d: &Direct<'_>, geo: &Geo, ch: R
             ox += r;
         }
     }
-    wide_epilogue(d, geo, &ch, pending, y);
+    wide_epilogue(d, geo, &ch, pending, &mut y);
 }
 
 /// The epilogue as bounds the wide tiles apply in their registers before they store: a
@@ -513,7 +519,7 @@ fn wide_tile<const S: usize, const SPLIT: bool, const V: usize, const C: usize>(
     w: &[[f32; BLOCK]],
     at: &WideAt<'_>,
     base: usize,
-    y: &mut [f32],
+    y: &mut Out<'_, '_>,
 ) {
     let evens = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     let mut acc = [[_mm512_setzero_ps(); V]; C];
@@ -562,7 +568,7 @@ fn store_tile<const V: usize, const C: usize>(
     geo: &Geo,
     at: &WideAt<'_>,
     sums: &[[__m512; V]; C],
-    y: &mut [f32],
+    y: &mut Out<'_, '_>,
 ) {
     let WideAt { bias, clamp, ch, first, pos, n } = *at;
     let channels = ch.len().saturating_sub(first).min(C);
@@ -579,9 +585,9 @@ fn store_tile<const V: usize, const C: usize>(
                 v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask::<_CMP_LT_OQ>(v, lo), lo);
                 v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask::<_CMP_GT_OQ>(v, hi), hi);
             }
-            let out = &mut y[(first + j) * geo.positions + pos + 16 * q..];
+            let out = y.at(geo.positions, first + j, pos + 16 * q, m);
             if m == 16 {
-                store16((&mut out[..16]).try_into().unwrap(), v);
+                store16(out.try_into().unwrap(), v);
             } else {
                 store_first(out, m, v);
             }
@@ -602,14 +608,14 @@ fn tap(geo: &Geo, kx: usize, split: bool) -> usize {
 
 /// The epilogue (activation, residual, activation) of positions `at` of each of the
 /// channels `ch`, elementwise as the narrow tiles apply it.
-fn wide_epilogue(d: &Direct<'_>, geo: &Geo, ch: &Range<usize>, at: Range<usize>, y: &mut [f32]) {
+fn wide_epilogue(d: &Direct<'_>, geo: &Geo, ch: &Range<usize>, at: Range<usize>, y: &mut Out<'_, '_>) {
     let ep = &d.epilogue;
     debug_assert!(ep.scale.is_none(), "the direct convolution takes no scale");
     if at.is_empty() || (ep.act.is_none() && ep.residual.is_none() && ep.after.is_none()) {
         return;
     }
     for j in 0..ch.len() {
-        let out = &mut y[j * geo.positions + at.start..][..at.len()];
+        let out = y.at(geo.positions, j, at.start, at.len());
         if let Some(act) = &ep.act {
             act.apply(Level::Avx512, out);
         }

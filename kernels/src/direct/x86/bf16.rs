@@ -7,7 +7,7 @@ use std::ops::Range;
 
 use super::{each_block, each_tile, finish, first_sums, r_max, Blocks, Geo, Tile};
 use crate::arch::mem::{bcast_bh, load_bh, store16};
-use crate::direct::{Direct, BLOCK};
+use crate::direct::{Direct, Out, BLOCK};
 use crate::gemm::bf16_x86::pair16;
 
 /// See `Direct::run_bf16`.
@@ -15,7 +15,7 @@ use crate::gemm::bf16_x86::pair16;
 pub(crate) fn direct_bf16_avx512(d: &Direct<'_>, channels: Range<usize>, y: &mut [f32], carry: &mut Vec<f32>) {
     let geo = Geo::of(d, d.cg.div_ceil(2));
     let s = d.g.stride[2];
-    each_block(&channels, geo.positions, y, |nb, ch, y| match nb {
+    each_block(&channels, geo.positions, &mut Out::Whole(y), |nb, ch, y| match nb {
         4 => block_rows::<4>(d, &geo, s, ch, y, carry),
         3 => block_rows::<3>(d, &geo, s, ch, y, carry),
         2 => block_rows::<2>(d, &geo, s, ch, y, carry),
@@ -31,7 +31,7 @@ fn block_rows<const NB: usize>(
     geo: &Geo,
     s: usize,
     ch: Range<usize>,
-    y: &mut [f32],
+    mut y: Out<'_, '_>,
     carry: &mut Vec<f32>,
 ) {
     let blocks = Blocks::<NB>::of(d, geo, &ch);
@@ -42,7 +42,7 @@ fn block_rows<const NB: usize>(
         macro_rules! tiles {
             ($($n:literal)*) => {
                 match r {
-                    $($n => tile::<$n, NB>(d, geo, &blocks.w, b, &ch, at, carry, y),)*
+                    $($n => tile::<$n, NB>(d, geo, &blocks.w, b, &ch, at, carry, &mut y),)*
                     _ => unreachable!("tile of {r} outputs"),
                 }
             };
@@ -64,7 +64,7 @@ fn tile<const R: usize, const NB: usize>(
     ch: &Range<usize>,
     at: Tile,
     carry: &mut [[[f32; BLOCK]; NB]],
-    y: &mut [f32],
+    y: &mut Out<'_, '_>,
 ) {
     let mut acc = first_sums::<R, NB>(&at, carry);
     // The inputs of a kernel row: from each output's first, the taps' span.
