@@ -158,6 +158,9 @@ pub(crate) fn convolution(
         ),
         _ => None,
     };
+    if group > 1 && by_groups(x, w, bias, xs, out_c, group, g, y, par, filters, epilogue) {
+        return;
+    }
     if !conv_in_parallel(x, w, bias, xs, out_c, group, g, y, par, filters, epilogue) {
         unsplit(par, |s| {
             conv::conv(x, w, bias, xs[0], xs[1], out_c, group, g, y, &mut s.col, &mut s.gemm, filters, epilogue)
@@ -294,6 +297,61 @@ fn pad_over_pool<'p>(
         direct::pad_rows(x, g, src, first..first + part.len() / src.cols, part)
     });
     &padded[..len]
+}
+
+/// A grouped convolution on the GEMM split over the pool by groups, each task's groups'
+/// output channels written in place: at one thread the tasks run in turn, the groups'
+/// products as they would unsplit. Returns false, doing nothing, when it is too small
+/// to split. (ShuffleNet's grouped 1x1 convolutions, 17 to 68 channels a group, ran on
+/// one core: too few channels a group for the channel split.)
+#[allow(clippy::too_many_arguments)]
+fn by_groups(
+    x: &[f32],
+    w: &[f32],
+    bias: Option<&[f32]>,
+    xs: &[usize],
+    out_c: usize,
+    group: usize,
+    g: &conv::Window3d,
+    y: &mut [f32],
+    par: &dyn Parallel,
+    filters: Option<&[nn::PackedA]>,
+    epilogue: &nn::Epilogue<'_>,
+) -> bool {
+    let (in_c, cg, mg) = (xs[1], xs[1] / group, out_c / group);
+    let kk = cg * g.kernel.iter().product::<usize>();
+    let (positions, plane) = (g.positions(), g.plane());
+    let tasks = cores().min(group);
+    if tasks < 2 || positions == 0 || group * mg * positions * kk < DIRECT_MIN_MACS {
+        return false;
+    }
+    let block = mg * positions;
+    let per_task = group.div_ceil(tasks) * block;
+    for (n, yn) in y.chunks_exact_mut(out_c * positions).enumerate().take(xs[0]) {
+        par.for_each_task(yn, per_task, &|start, part, s| {
+            let (first, count) = (start / block, part.len() / block);
+            let epilogue = nn::Epilogue {
+                residual: epilogue.residual.map(|r| &r[n * out_c * positions + start..][..part.len()]),
+                ..*epilogue
+            };
+            conv::conv(
+                &x[(n * in_c + first * cg) * plane..][..count * cg * plane],
+                &w[first * mg * kk..][..count * mg * kk],
+                bias.map(|b| &b[first * mg..][..count * mg]),
+                1,
+                count * cg,
+                count * mg,
+                count,
+                g,
+                part,
+                &mut s.col,
+                &mut s.gemm,
+                filters.map(|f| &f[first..first + count]),
+                &epilogue,
+            )
+        });
+    }
+    true
 }
 
 /// A large convolution split over ORT's pool by output rows, one task per core: each task

@@ -109,6 +109,9 @@ fn split_convolutions_give_the_unsplit_bits_on_every_path() {
         (1, 576, 96, 1, 14, 1, 1, 0),
         (1, 3, 16, 1, 160, 3, 2, 1),
         (1, 16, 32, 1, 80, 3, 2, 1),
+        (1, 272, 136, 4, 28, 1, 1, 0),
+        (2, 64, 32, 4, 20, 3, 1, 1),
+        (1, 60, 90, 3, 28, 1, 1, 0),
     ] {
         let pads = Padding::Explicit([0, p, p, 0, p, p]);
         let (g, _) = window_geometry([1, hw, hw], [1, k, k], [1, s, s], [1; 3], pads, false).unwrap();
