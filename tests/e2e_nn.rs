@@ -27,6 +27,12 @@ fn cases() -> Vec<Case> {
         }
         c.push(one_input("Transpose", 21, "Transpose", &[("perm", Attr::Ints(vec![2, 0, 1]))], &[2, 3, 4], sym));
         c.push(one_input("Transpose reverse", 21, "Transpose", &[], &[2, 3, 4, 5], sym));
+        // Large enough (2^16 elements and more) to split over the pool, along an
+        // outermost axis of 12 heads and of 7 rows (parts of uneven length).
+        let heads = [("perm", Attr::Ints(vec![0, 2, 1, 3]))];
+        c.push(one_input("Transpose heads, split", 21, "Transpose", &heads, &[1, 40, 12, 160], sym));
+        let rows = [("perm", Attr::Ints(vec![2, 0, 1]))];
+        c.push(one_input("Transpose 3-D, split", 21, "Transpose", &rows, &[100, 97, 7], sym));
         c.push(one_input("Flatten 2", 21, "Flatten", &[("axis", Attr::Int(2))], &[2, 3, 4], sym));
         c.push(one_input("Flatten -1", 21, "Flatten", &[("axis", Attr::Int(-1))], &[2, 3, 4], sym));
         c.push(one_input(

@@ -57,22 +57,52 @@ pub fn transpose_block(x: &[f32], (rows, cols, ldx): (usize, usize, usize), y: &
 
 /// `y = transpose(x, perm)` for `x` of `shape` (row-major), rank ≤ 8.
 pub fn transpose<T: Copy>(x: &[T], shape: &[usize], perm: &[usize], y: &mut [T]) {
-    let rank = shape.len();
-    assert_eq!(perm.len(), rank);
-    assert!(rank <= 8);
     assert_eq!(x.len(), shape.iter().product::<usize>());
     assert_eq!(y.len(), x.len());
     if x.is_empty() {
         return;
     }
+    walk(x, y, &transpose_axes(shape, perm));
+}
+
+/// The outermost axis of the output of [`transpose`] once axes that move together are
+/// merged: its length and the output elements per index of it. A range of its indices is
+/// a contiguous part of the output, which [`transpose_part`] writes: a split over threads.
+pub fn transpose_outer(shape: &[usize], perm: &[usize]) -> (usize, usize) {
+    let a = transpose_axes(shape, perm)[0];
+    (a.len, a.dst)
+}
+
+/// The part of `transpose(x, perm)` at indices `outer` of its outermost merged axis (see
+/// [`transpose_outer`]) into `y`, which holds just that part.
+pub fn transpose_part<T: Copy>(x: &[T], shape: &[usize], perm: &[usize], outer: std::ops::Range<usize>, y: &mut [T]) {
+    assert_eq!(x.len(), shape.iter().product::<usize>());
+    if x.is_empty() {
+        return;
+    }
+    let mut axes = transpose_axes(shape, perm);
+    assert!(outer.start <= outer.end && outer.end <= axes[0].len, "transpose_part: outer range");
+    assert_eq!(y.len(), outer.len() * axes[0].dst, "transpose_part: output length");
+    if outer.is_empty() {
+        return;
+    }
+    let skip = outer.start * axes[0].src;
+    axes[0].len = outer.len();
+    walk(&x[skip..], y, &axes);
+}
+
+/// The merged output axes of `transpose(shape, perm)` (never empty).
+fn transpose_axes(shape: &[usize], perm: &[usize]) -> Axes {
+    let rank = shape.len();
+    assert_eq!(perm.len(), rank);
+    assert!(rank <= 8);
     let mut in_strides = [0usize; 8];
     let mut acc = 1;
     for d in (0..rank).rev() {
         in_strides[d] = acc;
         acc *= shape[d];
     }
-    let axes = merged(perm.iter().map(|&p| (shape[p], in_strides[p])));
-    walk(x, y, &axes);
+    merged(perm.iter().map(|&p| (shape[p], in_strides[p])))
 }
 
 /// Broadcasts `x` of `shape` to `out_shape` (numpy rules; `shape` may have fewer axes).
@@ -262,6 +292,30 @@ mod tests {
 
     /// Every permutation of shapes that take each path (runs, tiles with edges, strided
     /// rows too short to tile, size-1 axes, merged axes) against index arithmetic.
+    /// Parts along the outermost merged axis, in three uneven pieces, make the whole.
+    #[test]
+    fn transpose_parts_make_the_whole() {
+        for (shape, perm) in [
+            (&[1, 30, 12, 64][..], &[0, 2, 1, 3][..]),
+            (&[3, 17, 19], &[2, 0, 1]),
+            (&[5, 40], &[1, 0]),
+            (&[2, 3, 4, 5], &[0, 1, 2, 3]),
+            (&[9, 1, 12, 8], &[2, 1, 0, 3]),
+        ] {
+            let n: usize = shape.iter().product();
+            let x: Vec<u32> = (0..n as u32).collect();
+            let want = transpose_reference(&x, shape, perm);
+            let (outer, per) = transpose_outer(shape, perm);
+            assert_eq!(outer * per, n);
+            let mut got = vec![u32::MAX; n];
+            let cuts = [0, outer / 3, outer / 3 + (outer > 1) as usize, outer];
+            for c in cuts.windows(2) {
+                transpose_part(&x, shape, perm, c[0]..c[1], &mut got[c[0] * per..c[1] * per]);
+            }
+            assert_eq!(got, want, "{shape:?} {perm:?}");
+        }
+    }
+
     #[test]
     fn transpose_matches_index_arithmetic_on_every_path() {
         fn perms(n: usize) -> Vec<Vec<usize>> {
