@@ -64,9 +64,11 @@ fn each_inner_node_is_counted_timed_and_charged_its_ort_calls() {
     }
     // The fused output is allocated through ORT (GetOutput, GetTensorMutableData) by the
     // node that writes it; the Conv packs its weights on the first Run, not these, and
-    // splits by output rows over the pool (one ParallelFor, tasks run in turn here).
+    // splits by output rows over the pool where the machine has two cores or more (one
+    // ParallelFor, its tasks run in turn at this session's one thread).
     let ffi: Vec<u64> = rows.iter().map(|r| r.stats.ffi_calls / runs).collect();
-    assert_eq!(ffi, [1, 0, 2]);
+    let split = std::thread::available_parallelism().map_or(1, |n| n.get()) > 1;
+    assert_eq!(ffi, [split as u64, 0, 2]);
     // The Conv (about 1.2 M multiply-adds) takes longer than the small pool.
     assert!(rows[0].stats.p50_ns > rows[1].stats.p50_ns, "{rows:#?}");
     let (node_cost, guard_cost) = probe.probe_costs_ns();

@@ -245,8 +245,9 @@ pub(crate) const BY_ROWS_MAX_TASKS: usize = 8;
 /// Work on a range of rows, given each channel's part for them and the task's scratch.
 pub(crate) type RowWork<'a> = dyn Fn(std::ops::Range<usize>, &mut [&mut [f32]], &mut TaskScratch) + Sync + 'a;
 
-/// Runs `f(rows, parts, scratch)` over `tasks` ranges of the `rows` rows of `row_len`
-/// positions each of `y`, a `[channels][rows * row_len]` block: `parts[l]` is channel
+/// Runs `f(rows, parts, scratch)` over ranges of `rows.div_ceil(tasks)` of the `rows`
+/// rows (at most `tasks` of them: 5 rows in 4 tasks are 3 ranges of 2, 2 and 1) of
+/// `row_len` positions each of `y`, a `[channels][rows * row_len]` block: `parts[l]` is channel
 /// `l`'s part for those rows, written in place, so that a kernel with few channels can
 /// split by positions and still write no copy. Panics past [`BY_ROWS_MAX_CHANNELS`]
 /// channels or [`BY_ROWS_MAX_TASKS`] tasks.

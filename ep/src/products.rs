@@ -171,10 +171,11 @@ pub(crate) fn convolution(
 /// A convolution on the direct kernel (`rivet_kernels::direct`), its constant filters
 /// packed on the first Run (entry `packing.key` of the Run's cache), on the bfloat16
 /// kernel with `packing.bf16` (its input rounded into pair planes on each Run, where the
-/// float kernel pads a copy only if it must). Each group's output channels
-/// are split over the pool in whole 16-channel blocks, every task writing its own rows of
-/// the output in place: at one thread the tasks run in turn and cost nothing (no copy, no
-/// packing again), and every split gives the whole convolution's bits.
+/// float kernel pads a copy only if it must). Each group's output is split over the pool
+/// by output rows (float32, at most `BY_ROWS_MAX_CHANNELS` channels a group) or else in
+/// whole 16-channel blocks, every task writing its own part of the output in place: at
+/// one thread the tasks run in turn and cost nothing (no copy, no packing again), and
+/// every split gives the whole convolution's bits.
 #[allow(clippy::too_many_arguments)]
 fn direct_conv(
     x: &[f32],

@@ -257,8 +257,9 @@ impl Direct<'_> {
         self.checked(channels, rows, Out::Whole(y), carry);
     }
 
-    /// [`Direct::run`] on output rows `rows` only (of a convolution with a kernel wider
-    /// than one or padding): channel `l`'s outputs of those rows go to `parts[l]`
+    /// [`Direct::run`] on output rows `rows` only (of any convolution but a 1x1 one of
+    /// stride 1 without padding, whose positions the kernel walks as one row): channel
+    /// `l`'s outputs of those rows go to `parts[l]`
     /// (`rows.len()` rows of `out_w` each). Calls on disjoint rows give the bits of the
     /// whole call: a split of the convolution by rows, each part written in place.
     pub fn run_rows(

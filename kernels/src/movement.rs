@@ -290,8 +290,6 @@ mod tests {
         }
     }
 
-    /// Every permutation of shapes that take each path (runs, tiles with edges, strided
-    /// rows too short to tile, size-1 axes, merged axes) against index arithmetic.
     /// Parts along the outermost merged axis, in three uneven pieces, make the whole.
     #[test]
     fn transpose_parts_make_the_whole() {
@@ -316,6 +314,8 @@ mod tests {
         }
     }
 
+    /// Every permutation of shapes that take each path (runs, tiles with edges, strided
+    /// rows too short to tile, size-1 axes, merged axes) against index arithmetic.
     #[test]
     fn transpose_matches_index_arithmetic_on_every_path() {
         fn perms(n: usize) -> Vec<Vec<usize>> {
