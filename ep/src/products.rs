@@ -158,10 +158,11 @@ pub(crate) fn convolution(
         ),
         _ => None,
     };
-    if group > 1 && by_groups(x, w, bias, xs, out_c, group, g, y, par, filters, epilogue) {
+    let call = GemmConv { x, w, bias, xs, out_c, group, g, par, filters, epilogue };
+    if group > 1 && by_groups(&call, y) {
         return;
     }
-    if !conv_in_parallel(x, w, bias, xs, out_c, group, g, y, par, filters, epilogue) {
+    if !conv_in_parallel(&call, y) {
         unsplit(par, |s| {
             conv::conv(x, w, bias, xs[0], xs[1], out_c, group, g, y, &mut s.col, &mut s.gemm, filters, epilogue)
         });
@@ -300,25 +301,29 @@ fn pad_over_pool<'p>(
     &padded[..len]
 }
 
+/// A convolution on the GEMM path, as `convolution` received it (its filters packed for
+/// the GEMM where they are constant), for the ways it may be split.
+#[derive(Clone, Copy)]
+struct GemmConv<'a> {
+    x: &'a [f32],
+    w: &'a [f32],
+    bias: Option<&'a [f32]>,
+    xs: &'a [usize],
+    out_c: usize,
+    group: usize,
+    g: &'a conv::Window3d,
+    par: &'a dyn Parallel,
+    filters: Option<&'a [nn::PackedA]>,
+    epilogue: &'a nn::Epilogue<'a>,
+}
+
 /// A grouped convolution on the GEMM split over the pool by groups, each task's groups'
 /// output channels written in place: at one thread the tasks run in turn, the groups'
 /// products as they would unsplit. Returns false, doing nothing, when it is too small
 /// to split. (ShuffleNet's grouped 1x1 convolutions, 17 to 68 channels a group, ran on
 /// one core: too few channels a group for the channel split.)
-#[allow(clippy::too_many_arguments)]
-fn by_groups(
-    x: &[f32],
-    w: &[f32],
-    bias: Option<&[f32]>,
-    xs: &[usize],
-    out_c: usize,
-    group: usize,
-    g: &conv::Window3d,
-    y: &mut [f32],
-    par: &dyn Parallel,
-    filters: Option<&[nn::PackedA]>,
-    epilogue: &nn::Epilogue<'_>,
-) -> bool {
+fn by_groups(call: &GemmConv<'_>, y: &mut [f32]) -> bool {
+    let GemmConv { x, w, bias, xs, out_c, group, g, par, filters, epilogue } = *call;
     let (in_c, cg, mg) = (xs[1], xs[1] / group, out_c / group);
     let kk = cg * g.kernel.iter().product::<usize>();
     let (positions, plane) = (g.positions(), g.plane());
@@ -360,20 +365,8 @@ fn by_groups(
 /// thread then copies into place (the parts give the bits of the whole, see
 /// `conv::conv_rows`). Returns false, doing nothing, when the convolution is too small to
 /// split or has one filter per group (its product is a matrix-vector one).
-#[allow(clippy::too_many_arguments)]
-fn conv_in_parallel(
-    x: &[f32],
-    w: &[f32],
-    bias: Option<&[f32]>,
-    xs: &[usize],
-    out_c: usize,
-    group: usize,
-    g: &conv::Window3d,
-    y: &mut [f32],
-    par: &dyn Parallel,
-    filters: Option<&[nn::PackedA]>,
-    epilogue: &nn::Epilogue<'_>,
-) -> bool {
+fn conv_in_parallel(call: &GemmConv<'_>, y: &mut [f32]) -> bool {
+    let GemmConv { x, w, bias, xs, out_c, group, g, par, filters, epilogue } = *call;
     let (in_c, cg, mg) = (xs[1], xs[1] / group, out_c / group);
     let kk = cg * g.kernel.iter().product::<usize>();
     let (rows, out_w, positions, plane) = (g.out[0] * g.out[1], g.out[2], g.positions(), g.plane());
