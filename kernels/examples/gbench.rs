@@ -7,18 +7,12 @@ use rivet_kernels::nn::{
     gemm_block, gemm_cols_packed_a, gemm_rows_packed, gemm_with, pack_a, pack_b, GemmScratch, PackedA, PackedB,
 };
 
-use std::time::Instant;
+#[path = "timing/mod.rs"]
+mod timing;
 
-fn best(mut f: impl FnMut()) -> f64 {
-    (0..30)
-        .map(|_| {
-            let t = Instant::now();
-            for _ in 0..10 {
-                f();
-            }
-            t.elapsed().as_secs_f64() * 1e5
-        })
-        .fold(f64::INFINITY, f64::min)
+/// Microseconds per call, best of 30 batches of 10.
+fn best(f: impl FnMut()) -> f64 {
+    timing::best_us(30, 10, f)
 }
 
 fn main() {

@@ -4,19 +4,13 @@
 //! `cargo run --release -p rivet-kernels --example pw_bench`
 
 use rivet_kernels::nn::{self, Gemm, GemmScratch, PackedA, PackedB};
-use std::time::Instant;
 
-fn best(mut f: impl FnMut()) -> f64 {
-    let mut best = f64::MAX;
-    for _ in 0..7 {
-        let iters = 50;
-        let t = Instant::now();
-        for _ in 0..iters {
-            f();
-        }
-        best = best.min(t.elapsed().as_secs_f64() / iters as f64);
-    }
-    best * 1e6
+#[path = "timing/mod.rs"]
+mod timing;
+
+/// Microseconds per call, best of 7 batches of 50.
+fn best(f: impl FnMut()) -> f64 {
+    timing::best_us(7, 50, f)
 }
 
 fn main() {

@@ -7,17 +7,12 @@ use rivet_kernels::nn::Epilogue;
 use rivet_kernels::winograd::{self, Filters, Scratch, Winograd};
 use std::time::Instant;
 
-fn best(mut f: impl FnMut()) -> f64 {
-    let mut best = f64::MAX;
-    for _ in 0..7 {
-        let iters = 20;
-        let t = Instant::now();
-        for _ in 0..iters {
-            f();
-        }
-        best = best.min(t.elapsed().as_secs_f64() / iters as f64);
-    }
-    best * 1e6
+#[path = "timing/mod.rs"]
+mod timing;
+
+/// Microseconds per call, best of 7 batches of 20.
+fn best(f: impl FnMut()) -> f64 {
+    timing::best_us(7, 20, f)
 }
 
 fn main() {
