@@ -284,6 +284,28 @@ pub(crate) fn gemm_pack_a(isa: Isa, job: &Job<'_>, dst: &mut [f32]) -> (usize, u
     }
 }
 
+/// The channels-last depthwise kernel alone, for its tests: false, writing nothing, unless
+/// the CPU has AVX-512 and the kernel takes the window.
+#[cfg(all(test, target_arch = "x86_64"))]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn depthwise_channels_last(
+    x: &[f32],
+    w: &[f32],
+    bias: Option<&[f32]>,
+    planes: std::ops::Range<usize>,
+    channels: usize,
+    g: &crate::conv::Window3d,
+    y: &mut [f32],
+    epilogue: &crate::gemm::Epilogue<'_>,
+    scratch: &mut Vec<f32>,
+) -> bool {
+    if Level::detected() != Level::Avx512 {
+        return false;
+    }
+    // SAFETY: this CPU has AVX-512 (checked above), the features `channels_last` enables.
+    unsafe { crate::depthwise::nhwc::channels_last(x, w, bias, planes, channels, g, y, epilogue, scratch) }
+}
+
 /// Runs the 2-D depthwise path with the build for `isa`.
 #[inline]
 #[allow(clippy::too_many_arguments)]

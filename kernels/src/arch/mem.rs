@@ -177,34 +177,33 @@ fn masked_taps_refuse_an_offset_whose_last_lane_wraps() {
     assert!(MaskedTaps::new(20, &[2], &[0xffff, 0x0003]).is_some());
 }
 
-/// 16-float loads from one slice at `bases[j] + taps[ky][kx]`, every combination
-/// checked once, when it is made: the inner loops of a kernel that reads a window of
-/// taps for `U` outputs (the channels-last depthwise convolution) load with no check
-/// of their own.
-pub(crate) struct Window16<'a, const U: usize, const KH: usize, const KW: usize> {
+/// 16-float loads from one slice at `start + off` for any `off` up to `reach`, checked
+/// once, when it is made: a kernel's inner loop reads a run of vectors (the channels-last
+/// depthwise convolution's tile row, at constant offsets) with no check of its own, the
+/// one in [`Reach16::load`] folding away for a constant offset within a constant reach.
+pub(crate) struct Reach16<'a> {
     x: &'a [f32],
-    bases: [usize; U],
-    taps: &'a [[usize; KW]; KH],
+    start: usize,
+    reach: usize,
 }
 
-impl<'a, const U: usize, const KH: usize, const KW: usize> Window16<'a, U, KH, KW> {
-    /// `None` unless every `bases[j] + taps[ky][kx] + 16` is at most `x.len()`.
-    pub(crate) fn new(x: &'a [f32], bases: [usize; U], taps: &'a [[usize; KW]; KH]) -> Option<Self> {
-        let base = bases.iter().copied().max()?;
-        let tap = taps.iter().flatten().copied().max()?;
-        let end = base.checked_add(tap)?.checked_add(16)?;
-        (end <= x.len()).then_some(Window16 { x, bases, taps })
+impl<'a> Reach16<'a> {
+    /// `None` unless `start + reach + 16` is at most `x.len()`.
+    #[inline]
+    pub(crate) fn new(x: &'a [f32], start: usize, reach: usize) -> Option<Self> {
+        let end = start.checked_add(reach)?.checked_add(16)?;
+        (end <= x.len()).then_some(Reach16 { x, start, reach })
     }
 
-    /// The 16 floats at `bases[j] + taps[ky][kx]`.
+    /// The 16 floats at `start + off`; panics if `off` is past the reach.
     #[target_feature(enable = "avx512f")]
     #[inline]
-    pub(crate) fn load(&self, j: usize, ky: usize, kx: usize) -> __m512 {
-        let at = self.bases[j] + self.taps[ky][kx];
-        // SAFETY: `new` checked that `at + 16 <= x.len()` for every base and tap (all
-        // of them non-negative, so no sum exceeds the largest base plus the largest
-        // tap), and the fields never change; the load has no alignment requirement.
-        unsafe { _mm512_loadu_ps(self.x.as_ptr().add(at)) }
+    pub(crate) fn load(&self, off: usize) -> __m512 {
+        assert!(off <= self.reach, "a load past the checked reach");
+        // SAFETY: `new` checked that `start + reach + 16 <= x.len()`, and `off <= reach`
+        // (above), so the 16 floats at `start + off` are in `x`; the fields never change;
+        // the load has no alignment requirement.
+        unsafe { _mm512_loadu_ps(self.x.as_ptr().add(self.start + off)) }
     }
 }
 

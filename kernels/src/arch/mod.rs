@@ -23,6 +23,8 @@ pub(crate) mod mem;
 #[cfg(target_arch = "x86_64")]
 mod simd;
 
+#[cfg(all(test, target_arch = "x86_64"))]
+pub(crate) use dispatch::depthwise_channels_last;
 #[cfg(test)]
 pub(crate) use dispatch::STREAM_MIN;
 pub(crate) use dispatch::{

@@ -1,31 +1,40 @@
-//! The AVX-512 depthwise convolution of 3x3 and 5x5 windows on small planes, channels
-//! last: 16 channels a vector, so each step of a window is one load and one multiply-add
-//! for 16 outputs, with the block's filters held in registers.
+//! The AVX-512 depthwise convolution of 3x3 and 5x5 windows on small planes (and 5x5 on
+//! larger ones), channels last: 16 channels a vector, so each step of a window is one
+//! multiply-add for 16 outputs.
 //!
 //! Laid out as NCHW, a 7x7 plane fills 49 of 64 lanes, each tap is a masked load whose
 //! lanes come from a table, and a plane's vector sums its 25 taps in one chain of
 //! dependent multiply-adds: 2.1-2.8x ORT's time on EfficientNet-B0's 5x5 layers, and the
 //! stride-2 ones, on the row path, 2.4-3.8x (AMD Zen 5, one thread). Here a task's
 //! channels (whole blocks of 16, one image) are transposed into a zero-padded
-//! `[rows, columns, channels]` copy, each block runs over its padded plane with its
-//! filters in 9 or 25 registers and 8 or 4 outputs at a time (independent chains), and
-//! the `[positions, channels]` result is transposed back into the planes. Every output
-//! sums all its taps in (h, w) order from 0, the padding ones as `w * 0`, then adds the
-//! bias, as the same-size path does.
+//! `[rows, columns, channels]` copy, each block runs over its padded plane a tile of up
+//! to 8 outputs of a row at a time (independent chains, in registers), and the
+//! `[positions, channels]` result is transposed back into the planes. Every output sums
+//! all its taps in (h, w) order from 0, the padding ones as `w * 0`, then adds the bias,
+//! as the same-size path does.
 
 use std::arch::x86_64::*;
 use std::ops::Range;
 
-use crate::arch::mem::{load16, store16, Window16};
+use crate::arch::mem::{load16, store16, Reach16};
 use crate::conv::Window3d;
 use crate::gemm::Epilogue;
 use crate::movement::x86::transpose_avx512;
 
 /// Channels a vector (a block).
 const LANES: usize = 16;
-/// The largest plane taken: past it the two transposes cost more than the row paths lose
-/// (measured on Zen 5; see the kernel's doc).
-const MAX_PLANE: usize = 28 * 28;
+/// The largest plane taken (inputs and outputs): past it the two transposes cost more
+/// than the row paths lose. One thread, Zen 4, us, the path before -> this one: 3x3 on 14x14
+/// and 28x28 rows the row paths keep (576x14x14 49 -> 53, 144x28x28 34 -> 54, 144x56x56
+/// 119 -> 216); 5x5 at stride 1 144x56x56 413 -> 344 (the rows path), 32x112x112 301 ->
+/// 322; at stride 2 (the 2-D path) 144x56x56 225 -> 151, 32x112x112 182 -> 141.
+fn max_plane(g: &Window3d) -> usize {
+    match (g.kernel[2], g.stride[1].max(g.stride[2])) {
+        (5, 1) => 56 * 56,
+        (5, _) => 112 * 112,
+        _ => 28 * 28,
+    }
+}
 
 /// The padded plane of a window: rows, columns, and where the input starts in them.
 #[derive(Clone, Copy)]
@@ -44,12 +53,21 @@ impl Padded {
     }
 }
 
-/// Whether a window takes this path: one depth plane, 3x3 or 5x5, a plane of at most
-/// [`MAX_PLANE`] inputs and outputs.
+/// Whether a window takes this path: one depth plane, 3x3 or 5x5, a column stride of 1 or
+/// 2 and no dilation along rows, a plane of at most [`max_plane`] inputs and outputs.
 pub(crate) fn fits(g: &Window3d) -> bool {
     let two_d = g.input[0] == 1 && g.kernel[0] == 1 && g.out[0] == 1 && g.pad_begin[0] == 0;
     let window = matches!((g.kernel[1], g.kernel[2]), (3, 3) | (5, 5));
-    two_d && window && g.positions() > 0 && g.plane() > 0 && g.plane() <= MAX_PLANE && g.positions() <= MAX_PLANE
+    // The tiles' column stride is a constant of their build, and they read a row's taps
+    // from consecutive columns.
+    let strides = matches!(g.stride[2], 1 | 2) && g.dilation[2] == 1;
+    two_d
+        && window
+        && strides
+        && g.positions() > 0
+        && g.plane() > 0
+        && g.plane() <= max_plane(g)
+        && g.positions() <= max_plane(g)
 }
 
 /// See [`super::depthwise_planes`]. Returns false, writing nothing, unless the window
@@ -102,10 +120,7 @@ pub(crate) fn channels_last(
         }
         let wb = &w[c * taps..][..LANES * taps];
         let bias = bias.map_or(_mm512_setzero_ps(), |bs| load16(bs[c..][..LANES].try_into().expect("16 floats")));
-        match g.kernel[1] {
-            3 => block::<3, 3, 8>(xp, g, pad, wb, bias, yt),
-            _ => block::<5, 5, 6>(xp, g, pad, wb, bias, yt),
-        }
+        block(xp, g, pad, wb, bias, yt);
         transpose_avx512(&yt[..positions * LANES], positions, LANES, ys);
         epilogue.apply_rows(ys, positions, p..p + LANES);
     }
@@ -125,84 +140,209 @@ fn zero_borders(g: &Window3d, pad: Padded, xp: &mut [f32]) {
     }
 }
 
-/// One block of 16 channels (`xp`: `[hp, wp, 16]`) over the whole output, `U` outputs at
-/// a time in position order (a group may span two rows), then 4, then one at a time,
-/// into `yt` (`[positions, 16]`): `U` independent chains keep both multiply-add pipes busy
-/// where one row's chain waited on each of its 25 steps.
+/// Output columns a tile spans at most: its sums, the tap row's filters and one input
+/// stay in registers (at most 14 of 32). Tiles of 16 measured slower (the compiler kept
+/// their sums in memory): 672x14x14 5x5 102 -> 197 us.
+const MAX_COLS: usize = 8;
+
+/// The strides of one block's walk, in floats: of the padded plane `xp` from one output
+/// row's first input to the next's and from one row of taps to the next; and the output's
+/// width.
+#[derive(Clone, Copy)]
+struct Steps {
+    kh: usize,
+    row: usize,
+    tap_row: usize,
+    ow: usize,
+}
+
+/// One block of 16 channels (`xp`: `[hp, wp, 16]`) over the whole output, a tile of up to
+/// [`MAX_COLS`] outputs of a row at a time, into `yt` (`[positions, 16]`). A tile's sums
+/// stay in registers while it walks its rows of taps; for each, the row's filters are
+/// loaded once and each input vector under the tile once, then multiplied into every
+/// output whose window holds it. (Loading both for every multiply-add, with 6 outputs
+/// and the 25 filters spilled, ran at 20 GMAC/s on 1152 channels of 7x7 5x5 on Zen 4.)
 #[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
-fn block<const KH: usize, const KW: usize, const U: usize>(
-    xp: &[f32],
-    g: &Window3d,
-    pad: Padded,
-    wb: &[f32],
-    bias: __m512,
-    yt: &mut [f32],
-) {
+fn block(xp: &[f32], g: &Window3d, pad: Padded, wb: &[f32], bias: __m512, yt: &mut [f32]) {
+    let (kh, kw) = (g.kernel[1], g.kernel[2]);
+    let taps = kh * kw;
     // The block's filters, tap by tap, 16 channels a vector: filter c's tap t is wb[c * taps + t].
-    let mut wv = [[_mm512_setzero_ps(); KW]; KH];
-    for (ky, row) in wv.iter_mut().enumerate() {
-        for (kx, v) in row.iter_mut().enumerate() {
-            let lanes: [f32; LANES] = std::array::from_fn(|c| wb[c * KH * KW + ky * KW + kx]);
-            *v = load16(&lanes);
+    let mut wv = [_mm512_setzero_ps(); 25];
+    for (t, v) in wv.iter_mut().enumerate().take(taps) {
+        let lanes: [f32; LANES] = std::array::from_fn(|c| wb[c * taps + t]);
+        *v = load16(&lanes);
+    }
+    let (oh, ow) = (g.out[1], g.out[2]);
+    let steps = Steps { kh, row: g.stride[1] * pad.wp * LANES, tap_row: g.dilation[1] * pad.wp * LANES, ow };
+    // Columns in even chunks of at most MAX_COLS (7 for rows of 7, 14 and 28).
+    let width = ow.div_ceil(ow.div_ceil(MAX_COLS));
+    let wv = &wv[..taps];
+    for oy in 0..oh {
+        let mut ox = 0;
+        while ox < ow {
+            let c = width.min(ow - ox);
+            match (kw, g.stride[2]) {
+                (3, 1) => tile_cols::<3, 1>(c, xp, &steps, wv, bias, oy, ox, yt),
+                (3, _) => tile_cols::<3, 2>(c, xp, &steps, wv, bias, oy, ox, yt),
+                (_, 1) => tile_cols::<5, 1>(c, xp, &steps, wv, bias, oy, ox, yt),
+                (_, _) => tile_cols::<5, 2>(c, xp, &steps, wv, bias, oy, ox, yt),
+            }
+            ox += c;
         }
-    }
-    // Each tap's offset from an output's first input, in floats.
-    let mut taps = [[0usize; KW]; KH];
-    for (ky, row) in taps.iter_mut().enumerate() {
-        for (kx, t) in row.iter_mut().enumerate() {
-            *t = (ky * g.dilation[1] * pad.wp + kx * g.dilation[2]) * LANES;
-        }
-    }
-    // Each output's first input, in floats, walked in position order (no division).
-    let (ow, row_step, col_step) = (g.out[2], g.stride[1] * pad.wp * LANES, g.stride[2] * LANES);
-    let (mut oy, mut ox) = (0, 0);
-    let mut next = || {
-        let at = oy * row_step + ox * col_step;
-        ox += 1;
-        if ox == ow {
-            (oy, ox) = (oy + 1, 0);
-        }
-        at
-    };
-    let positions = g.positions();
-    let mut p = 0;
-    while p + U <= positions {
-        outputs::<KH, KW, U>(xp, std::array::from_fn(|_| next()), &taps, &wv, bias, &mut yt[p * LANES..]);
-        p += U;
-    }
-    while p + 4 <= positions {
-        outputs::<KH, KW, 4>(xp, std::array::from_fn(|_| next()), &taps, &wv, bias, &mut yt[p * LANES..]);
-        p += 4;
-    }
-    while p < positions {
-        outputs::<KH, KW, 1>(xp, [next()], &taps, &wv, bias, &mut yt[p * LANES..]);
-        p += 1;
     }
 }
 
-/// `U` outputs whose first inputs are at `bases` in `xp`, into the first `U` vectors of
-/// `yt`: `U` independent chains of `KH * KW` multiply-adds, each in (h, w) order from 0,
-/// then the bias.
+/// [`tile`] of `c` (1 to [`MAX_COLS`]) columns.
 #[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
-#[inline]
-fn outputs<const KH: usize, const KW: usize, const U: usize>(
+#[allow(clippy::too_many_arguments)]
+fn tile_cols<const KW: usize, const S: usize>(
+    c: usize,
     xp: &[f32],
-    bases: [usize; U],
-    taps: &[[usize; KW]; KH],
-    wv: &[[__m512; KW]; KH],
+    steps: &Steps,
+    wv: &[__m512],
     bias: __m512,
+    oy: usize,
+    ox: usize,
     yt: &mut [f32],
 ) {
-    let window = Window16::new(xp, bases, taps).expect("the padded plane holds every tap");
-    let mut acc = [_mm512_setzero_ps(); U];
-    for (ky, wrow) in wv.iter().enumerate() {
-        for (kx, &wt) in wrow.iter().enumerate() {
-            for (j, acc) in acc.iter_mut().enumerate() {
-                *acc = _mm512_fmadd_ps(window.load(j, ky, kx), wt, *acc);
+    macro_rules! widths {
+        ($($n:literal)*) => {
+            match c {
+                $($n => tile::<KW, S, $n>(xp, steps, wv, bias, oy, ox, yt),)*
+                _ => tile::<KW, S, MAX_COLS>(xp, steps, wv, bias, oy, ox, yt),
+            }
+        };
+    }
+    widths!(1 2 3 4 5 6 7)
+}
+
+/// Output row `oy`, columns `ox..ox + C` (column stride `S`, windows `KW` wide, undilated
+/// along the row) of one block: `C` chains of multiply-adds, each over its taps in (h, w)
+/// order from 0, then the bias. Along a row of taps, input vector `i` under the tile is
+/// tap `kx` of output `j` where `i = S j + kx`: taken in order of `i`, each output's taps
+/// come in order of `kx`.
+#[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
+#[inline]
+fn tile<const KW: usize, const S: usize, const C: usize>(
+    xp: &[f32],
+    steps: &Steps,
+    wv: &[__m512],
+    bias: __m512,
+    oy: usize,
+    ox: usize,
+    yt: &mut [f32],
+) {
+    let st = *steps;
+    assert!(wv.len() == st.kh * KW);
+    let first = oy * st.row + ox * S * LANES;
+    // Input vectors under a tile's row of taps.
+    let span = S * (C - 1) + KW;
+    let mut acc = [_mm512_setzero_ps(); C];
+    for ky in 0..st.kh {
+        let w: [__m512; KW] = std::array::from_fn(|kx| wv[ky * KW + kx]);
+        let run =
+            Reach16::new(xp, first + ky * st.tap_row, (span - 1) * LANES).expect("the padded plane holds every tap");
+        // Written out (the compiler left the loop over i rolled for some widths, and
+        // the sums in memory).
+        macro_rules! columns {
+            ($($i:literal)*) => {$(
+                if $i < span {
+                    let v = run.load($i * LANES);
+                    for (kx, &w) in w.iter().enumerate() {
+                        if $i >= kx && ($i - kx) % S == 0 && ($i - kx) / S < C {
+                            let j = ($i - kx) / S;
+                            acc[j] = _mm512_fmadd_ps(v, w, acc[j]);
+                        }
+                    }
+                }
+            )*};
+        }
+        columns!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18);
+    }
+    let at = (oy * st.ow + ox) * LANES;
+    for (j, acc) in acc.iter().enumerate() {
+        store16((&mut yt[at + j * LANES..][..LANES]).try_into().expect("16 floats"), _mm512_add_ps(*acc, bias));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::arch::Level;
+    use crate::depthwise::depthwise_2d;
+
+    /// The channels-last kernel gives the bits of the 2-D path (padded phase planes, fused
+    /// multiply-adds) on every window it takes: both strides along each axis, dilation
+    /// down the columns, no, "same", full and asymmetric padding, widths of one tile
+    /// (7), of two unequal tiles (13) and of four (28), and two blocks of 16 channels a
+    /// batch of two images.
+    #[test]
+    fn channels_last_gives_the_2d_paths_bits() {
+        if Level::detected() != Level::Avx512 {
+            return;
+        }
+        let mut taken = 0;
+        for k in [3, 5] {
+            for (h, w) in [(7, 7), (9, 13), (14, 14), (28, 28), (5, 6)] {
+                for stride in [[1, 1], [2, 2], [2, 1], [1, 2]] {
+                    for dil in [1, 2] {
+                        for (top, left, extra) in [(0, 0, 0), (k / 2, k / 2, 0), (k - 1, k - 1, 0), (1, 0, 1)] {
+                            let span = dil * (k - 1) + 1;
+                            if h + top < span || w + left < k {
+                                continue;
+                            }
+                            let out = |len: usize, pad: usize, span: usize, s: usize| (len + 2 * pad - span) / s + 1;
+                            let g = Window3d {
+                                input: [1, h, w],
+                                out: [1, out(h, top, span, stride[0]) + extra, out(w, left, k, stride[1])],
+                                kernel: [1, k, k],
+                                stride: [1, stride[0], stride[1]],
+                                dilation: [1, dil, 1],
+                                pad_begin: [0, top, left],
+                            };
+                            if !fits(&g) {
+                                continue;
+                            }
+                            let (channels, planes) = (32, 64);
+                            let taps = k * k;
+                            let x = crate::test_values(planes * g.plane(), (k * 31 + h * 7 + w) as u64);
+                            let wt = crate::test_values(channels * taps, 5);
+                            let bias = crate::test_values(channels, 6);
+                            let n = planes * g.positions();
+                            let (mut want, mut got) = (vec![f32::NAN; n], vec![f32::NAN; n]);
+                            let e = Epilogue::default();
+                            depthwise_2d::<true>(
+                                &x,
+                                &wt,
+                                Some(&bias),
+                                0..planes,
+                                channels,
+                                &g,
+                                &mut want,
+                                &e,
+                                &mut Vec::new(),
+                            );
+                            let mut scratch = Vec::new();
+                            let done = crate::arch::depthwise_channels_last(
+                                &x,
+                                &wt,
+                                Some(&bias),
+                                0..planes,
+                                channels,
+                                &g,
+                                &mut got,
+                                &e,
+                                &mut scratch,
+                            );
+                            assert!(done, "{g:?}");
+                            let bits = |v: &[f32]| v.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+                            assert_eq!(bits(&got), bits(&want), "{g:?}");
+                            taken += 1;
+                        }
+                    }
+                }
             }
         }
-    }
-    for (j, acc) in acc.iter().enumerate() {
-        store16((&mut yt[j * LANES..][..LANES]).try_into().expect("16 floats"), _mm512_add_ps(*acc, bias));
+        assert!(taken > 150, "{taken} windows taken");
     }
 }
