@@ -190,3 +190,55 @@ fn depthwise_convolutions_of_small_planes_match_ort() {
         assert!(same_first_output_bits(&one, &all), "threads change the bits of {what}");
     }
 }
+
+/// SqueezeNet's fire module and DenseNet's growing block: 1x1 and 3x3 convolutions
+/// joined by a Concat, one more convolution (of its Sigmoid, as DenseNet's of its
+/// normalised features) and that joined again (the first part at an offset), pooled. With a batch
+/// of one the Concats are views (each convolution writes its part of the outermost
+/// output in place); with a batch of two they copy. A part is read again after the
+/// outer join (a GlobalAveragePool of the first branch) and the joined output through a
+/// Flatten view: all match ORT, and the threads do not change the bits.
+#[test]
+fn concats_written_in_place_match_ort() {
+    for n in [1i64, 2] {
+        let x = [n, 8, 10, 10];
+        let w = |o: i64, i: i64, k: i64| vals((o * 31 + i * 7 + k) as u64, (o * i * k * k) as usize);
+        let pad1 = [("pads", Attr::Ints(vec![1, 1, 1, 1]))];
+        let model = ModelBuilder::new(17)
+            .input("x", FLOAT, &fixed(&x))
+            .initializer("ws", &[4, 8, 1, 1], w(4, 8, 1))
+            .initializer("w1", &[6, 4, 1, 1], w(6, 4, 1))
+            .initializer("w3", &[6, 4, 3, 3], w(6, 4, 3))
+            .initializer("wg", &[4, 12, 3, 3], w(4, 12, 3))
+            .initializer("bg", &[4], vals(9, 4))
+            .node("Conv", "squeeze", &["x", "ws"], &["s0"])
+            .node("Relu", "squeeze_relu", &["s0"], &["s"])
+            .node("Conv", "expand1", &["s", "w1"], &["a0"])
+            .node("Relu", "expand1_relu", &["a0"], &["a"])
+            .node_with("Conv", "expand3", &["s", "w3"], &["b0"], &pad1)
+            .node("Relu", "expand3_relu", &["b0"], &["b"])
+            .node_with("Concat", "fire", &["a", "b"], &["c"], &[("axis", Attr::Int(1))])
+            .node("Sigmoid", "grow_in", &["c"], &["cs"])
+            .node_with("Conv", "grow", &["cs", "wg", "bg"], &["e"], &pad1)
+            .node_with("Concat", "block", &["e", "c"], &["d"], &[("axis", Attr::Int(-3))])
+            .node_with(
+                "MaxPool",
+                "pool",
+                &["d"],
+                &["p"],
+                &[("kernel_shape", Attr::Ints(vec![2, 2])), ("strides", Attr::Ints(vec![2, 2]))],
+            )
+            .node("GlobalAveragePool", "gap", &["a"], &["g"])
+            .node("Flatten", "flat", &["d"], &["f0"])
+            .node("Relu", "flat_relu", &["f0"], &["f"])
+            .output("p", FLOAT, None)
+            .output("g", FLOAT, None)
+            .output("f", FLOAT, None)
+            .build();
+        let inputs = vec![HostTensor::f32("x", &x, vals(5, count(&x)))];
+        let what = format!("fire and growing block, batch {n}");
+        assert_matches_ort(&model, &inputs, 1e-5, 1e-5, &what);
+        let (one, all) = (rivet_run_at(&model, &inputs, 1, 2), rivet_run_at(&model, &inputs, 0, 2));
+        assert_eq!(one, all, "threads change the bits of {what}");
+    }
+}

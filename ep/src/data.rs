@@ -177,6 +177,15 @@ macro_rules! define {
             pub fn view_mut_prefix(&mut self, len: usize) -> DataMut<'_> {
                 match self { $(Buf::$v(b) => { let n = len.min(b.len()); DataMut::$v(&mut b[..n]) }),* }
             }
+            /// Elements `at..at + len` (a value that is a part of a larger one; panics past
+            /// the buffer's length).
+            pub fn view_range(&self, at: usize, len: usize) -> Data<'_> {
+                match self { $(Buf::$v(b) => Data::$v(&b[at..at + len])),* }
+            }
+            /// Elements `at..at + len`, to write (panics past the buffer's length).
+            pub fn view_mut_range(&mut self, at: usize, len: usize) -> DataMut<'_> {
+                match self { $(Buf::$v(b) => DataMut::$v(&mut b[at..at + len])),* }
+            }
             /// The elements' native-endian bytes.
             pub fn to_ne_bytes(&self) -> Vec<u8> {
                 match self { $(Buf::$v(b) => b.iter().flat_map(|v| v.to_ne_bytes()).collect()),* }

@@ -279,12 +279,14 @@ fn run_step<'a>(
             outs[o] = Some(dst);
         }
         (Slot::Buffer(b), Some(buf)) => {
-            buf.grow(len);
+            // A part of a larger value (a Concat's input) is written in place in it.
+            let (at, whole) = out_value.part.map_or((0, len), |p| (p.at, p.whole));
+            buf.grow(whole);
             let scratch = &mut state.op_scratch[index];
-            let mut dst = buf.view_mut_prefix(len);
+            let mut dst = buf.view_mut_range(at, len);
             let result = run_kernel(step, &src, &state.shapes, broadcast, &mut dst, par, scratch);
             state.buffers[b] = owned.take().expect("taken above");
-            state.buffer_lens[b] = len;
+            state.buffer_lens[b] = whole;
             result?;
         }
         _ => unreachable!("a step writes an output or a buffer"),
@@ -332,7 +334,10 @@ fn read<'s>(
     match plan.values[id].slot {
         Slot::Input(i) => inputs[i].data,
         Slot::Const(c) => plan.constants[c].2.view(),
-        Slot::Buffer(b) => buffers[b].view_prefix(lens[b]),
+        Slot::Buffer(b) => match plan.values[id].part {
+            None => buffers[b].view_prefix(lens[b]),
+            Some(p) => buffers[b].view_range(p.at, p.len),
+        },
         Slot::Output(o) => outs[o].as_ref().expect("outputs are written before they are read").view(),
     }
 }

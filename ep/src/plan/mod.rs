@@ -42,6 +42,19 @@ pub struct PlanValue {
     /// The first step that reads this value, with the input position: errors about a
     /// fused input name the node that consumes it.
     pub first_reader: Option<(usize, usize)>,
+    /// Where the value lives inside its buffer when it is a part of a larger value (an
+    /// input of a Concat written in place: see `passes::share_buffers`); `None` for a
+    /// value that is its buffer's first elements.
+    pub part: Option<Part>,
+}
+
+/// A value written in place inside a larger one: its elements are `at..at + len` of a
+/// buffer that holds `whole` elements (the outermost value's), in a static plan.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Part {
+    pub at: usize,
+    pub len: usize,
+    pub whole: usize,
 }
 
 #[derive(Clone, Debug)]
@@ -76,8 +89,9 @@ pub struct Step {
     /// For `Kernel::Op`: the op of a family in `ops::FAMILIES` that the step runs.
     pub op: Option<crate::ops::OpRef>,
     /// The output is the input's data under another shape, in the input's own slot (set by
-    /// `passes::share_buffers` for Reshape, Flatten, Squeeze, Unsqueeze and Identity): a
-    /// Run only sets the output's shape, copying nothing.
+    /// `passes::share_buffers` for Reshape, Flatten, Squeeze, Unsqueeze and Identity), or
+    /// a Concat whose inputs were written in place in its output (`Part`): a Run only sets
+    /// the output's shape, copying nothing.
     pub view: bool,
 }
 

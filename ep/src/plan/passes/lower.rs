@@ -40,7 +40,7 @@ pub fn run(name: &str, graph: &GraphDesc) -> Result<Plan> {
         declared: Option<DeclaredShape>,
         elem_type: i32,
     ) -> ValueId {
-        values.push(PlanValue { name: name.to_string(), slot, declared, elem_type, first_reader: None });
+        values.push(PlanValue { name: name.to_string(), slot, declared, elem_type, first_reader: None, part: None });
         values.len() - 1
     }
 

@@ -36,8 +36,9 @@ pub const PASSES: &[Pass] = &[
     Pass { name: "fold_matmul_operands", run: fold_matmul_operands::run },
     Pass { name: "fuse_gelu", run: fuse_gelu::run },
     Pass { name: "fuse_epilogues", run: fuse_epilogues::run },
-    Pass { name: "share_buffers", run: share_buffers::run },
+    // Before the buffers: a Concat's inputs are written in place only in static plans.
     Pass { name: "fix_shapes", run: fix_shapes::run },
+    Pass { name: "share_buffers", run: share_buffers::run },
     Pass { name: "mark_constant_weights", run: mark_constant_weights::run },
 ];
 
@@ -146,8 +147,8 @@ mod tests {
                 "fold_matmul_operands",
                 "fuse_gelu",
                 "fuse_epilogues",
-                "share_buffers",
                 "fix_shapes",
+                "share_buffers",
                 "mark_constant_weights"
             ]
         );
