@@ -466,17 +466,61 @@ pub fn gather<T: Copy, I: Copy + Into<i64>>(
     Ok(())
 }
 
-/// Gathers a strided box of `x` (per axis: first index, step, count) into `dst`.
+/// Gathers a strided box of `x` (per axis: first index, step, count) into `dst`. The
+/// innermost axes read with step 1 (the last of them, and those outside it while each
+/// one inside is taken whole) are copied as runs: a rotary embedding's halves of 16 of
+/// 32 floats took 1.5 ns a float one at a time (12 us for 8 heads of 64 positions).
 pub fn slice<T: Copy>(x: &[T], shape: &[usize], plan: &[(i64, i64, usize)], dst: &mut [T]) {
     let rank = shape.len();
+    // Axes inner..rank are one contiguous run of `run` elements in x and in dst.
+    let (mut inner, mut run) = (rank, 1usize);
+    while inner > 0 {
+        let (start, step, n) = plan[inner - 1];
+        if step != 1 {
+            break;
+        }
+        run *= n;
+        inner -= 1;
+        if start != 0 || n != shape[inner] {
+            break;
+        }
+    }
+    if run < 4 || dst.is_empty() {
+        return slice_elements(x, shape, plan, dst);
+    }
+    let (strides, mut src) = box_start(shape, plan);
+    let mut index = [0usize; 8];
+    for chunk in dst.chunks_exact_mut(run) {
+        let at = src as usize;
+        chunk.copy_from_slice(&x[at..at + run]);
+        for a in (0..inner).rev() {
+            index[a] += 1;
+            src += plan[a].1 * strides[a];
+            if index[a] < plan[a].2 {
+                break;
+            }
+            src -= plan[a].1 * strides[a] * plan[a].2 as i64;
+            index[a] = 0;
+        }
+    }
+}
+
+/// Each axis's stride in `x` and the box's first element.
+fn box_start(shape: &[usize], plan: &[(i64, i64, usize)]) -> ([i64; 8], i64) {
     let mut strides = [0i64; 8];
     let mut acc = 1i64;
-    for a in (0..rank).rev() {
+    for a in (0..shape.len()).rev() {
         strides[a] = acc;
         acc *= shape[a] as i64;
     }
+    (strides, (0..shape.len()).map(|a| plan[a].0 * strides[a]).sum())
+}
+
+/// [`slice`] one element at a time.
+fn slice_elements<T: Copy>(x: &[T], shape: &[usize], plan: &[(i64, i64, usize)], dst: &mut [T]) {
+    let rank = shape.len();
+    let (strides, mut src) = box_start(shape, plan);
     let mut index = [0usize; 8];
-    let mut src: i64 = (0..rank).map(|a| plan[a].0 * strides[a]).sum();
     for o in dst.iter_mut() {
         *o = x[src as usize];
         for a in (0..rank).rev() {
@@ -494,6 +538,42 @@ pub fn slice<T: Copy>(x: &[T], shape: &[usize], plan: &[(i64, i64, usize)], dst:
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Runs and elements give the same box: every axis's start, step (negative too) and
+    /// count, whole inner axes merged into runs or not, ranks 1 to 4.
+    #[test]
+    fn slice_by_runs_matches_slice_by_elements() {
+        let mut seed = 7u64;
+        let mut next = |n: usize| {
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            ((seed >> 33) as usize) % n
+        };
+        let mut runs = 0;
+        for _ in 0..3000 {
+            let rank = 1 + next(4);
+            let shape: Vec<usize> = (0..rank).map(|_| 1 + next(9)).collect();
+            let plan: Vec<(i64, i64, usize)> = shape
+                .iter()
+                .map(|&d| match next(4) {
+                    0 => (0, 1, d),
+                    1 => {
+                        let start = next(d);
+                        (start as i64, 1, 1 + next(d - start))
+                    }
+                    2 => (next(d) as i64, 2, 1),
+                    _ => ((d - 1) as i64, -1, 1 + next(d)),
+                })
+                .collect();
+            let x: Vec<u32> = (0..shape.iter().product::<usize>() as u32).collect();
+            let n = plan.iter().map(|p| p.2).product();
+            let (mut a, mut b) = (vec![u32::MAX; n], vec![u32::MAX; n]);
+            slice(&x, &shape, &plan, &mut a);
+            slice_elements(&x, &shape, &plan, &mut b);
+            assert_eq!(a, b, "{shape:?} {plan:?}");
+            runs += usize::from(plan.last().is_some_and(|p| p.1 == 1 && p.2 >= 4));
+        }
+        assert!(runs > 300, "{runs} boxes with runs");
+    }
 
     #[test]
     fn f16_round_trips_every_value_and_rounds_to_nearest_even() {
