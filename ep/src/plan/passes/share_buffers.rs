@@ -86,7 +86,8 @@ fn in_place_joins(
         let mut parts: SmallVec<[(ValueId, usize); 4]> = SmallVec::new();
         let mut at = 0;
         let fits = s.inputs.iter().enumerate().all(|(k, &v)| {
-            let made = producer[v].is_some_and(|p| p < i && (!steps[p].view || joins.iter().any(|j| j.step == p)));
+            // (A joined Concat is not a view yet: it passes as the step that makes its output.)
+            let made = producer[v].is_some_and(|p| p < i && !steps[p].view);
             let ok = made
                 && matches!(values[v].slot, Slot::Buffer(_))
                 && values[v].elem_type == dtype::FLOAT
