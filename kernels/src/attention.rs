@@ -293,16 +293,30 @@ pub fn attention_groups<T: AttnFloat>(
     let AttnScratch { q, k, v, s, y: yh, gemm } = scratch;
     let (q, k, v) = (sized(q, d.q_len * d.head), sized(k, total * d.head), sized(v, total * d.v_head));
     let (s, yh) = (sized(s, d.q_len * total), sized(yh, d.q_len * d.v_head));
+    // A head's rows are read in place where they are one run already ([B, H, S, d], no
+    // cache), else gathered into the scratch first.
+    let kv_in_place = !d.kv_3d && d.past_len == 0;
     for g in groups {
         let (b, kh) = (g / kv_heads, g % kv_heads);
-        for j in 0..total {
-            k[j * d.head..][..d.head].copy_from_slice(row_of(d, x.k, x.past_key, b, kh, j, d.head));
-            v[j * d.v_head..][..d.v_head].copy_from_slice(row_of(d, x.v, x.past_value, b, kh, j, d.v_head));
-        }
-        for h in kh * group..(kh + 1) * group {
-            for i in 0..d.q_len {
-                q[i * d.head..][..d.head].copy_from_slice(&x.q[d.q_row(b, h, i)..][..d.head]);
+        let (k, v): (&[T], &[T]) = if kv_in_place {
+            let (kr, vr) = (d.kv_row(b, kh, 0, d.head), d.kv_row(b, kh, 0, d.v_head));
+            (&x.k[kr..][..total * d.head], &x.v[vr..][..total * d.v_head])
+        } else {
+            for j in 0..total {
+                k[j * d.head..][..d.head].copy_from_slice(row_of(d, x.k, x.past_key, b, kh, j, d.head));
+                v[j * d.v_head..][..d.v_head].copy_from_slice(row_of(d, x.v, x.past_value, b, kh, j, d.v_head));
             }
+            (&k[..], &v[..])
+        };
+        for h in kh * group..(kh + 1) * group {
+            let q: &[T] = if d.q_3d {
+                for i in 0..d.q_len {
+                    q[i * d.head..][..d.head].copy_from_slice(&x.q[d.q_row(b, h, i)..][..d.head]);
+                }
+                q
+            } else {
+                &x.q[d.q_row(b, h, 0)..][..d.q_len * d.head]
+            };
             T::matmul(d.q_len, total, d.head, T::from_f32(p.scale), q, k, true, gemm, s);
             for (i, row) in s.chunks_mut(total.max(1)).enumerate() {
                 if stage >= 1 {
@@ -325,6 +339,12 @@ pub fn attention_groups<T: AttnFloat>(
             if let AttnOut::Scores(_) = out {
                 let at = (b * d.q_heads + h) * d.q_len * total - base;
                 y[at..at + d.q_len * total].copy_from_slice(s);
+                continue;
+            }
+            if !d.q_3d {
+                // The head's output rows are one run of Y: written in place.
+                let at = (b * d.q_heads + h) * d.q_len * d.v_head - base;
+                T::matmul(d.q_len, d.v_head, total, T::ONE, s, v, false, gemm, &mut y[at..][..d.q_len * d.v_head]);
                 continue;
             }
             T::matmul(d.q_len, d.v_head, total, T::ONE, s, v, false, gemm, yh);

@@ -234,7 +234,20 @@ fn run<T: Storage + AttnFloat + Number>(
             let cols = mask_cols.min(keep);
             let at = |j: usize| base + j * strides[3];
             match data {
+                // A row of the mask's own (not broadcast along its last axis): added as a
+                // slice, which vectorises (element by element with strides, T5's position
+                // bias took 22 of a 4-head layer's 59 us).
+                Data::F32(m) if strides[3] == 1 => {
+                    row[..cols].iter_mut().zip(&m[base..base + cols]).for_each(|(e, &v)| *e += T::from_f32(v))
+                }
                 Data::F32(m) => row[..cols].iter_mut().enumerate().for_each(|(j, e)| *e += T::from_f32(m[at(j)])),
+                Data::Bool(m) if strides[3] == 1 => {
+                    row[..cols].iter_mut().zip(&m[base..base + cols]).for_each(|(e, &v)| {
+                        if v == 0 {
+                            *e += ninf
+                        }
+                    })
+                }
                 Data::Bool(m) => row[..cols].iter_mut().enumerate().for_each(|(j, e)| {
                     if m[at(j)] == 0 {
                         *e += ninf
