@@ -272,10 +272,19 @@ fn direct_conv(
     }
 }
 
+/// The least floats of a split convolution's padded copy that are padded over the pool.
+/// At two threads, from 2^16 floats down to 2^12 (YOLO's copies of 14 K to 56 K floats
+/// now split too), best of alternated processes, ms: YOLO-tiny 0.93-0.94 -> 0.89,
+/// ResNet-18 20.3 -> 19.5, MobileNetV2 4.78 -> 4.75; 2^10 measured as 2^12. A copy under
+/// 2^13 floats (32 KB, an L1's worth) takes about as long as a ParallelFor's round trip,
+/// so it stays on the calling thread.
+const PAD_OVER_POOL_MIN: usize = 1 << 13;
+
 /// The padded copy of a direct convolution's `cg` input planes `x` in `padded`, its rows
-/// padded over the pool when the convolution is `split` and the copy is large: that copy
-/// ran on the calling thread ahead of every task, its input and output out of cache (in
-/// the YOLO model at two threads, 186 of its 1030 us were such heads).
+/// padded over the pool when the convolution is `split` and the copy is not small
+/// ([`PAD_OVER_POOL_MIN`]): that copy ran on the calling thread ahead of every task, its
+/// input and output out of cache (in the YOLO model at two threads, 186 of its 1030 us
+/// were such heads).
 fn pad_over_pool<'p>(
     x: &[f32],
     cg: usize,
@@ -286,7 +295,7 @@ fn pad_over_pool<'p>(
     par: &dyn Parallel,
 ) -> &'p [f32] {
     let len = direct::padded_len(cg, src);
-    if !split || len < PARALLEL_MIN_LEN {
+    if !split || len < PAD_OVER_POOL_MIN {
         direct::pad_planes(x, cg, g, src, padded);
         return padded;
     }
