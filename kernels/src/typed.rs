@@ -519,45 +519,29 @@ pub fn slice<T: Copy>(x: &[T], shape: &[usize], plan: &[(i64, i64, usize)], dst:
             break;
         }
     }
-    if run < 4 || dst.is_empty() {
-        return slice_elements(x, shape, plan, dst);
+    // Runs under 4 elements: one element at a time, the odometer over every axis.
+    if run < 4 {
+        (inner, run) = (rank, 1);
     }
-    let (strides, mut src) = box_start(shape, plan);
-    let mut index = [0usize; 8];
-    for chunk in dst.chunks_exact_mut(run) {
-        let at = src as usize;
-        chunk.copy_from_slice(&x[at..at + run]);
-        for a in (0..inner).rev() {
-            index[a] += 1;
-            src += plan[a].1 * strides[a];
-            if index[a] < plan[a].2 {
-                break;
-            }
-            src -= plan[a].1 * strides[a] * plan[a].2 as i64;
-            index[a] = 0;
-        }
+    if dst.is_empty() {
+        return;
     }
-}
-
-/// Each axis's stride in `x` and the box's first element.
-fn box_start(shape: &[usize], plan: &[(i64, i64, usize)]) -> ([i64; 8], i64) {
     let mut strides = [0i64; 8];
     let mut acc = 1i64;
-    for a in (0..shape.len()).rev() {
+    for a in (0..rank).rev() {
         strides[a] = acc;
         acc *= shape[a] as i64;
     }
-    (strides, (0..shape.len()).map(|a| plan[a].0 * strides[a]).sum())
-}
-
-/// [`slice`] one element at a time.
-fn slice_elements<T: Copy>(x: &[T], shape: &[usize], plan: &[(i64, i64, usize)], dst: &mut [T]) {
-    let rank = shape.len();
-    let (strides, mut src) = box_start(shape, plan);
+    let mut src: i64 = (0..rank).map(|a| plan[a].0 * strides[a]).sum();
     let mut index = [0usize; 8];
-    for o in dst.iter_mut() {
-        *o = x[src as usize];
-        for a in (0..rank).rev() {
+    for chunk in dst.chunks_exact_mut(run) {
+        let at = src as usize;
+        if run == 1 {
+            chunk[0] = x[at];
+        } else {
+            chunk.copy_from_slice(&x[at..at + run]);
+        }
+        for a in (0..inner).rev() {
             index[a] += 1;
             src += plan[a].1 * strides[a];
             if index[a] < plan[a].2 {
@@ -621,8 +605,9 @@ mod tests {
         }
     }
 
-    /// Runs and elements give the same box: every axis's start, step (negative too) and
-    /// count, whole inner axes merged into runs or not, ranks 1 to 4.
+    /// Runs and single elements give each output its input element: every axis's start,
+    /// step (negative too) and count, whole inner axes merged into runs or not, ranks 1
+    /// to 4, against the index worked out per element.
     #[test]
     fn slice_by_runs_matches_slice_by_elements() {
         let mut seed = 7u64;
@@ -648,10 +633,21 @@ mod tests {
                 .collect();
             let x: Vec<u32> = (0..shape.iter().product::<usize>() as u32).collect();
             let n = plan.iter().map(|p| p.2).product();
-            let (mut a, mut b) = (vec![u32::MAX; n], vec![u32::MAX; n]);
-            slice(&x, &shape, &plan, &mut a);
-            slice_elements(&x, &shape, &plan, &mut b);
-            assert_eq!(a, b, "{shape:?} {plan:?}");
+            let mut got = vec![u32::MAX; n];
+            slice(&x, &shape, &plan, &mut got);
+            // Output element k's index along each axis, then its input element.
+            let want: Vec<u32> = (0..n)
+                .map(|mut k| {
+                    let (mut at, mut stride) = (0i64, 1i64);
+                    for (ax, &(start, step, count)) in plan.iter().enumerate().rev() {
+                        at += (start + (k % count) as i64 * step) * stride;
+                        k /= count;
+                        stride *= shape[ax] as i64;
+                    }
+                    x[at as usize]
+                })
+                .collect();
+            assert_eq!(got, want, "{shape:?} {plan:?}");
             runs += usize::from(plan.last().is_some_and(|p| p.1 == 1 && p.2 >= 4));
         }
         assert!(runs > 300, "{runs} boxes with runs");

@@ -15,14 +15,14 @@ use crate::registry::Kernel;
 pub fn run(plan: &mut Plan, graph: &GraphDesc) -> Result<()> {
     mark_views(&plan.values, &mut plan.steps);
     let joins = match &plan.fixed {
-        Some(fixed) => {
-            let joins = in_place_joins(&plan.values, &plan.steps, &fixed.shapes, graph);
-            place_parts(&mut plan.values, &mut plan.steps, &joins, &fixed.shapes);
-            joins
-        }
+        Some(fixed) => in_place_joins(&plan.values, &plan.steps, &fixed.shapes, graph),
         None => Vec::new(),
     };
-    plan.buffer_types = assign_buffers(&mut plan.values, &plan.steps, &joins);
+    let root = roots(&plan.values, &plan.steps, &joins);
+    if let Some(fixed) = &plan.fixed {
+        place_parts(&mut plan.values, &mut plan.steps, &joins, &root, &fixed.shapes);
+    }
+    plan.buffer_types = assign_buffers(&mut plan.values, &plan.steps, &root);
     Ok(())
 }
 
@@ -147,9 +147,14 @@ fn roots(values: &[PlanValue], steps: &[Step], joins: &[Join]) -> Vec<ValueId> {
 }
 
 /// Marks the joined Concats as views and gives every part its place in its outermost
-/// output.
-fn place_parts(values: &mut [PlanValue], steps: &mut [Step], joins: &[Join], shapes: &[crate::graph::Shape]) {
-    let root = roots(values, steps, joins);
+/// output (`root`, from [`roots`]).
+fn place_parts(
+    values: &mut [PlanValue],
+    steps: &mut [Step],
+    joins: &[Join],
+    root: &[ValueId],
+    shapes: &[crate::graph::Shape],
+) {
     let count = |v: ValueId| shapes[v].iter().product::<usize>();
     // Outer joins first (a later step), so a part's parent has its offset.
     let mut at = vec![0usize; values.len()];
@@ -166,10 +171,9 @@ fn place_parts(values: &mut [PlanValue], steps: &mut [Step], joins: &[Join], sha
 /// Gives each intermediate value a buffer, reusing the buffers of values of the same
 /// element type that no later step reads (a chain of N nodes needs two buffers, not N - 1).
 /// A view's output takes its input's slot, a joined Concat's parts and output their
-/// outermost output's, and that buffer stays taken until the last read of any
-/// value in it. Returns each buffer's element type.
-fn assign_buffers(values: &mut [PlanValue], steps: &[Step], joins: &[Join]) -> Vec<i32> {
-    let root = roots(values, steps, joins);
+/// outermost output's (`root`, from [`roots`]), and that buffer stays taken until the
+/// last read of any value in it. Returns each buffer's element type.
+fn assign_buffers(values: &mut [PlanValue], steps: &[Step], root: &[ValueId]) -> Vec<i32> {
     // The last step that reads any value of each root.
     let mut last_read = vec![None; values.len()];
     for (i, s) in steps.iter().enumerate() {
