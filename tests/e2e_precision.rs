@@ -90,15 +90,16 @@ fn a_product_of_depth_zero_runs_as_in_fp32() {
     assert!(out[0].data.iter().all(|&v| v == 0.0));
 }
 
-/// A convolution by constant filters (bias and Relu fused): `k`x`k`, `in_c` -> `out_c`
-/// channels on `hw` x `hw`, padding `k / 2`.
-fn conv(in_c: i64, out_c: i64, hw: i64, k: i64) -> (Vec<u8>, Vec<HostTensor>) {
+/// A convolution by constant filters (bias and Relu fused): `k`x`k` at stride `s`,
+/// `in_c` -> `out_c` channels on `hw` x `hw`, padding `k / 2`.
+fn conv(in_c: i64, out_c: i64, hw: i64, k: i64, s: i64) -> (Vec<u8>, Vec<HostTensor>) {
     let pads = Attr::Ints(vec![k / 2; 4]);
+    let strides = Attr::Ints(vec![s; 2]);
     let model = ModelBuilder::new(17)
         .input("x", FLOAT, &common::fixed(&[1, in_c, hw, hw]))
         .initializer("w", &[out_c, in_c, k, k], vals(6, (out_c * in_c * k * k) as usize))
         .initializer("b", &[out_c], vals(7, out_c as usize))
-        .node_with("Conv", "conv", &["x", "w", "b"], &["h"], &[("pads", pads)])
+        .node_with("Conv", "conv", &["x", "w", "b"], &["h"], &[("pads", pads), ("strides", strides)])
         .node("Relu", "act", &["h"], &["y"])
         .output("y", FLOAT, None)
         .build();
@@ -107,16 +108,23 @@ fn conv(in_c: i64, out_c: i64, hw: i64, k: i64) -> (Vec<u8>, Vec<HostTensor>) {
 
 /// Each of the convolutions bf16 takes, on its kernel: a 3x3 on the direct kernel, a 1x1
 /// of a small plane on the transposed GEMM, a deep 1x1 of a large plane on the GEMM by
-/// bfloat16 filters; then a stem (3 input channels), which stays float32.
+/// bfloat16 filters (on a CPU with AMX tiles, all three and the 3x3 and 5x5 ones at
+/// stride 2 on the AMX direct kernel); then a stem (3 input channels), which stays
+/// float32.
 #[test]
 fn bf16_convolutions_are_float_results_to_bfloat16_accuracy_the_same_at_any_thread_count() {
     if !has_bf16() {
         return;
     }
-    for (in_c, out_c, hw, k, bf16) in
-        [(32, 64, 20, 3, true), (96, 64, 14, 1, true), (128, 64, 24, 1, true), (3, 32, 30, 3, false)]
-    {
-        let (model, inputs) = conv(in_c, out_c, hw, k);
+    for (in_c, out_c, hw, k, s, bf16) in [
+        (32, 64, 20, 3, 1, true),
+        (96, 64, 14, 1, 1, true),
+        (128, 64, 24, 1, 1, true),
+        (64, 96, 29, 3, 2, true),
+        (48, 40, 16, 5, 2, true),
+        (3, 32, 30, 3, 1, false),
+    ] {
+        let (model, inputs) = conv(in_c, out_c, hw, k, s);
         let want = harness::run(&mut ort_session(&model), &inputs).expect("ORT runs");
         let run = |threads: usize| {
             let opts = SessionOpts { intra_threads: Some(threads), ..with_precision("bf16") };
@@ -125,7 +133,7 @@ fn bf16_convolutions_are_float_results_to_bfloat16_accuracy_the_same_at_any_thre
         };
         let one = run(1);
         let err = rivet::real_models::relative_error(&one, &want).expect("same shapes");
-        let case = format!("{in_c}->{out_c} {k}x{k} on {hw}x{hw}");
+        let case = format!("{in_c}->{out_c} {k}x{k} s{s} on {hw}x{hw}");
         if bf16 {
             assert!(err > 1e-4 && err < 2e-2, "{case}: bf16 error {err:e} of the RMS");
         } else {

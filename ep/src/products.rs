@@ -119,9 +119,10 @@ pub(crate) fn convolution(
     // many (`BF16_GEMM_MIN`); the rest stays float32. One thread, MobileNetV2 (AMD Zen 5):
     // a stem on the bf16 GEMM took 2.35x its float wide tiles' time, 32->16 channels of
     // 1x1 on 112x112 2.4x, 16->96 1.4x; 576->96 on 14x14 on the direct kernel 1.00x.
-    if let Some(packing) =
-        constant.filter(|c| c.bf16 && !g.is_pointwise() && direct::fits_bf16(g, in_c / group, out_c / group))
-    {
+    if let Some(packing) = constant.filter(|c| {
+        let (cg, mg) = (in_c / group, out_c / group);
+        c.bf16 && (amx_conv(g, cg, mg) || !g.is_pointwise() && !amx_tiles() && direct::fits_bf16(g, cg, mg))
+    }) {
         return direct_conv(x, w, bias, xs, out_c, group, g, y, par, packing, epilogue);
     }
     if let (Some(packing), true) =
@@ -192,11 +193,14 @@ fn direct_conv(
     epilogue: &nn::Epilogue<'_>,
 ) {
     let (in_c, cg, mg, bf16) = (xs[1], xs[1] / group, out_c / group, packing.bf16);
+    let amx = bf16 && amx_conv(g, cg, mg);
     let taps = g.kernel.iter().product::<usize>();
     let (kk, positions, plane) = (cg * taps, g.positions(), g.plane());
     let mut cache = lock(&par.scratch().direct);
-    let packed = packed_once_as(&mut cache, packing.key, w, bf16 as usize, |p| {
-        if bf16 {
+    let packed = packed_once_as(&mut cache, packing.key, w, bf16 as usize + amx as usize, |p| {
+        if amx {
+            direct::pack_filters_amx(w, out_c, group, cg, taps, p);
+        } else if bf16 {
             direct::pack_filters_bf16(w, out_c, group, cg, taps, p);
         } else {
             direct::pack_filters(w, out_c, group, kk, p);
@@ -210,9 +214,10 @@ fn direct_conv(
     // channels of 3x3 s2 on 80x80, one thread: 166-189 us as two tasks of one block).
     // Two threads on one block each do no more than one thread on both. The wide tiles
     // (stems) run a block at a time anyway.
-    let least = if direct::wide_tiles(g, cg) { 1 } else { 2 };
+    let least = if direct::wide_tiles(g, cg) && !amx { 1 } else { 2 };
     let tasks = cores().min(blocks / least).max(1);
-    let per_task = blocks.div_ceil(tasks.max(1)) * direct::BLOCK;
+    // The AMX tiles take two blocks a call: a task's part is whole pairs of them.
+    let per_task = blocks.div_ceil(tasks.max(1)).next_multiple_of(1 + amx as usize) * direct::BLOCK;
     // Split by output rows where the parts' channels fit (`BY_ROWS_MAX_CHANNELS`): each
     // task reads only its rows of the input, mostly written by the same core if the
     // convolution before it split by rows too, where a task of a channel split reads all
@@ -226,7 +231,10 @@ fn direct_conv(
     for n in 0..xs[0] {
         for gi in 0..group {
             let xg = &x[(n * in_c + gi * cg) * plane..][..cg * plane];
-            let input: &[f32] = if bf16 {
+            let input: &[f32] = if amx {
+                direct::amx_planes(xg, cg, g, &mut padded);
+                &padded
+            } else if bf16 {
                 direct::pair_planes(xg, cg, g, &mut padded);
                 &padded
             } else if src.copy {
@@ -250,7 +258,9 @@ fn direct_conv(
             };
             let yg = &mut y[block];
             let run = |channels: std::ops::Range<usize>, part: &mut [f32], carry: &mut Vec<f32>| {
-                if bf16 {
+                if amx {
+                    direct.run_amx(channels, part, carry)
+                } else if bf16 {
                     direct.run_bf16(channels, part, carry)
                 } else {
                     direct.run(channels, part, carry)
@@ -269,6 +279,25 @@ fn direct_conv(
                 });
             }
         }
+    }
+}
+
+/// Whether this CPU runs bf16 products on AMX tiles.
+fn amx_tiles() -> bool {
+    nn::bf16_tiles()
+}
+
+/// Whether a bf16 convolution of `cg` input and `mg` output channels a group runs on the
+/// AMX direct kernel (`direct::fits_amx`: stride 1, 16 channels or more each way).
+fn amx_conv(g: &conv::Window3d, cg: usize, mg: usize) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        direct::fits_amx(g, cg, mg)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (g, cg, mg);
+        false
     }
 }
 

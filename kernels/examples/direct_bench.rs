@@ -1,10 +1,14 @@
 //! Kernel-only timing of the direct convolution on CNN stems and other shallow layers:
 //! `cargo run --release -p rivet-kernels --example direct_bench`. Prints us per call
 //! (best of several batches) and GFLOP/s. With `BF16` set, the bfloat16 kernel (its
-//! input's rounding, which each call needs, timed as the "copy").
+//! input's rounding, which each call needs, timed as the "copy"); with `AMX` set, the
+//! AMX one where it takes the case (the others are skipped).
 
 use rivet_kernels::conv::{window_geometry, Padding};
-use rivet_kernels::direct::{pack_filters, pack_filters_bf16, pad_planes, pair_planes, pair_source, source, Direct};
+use rivet_kernels::direct::{
+    amx_planes, fits_amx, pack_filters, pack_filters_amx, pack_filters_bf16, pad_planes, pair_planes, pair_source,
+    source, Direct,
+};
 use rivet_kernels::{Activation, Epilogue, UnaryOp};
 use std::time::Instant;
 
@@ -55,10 +59,19 @@ fn main() {
         } else {
             &x
         };
-        let bf16 = std::env::var_os("BF16").is_some();
+        let amx = std::env::var_os("AMX").is_some();
+        if amx && !fits_amx(&g, cin, cout) {
+            continue;
+        }
+        let bf16 = std::env::var_os("BF16").is_some() || amx;
         let (mut pairs, mut packed_bf16) = (Vec::new(), Vec::new());
-        pair_planes(&x, cin, &g, &mut pairs);
-        pack_filters_bf16(&w, cout, 1, cin, k * k, &mut packed_bf16);
+        if amx {
+            amx_planes(&x, cin, &g, &mut pairs);
+            pack_filters_amx(&w, cout, 1, cin, k * k, &mut packed_bf16);
+        } else {
+            pair_planes(&x, cin, &g, &mut pairs);
+            pack_filters_bf16(&w, cout, 1, cin, k * k, &mut packed_bf16);
+        }
         let run = if bf16 {
             Direct {
                 x: &pairs,
@@ -78,7 +91,9 @@ fn main() {
         for _ in 0..15 {
             let t = Instant::now();
             for _ in 0..5 {
-                if bf16 {
+                if amx {
+                    run.run_amx(0..cout, &mut y, &mut carry);
+                } else if bf16 {
                     run.run_bf16(0..cout, &mut y, &mut carry);
                 } else {
                     run.run(0..cout, &mut y, &mut carry);
@@ -90,7 +105,9 @@ fn main() {
         let mut pairs_again = Vec::new();
         for _ in 0..15 {
             let t = Instant::now();
-            if bf16 {
+            if amx {
+                amx_planes(&x, cin, &g, &mut pairs_again);
+            } else if bf16 {
                 pair_planes(&x, cin, &g, &mut pairs_again);
             } else {
                 pad_planes(&x, cin, &g, src, &mut padded);

@@ -99,9 +99,9 @@ pub use arch::Level;
 pub use binary::{binary_f32, binary_f32_at, BinaryOp};
 pub use broadcast::{Broadcast, BroadcastError, BroadcastKind};
 pub use gemm::{
-    bf16_supported, gemm_block, gemm_cols_packed_a, gemm_rows, gemm_rows_packed, gemm_with, pack_a, pack_a_bf16,
-    pack_a_for, pack_b, pack_b_bf16, reads_b_in_place, row_tile, to_bf16, Activation, Bias, Epilogue, Gemm,
-    GemmScratch, PackedA, PackedB, Scale,
+    bf16_supported, bf16_tiles, gemm_block, gemm_cols_packed_a, gemm_rows, gemm_rows_packed, gemm_with, pack_a,
+    pack_a_bf16, pack_a_for, pack_b, pack_b_bf16, reads_b_in_place, row_tile, to_bf16, Activation, Bias, Epilogue,
+    Gemm, GemmScratch, PackedA, PackedB, Scale,
 };
 #[doc(hidden)]
 pub use gemm::{gemm_block_at, gemm_rows_at, pack_a_at, pack_b_at};

@@ -45,8 +45,8 @@ pub fn concat_range<T: Copy>(inputs: &[&[T]], widths: &[usize], start: usize, y:
 pub use crate::norm::{layer_norm, softmax};
 
 pub use crate::gemm::{
-    bf16_supported, col_tile, gemm, gemm_block, gemm_cols_packed_a, gemm_rows, gemm_rows_packed, gemm_with, pack_a,
-    pack_a_bf16, pack_a_for, pack_b, pack_b_bf16, reads_b_in_place, row_tile, Activation, Bias, Epilogue, Gemm,
+    bf16_supported, bf16_tiles, col_tile, gemm, gemm_block, gemm_cols_packed_a, gemm_rows, gemm_rows_packed, gemm_with,
+    pack_a, pack_a_bf16, pack_a_for, pack_b, pack_b_bf16, reads_b_in_place, row_tile, Activation, Bias, Epilogue, Gemm,
     GemmScratch, PackedA, PackedB, Scale,
 };
 

@@ -417,6 +417,24 @@ pub(crate) fn pair_bf16(lo: &[f32], hi: Option<&[f32]>, out: &mut [f32]) {
     crate::direct::pair_bf16_portable(lo, hi, out)
 }
 
+/// `lo` and `hi` (zeros when `None`) rounded to bfloat16 pairs as [`pair_bf16`] rounds
+/// them, the pairs of even indices into `even` and of odd ones into `odd`.
+#[inline]
+pub(crate) fn pair_bf16_halves(lo: &[f32], hi: Option<&[f32]>, even: &mut [f32], odd: &mut [f32]) {
+    let n = lo.len();
+    assert!(hi.is_none_or(|h| h.len() == n), "pair_bf16_halves: lengths");
+    assert!(even.len() == n.div_ceil(2) && odd.len() == n / 2, "pair_bf16_halves: lengths");
+    if gemm::bf16_supported() {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as in `direct_bf16`: the CPU has avx512f/bw and avx512bf16, the features
+        // `pair_bf16_halves_avx512` enables.
+        unsafe {
+            return crate::direct::x86::bf16::pair_bf16_halves_avx512(lo, hi, even, odd);
+        }
+    }
+    crate::direct::pair_bf16_halves_portable(lo, hi, even, odd)
+}
+
 /// Runs the direct convolution with the build for `isa`. Panics below AVX-512 (its
 /// callers ask [`crate::direct::fits`] first).
 #[inline]

@@ -93,6 +93,19 @@ pub(crate) fn pair_bf16_portable(lo: &[f32], hi: Option<&[f32]>, out: &mut [f32]
     }
 }
 
+/// The portable form of `arch::pair_bf16_halves`, which every build matches.
+pub(crate) fn pair_bf16_halves_portable(lo: &[f32], hi: Option<&[f32]>, even: &mut [f32], odd: &mut [f32]) {
+    for (j, &l) in lo.iter().enumerate() {
+        let h = hi.map_or(0, |h| to_bf16(h[j]) as u32);
+        let word = f32::from_bits(to_bf16(l) as u32 | (h << 16));
+        if j % 2 == 0 {
+            even[j / 2] = word;
+        } else {
+            odd[j / 2] = word;
+        }
+    }
+}
+
 impl Direct<'_> {
     /// [`Direct::run`] on the bfloat16 kernel: `x` holds the group's [`pair_planes`] and
     /// `w` its [`pack_filters_bf16`] filters (`cg` is still the input channels), `src` is

@@ -47,6 +47,20 @@ pub fn bf16_supported() -> bool {
     })
 }
 
+/// Whether this process runs the bf16 products (and the bf16 direct convolution of
+/// stride 1) on AMX tiles: see `arch::amx::bf16_tiles`. Products of fewer than 8 rows
+/// keep AVX-512 BF16.
+pub fn bf16_tiles() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        crate::arch::amx::bf16_tiles()
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
 /// `x` rounded to bfloat16 as the vector conversion (`vcvtne2ps2bf16`) rounds it: as
 /// [`f32_to_bf16`](crate::typed::f32_to_bf16) (nearest, ties to even; NaN stays NaN), but
 /// subnormals become zero of the same sign.
@@ -68,7 +82,7 @@ pub fn pack_b_bf16(packed: &mut PackedB, n: usize, k: usize, b: &[f32], trans_b:
     if !bf16_supported() || k == 0 || n < MIN_COLUMNS {
         return false;
     }
-    let pairs = k.div_ceil(2);
+    let pairs = padded_pairs(k);
     let panels = n.div_ceil(NR);
     let len = panels * pairs * NR;
     let dst = &mut packed.room(len)[..len];
@@ -90,6 +104,13 @@ pub fn pack_b_bf16(packed: &mut PackedB, n: usize, k: usize, b: &[f32], trans_b:
     packed.bf16 = true;
     packed.key = Some((Level::Avx512, NR, n, k, trans_b));
     true
+}
+
+/// Rows of a panel of B (packed or rounded as the product runs) for a depth of `k`: its
+/// pairs of depths, padded with zeros to whole chunks of [`CHUNK`] pairs (the AMX tiles
+/// read whole chunks).
+pub(crate) fn padded_pairs(k: usize) -> usize {
+    k.div_ceil(2).next_multiple_of(CHUNK)
 }
 
 /// Rows of a bf16 strip of A (the tile's rows), and pairs of depths in each of a strip's

@@ -8,7 +8,7 @@
 //! block (the panel stays in L1 or L2), each tile summing the whole depth in 28
 //! registers and merging `alpha`, `beta` once; the epilogue runs on the block.
 
-use super::bf16::{CHUNK, MR, NR};
+use super::bf16::{padded_pairs, CHUNK, MR, NR};
 use super::{Gemm, GemmScratch};
 use crate::arch::mem::{bcast_bh, load16, load_bh, store16, store_bh, widen_bh};
 use crate::arch::Level;
@@ -33,10 +33,11 @@ pub(crate) fn gemm_bf16_avx512(
     c: &mut [f32],
 ) {
     let (k, ldc) = (g.k, cols.len());
-    let pairs = k.div_ceil(2);
+    let (pairs, stride) = (k.div_ceil(2), padded_pairs(k));
     let chunks = pairs.div_ceil(CHUNK);
     assert_eq!(c.len(), rows.len() * ldc, "gemm: `c` must hold rows.len()*cols.len() elements");
-    assert!(b.len() >= g.n.div_ceil(NR) * pairs * NR, "gemm: the packed B is too short");
+    assert!(b.len() >= g.n.div_ceil(NR) * stride * NR, "gemm: the packed B is too short");
+    let tiles = uses_tiles(g);
     let strip_len = chunks * MR;
     let strips_per_block = (A_BLOCK_BYTES / (strip_len * 64)).max(1);
     let mut r0 = rows.start;
@@ -52,8 +53,14 @@ pub(crate) fn gemm_bf16_avx512(
         let mut j0 = cols.start;
         while j0 < cols.end {
             let w = NR.min(cols.end - j0);
-            let panel = &b[(j0 / NR) * pairs * NR..][..pairs * NR];
+            let panel = &b[(j0 / NR) * stride * NR..][..stride * NR];
             let panel: &[[f32; 16]] = panel.as_chunks::<16>().0;
+            if tiles {
+                let out = Out { c: &mut block[j0 - cols.start..], ldc, w, alpha: g.alpha, beta: g.beta };
+                strips_on_tiles(a, strip_len, r1 - r0, panel, out);
+                j0 += NR;
+                continue;
+            }
             for (s, strip) in a.chunks_exact(strip_len).enumerate() {
                 let i0 = s * MR;
                 let h = MR.min(r1 - r0 - i0);
@@ -90,7 +97,8 @@ pub(crate) fn gemm_bf16_a_avx512(
     assert_eq!(c.len(), rows.len() * ldc, "gemm: `c` must hold rows.len()*cols.len() elements");
     let a: &[[f32; 16]] = a.as_chunks::<16>().0;
     assert!(a.len() >= g.m.div_ceil(MR) * strip_len, "gemm: the packed A is too short");
-    let (_, panel) = scratch.parts::<16, 16>(0, 2 * pairs);
+    let (_, panel) = scratch.parts::<16, 16>(0, 2 * padded_pairs(k));
+    let tiles = uses_tiles(g);
     let first_strip = rows.start / MR;
     let mut e0 = cols.start;
     while e0 < cols.end {
@@ -98,6 +106,13 @@ pub(crate) fn gemm_bf16_a_avx512(
         for j0 in (e0..e1).step_by(NR) {
             let w = NR.min(e1 - j0);
             round_panel(g, j0, w, panel);
+            if tiles {
+                let first = first_strip * strip_len;
+                let strips = &a[first..first + rows.len().div_ceil(MR) * strip_len];
+                let out = Out { c: &mut c[j0 - cols.start..], ldc, w, alpha: g.alpha, beta: g.beta };
+                strips_on_tiles(strips, strip_len, rows.len(), panel, out);
+                continue;
+            }
             for (s, i0) in (rows.start..rows.end).step_by(MR).enumerate() {
                 let h = MR.min(rows.end - i0);
                 let strip = &a[(first_strip + s) * strip_len..][..strip_len];
@@ -113,6 +128,62 @@ pub(crate) fn gemm_bf16_a_avx512(
         }
         g.epilogue.apply(Level::Avx512, &mut c[e0 - cols.start..], ldc, n, rows.clone(), e0..e1);
         e0 = e1;
+    }
+}
+
+/// Products of at least this many rows run on AMX tiles where the CPU has them. Fewer
+/// leave most of each 14-row tile empty; the choice is the whole product's, so every
+/// split of it sums each element the same way.
+const TILE_MIN_ROWS: usize = 8;
+
+/// Whether `g` runs on AMX tiles (see [`TILE_MIN_ROWS`]).
+fn uses_tiles(g: &Gemm<'_>) -> bool {
+    g.m >= TILE_MIN_ROWS && crate::arch::amx::bf16_tiles()
+}
+
+/// The block of `rows` rows (`a`'s strips of `strip_len` vectors, the last one's rows
+/// past `rows` zero) by one 32-column panel of B (`16 · chunks` rows of pairs) on AMX
+/// tiles, two strips a time, merged into `out`'s first `out.w` columns.
+#[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma,avx512bf16")]
+fn strips_on_tiles(a: &[[f32; 16]], strip_len: usize, rows: usize, panel: &[[f32; 16]], out: Out<'_>) {
+    let chunks = strip_len / MR;
+    let Out { c, ldc, w, alpha, beta } = out;
+    let mut sums = [[0f32; NR]; 2 * MR];
+    let mut strips = a.chunks_exact(strip_len);
+    let mut i0 = 0;
+    while i0 < rows {
+        let first = strips.next().expect("a strip for every 14 rows");
+        let h = (2 * MR).min(rows - i0);
+        if h > MR {
+            let second = strips.next().expect("a strip for every 14 rows");
+            crate::arch::amx::bf16_panel::<2>([first, second], panel, chunks, &mut sums);
+        } else {
+            crate::arch::amx::bf16_panel::<1>([first], panel, chunks, &mut sums);
+        }
+        merge(&sums[..h], Out { c: &mut c[i0 * ldc..], ldc, w, alpha, beta });
+        i0 += h;
+    }
+}
+
+/// Merges rows of sums into C: `c = alpha * sums + beta * c` (C not read when
+/// `beta == 0`), only its first `w` columns, as [`store`] does.
+#[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
+fn merge(sums: &[[f32; NR]], out: Out<'_>) {
+    let Out { c, ldc, w, alpha, beta } = out;
+    let (av, bv) = (_mm512_set1_ps(alpha), _mm512_set1_ps(beta));
+    for (r, s) in sums.iter().enumerate() {
+        let row = &mut c[r * ldc..][..w];
+        if w == NR {
+            for h in 0..2 {
+                let dst: &mut [f32; 16] = (&mut row[16 * h..16 * h + 16]).try_into().expect("16 floats");
+                let v = _mm512_mul_ps(av, load16(s[16 * h..16 * h + 16].try_into().expect("16 floats")));
+                store16(dst, if beta == 0.0 { v } else { _mm512_fmadd_ps(bv, load16(dst), v) });
+            }
+        } else {
+            for (o, &v) in row.iter_mut().zip(s) {
+                *o = if beta == 0.0 { alpha * v } else { beta.mul_add(*o, alpha * v) };
+            }
+        }
     }
 }
 

@@ -62,7 +62,7 @@ use crate::conv::Im2col;
 use std::cell::RefCell;
 use std::ops::Range;
 
-pub use bf16::{bf16_supported, pack_a_bf16, pack_b_bf16, to_bf16};
+pub use bf16::{bf16_supported, bf16_tiles, pack_a_bf16, pack_b_bf16, to_bf16};
 pub use epilogue::{Activation, Bias, Epilogue, Scale};
 use packed::tiles_agree;
 pub use packed::{pack_a, pack_a_at, pack_a_for, pack_b, pack_b_at, PackedA, PackedB};

@@ -93,6 +93,31 @@ fn tile<const R: usize, const NB: usize>(
     finish::<R, NB>(d, geo, bias, ch, &at, &sums, carry, y);
 }
 
+/// See `arch::pair_bf16_halves`.
+#[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma,avx512bf16")]
+pub(crate) fn pair_bf16_halves_avx512(lo: &[f32], hi: Option<&[f32]>, even: &mut [f32], odd: &mut [f32]) {
+    let (ie, io) = (
+        _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30),
+        _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31),
+    );
+    // 32 inputs a step, the last step's past the row read as zeros and not stored.
+    for j in (0..lo.len()).step_by(32) {
+        let n = 32.min(lo.len() - j);
+        let (mut l, mut h) = ([0f32; 32], [0f32; 32]);
+        l[..n].copy_from_slice(&lo[j..][..n]);
+        if let Some(hi) = hi {
+            h[..n].copy_from_slice(&hi[j..][..n]);
+        }
+        let ([l0, l1], [h0, h1]) = (l.as_chunks::<16>().0, h.as_chunks::<16>().0) else { unreachable!() };
+        let (v0, v1) = (pair16(l0, h0), pair16(l1, h1));
+        let (mut e, mut o) = ([0f32; 16], [0f32; 16]);
+        store16(&mut e, _mm512_permutex2var_ps(v0, ie, v1));
+        store16(&mut o, _mm512_permutex2var_ps(v0, io, v1));
+        even[j / 2..][..n.div_ceil(2)].copy_from_slice(&e[..n.div_ceil(2)]);
+        odd[j / 2..][..n / 2].copy_from_slice(&o[..n / 2]);
+    }
+}
+
 /// See `arch::pair_bf16`.
 #[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma,avx512bf16")]
 pub(crate) fn pair_bf16_avx512(lo: &[f32], hi: Option<&[f32]>, out: &mut [f32]) {

@@ -1,0 +1,141 @@
+use super::*;
+use crate::conv::{window_geometry, Padding};
+use crate::direct::tests::values;
+use crate::gemm::{Activation, Epilogue};
+use crate::UnaryOp;
+
+fn rounded(v: &[f32]) -> Vec<f32> {
+    v.iter().map(|&x| f32::from_bits((to_bf16(x) as u32) << 16)).collect()
+}
+
+/// A convolution summed in f64 by its definition, then the epilogue: the reference.
+fn naive(g: &Window3d, x: &[f32], w: &[f32], cg: usize, bias: Option<&[f32]>, ep: Epilogue<'_>, y: &mut [f32]) {
+    let ([_, in_h, in_w], [_, out_h, out_w], [_, kh, kw]) = (g.input, g.out, g.kernel);
+    let mg = y.len() / (out_h * out_w);
+    for m in 0..mg {
+        for oy in 0..out_h {
+            for ox in 0..out_w {
+                let mut sum = 0f64;
+                for c in 0..cg {
+                    for ky in 0..kh {
+                        for kx in 0..kw {
+                            let iy = (oy * g.stride[1] + ky * g.dilation[1]) as isize - g.pad_begin[1] as isize;
+                            let ix = (ox * g.stride[2] + kx * g.dilation[2]) as isize - g.pad_begin[2] as isize;
+                            if (0..in_h as isize).contains(&iy) && (0..in_w as isize).contains(&ix) {
+                                let v = x[c * in_h * in_w + iy as usize * in_w + ix as usize] as f64;
+                                sum += v * w[((m * cg + c) * kh + ky) * kw + kx] as f64;
+                            }
+                        }
+                    }
+                }
+                y[(m * out_h + oy) * out_w + ox] = sum as f32;
+            }
+        }
+    }
+    let ep = Epilogue { bias: bias.map_or(crate::gemm::Bias::None, crate::gemm::Bias::Rows), ..ep };
+    ep.apply_rows(y, out_h * out_w, 0..mg);
+}
+
+/// The AMX kernel against sums in f64 of the same operands rounded to bfloat16 (the
+/// products are then exact; only the order of the float sums differs), whole and
+/// split after one block and after two (the same bits), fused epilogue or not.
+#[allow(clippy::too_many_arguments)]
+fn check(
+    in_c: usize,
+    out_c: usize,
+    group: usize,
+    hw: [usize; 2],
+    k: [usize; 2],
+    s: [usize; 2],
+    d: usize,
+    pad: [usize; 4],
+) {
+    if !amx::bf16_tiles() {
+        return;
+    }
+    let pads = Padding::Explicit([0, pad[0], pad[1], 0, pad[2], pad[3]]);
+    let (g, _) = window_geometry([1, hw[0], hw[1]], [1, k[0], k[1]], [1, s[0], s[1]], [1, d, d], pads, false).unwrap();
+    let (cg, mg, taps) = (in_c / group, out_c / group, k[0] * k[1]);
+    assert!(fits_amx(&g, cg, mg));
+    let (kk, positions) = (cg * taps, g.positions());
+    let x = values(in_c * g.plane(), 1);
+    let w = values(out_c * kk, 2);
+    let bias = values(out_c, 3);
+    let residual: &'static [f32] = Box::leak(values(out_c * positions, 4).into_boxed_slice());
+    let (xr, wr) = (rounded(&x), rounded(&w));
+    let mut packed_amx = Vec::new();
+    pack_filters_amx(&w, out_c, group, cg, taps, &mut packed_amx);
+    assert_eq!(packed_amx.len(), packed_len_amx(out_c, group, cg, taps));
+    for fused in [false, true] {
+        let ep = |block: Range<usize>| -> Epilogue<'static> {
+            if !fused {
+                return Epilogue::default();
+            }
+            let relu = Some(Activation::Unary(UnaryOp::Relu));
+            let clip = Some(Activation::Clip { min: 0.0, max: 0.5 });
+            Epilogue { act: relu, residual: Some(&residual[block]), after: clip, ..Epilogue::default() }
+        };
+        let len = out_c * positions;
+        let (mut want, mut got) = (vec![f32::NAN; len], vec![f32::NAN; len]);
+        let (mut split1, mut split2) = (vec![f32::NAN; len], vec![f32::NAN; len]);
+        let (mut pairs, mut carry) = (Vec::new(), Vec::new());
+        for gi in 0..group {
+            let block = gi * mg * positions..(gi + 1) * mg * positions;
+            let bias = Some(&bias[gi * mg..][..mg]);
+            let (xg, xrg) = (&x[gi * cg * g.plane()..][..cg * g.plane()], &xr[gi * cg * g.plane()..][..cg * g.plane()]);
+            naive(&g, xrg, &wr[gi * mg * kk..][..mg * kk], cg, bias, ep(block.clone()), &mut want[block.clone()]);
+            amx_planes(xg, cg, &g, &mut pairs);
+            let per_group = packed_len_amx(out_c, group, cg, taps) / group;
+            let w = &packed_amx[gi * per_group..][..per_group];
+            let run = Direct { x: &pairs, src: pair_source(&g), cg, g: &g, w, bias, epilogue: ep(block.clone()) };
+            run.run_amx(0..mg, &mut got[block.clone()], &mut carry);
+            for (cut, split) in [(BLOCK, &mut split1), (2 * BLOCK, &mut split2)] {
+                let cut = cut.min(mg);
+                let (a, b) = split[block.clone()].split_at_mut(cut * positions);
+                run.run_amx(0..cut, a, &mut carry);
+                if cut < mg {
+                    run.run_amx(cut..mg, b, &mut carry);
+                }
+            }
+        }
+        for (i, (&a, &b)) in got.iter().zip(&want).enumerate() {
+            assert!((a - b).abs() <= 4e-7 * kk as f32 * (1.0 + b.abs()), "{i}: amx {a} float on rounded {b}");
+        }
+        let bits = |v: &[f32]| v.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&got), bits(&split1), "a split after one block changed the bits");
+        assert_eq!(bits(&got), bits(&split2), "a split after two blocks changed the bits");
+    }
+}
+
+#[test]
+fn amx_convs_sum_the_rounded_operands_as_the_float_kernel_does() {
+    check(16, 32, 1, [10, 11], [3, 3], [1, 1], 1, [1, 1, 1, 1]);
+    check(64, 128, 2, [7, 7], [3, 3], [1, 1], 1, [1, 1, 1, 1]);
+    check(40, 48, 1, [11, 8], [3, 3], [1, 1], 2, [2, 2, 1, 2]);
+    check(32, 16, 1, [6, 6], [3, 1], [1, 1], 1, [0; 4]);
+    check(16, 80, 1, [1, 40], [1, 5], [1, 1], 1, [0, 2, 0, 2]);
+    check(96, 72, 1, [14, 14], [1, 1], [1, 1], 1, [0; 4]);
+    // Bands of output rows: 13 rows of a 42-wide padded plane each.
+    check(16, 35, 1, [40, 40], [3, 3], [1, 1], 1, [1, 1, 1, 1]);
+    check(24, 64, 1, [9, 60], [5, 5], [1, 1], 1, [2, 2, 2, 2]);
+}
+
+/// Strides through the phases of the padded planes: 2 each way (even and odd sizes and
+/// paddings), 2 one way, 3, a dilated one, and 1x1 at stride 2.
+#[test]
+fn strided_amx_convs_read_the_phases() {
+    check(32, 64, 1, [14, 14], [3, 3], [2, 2], 1, [1, 1, 1, 1]);
+    check(16, 48, 1, [15, 13], [3, 3], [2, 2], 1, [1, 0, 1, 1]);
+    check(64, 32, 2, [9, 12], [5, 5], [2, 1], 1, [2, 2, 2, 2]);
+    check(20, 16, 1, [17, 11], [3, 3], [3, 3], 2, [2, 1, 0, 2]);
+    check(48, 40, 1, [20, 20], [1, 1], [2, 2], 1, [0; 4]);
+    check(16, 32, 1, [40, 40], [3, 3], [2, 2], 1, [1, 1, 1, 1]);
+}
+
+#[test]
+fn deep_amx_convs_add_their_groups_of_steps() {
+    // 150 pairs of 3x3 (10 chunks by 9 taps, 90 steps) and 2100 channels of 1x1 (66
+    // chunks): two groups of steps and more.
+    check(300, 20, 1, [6, 5], [3, 3], [1, 1], 1, [1, 0, 1, 1]);
+    check(2100, 48, 1, [5, 5], [1, 1], [1, 1], 1, [0; 4]);
+}
