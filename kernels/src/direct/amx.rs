@@ -120,21 +120,40 @@ pub fn amx_planes_len(cg: usize, g: &Window3d) -> usize {
 /// Rounds one group's `cg` input planes into `dst` for the AMX kernel: per pair of input
 /// channels (channel `2p` in the low half of each word, `2p + 1` or zero in the high
 /// half), the phases of its padded plane (the padding zero), then zero pairs up to whole
-/// chunks of 16 and zero words past the last (the last tiles read past the last output's
-/// input, into the next row).
+/// chunks of 16 and words past the last (the last tiles read past the last output's
+/// input, into the next row, for outputs they drop).
 pub fn amx_planes(x: &[f32], cg: usize, g: &Window3d, dst: &mut Vec<f32>) {
     let ph = Phases::of(g);
     let [_, in_h, in_w] = g.input;
     let plane_in = in_h * in_w;
     assert_eq!(x.len(), cg * plane_in, "direct amx: input planes");
     let (pt, pl) = (g.pad_begin[1], g.pad_begin[2]);
-    dst.clear();
+    let src = pair_source(g);
+    // Not cleared: the words no valid output reads (past a row's or a plane's reach, the
+    // slack) may keep what was there; the padding and the zero pairs are written below.
     dst.resize(amx_planes_len(cg, g), 0.0);
+    let pairs = cg.div_ceil(2);
+    dst[pairs * ph.pair..].fill(0.0);
     let mut words = [0f32; 256];
-    for p in 0..cg.div_ceil(2) {
+    for p in 0..pairs {
         let out = &mut dst[p * ph.pair..][..ph.pair];
         let lo = &x[2 * p * plane_in..][..plane_in];
         let hi = (2 * p + 1 < cg).then(|| &x[(2 * p + 1) * plane_in..][..plane_in]);
+        for y in (0..pt).chain(pt + in_h..src.rows) {
+            for b in 0..ph.sw {
+                out[ph.at(y, b)..][..ph.width].fill(0.0);
+            }
+        }
+        for y in pt..pt + in_h {
+            for x in (0..pl).chain(pl + in_w..src.cols) {
+                out[ph.at(y, x)] = 0.0;
+            }
+        }
+        if ph.sw == 1 && pl == 0 && src.cols == in_w {
+            // Whole rows, one after the other in both.
+            arch::pair_bf16(lo, hi, &mut out[ph.at(pt, 0)..][..plane_in]);
+            continue;
+        }
         for iy in 0..in_h {
             let y = iy + pt;
             let (l, h) = (&lo[iy * in_w..][..in_w], hi.map(|h| &h[iy * in_w..][..in_w]));
@@ -248,6 +267,7 @@ impl Direct<'_> {
                         out[oy * out_w..][..out_w].copy_from_slice(&sums[(oy - oy0) * p..][..out_w]);
                     }
                 }
+                // The epilogue on the band's outputs while they are in cache.
                 let at = (c0 - channels.start) * positions + oy0 * out_w;
                 epilogue.apply(Level::Avx512, &mut y[at..], positions, positions, c0..c1, oy0 * out_w..oy1 * out_w);
                 oy0 = oy1;
