@@ -4,6 +4,7 @@
 //! (re-exported from `norm`), batch normalization, global pooling. Shapes are checked by the caller; these functions
 //! assume consistent lengths (and panic on a mismatch).
 
+use crate::unary::UnaryOp;
 pub use crate::movement::{expand, transpose, transpose_2d, transpose_block, transpose_outer, transpose_part};
 
 /// Concatenation along an axis: each input is `[outer, widths[i]]` (its axis length
@@ -222,7 +223,11 @@ pub fn instance_norm(
 }
 
 /// Local response normalization across channels of `x` viewed as
-/// `[batch, channels, spatial]`.
+/// `[batch, channels, spatial]`: `y = x / (bias + alpha / size · Σ x²)^beta` over a
+/// window of `size` channels. Vectorised plane by plane: the window's squares summed in
+/// the output plane, then the power as two square roots for the common beta of 0.75
+/// (about 2 ulp from a correctly rounded pow) and as exp(beta · ln) with the unary
+/// kernels' Log and Exp otherwise.
 #[allow(clippy::too_many_arguments)]
 pub fn lrn(
     x: &[f32],
@@ -237,14 +242,38 @@ pub fn lrn(
 ) {
     let before = (size - 1) / 2;
     let after = size - 1 - before;
+    let level = crate::arch::Level::detected();
+    let k = alpha / size as f32;
+    if spatial == 0 {
+        return;
+    }
     for n in 0..batch {
-        for c in 0..channels {
-            let lo = c.saturating_sub(before);
-            let hi = (c + after).min(channels - 1);
-            for s in 0..spatial {
-                let at = |ch: usize| (n * channels + ch) * spatial + s;
-                let sum: f32 = (lo..=hi).map(|ch| x[at(ch)] * x[at(ch)]).sum();
-                y[at(c)] = x[at(c)] / (bias + alpha / size as f32 * sum).powf(beta);
+        let planes = &x[n * channels * spatial..][..channels * spatial];
+        let outs = &mut y[n * channels * spatial..][..channels * spatial];
+        for (c, out) in outs.chunks_exact_mut(spatial).enumerate() {
+            // The window's sum of squares, plane by plane in channel order (each element's
+            // sum in the order of the scalar definition), in the output plane.
+            let (lo, hi) = (c.saturating_sub(before), (c + after).min(channels - 1));
+            out.fill(0.0);
+            for ch in lo..=hi {
+                for (o, &v) in out.iter_mut().zip(&planes[ch * spatial..][..spatial]) {
+                    *o += v * v;
+                }
+            }
+            let xc = &planes[c * spatial..][..spatial];
+            if beta == 0.75 {
+                // base^0.75 as sqrt(base) * sqrt(sqrt(base)): AlexNet's, GoogLeNet's and
+                // CaffeNet's beta, without a pow per element.
+                for (o, &v) in out.iter_mut().zip(xc) {
+                    let r = (bias + k * *o).sqrt();
+                    *o = v / (r * r.sqrt());
+                }
+            } else {
+                out.iter_mut().for_each(|o| *o = bias + k * *o);
+                UnaryOp::Log.apply_inplace_at(level, out);
+                out.iter_mut().for_each(|o| *o *= beta);
+                UnaryOp::Exp.apply_inplace_at(level, out);
+                out.iter_mut().zip(xc).for_each(|(o, &v)| *o = v / *o);
             }
         }
     }
