@@ -121,7 +121,10 @@ pub(crate) fn convolution(
     // 1x1 on 112x112 2.4x, 16->96 1.4x; 576->96 on 14x14 on the direct kernel 1.00x.
     if let Some(packing) = constant.filter(|c| {
         let (cg, mg) = (in_c / group, out_c / group);
-        c.bf16 && (amx_conv(g, cg, mg) || !g.is_pointwise() && !amx_tiles() && direct::fits_bf16(g, cg, mg))
+        c.bf16
+            && (amx_conv(g, cg, mg)
+                || amx_fold(g, cg, mg, group)
+                || !g.is_pointwise() && !amx_tiles() && direct::fits_bf16(g, cg, mg))
     }) {
         return direct_conv(x, w, bias, xs, out_c, group, g, y, par, packing, epilogue);
     }
@@ -193,11 +196,27 @@ fn direct_conv(
     epilogue: &nn::Epilogue<'_>,
 ) {
     let (in_c, cg, mg, bf16) = (xs[1], xs[1] / group, out_c / group, packing.bf16);
-    let amx = bf16 && amx_conv(g, cg, mg);
+    let fold = bf16 && amx_fold(g, cg, mg, group);
+    let amx = bf16 && (fold || amx_conv(g, cg, mg));
     let taps = g.kernel.iter().product::<usize>();
     let (kk, positions, plane) = (cg * taps, g.positions(), g.plane());
+    // A folded stem runs as the convolution `folded` of `cg · kw` channels and one column.
+    #[cfg(target_arch = "x86_64")]
+    let folded = fold.then(|| direct::folded(g));
+    #[cfg(not(target_arch = "x86_64"))]
+    let folded: Option<conv::Window3d> = None;
+    let (gd, cgd) = match &folded {
+        Some(f) => (f, cg * g.kernel[2]),
+        None => (g, cg),
+    };
     let mut cache = lock(&par.scratch().direct);
-    let packed = packed_once_as(&mut cache, packing.key, w, bf16 as usize + amx as usize, |p| {
+    let layout = bf16 as usize + amx as usize + fold as usize;
+    let packed = packed_once_as(&mut cache, packing.key, w, layout, |p| {
+        #[cfg(target_arch = "x86_64")]
+        if fold {
+            let w = direct::fold_filters(w, out_c, cg, g);
+            return direct::pack_filters_amx(&w, out_c, group, cgd, g.kernel[1], p);
+        }
         if amx {
             direct::pack_filters_amx(w, out_c, group, cg, taps, p);
         } else if bf16 {
@@ -206,7 +225,7 @@ fn direct_conv(
             direct::pack_filters(w, out_c, group, kk, p);
         }
     });
-    let src = if bf16 { direct::pair_source(g) } else { direct::source(g, cg) };
+    let src = if bf16 { direct::pair_source(gd) } else { direct::source(g, cg) };
     let mut padded = lock(&par.scratch().conv_parts);
     let blocks = mg.div_ceil(direct::BLOCK);
     // At least 2 blocks a task on the narrow tiles: a tile of one block broadcasts an
@@ -231,7 +250,11 @@ fn direct_conv(
     for n in 0..xs[0] {
         for gi in 0..group {
             let xg = &x[(n * in_c + gi * cg) * plane..][..cg * plane];
-            let input: &[f32] = if amx {
+            let input: &[f32] = if fold {
+                #[cfg(target_arch = "x86_64")]
+                direct::amx_planes_folded(xg, cg, g, &mut padded);
+                &padded
+            } else if amx {
                 direct::amx_planes(xg, cg, g, &mut padded);
                 &padded
             } else if bf16 {
@@ -246,8 +269,8 @@ fn direct_conv(
             let direct = direct::Direct {
                 x: input,
                 src,
-                cg,
-                g,
+                cg: cgd,
+                g: gd,
                 w: &packed[gi * group_w..][..group_w],
                 bias: bias.map(|b| &b[gi * mg..][..mg]),
                 epilogue: nn::Epilogue {
@@ -285,6 +308,20 @@ fn direct_conv(
 /// Whether this CPU runs bf16 products on AMX tiles.
 fn amx_tiles() -> bool {
     nn::bf16_tiles()
+}
+
+/// Whether a bf16 stem (`cg` < 16 input channels) runs on the AMX direct kernel with its
+/// kernel's columns folded into its channels (`direct::folds`).
+fn amx_fold(g: &conv::Window3d, cg: usize, mg: usize, group: usize) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        direct::folds(g, cg, mg, group)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (g, cg, mg, group);
+        false
+    }
 }
 
 /// Whether a bf16 convolution of `cg` input and `mg` output channels a group runs on the

@@ -6,8 +6,8 @@
 
 use rivet_kernels::conv::{window_geometry, Padding};
 use rivet_kernels::direct::{
-    amx_planes, fits_amx, pack_filters, pack_filters_amx, pack_filters_bf16, pad_planes, pair_planes, pair_source,
-    source, Direct,
+    amx_planes, amx_planes_folded, fits_amx, fold_filters, folded, folds, pack_filters, pack_filters_amx,
+    pack_filters_bf16, pad_planes, pair_planes, pair_source, source, Direct,
 };
 use rivet_kernels::{Activation, Epilogue, UnaryOp};
 use std::time::Instant;
@@ -63,12 +63,18 @@ fn main() {
             &x
         };
         let amx = std::env::var_os("AMX").is_some();
-        if amx && !fits_amx(&g, cin, cout) {
+        let fold = amx && folds(&g, cin, cout, 1);
+        if amx && !fits_amx(&g, cin, cout) && !fold {
             continue;
         }
+        let gf = folded(&g);
+        let (gd, cd) = if fold { (&gf, cin * k) } else { (&g, cin) };
         let bf16 = std::env::var_os("BF16").is_some() || amx;
         let (mut pairs, mut packed_bf16) = (Vec::new(), Vec::new());
-        if amx {
+        if fold {
+            amx_planes_folded(&x, cin, &g, &mut pairs);
+            pack_filters_amx(&fold_filters(&w, cout, cin, &g), cout, 1, cd, k, &mut packed_bf16);
+        } else if amx {
             amx_planes(&x, cin, &g, &mut pairs);
             pack_filters_amx(&w, cout, 1, cin, k * k, &mut packed_bf16);
         } else {
@@ -78,9 +84,9 @@ fn main() {
         let run = if bf16 {
             Direct {
                 x: &pairs,
-                src: pair_source(&g),
-                cg: cin,
-                g: &g,
+                src: pair_source(if amx { gd } else { &g }),
+                cg: if amx { cd } else { cin },
+                g: if amx { gd } else { &g },
                 w: &packed_bf16,
                 bias: Some(&bias),
                 epilogue: epilogue(),
@@ -108,7 +114,9 @@ fn main() {
         let mut pairs_again = Vec::new();
         for _ in 0..15 {
             let t = Instant::now();
-            if amx {
+            if fold {
+                amx_planes_folded(&x, cin, &g, &mut pairs_again);
+            } else if amx {
                 amx_planes(&x, cin, &g, &mut pairs_again);
             } else if bf16 {
                 pair_planes(&x, cin, &g, &mut pairs_again);

@@ -4,8 +4,8 @@
 //! (re-exported from `norm`), batch normalization, global pooling. Shapes are checked by the caller; these functions
 //! assume consistent lengths (and panic on a mismatch).
 
-use crate::unary::UnaryOp;
 pub use crate::movement::{expand, transpose, transpose_2d, transpose_block, transpose_outer, transpose_part};
+use crate::unary::UnaryOp;
 
 /// Concatenation along an axis: each input is `[outer, widths[i]]` (its axis length
 /// times the inner size), the output `[outer, sum(widths)]`.

@@ -33,16 +33,18 @@ const BAND: usize = 512;
 const STEPS: usize = 64;
 
 /// Whether the AMX kernel runs a convolution of `cg` input and `mg` output channels a
-/// group on `g`: the CPU has AMX-BF16 tiles, the convolution is 1-D or 2-D, and it has at least 16 input and 16 output channels a group (fewer would leave most
-/// of each tile zero: stems and shallow convolutions keep their kernels).
+/// group on `g`: the CPU has AMX-BF16 tiles, the convolution is 1-D or 2-D, and it has
+/// at least 16 input and 16 output channels a group (fewer input channels would leave
+/// most of each tile zero: stems fold their kernel's columns into channels, [`folds`];
+/// other shallow convolutions keep the float kernels).
 pub fn fits_amx(g: &Window3d, cg: usize, mg: usize) -> bool {
-    amx::bf16_tiles()
-        && g.input[0] == 1
-        && g.kernel[0] == 1
-        && g.out[0] == 1
-        && cg >= PAIRS
-        && mg >= BLOCK
-        && g.positions() > 0
+    takes(g) && cg >= PAIRS && mg >= BLOCK
+}
+
+/// Whether the AMX kernel can run a convolution on `g` at all: the CPU has the tiles, and
+/// `g` is 1-D or 2-D with outputs.
+fn takes(g: &Window3d) -> bool {
+    amx::bf16_tiles() && g.input[0] == 1 && g.kernel[0] == 1 && g.out[0] == 1 && g.positions() > 0
 }
 
 /// Words of the AMX-packed filters of `out_c` channels in `group` groups of `cg` input
@@ -189,6 +191,116 @@ pub fn amx_planes(x: &[f32], cg: usize, g: &Window3d, dst: &mut Vec<f32>) {
     }
 }
 
+/// Whether a convolution of few input channels (`cg` < 16, a stem) runs on the AMX
+/// kernel with its kernel's columns folded into its channels ([`folded`]): one group of
+/// 16 or more output channels, a kernel wider than one column, and at least 8 folded
+/// channels (a 3x3 stem of 3 channels has 9: a chunk of 16 pairs half full still ran
+/// faster on the tiles than the float kernel).
+pub fn folds(g: &Window3d, cg: usize, mg: usize, group: usize) -> bool {
+    let kw = g.kernel[2];
+    group == 1 && cg < PAIRS && kw > 1 && cg * kw >= PAIRS && mg >= BLOCK && takes(g)
+}
+
+/// The convolution `g` with its `kw` kernel columns folded into the channels: folded
+/// channel `c · kw + kx` at padded position `(y, x)` is channel `c` at `(y, x + kx · dw)`
+/// of `g`'s padded input, so the folded convolution has a kernel of one column, no
+/// horizontal padding, and an input as wide as its outputs reach. Its outputs are `g`'s.
+pub fn folded(g: &Window3d) -> Window3d {
+    let ([_, in_h, _], [_, _, out_w]) = (g.input, g.out);
+    Window3d {
+        input: [1, in_h, (out_w.max(1) - 1) * g.stride[2] + 1],
+        out: g.out,
+        kernel: [1, g.kernel[1], 1],
+        stride: g.stride,
+        dilation: [1, g.dilation[1], 1],
+        pad_begin: [0, g.pad_begin[1], 0],
+    }
+}
+
+/// The filters `w` (`[out_c, cg, kh, kw]`) of `g` as [`folded`]'s (`[out_c, cg · kw, kh]`).
+pub fn fold_filters(w: &[f32], out_c: usize, cg: usize, g: &Window3d) -> Vec<f32> {
+    let (kh, kw) = (g.kernel[1], g.kernel[2]);
+    assert_eq!(w.len(), out_c * cg * kh * kw, "direct amx: filters");
+    let mut out = vec![0.0; w.len()];
+    for m in 0..out_c {
+        for c in 0..cg {
+            for ky in 0..kh {
+                for kx in 0..kw {
+                    out[((m * cg + c) * kw + kx) * kh + ky] = w[((m * cg + c) * kh + ky) * kw + kx];
+                }
+            }
+        }
+    }
+    out
+}
+
+/// [`amx_planes`] of [`folded`]`(g)`'s input, made from `g`'s `cg` input planes `x`.
+pub fn amx_planes_folded(x: &[f32], cg: usize, g: &Window3d, dst: &mut Vec<f32>) {
+    let f = folded(g);
+    let ph = Phases::of(&f);
+    let src = pair_source(&f);
+    let ([_, in_h, in_w], kw, dw) = (g.input, g.kernel[2], g.dilation[2]);
+    let (pt, pl) = (g.pad_begin[1], g.pad_begin[2]);
+    let (cf, cols) = (cg * kw, f.input[2]);
+    assert_eq!(x.len(), cg * in_h * in_w, "direct amx: input planes");
+    dst.resize(amx_planes_len(cf, &f), 0.0);
+    let pairs = cf.div_ceil(2);
+    dst[pairs * ph.pair..].fill(0.0);
+    // Folded channel `c'`'s row `iy`, columns `x0 ..`, into `row` (zero outside g's input).
+    let fill = |c: usize, iy: usize, x0: usize, row: &mut [f32]| {
+        let (ch, kx) = (c / kw, c % kw);
+        let input = &x[(ch * in_h + iy) * in_w..][..in_w];
+        let first = (x0 + kx * dw) as isize - pl as isize;
+        let lo = (-first).clamp(0, row.len() as isize) as usize;
+        let hi = (in_w as isize - first).clamp(lo as isize, row.len() as isize) as usize;
+        row[..lo].fill(0.0);
+        row[hi..].fill(0.0);
+        if hi > lo {
+            row[lo..hi].copy_from_slice(&input[(first + lo as isize) as usize..][..hi - lo]);
+        }
+    };
+    const CHUNK: usize = 240;
+    let chunk = CHUNK - CHUNK % ph.sw;
+    let (mut lo, mut hi, mut words) = ([0f32; CHUNK], [0f32; CHUNK], [0f32; CHUNK]);
+    for p in 0..pairs {
+        let out = &mut dst[p * ph.pair..][..ph.pair];
+        for y in (0..pt).chain(pt + in_h..src.rows) {
+            for b in 0..ph.sw {
+                out[ph.at(y, b)..][..ph.width].fill(0.0);
+            }
+        }
+        for iy in 0..in_h {
+            let y = iy + pt;
+            for x0 in (0..cols).step_by(chunk) {
+                let n = chunk.min(cols - x0);
+                fill(2 * p, iy, x0, &mut lo[..n]);
+                let second = 2 * p + 1 < cf;
+                if second {
+                    fill(2 * p + 1, iy, x0, &mut hi[..n]);
+                }
+                let (l, h) = (&lo[..n], second.then_some(&hi[..n]));
+                match ph.sw {
+                    1 => arch::pair_bf16(l, h, &mut out[ph.at(y, x0)..][..n]),
+                    2 => {
+                        let (a, b) = (ph.at(y, x0), ph.at(y, x0 + 1));
+                        let (first, rest) = out.split_at_mut(b);
+                        arch::pair_bf16_halves(l, h, &mut first[a..][..n.div_ceil(2)], &mut rest[..n / 2]);
+                    }
+                    sw => {
+                        arch::pair_bf16(l, h, &mut words[..n]);
+                        for b in 0..sw.min(n) {
+                            let row = &mut out[ph.at(y, x0 + b)..];
+                            for (o, &w) in row.iter_mut().zip(words[b..n].iter().step_by(sw)) {
+                                *o = w;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
 impl Direct<'_> {
     /// The convolution of the output channels `channels` (from a multiple of 16) into `y`
     /// (`[channels][positions]`) on AMX tiles: `x` holds the group's [`amx_planes`] and
@@ -198,7 +310,7 @@ impl Direct<'_> {
     pub fn run_amx(&self, channels: Range<usize>, y: &mut [f32], band: &mut Vec<f32>) {
         let g = self.g;
         let positions = g.positions();
-        assert!(fits_amx(g, self.cg, channels.end), "direct amx: a convolution the tiles do not take");
+        assert!(takes(g), "direct amx: a convolution the tiles do not take");
         assert!(channels.start.is_multiple_of(BLOCK), "direct amx: channels start at a block");
         assert_eq!(y.len(), channels.len() * positions, "direct amx: output length");
         assert!(self.src == pair_source(g), "direct amx: the input is the pair planes");

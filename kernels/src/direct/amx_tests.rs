@@ -142,3 +142,59 @@ fn deep_amx_convs_add_their_groups_of_steps() {
     check(300, 20, 1, [6, 5], [3, 3], [1, 1], 1, [1, 0, 1, 1]);
     check(2100, 48, 1, [5, 5], [1, 1], [1, 1], 1, [0; 4]);
 }
+
+/// A stem on the tiles with its kernel's columns folded into its channels, against the
+/// f64 sums of the rounded operands, whole and split after one block (the same bits).
+#[allow(clippy::too_many_arguments)]
+fn check_folded(in_c: usize, out_c: usize, hw: [usize; 2], k: [usize; 2], s: [usize; 2], d: usize, pad: [usize; 4]) {
+    if !amx::bf16_tiles() {
+        return;
+    }
+    let pads = Padding::Explicit([0, pad[0], pad[1], 0, pad[2], pad[3]]);
+    let (g, _) = window_geometry([1, hw[0], hw[1]], [1, k[0], k[1]], [1, s[0], s[1]], [1, d, d], pads, false).unwrap();
+    assert!(folds(&g, in_c, out_c, 1), "{in_c}->{out_c} {k:?} folds");
+    let (kk, positions) = (in_c * k[0] * k[1], g.positions());
+    let x = values(in_c * g.plane(), 1);
+    let w = values(out_c * kk, 2);
+    let bias = values(out_c, 3);
+    let mut want = vec![f32::NAN; out_c * positions];
+    let relu = Epilogue { act: Some(Activation::Unary(UnaryOp::Relu)), ..Epilogue::default() };
+    naive(&g, &rounded(&x), &rounded(&w), in_c, Some(&bias), relu, &mut want);
+    let f = folded(&g);
+    let mut packed = Vec::new();
+    pack_filters_amx(&fold_filters(&w, out_c, in_c, &g), out_c, 1, in_c * k[1], k[0], &mut packed);
+    let mut planes = vec![f32::NAN; amx_planes_len(in_c * k[1], &f) + 77];
+    amx_planes_folded(&x, in_c, &g, &mut planes);
+    let run = Direct {
+        x: &planes,
+        src: pair_source(&f),
+        cg: in_c * k[1],
+        g: &f,
+        w: &packed,
+        bias: Some(&bias),
+        epilogue: relu,
+    };
+    let (mut got, mut split, mut band) = (vec![f32::NAN; want.len()], vec![f32::NAN; want.len()], Vec::new());
+    run.run_amx(0..out_c, &mut got, &mut band);
+    let (a, b) = split.split_at_mut(BLOCK * positions);
+    run.run_amx(0..BLOCK, a, &mut band);
+    run.run_amx(BLOCK..out_c, b, &mut band);
+    for (i, (&a, &b)) in got.iter().zip(&want).enumerate() {
+        assert!((a - b).abs() <= 4e-7 * kk as f32 * (1.0 + b.abs()), "{i}: folded {a} f64 on rounded {b}");
+    }
+    let bits = |v: &[f32]| v.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+    assert_eq!(bits(&got), bits(&split), "a split changed the bits");
+}
+
+/// ResNet's and GoogLeNet's 7x7 stem at stride 2, AlexNet's 11x11 at stride 4 (3 * 11
+/// folded channels: two chunks of pairs' worth of taps), SqueezeNet's 3x3 at stride 2
+/// (9 folded channels), a stride-1 one with uneven padding and a dilated one.
+#[test]
+fn stems_fold_their_kernel_columns_into_channels() {
+    check_folded(3, 64, [30, 30], [7, 7], [2, 2], 1, [3, 3, 3, 3]);
+    check_folded(3, 48, [39, 39], [11, 11], [4, 4], 1, [0; 4]);
+    check_folded(3, 64, [23, 23], [3, 3], [2, 2], 1, [0; 4]);
+    check_folded(4, 32, [17, 21], [3, 5], [1, 1], 1, [1, 2, 0, 1]);
+    check_folded(3, 16, [20, 20], [3, 3], [1, 1], 2, [2, 2, 2, 2]);
+    check_folded(2, 40, [16, 300], [3, 7], [2, 3], 1, [1, 3, 1, 3]);
+}
