@@ -117,9 +117,9 @@ fn conv(in_c: i64, out_c: i64, hw: i64, k: i64, s: i64) -> (Vec<u8>, Vec<HostTen
 /// Each of the convolutions bf16 takes, on its kernel: a 3x3 on the direct kernel, a 1x1
 /// of a small plane on the transposed GEMM, a deep 1x1 of a large plane on the GEMM by
 /// bfloat16 filters (on a CPU with AMX tiles, all three and the 3x3 and 5x5 ones at
-/// stride 2 on the AMX direct kernel); then a stem (3 input channels), which stays
-/// float32 but on AMX tiles (its kernel's columns folded into its channels), and a 1x1
-/// of 3 channels, which stays float32 everywhere.
+/// stride 2 on the AMX direct kernel); then a 7x7 stem (3 input channels), bfloat16 on
+/// AMX tiles (its kernel's columns folded into its channels) and float32 elsewhere, and a
+/// 3x3 stem, which stays float32 everywhere.
 #[test]
 fn bf16_convolutions_are_float_results_to_bfloat16_accuracy_the_same_at_any_thread_count() {
     if !has_bf16() {
@@ -131,8 +131,8 @@ fn bf16_convolutions_are_float_results_to_bfloat16_accuracy_the_same_at_any_thre
         (128, 64, 24, 1, 1, true),
         (64, 96, 29, 3, 2, true),
         (48, 40, 16, 5, 2, true),
-        (3, 32, 30, 3, 1, has_amx()),
-        (3, 32, 30, 1, 1, false),
+        (3, 32, 30, 7, 2, has_amx()),
+        (3, 32, 30, 3, 1, false),
     ] {
         let (model, inputs) = conv(in_c, out_c, hw, k, s);
         let want = harness::run(&mut ort_session(&model), &inputs).expect("ORT runs");

@@ -133,6 +133,10 @@ fn strided_amx_convs_read_the_phases() {
     check(20, 16, 1, [17, 11], [3, 3], [3, 3], 2, [2, 1, 0, 2]);
     check(48, 40, 1, [20, 20], [1, 1], [2, 2], 1, [0; 4]);
     check(16, 32, 1, [40, 40], [3, 3], [2, 2], 1, [1, 1, 1, 1]);
+    // Found by review: a vertical stride alone, no horizontal padding (the rounding's
+    // whole-plane shortcut wrote the rows into one phase).
+    check(32, 32, 1, [8, 8], [3, 3], [2, 1], 1, [0; 4]);
+    check(16, 16, 1, [6, 5], [1, 1], [2, 1], 1, [0; 4]);
 }
 
 #[test]
@@ -152,7 +156,8 @@ fn check_folded(in_c: usize, out_c: usize, hw: [usize; 2], k: [usize; 2], s: [us
     }
     let pads = Padding::Explicit([0, pad[0], pad[1], 0, pad[2], pad[3]]);
     let (g, _) = window_geometry([1, hw[0], hw[1]], [1, k[0], k[1]], [1, s[0], s[1]], [1, d, d], pads, false).unwrap();
-    assert!(folds(&g, in_c, out_c, 1), "{in_c}->{out_c} {k:?} folds");
+    // The products fold where the folded channels fill a chunk; the kernel takes fewer.
+    assert_eq!(folds(&g, in_c, out_c, 1), in_c * k[1] >= 16, "{in_c}->{out_c} {k:?} folds");
     let (kk, positions) = (in_c * k[0] * k[1], g.positions());
     let x = values(in_c * g.plane(), 1);
     let w = values(out_c * kk, 2);
@@ -188,7 +193,8 @@ fn check_folded(in_c: usize, out_c: usize, hw: [usize; 2], k: [usize; 2], s: [us
 
 /// ResNet's and GoogLeNet's 7x7 stem at stride 2, AlexNet's 11x11 at stride 4 (3 * 11
 /// folded channels: two chunks of pairs' worth of taps), SqueezeNet's 3x3 at stride 2
-/// (9 folded channels), a stride-1 one with uneven padding and a dilated one.
+/// (9 folded channels: the products keep it on the float kernel, the tiles take it), a
+/// stride-1 one with uneven padding and a dilated one.
 #[test]
 fn stems_fold_their_kernel_columns_into_channels() {
     check_folded(3, 64, [30, 30], [7, 7], [2, 2], 1, [3, 3, 3, 3]);
