@@ -34,7 +34,10 @@ use crate::gemm::Epilogue;
 mod amx;
 mod bf16;
 #[cfg(target_arch = "x86_64")]
-pub use amx::{amx_planes, amx_planes_folded, fits_amx, fold_filters, folded, folds, pack_filters_amx, packed_len_amx};
+pub use amx::{
+    amx_pair_len, amx_pairs, amx_planes, amx_planes_folded, amx_planes_len, fits_amx, fold_filters, folded, folds,
+    pack_filters_amx, packed_len_amx,
+};
 pub use bf16::{fits_bf16, pack_filters_bf16, packed_len_bf16, pair_planes, pair_source};
 pub(crate) use bf16::{pair_bf16_halves_portable, pair_bf16_portable};
 #[cfg(target_arch = "x86_64")]

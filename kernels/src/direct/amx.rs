@@ -126,19 +126,35 @@ pub fn amx_planes_len(cg: usize, g: &Window3d) -> usize {
 /// input, into the next row, for outputs they drop).
 pub fn amx_planes(x: &[f32], cg: usize, g: &Window3d, dst: &mut Vec<f32>) {
     let ph = Phases::of(g);
+    // Not cleared: the words no valid output reads (past a row's or a plane's reach, the
+    // slack) may keep what was there; the padding and the zero pairs are written.
+    dst.resize(amx_planes_len(cg, g), 0.0);
+    let pairs = cg.div_ceil(2);
+    let (real, zero) = dst.split_at_mut(pairs * ph.pair);
+    zero.fill(0.0);
+    amx_pairs(x, cg, g, 0, real);
+}
+
+/// Words of one pair of input channels in [`amx_planes`]' layout (all its phases).
+pub fn amx_pair_len(g: &Window3d) -> usize {
+    Phases::of(g).pair
+}
+
+/// The pairs of input channels from `first` on of [`amx_planes`] into `out` (whole pairs
+/// of [`amx_pair_len`] words: `out` is that part of the whole buffer), for splitting the
+/// rounding over a pool: the words past the real pairs (zero pairs, slack) are the
+/// caller's. Panics if `out` is not whole pairs of `g`'s or runs past the last pair.
+pub fn amx_pairs(x: &[f32], cg: usize, g: &Window3d, first: usize, out: &mut [f32]) {
+    let ph = Phases::of(g);
     let [_, in_h, in_w] = g.input;
     let plane_in = in_h * in_w;
     assert_eq!(x.len(), cg * plane_in, "direct amx: input planes");
+    assert!(out.len().is_multiple_of(ph.pair), "direct amx: whole pairs");
+    assert!(first + out.len() / ph.pair <= cg.div_ceil(2), "direct amx: pairs past the channels");
     let (pt, pl) = (g.pad_begin[1], g.pad_begin[2]);
     let src = pair_source(g);
-    // Not cleared: the words no valid output reads (past a row's or a plane's reach, the
-    // slack) may keep what was there; the padding and the zero pairs are written below.
-    dst.resize(amx_planes_len(cg, g), 0.0);
-    let pairs = cg.div_ceil(2);
-    dst[pairs * ph.pair..].fill(0.0);
     let mut words = [0f32; 256];
-    for p in 0..pairs {
-        let out = &mut dst[p * ph.pair..][..ph.pair];
+    for (p, out) in out.chunks_exact_mut(ph.pair).enumerate().map(|(i, o)| (first + i, o)) {
         let lo = &x[2 * p * plane_in..][..plane_in];
         let hi = (2 * p + 1 < cg).then(|| &x[(2 * p + 1) * plane_in..][..plane_in]);
         for y in (0..pt).chain(pt + in_h..src.rows) {
