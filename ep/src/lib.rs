@@ -13,6 +13,7 @@ extern crate self as rivet_ep;
 pub mod abi;
 pub mod capability;
 pub mod data;
+mod direct_conv;
 pub mod error;
 pub mod exec;
 mod exec_typed;

@@ -111,6 +111,44 @@ impl Phases {
     fn at(&self, y: usize, x: usize) -> usize {
         ((y % self.sh) * self.sw + x % self.sw) * self.rows * self.width + (y / self.sh) * self.width + x / self.sw
     }
+
+    /// Zeroes padded row `y` of a pair's phases `out`, all its columns.
+    fn zero_row(&self, y: usize, out: &mut [f32]) {
+        for b in 0..self.sw {
+            out[self.at(y, b)..][..self.width].fill(0.0);
+        }
+    }
+
+    /// Rounds `l` and `h` (zeros when `None`) to bfloat16 pairs into padded row `y` of a
+    /// pair's phases `out`, from padded column `x0`, each word to its column's phase.
+    fn round_row(&self, l: &[f32], h: Option<&[f32]>, y: usize, x0: usize, out: &mut [f32]) {
+        let n = l.len();
+        match self.sw {
+            1 => arch::pair_bf16(l, h, &mut out[self.at(y, x0)..][..n]),
+            2 => {
+                // The even and odd inputs, each to its phase's row.
+                let (a, b) = (self.at(y, x0), self.at(y, x0 + 1));
+                let (first, second) = out.split_at_mut(a.max(b));
+                let (lower, upper) = (&mut first[a.min(b)..], second);
+                let (even, odd) = if a < b { (lower, upper) } else { (upper, lower) };
+                arch::pair_bf16_halves(l, h, &mut even[..n.div_ceil(2)], &mut odd[..n / 2]);
+            }
+            sw => {
+                let mut words = [0f32; 256];
+                for c0 in (0..n).step_by(words.len()) {
+                    let m = words.len().min(n - c0);
+                    arch::pair_bf16(&l[c0..][..m], h.map(|h| &h[c0..][..m]), &mut words[..m]);
+                    // Each phase's words of the row: every sw-th, from the first in it.
+                    for b in 0..sw.min(m) {
+                        let row = &mut out[self.at(y, x0 + c0 + b)..];
+                        for (o, &w) in row.iter_mut().zip(words[b..m].iter().step_by(sw)) {
+                            *o = w;
+                        }
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// Words of the input [`amx_planes`] writes for `cg` input channels on `g`.
@@ -153,14 +191,11 @@ pub fn amx_pairs(x: &[f32], cg: usize, g: &Window3d, first: usize, out: &mut [f3
     assert!(first + out.len() / ph.pair <= cg.div_ceil(2), "direct amx: pairs past the channels");
     let (pt, pl) = (g.pad_begin[1], g.pad_begin[2]);
     let src = pair_source(g);
-    let mut words = [0f32; 256];
     for (p, out) in out.chunks_exact_mut(ph.pair).enumerate().map(|(i, o)| (first + i, o)) {
         let lo = &x[2 * p * plane_in..][..plane_in];
         let hi = (2 * p + 1 < cg).then(|| &x[(2 * p + 1) * plane_in..][..plane_in]);
         for y in (0..pt).chain(pt + in_h..src.rows) {
-            for b in 0..ph.sw {
-                out[ph.at(y, b)..][..ph.width].fill(0.0);
-            }
+            ph.zero_row(y, out);
         }
         for y in pt..pt + in_h {
             for x in (0..pl).chain(pl + in_w..src.cols) {
@@ -173,36 +208,8 @@ pub fn amx_pairs(x: &[f32], cg: usize, g: &Window3d, first: usize, out: &mut [f3
             continue;
         }
         for iy in 0..in_h {
-            let y = iy + pt;
             let (l, h) = (&lo[iy * in_w..][..in_w], hi.map(|h| &h[iy * in_w..][..in_w]));
-            match ph.sw {
-                1 => arch::pair_bf16(l, h, &mut out[ph.at(y, pl)..][..in_w]),
-                2 => {
-                    // The row's even and odd inputs, each to its phase's row.
-                    let (a, b) = (ph.at(y, pl), ph.at(y, pl + 1));
-                    let (first, second) = if a < b { out.split_at_mut(b) } else { out.split_at_mut(a) };
-                    let (even, odd) = if a < b {
-                        (&mut first[a..][..in_w.div_ceil(2)], &mut second[..in_w / 2])
-                    } else {
-                        (&mut second[..in_w.div_ceil(2)], &mut first[b..][..in_w / 2])
-                    };
-                    arch::pair_bf16_halves(l, h, even, odd);
-                }
-                sw => {
-                    for x0 in (0..in_w).step_by(words.len()) {
-                        let n = words.len().min(in_w - x0);
-                        let (l, h) = (&l[x0..][..n], h.map(|h| &h[x0..][..n]));
-                        arch::pair_bf16(l, h, &mut words[..n]);
-                        // Each phase's words of the row: every sw-th, from the first in it.
-                        for b in 0..sw.min(n) {
-                            let row = &mut out[ph.at(y, x0 + b + pl)..];
-                            for (o, &w) in row.iter_mut().zip(words[b..n].iter().step_by(sw)) {
-                                *o = w;
-                            }
-                        }
-                    }
-                }
-            }
+            ph.round_row(l, h, iy + pt, pl, out);
         }
     }
 }
@@ -276,43 +283,23 @@ pub fn amx_planes_folded(x: &[f32], cg: usize, g: &Window3d, dst: &mut Vec<f32>)
             row[lo..hi].copy_from_slice(&input[(first + lo as isize) as usize..][..hi - lo]);
         }
     };
+    // Columns a step (even, so a stride of 2 starts each step on phase 0).
     const CHUNK: usize = 240;
-    let chunk = CHUNK - CHUNK % ph.sw;
-    let (mut lo, mut hi, mut words) = ([0f32; CHUNK], [0f32; CHUNK], [0f32; CHUNK]);
+    let (mut lo, mut hi) = ([0f32; CHUNK], [0f32; CHUNK]);
     for p in 0..pairs {
         let out = &mut dst[p * ph.pair..][..ph.pair];
         for y in (0..pt).chain(pt + in_h..src.rows) {
-            for b in 0..ph.sw {
-                out[ph.at(y, b)..][..ph.width].fill(0.0);
-            }
+            ph.zero_row(y, out);
         }
         for iy in 0..in_h {
-            let y = iy + pt;
-            for x0 in (0..cols).step_by(chunk) {
-                let n = chunk.min(cols - x0);
+            for x0 in (0..cols).step_by(CHUNK) {
+                let n = CHUNK.min(cols - x0);
                 fill(2 * p, iy, x0, &mut lo[..n]);
                 let second = 2 * p + 1 < cf;
                 if second {
                     fill(2 * p + 1, iy, x0, &mut hi[..n]);
                 }
-                let (l, h) = (&lo[..n], second.then_some(&hi[..n]));
-                match ph.sw {
-                    1 => arch::pair_bf16(l, h, &mut out[ph.at(y, x0)..][..n]),
-                    2 => {
-                        let (a, b) = (ph.at(y, x0), ph.at(y, x0 + 1));
-                        let (first, rest) = out.split_at_mut(b);
-                        arch::pair_bf16_halves(l, h, &mut first[a..][..n.div_ceil(2)], &mut rest[..n / 2]);
-                    }
-                    sw => {
-                        arch::pair_bf16(l, h, &mut words[..n]);
-                        for b in 0..sw.min(n) {
-                            let row = &mut out[ph.at(y, x0 + b)..];
-                            for (o, &w) in row.iter_mut().zip(words[b..n].iter().step_by(sw)) {
-                                *o = w;
-                            }
-                        }
-                    }
-                }
+                ph.round_row(&lo[..n], second.then_some(&hi[..n]), iy + pt, x0, out);
             }
         }
     }
