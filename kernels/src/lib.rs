@@ -57,6 +57,7 @@ pub mod direct;
 pub mod einsum;
 pub mod float8;
 mod gemm;
+pub mod lines;
 mod math;
 mod movement;
 pub mod nibbles;

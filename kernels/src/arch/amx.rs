@@ -9,10 +9,16 @@
 //! and 16..32, rows 128 bytes apart), once its pairs are padded with zeros to whole
 //! chunks.
 //!
+//! The same layouts hold 8-bit products (`qgemm::packed`): a strip's chunk is 14 rows of
+//! 16 quads of unsigned bytes, a panel's chunk 16 quads of 32 columns of signed bytes,
+//! and `tdpbusd` adds 16 × 16 i32 sums of 16,384 byte products, where AVX-512 VNNI's
+//! `vpdpbusd` makes 64. Every tile row must start on a 64-byte boundary to be one load
+//! (`lines::Lines`): misaligned, the tiles ran 2.5x slower.
+//!
 //! Linux keeps a process from the tiles' 8 KiB register state until it asks
 //! (`arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA)`); [`bf16_tiles`] asks once, for
-//! the whole process. Each call of [`bf16_panel`] loads its own tile configuration and
-//! releases the tiles when it returns, so no state outlives it.
+//! the whole process. Each call of [`bf16_panel`] or [`int8_panel`] loads its own tile
+//! configuration and releases the tiles when it returns, so no state outlives it.
 
 use std::arch::asm;
 use std::sync::OnceLock;
@@ -35,6 +41,25 @@ pub(crate) fn bf16_tiles() -> bool {
         let leaf7 = std::arch::x86_64::__cpuid_count(7, 0);
         let (amx_bf16, amx_tile) = (leaf7.edx & (1 << 22) != 0, leaf7.edx & (1 << 24) != 0);
         amx_bf16 && amx_tile && crate::gemm::bf16_supported() && permitted()
+    })
+}
+
+/// Whether this process may run AMX-INT8 tiles (for `qgemm`): the CPU has AMX-TILE and
+/// AMX-INT8 (CPUID leaf 7), AVX-512 VNNI for the stores, Linux granted the tile state,
+/// and `RIVET_AMX` is not `off`. Asked once.
+pub(crate) fn int8_tiles() -> bool {
+    static HAS: OnceLock<bool> = OnceLock::new();
+    *HAS.get_or_init(|| {
+        if std::env::var("RIVET_AMX").is_ok_and(|v| v == "off" || v == "0") {
+            return false;
+        }
+        // (VNNI implies AVX-512, on which CPUID leaf 7 sub-leaf 0 is defined.)
+        if !crate::qgemm::vnni_supported() {
+            return false;
+        }
+        let leaf7 = std::arch::x86_64::__cpuid_count(7, 0);
+        let (amx_int8, amx_tile) = (leaf7.edx & (1 << 25) != 0, leaf7.edx & (1 << 24) != 0);
+        amx_int8 && amx_tile && permitted()
     })
 }
 
@@ -90,91 +115,129 @@ const CONFIG: Config = {
     Config { palette: 1, start_row: 0, reserved: [0; 14], colsb, rows }
 };
 
-/// The float sums of `S` (1 or 2) strips of A by a 32-column panel of B over `chunks`
-/// chunks of depth: `out[14 s + r][j]` is row `r` of strip `s` times column `j`.
-/// `strips[s]` holds `chunks` chunks of 14 rows of 16 pairs; `panel` holds `16 · chunks`
-/// rows of 32 pairs (two vectors a row). Panics if they are shorter, if `S` is not 1 or
-/// 2, or if [`bf16_tiles`] is false.
-pub(crate) fn bf16_panel<const S: usize>(
-    strips: [&[[f32; 16]]; S],
-    panel: &[[f32; 16]],
-    chunks: usize,
-    out: &mut [[f32; 32]; 2 * ROWS],
-) {
-    assert!(S == 1 || S == 2, "amx: one or two strips");
-    assert!(bf16_tiles(), "amx: tiles used where bf16_tiles() is false");
-    assert!(strips.iter().all(|s| s.len() >= chunks * ROWS), "amx: a strip is too short");
-    assert!(panel.len() >= chunks * 2 * PAIRS, "amx: the panel is too short");
-    let (s64, s128) = (64usize, 128usize);
-    let b = panel.as_ptr();
-    // SAFETY: `bf16_tiles` says the CPU has AMX-TILE and AMX-BF16 and Linux granted the
-    // tile state. The configuration is loaded first, so every tile below has the shape
-    // the loads assume: an A tile reads 14 rows of 64 bytes 64 bytes apart, chunk `ch`
-    // of a strip (`strips[s][14 ch ..][..14]`, in bounds by the assert above); a B tile
-    // reads 16 rows of 64 bytes 128 bytes apart from `panel[32 ch + h]` (rows up to
-    // `panel[32 ch + 31] + 16`, in bounds); the stores write 14 rows of 64 bytes, 128
-    // bytes apart, from `out[14 s][16 h]`, inside `out`. Tiles 0-7 are no register the
-    // compiler allocates; `tilerelease` returns them to their initial state.
-    unsafe {
-        asm!(
-            "ldtilecfg [{cfg}]",
-            "tilezero tmm0",
-            "tilezero tmm1",
-            "tilezero tmm2",
-            "tilezero tmm3",
-            cfg = in(reg) &CONFIG,
-            options(nostack, readonly),
-        );
-        for ch in 0..chunks {
-            let pb = b.add(2 * PAIRS * ch);
-            let pa0 = strips[0].as_ptr().add(ROWS * ch);
-            asm!(
-                "tileloadd tmm6, [{b} + {s128} * 1]",
-                "tileloadd tmm7, [{b2} + {s128} * 1]",
-                "tileloadd tmm4, [{a} + {s64} * 1]",
-                "tdpbf16ps tmm0, tmm4, tmm6",
-                "tdpbf16ps tmm1, tmm4, tmm7",
-                b = in(reg) pb,
-                b2 = in(reg) pb.add(1),
-                a = in(reg) pa0,
-                s64 = in(reg) s64,
-                s128 = in(reg) s128,
-                options(nostack, readonly),
-            );
-            if S == 2 {
-                let pa1 = strips[S - 1].as_ptr().add(ROWS * ch);
-                asm!(
-                    "tileloadd tmm5, [{a} + {s64} * 1]",
-                    "tdpbf16ps tmm2, tmm5, tmm6",
-                    "tdpbf16ps tmm3, tmm5, tmm7",
-                    a = in(reg) pa1,
-                    s64 = in(reg) s64,
-                    options(nostack, readonly),
-                );
+/// Defines a product of `S` (1 or 2) strips of A by a 32-column panel of B on the tiles,
+/// for one dot-product instruction (`$dp`, four tile lines: tiles 0-3 the sums of strip
+/// 0 by halves 0 and 1 of the panel, then strip 1's) and element type `$t`.
+macro_rules! panel_product {
+    ($(#[$doc:meta])* $name:ident, $t:ty, $tiles:path, $what:literal, $dp0:literal, $dp1:literal, $dp2:literal, $dp3:literal) => {
+        $(#[$doc])*
+        pub(crate) fn $name<const S: usize>(
+            strips: [&[[$t; 16]]; S],
+            (panels, panel_len): (&[[$t; 16]], usize),
+            chunks: usize,
+            out: &mut [[[$t; 32]; 2 * ROWS]],
+        ) {
+            assert!(S == 1 || S == 2, "amx: one or two strips");
+            assert!($tiles(), concat!("amx: tiles used where ", $what, " is false"));
+            assert!(strips.iter().all(|s| s.len() >= chunks * ROWS), "amx: a strip is too short");
+            let count = out.len();
+            let reach = (count.max(1) - 1) * panel_len + chunks * 2 * PAIRS;
+            assert!(count == 0 || panels.len() >= reach, "amx: the panels are too short");
+            let (s64, s128) = (64usize, 128usize);
+            // SAFETY: the tiles function above says the CPU has AMX-TILE and the
+            // instruction's AMX feature and Linux granted the tile state. The
+            // configuration is loaded first, so every tile below has the shape the loads
+            // assume: an A tile reads 14 rows of 64 bytes 64 bytes apart, chunk `ch` of a
+            // strip (`strips[s][14 ch ..][..14]`, in bounds by the assert above); a B tile
+            // of panel `p` reads 16 rows of 64 bytes 128 bytes apart from
+            // `panels[p · panel_len + 32 ch + h]` (rows up to line `p · panel_len + 32 ch
+            // + 31`, inside `reach`); the stores of panel `p` write 14 rows of 64 bytes,
+            // 128 bytes apart, from `out[p][14 s][16 h]`, inside `out`. Tiles 0-7 are no
+            // register the compiler allocates; `tilerelease` returns them to their
+            // initial state.
+            unsafe {
+                asm!("ldtilecfg [{cfg}]", cfg = in(reg) &CONFIG, options(nostack, readonly));
+                for (p, out) in out.iter_mut().enumerate() {
+                    asm!("tilezero tmm0", "tilezero tmm1", "tilezero tmm2", "tilezero tmm3", options(nostack, nomem));
+                    let b = panels.as_ptr().add(p * panel_len);
+                    for ch in 0..chunks {
+                        let pb = b.add(2 * PAIRS * ch);
+                        let pa0 = strips[0].as_ptr().add(ROWS * ch);
+                        asm!(
+                            "tileloadd tmm6, [{b} + {s128} * 1]",
+                            "tileloadd tmm7, [{b2} + {s128} * 1]",
+                            "tileloadd tmm4, [{a} + {s64} * 1]",
+                            $dp0,
+                            $dp1,
+                            b = in(reg) pb,
+                            b2 = in(reg) pb.add(1),
+                            a = in(reg) pa0,
+                            s64 = in(reg) s64,
+                            s128 = in(reg) s128,
+                            options(nostack, readonly),
+                        );
+                        if S == 2 {
+                            let pa1 = strips[S - 1].as_ptr().add(ROWS * ch);
+                            asm!(
+                                "tileloadd tmm5, [{a} + {s64} * 1]",
+                                $dp2,
+                                $dp3,
+                                a = in(reg) pa1,
+                                s64 = in(reg) s64,
+                                options(nostack, readonly),
+                            );
+                        }
+                    }
+                    let c = out.as_mut_ptr().cast::<$t>();
+                    asm!(
+                        "tilestored [{c} + {s128} * 1], tmm0",
+                        "tilestored [{c1} + {s128} * 1], tmm1",
+                        c = in(reg) c,
+                        c1 = in(reg) c.add(16),
+                        s128 = in(reg) s128,
+                        options(nostack),
+                    );
+                    if S == 2 {
+                        asm!(
+                            "tilestored [{c} + {s128} * 1], tmm2",
+                            "tilestored [{c1} + {s128} * 1], tmm3",
+                            c = in(reg) c.add(32 * ROWS),
+                            c1 = in(reg) c.add(32 * ROWS + 16),
+                            s128 = in(reg) s128,
+                            options(nostack),
+                        );
+                    }
+                }
+                asm!("tilerelease", options(nostack, nomem));
             }
         }
-        let c = out.as_mut_ptr().cast::<f32>();
-        asm!(
-            "tilestored [{c} + {s128} * 1], tmm0",
-            "tilestored [{c1} + {s128} * 1], tmm1",
-            c = in(reg) c,
-            c1 = in(reg) c.add(16),
-            s128 = in(reg) s128,
-            options(nostack),
-        );
-        if S == 2 {
-            asm!(
-                "tilestored [{c} + {s128} * 1], tmm2",
-                "tilestored [{c1} + {s128} * 1], tmm3",
-                c = in(reg) c.add(32 * ROWS),
-                c1 = in(reg) c.add(32 * ROWS + 16),
-                s128 = in(reg) s128,
-                options(nostack),
-            );
-        }
-        asm!("tilerelease", options(nostack, nomem));
-    }
+    };
 }
+
+panel_product!(
+    /// The float sums of `S` (1 or 2) strips of A by `out.len()` 32-column panels of B
+    /// (`panel_len` lines apart from the first of `panels`) over `chunks` chunks of depth:
+    /// `out[p][14 s + r][j]` is row `r` of strip `s` times column `j` of panel `p`.
+    /// `strips[s]` holds `chunks` chunks of 14 rows of 16 pairs; a panel holds `16 ·
+    /// chunks` rows of 32 pairs (two lines a row). Panics if they are shorter, if `S` is
+    /// not 1 or 2, or if [`bf16_tiles`] is false.
+    bf16_panel,
+    f32,
+    bf16_tiles,
+    "bf16_tiles()",
+    "tdpbf16ps tmm0, tmm4, tmm6",
+    "tdpbf16ps tmm1, tmm4, tmm7",
+    "tdpbf16ps tmm2, tmm5, tmm6",
+    "tdpbf16ps tmm3, tmm5, tmm7"
+);
+
+panel_product!(
+    /// The i32 sums of `S` (1 or 2) strips of A (unsigned bytes) by `out.len()` 32-column
+    /// panels of B (signed bytes; `panel_len` lines apart from the first of `panels`) over
+    /// `chunks` chunks of 64 depths, in `qgemm::packed`'s layouts: `out[p][14 s + r][j]`
+    /// is row `r` of strip `s` times column `j` of panel `p`, added in wrapping i32 as
+    /// `vpdpbusd` adds. `strips[s]` holds `chunks` chunks of 14 rows of 16 quads; a panel
+    /// holds `16 · chunks` quads of 32 columns (two lines each). Panics if they are
+    /// shorter, if `S` is not 1 or 2, or if [`int8_tiles`] is false.
+    int8_panel,
+    i32,
+    int8_tiles,
+    "int8_tiles()",
+    "tdpbusd tmm0, tmm4, tmm6",
+    "tdpbusd tmm1, tmm4, tmm7",
+    "tdpbusd tmm2, tmm5, tmm6",
+    "tdpbusd tmm3, tmm5, tmm7"
+);
 
 /// The tile configuration of [`bf16_conv`]: every tile 16 rows of 64 bytes (tiles 0-3
 /// the sums, 4-5 filters, 6-7 input pairs). Palette 1 has 8 tiles; the fields of tiles

@@ -156,9 +156,9 @@ fn strips_on_tiles(a: &[[f32; 16]], strip_len: usize, rows: usize, panel: &[[f32
         let h = (2 * MR).min(rows - i0);
         if h > MR {
             let second = strips.next().expect("a strip for every 14 rows");
-            crate::arch::amx::bf16_panel::<2>([first, second], panel, chunks, &mut sums);
+            crate::arch::amx::bf16_panel::<2>([first, second], (panel, 0), chunks, std::slice::from_mut(&mut sums));
         } else {
-            crate::arch::amx::bf16_panel::<1>([first], panel, chunks, &mut sums);
+            crate::arch::amx::bf16_panel::<1>([first], (panel, 0), chunks, std::slice::from_mut(&mut sums));
         }
         merge(&sums[..h], Out { c: &mut c[i0 * ldc..], ldc, w, alpha, beta });
         i0 += h;

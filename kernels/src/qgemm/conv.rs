@@ -57,8 +57,7 @@ impl QPackedB {
         self.zero.clear();
         self.zero.push(zx + T::TO_UNSIGNED - 128);
         let panel_len = self.panel_len();
-        self.units.clear();
-        self.units.resize(n.div_ceil(super::NR) * panel_len, [0; 16]);
+        self.units.reset(super::packed::panel_units(n.div_ceil(super::NR), panel_len), [0; 16]);
         self.col_sums.clear();
         self.col_sums.resize(n, 0);
         let pad = T::from_i32(zx).signed() as u8;

@@ -23,7 +23,7 @@
 use std::ops::Range;
 
 use super::conv::{byte_sum, quad};
-use super::packed::{qgemm_rows, quads, QOut, QPackedA, QPackedB, NR, Q8};
+use super::packed::{panel_units, qgemm_rows, quads, QOut, QPackedA, QPackedB, NR, Q8};
 use crate::conv::Window3d;
 
 /// A convolution input in phase planes of channel-quad words, and the product's scratch
@@ -299,8 +299,7 @@ impl ConvPlanes {
             panel.n = w;
             panel.col_sums.clear();
             panel.col_sums.extend_from_slice(&self.col_sums[j0..j0 + w]);
-            panel.units.clear();
-            panel.units.resize(count * panel_len, [0; 16]);
+            panel.units.reset(panel_units(count, panel_len), [0; 16]);
             for (v, units) in panel.units.chunks_exact_mut(panel_len.max(1)).enumerate().take(count) {
                 let j = j0 + v * NR;
                 for q4 in 0..self.c4 {

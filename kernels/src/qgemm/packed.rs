@@ -70,7 +70,7 @@ pub fn vnni_supported() -> bool {
 /// (shifted with it; one, or one per row).
 #[derive(Debug, Default, Clone)]
 pub struct QPackedA {
-    pub(crate) units: Vec<[i32; 16]>,
+    pub(crate) units: crate::lines::Lines<i32>,
     pub(crate) row_sums: Vec<i32>,
     pub(crate) zero: Vec<i32>,
     pub(crate) m: usize,
@@ -87,7 +87,7 @@ pub struct QPackedA {
 /// (shifted with it; one, or one per column).
 #[derive(Debug, Default, Clone)]
 pub struct QPackedB {
-    pub(crate) units: Vec<[i32; 16]>,
+    pub(crate) units: crate::lines::Lines<i32>,
     /// Four rows of bytes, while packing.
     rows: Vec<i8>,
     pub(crate) col_sums: Vec<i32>,
@@ -99,6 +99,13 @@ pub struct QPackedB {
     /// A convolution's input with its channels in quads, while packing.
     pub(crate) words: Vec<i32>,
     pub(crate) word_row: Vec<i32>,
+}
+
+/// Units of B for `count` panels of `panel_len`: with the slack after the last one that
+/// AMX tiles read for whole chunks of 16 quads (quads past the depth, zero in A: their
+/// bytes add nothing).
+pub(crate) fn panel_units(count: usize, panel_len: usize) -> usize {
+    count * panel_len + 2 * CHUNK
 }
 
 pub(crate) fn quads(k: usize) -> usize {
@@ -133,8 +140,7 @@ impl QPackedA {
         self.zero.clear();
         self.zero.extend(za.iter().map(|&z| z + T::TO_UNSIGNED));
         let strip_len = self.strip_len();
-        self.units.clear();
-        self.units.resize(m.div_ceil(MR) * strip_len, [0; 16]);
+        self.units.reset(m.div_ceil(MR) * strip_len, [0; 16]);
         self.row_sums.clear();
         self.row_sums.resize(m, 0);
         for i in 0..m {
@@ -192,8 +198,7 @@ impl QPackedB {
         self.zero.clear();
         self.zero.extend(zb.iter().map(|&z| z + T::TO_UNSIGNED - 128));
         let panel_len = self.panel_len();
-        self.units.clear();
-        self.units.resize(n.div_ceil(NR) * panel_len, [0; 16]);
+        self.units.reset(panel_units(n.div_ceil(NR), panel_len), [0; 16]);
         self.col_sums.clear();
         self.col_sums.resize(n, 0);
         // Four rows at a time (one quad), whole, then interleaved 16 columns at a time; in
@@ -395,16 +400,21 @@ pub(crate) fn correct(s: i32, za: i32, ra: i32, cb: i32, zb: i32, k: i32) -> i32
 }
 
 /// Every tile of the product, in the order the kernels take them: each panel of `cols`
-/// over every strip of A. `tile(strip, panel, out)` computes one.
-pub(crate) fn for_each_tile(
+/// over every strip of A, `P` (1 or 2) strips at a time. `tile(strips, panel, (i, n),
+/// outs)` computes one: `strips` holds the strips (one after the other, `strip_len` units
+/// each), `panel` the panel and what follows it in B, panel `i` of the `n` that the
+/// strips meet one after the other, `outs[i]` strip `i`'s place (`None` past the last
+/// strip).
+pub(crate) fn for_each_tile<const P: usize>(
     a: &QPackedA,
     rows: Range<usize>,
     b: &QPackedB,
     cols: Range<usize>,
     out: &mut QOut<'_>,
     ldc: usize,
-    mut tile: impl FnMut(&[[i32; 16]], &[[i32; 16]], TileOut<'_>),
+    mut tile: impl FnMut(&[[i32; 16]], &[[i32; 16]], (usize, usize), [Option<TileOut<'_>>; P]),
 ) {
+    assert!(P == 1 || P == 2, "qgemm: one or two strips a tile");
     let (strip_len, panel_len) = (a.strip_len(), b.panel_len());
     let at = |z: &[i32], i: usize| if z.len() == 1 { z[0] } else { z[i] };
     let requant = match out {
@@ -429,35 +439,51 @@ pub(crate) fn for_each_tile(
             }
         }
     }
+    /// A strip's rows' parts: how many, their zero points (and whether they share one),
+    /// their requantization.
+    struct Strip {
+        i0: usize,
+        h: usize,
+        za: [i32; MR],
+        one_za: bool,
+        requant: Option<TileRequant>,
+    }
+    let strip_of = |s: usize| {
+        let i0 = s * MR;
+        let h = MR.min(rows.end - i0);
+        let mut za = [0; MR];
+        for (r, z) in za.iter_mut().enumerate().take(h) {
+            *z = at(&a.zero, i0 + r);
+        }
+        let one_za = za[..h].iter().all(|&z| z == za[0]);
+        let requant = requant.map(|rq| {
+            let (mut scale_rows, mut bias) = ([1.0; MR], [0; MR]);
+            for r in 0..h {
+                if rq.per_row {
+                    scale_rows[r] = fat(rq.scale, i0 + r);
+                }
+                bias[r] = rq.bias.map_or(0, |b| b[i0 + r]);
+            }
+            TileRequant { per_row: rq.per_row, scale_rows, bias, zy: rq.zy }
+        });
+        Strip { i0, h, za, one_za, requant }
+    };
     // Panels a block: as many as fill BLOCK_BYTES (at least one).
     let per = (BLOCK_BYTES / (panel_len * 64).max(1)).max(1);
+    let (first, last) = (rows.start / MR, rows.end.div_ceil(MR));
     let mut b0 = cols.start;
     while b0 < cols.end {
         let b1 = (b0 + per * NR).min(cols.end);
-        for s in rows.start / MR..rows.end.div_ceil(MR) {
+        for s in (first..last).step_by(P) {
             // (A depth of 0 has strips of no chunks.)
-            let strip = &a.units[s * strip_len..(s + 1) * strip_len];
-            let i0 = s * MR;
-            let h = MR.min(rows.end - i0);
-            let mut za = [0; MR];
-            for (r, z) in za.iter_mut().enumerate().take(h) {
-                *z = at(&a.zero, i0 + r);
-            }
-            let one_za = za[..h].iter().all(|&z| z == za[0]);
-            let strip_requant = requant.map(|rq| {
-                let (mut scale_rows, mut bias) = ([1.0; MR], [0; MR]);
-                for r in 0..h {
-                    if rq.per_row {
-                        scale_rows[r] = fat(rq.scale, i0 + r);
-                    }
-                    bias[r] = rq.bias.map_or(0, |b| b[i0 + r]);
-                }
-                TileRequant { per_row: rq.per_row, scale_rows, bias, zy: rq.zy }
-            });
+            let count = P.min(last - s);
+            let strips = &a.units[s * strip_len..(s + count) * strip_len];
+            let parts: [Option<Strip>; P] = std::array::from_fn(|i| (i < count).then(|| strip_of(s + i)));
             let mut j0 = b0;
             while j0 < b1 {
                 let w = NR.min(b1 - j0);
-                let panel = &b.units[(j0 / NR) * panel_len..][..panel_len];
+                // (The panel and what follows it: the AMX tiles read whole chunks.)
+                let panel = &b.units[(j0 / NR) * panel_len..];
                 let (mut cb_pad, mut zb_pad, mut scale_pad) = ([0; NR], [0; NR], [0.0; NR]);
                 let cb = panel_of(&b.col_sums, j0, w, &mut cb_pad);
                 let zb = if one_zb { &zb_all } else { panel_of(&b.zero, j0, w, &mut zb_pad) };
@@ -465,32 +491,65 @@ pub(crate) fn for_each_tile(
                     Some(sc) if sc.len() > 1 => panel_of(sc, j0, w, &mut scale_pad),
                     _ => &scale_all,
                 };
-                let at_c = (i0 - rows.start) * ldc + (j0 - cols.start);
-                let c = match out {
+                // Each strip's rows of C, from its tile's first element (a strip's rows
+                // end before the next strip's: w <= ldc).
+                let at_c = (s * MR - rows.start) * ldc + (j0 - cols.start);
+                let mut rest = Some(match out {
                     QOut::I32(c) => Dst::I32(&mut c[at_c..]),
                     QOut::U8(c, _) => Dst::U8(&mut c[at_c..]),
                     QOut::I8(c, _) => Dst::I8(&mut c[at_c..]),
-                };
-                let out = TileOut {
-                    c,
-                    requant: strip_requant.as_ref(),
-                    scale_cols,
-                    ldc,
-                    h,
-                    w,
-                    row_sums: &a.row_sums[i0..i0 + h],
-                    za: &za,
-                    one_za,
-                    col_sums: cb,
-                    zb,
-                    one_zb,
-                    k: a.real_k as i32,
-                };
-                tile(strip, panel, out);
+                });
+                let outs: [Option<TileOut<'_>>; P] = std::array::from_fn(|i| {
+                    let part = parts[i].as_ref()?;
+                    let c = rest.take().expect("the rows of C left");
+                    let c = if i + 1 < count {
+                        let (this, next) = c.split_at(MR * ldc);
+                        rest = Some(next);
+                        this
+                    } else {
+                        c
+                    };
+                    Some(TileOut {
+                        c,
+                        requant: part.requant.as_ref(),
+                        scale_cols,
+                        ldc,
+                        h: part.h,
+                        w,
+                        row_sums: &a.row_sums[part.i0..part.i0 + part.h],
+                        za: &part.za,
+                        one_za: part.one_za,
+                        col_sums: cb,
+                        zb,
+                        one_zb,
+                        k: a.real_k as i32,
+                    })
+                });
+                tile(strips, panel, ((j0 - b0) / NR, (b1 - b0).div_ceil(NR)), outs);
                 j0 += NR;
             }
         }
         b0 = b1;
+    }
+}
+
+impl<'a> Dst<'a> {
+    /// The first `at` elements and the rest.
+    fn split_at(self, at: usize) -> (Dst<'a>, Dst<'a>) {
+        match self {
+            Dst::I32(c) => {
+                let (x, y) = c.split_at_mut(at);
+                (Dst::I32(x), Dst::I32(y))
+            }
+            Dst::U8(c) => {
+                let (x, y) = c.split_at_mut(at);
+                (Dst::U8(x), Dst::U8(y))
+            }
+            Dst::I8(c) => {
+                let (x, y) = c.split_at_mut(at);
+                (Dst::I8(x), Dst::I8(y))
+            }
+        }
     }
 }
 
@@ -523,7 +582,8 @@ pub(crate) fn portable_body(
     ldc: usize,
 ) {
     let q = quads(a.k);
-    for_each_tile(a, rows, b, cols, out, ldc, |strip, panel, out| {
+    for_each_tile::<1>(a, rows, b, cols, out, ldc, |strip, panel, _, [out]| {
+        let out = out.expect("a strip");
         let mut s = [[0i32; NR]; MR];
         for (ch, chunk) in strip.chunks_exact(MR).enumerate() {
             for (j, quad) in (ch * CHUNK..q.min((ch + 1) * CHUNK)).enumerate() {

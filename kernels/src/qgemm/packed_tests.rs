@@ -64,6 +64,10 @@ fn packed_products_match_the_definition_for_every_signedness_and_zero_point_layo
         (29, 64, 300),
         (5, 100, 1000),
         (29, 250, 256),
+        // On AMX-INT8 tiles where the CPU has them (8 rows or more, deeper than 128):
+        // two strips and one, whole and partial chunks, several panels a configuration.
+        (28, 130, 576),
+        (43, 300, 129),
     ];
     for &(m, n, k) in &shapes {
         for (per_row, per_col) in [(false, false), (true, false), (false, true), (true, true)] {

@@ -23,7 +23,59 @@ pub(crate) fn qgemm_avx512(
 ) {
     let quads = a.k.div_ceil(4);
     let small = a.m <= 2;
-    for_each_tile(a, rows, b, cols, out, ldc, |strip, panel, out| tile_rows(small, strip, panel, quads, out));
+    if a.m >= TILE_MIN_ROWS && a.k > TILE_MIN_DEPTH && crate::arch::amx::int8_tiles() {
+        let (chunks, panel_len) = (quads.div_ceil(CHUNK), b.panel_len());
+        // The sums of a strip pair by up to `AMX_PANELS` panels, made at the first of
+        // them under one tile configuration, stored panel by panel.
+        let mut sums = [[[0i32; NR]; 2 * MR]; AMX_PANELS];
+        // (Every B has slack after its last panel for the whole chunks the tiles read:
+        // `packed::panel_units`.)
+        for_each_tile::<2>(a, rows, b, cols, out, ldc, |strips, panel, (i, n), outs| {
+            if i % AMX_PANELS == 0 {
+                let sums = &mut sums[..AMX_PANELS.min(n - i)];
+                if outs[1].is_some() {
+                    let (s0, s1) = strips.split_at(chunks * MR);
+                    crate::arch::amx::int8_panel::<2>([s0, s1], (panel, panel_len), chunks, sums);
+                } else {
+                    crate::arch::amx::int8_panel::<1>([strips], (panel, panel_len), chunks, sums);
+                }
+            }
+            store_sums(&sums[i % AMX_PANELS], outs);
+        });
+        return;
+    }
+    for_each_tile::<1>(a, rows, b, cols, out, ldc, |strip, panel, _, [out]| {
+        tile_rows(small, strip, panel, quads, out.expect("a strip"))
+    });
+}
+
+/// Panels whose tiles run under one tile configuration (loading it and releasing the
+/// tiles take about 70 ns: a 1x1 convolution of 64 channels sums a tile in 4 products).
+const AMX_PANELS: usize = 4;
+
+/// Products of at least this many rows, deeper than [`TILE_MIN_DEPTH`], run on AMX-INT8
+/// tiles where the CPU has them (fewer rows leave most of each 14-row tile empty).
+/// Integer sums: the tiles and `vpdpbusd` give the same bits, whatever runs where.
+const TILE_MIN_ROWS: usize = 8;
+/// The depth up to which `vpdpbusd` is as fast as the tiles or faster (their sums go
+/// through memory to the stores): 1x1 convolutions on 28x28 (Xeon, AMX), AMX / VNNI
+/// microseconds, 256 output channels: 16 channels 92 / 60, 64: 100 / 87, 128: 119 /
+/// 128, 192: 133 / 166, 576: 317 / 404.
+const TILE_MIN_DEPTH: usize = 128;
+
+/// Stores the AMX sums of one or two strips by a panel (strip `i`'s rows from row `14 i`).
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
+fn store_sums(sums: &[[i32; NR]; 2 * MR], outs: [Option<TileOut<'_>>; 2]) {
+    for (i, out) in outs.into_iter().enumerate() {
+        let Some(out) = out else { break };
+        let mut v = [[_mm512_setzero_si512(); 2]; MR];
+        for (r, row) in v.iter_mut().enumerate().take(out.h) {
+            let (lo, hi) = sums[MR * i + r].split_at(16);
+            *row = [load16i(lo.try_into().expect("16 lanes")), load16i(hi.try_into().expect("16 lanes"))];
+        }
+        let h = out.h;
+        store(&v[..h], out);
+    }
 }
 
 /// The tile of `out.h` rows; `two_sets` for a product of one or two rows.
@@ -91,7 +143,7 @@ fn tile<const R: usize, const S: usize>(strip: &[[i32; 16]], panel: &[[i32; 16]]
 /// here. Whole rows of 32 go straight to the output.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
 #[inline]
-fn store<const R: usize>(sums: &[[__m512i; 2]; R], out: TileOut<'_>) {
+fn store(sums: &[[__m512i; 2]], out: TileOut<'_>) {
     let half = |x: &[i32; NR], h: usize| -> [i32; 16] { x[16 * h..16 * h + 16].try_into().expect("16 lanes") };
     let cb = [load16i(&half(out.col_sums, 0)), load16i(&half(out.col_sums, 1))];
     let zb = [load16i(&half(out.zb, 0)), load16i(&half(out.zb, 1))];

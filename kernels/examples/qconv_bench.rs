@@ -1,0 +1,55 @@
+//! Kernel-only timing of a quantized convolution on the phase planes (QLinearConv's
+//! path): `cargo run --release -p rivet-kernels --example qconv_bench [C M HW K S]`
+//! (input channels, output channels, input height = width, kernel, stride; default the
+//! 64 -> 64 3x3 of ResNet-18's first stage). Prints the median microseconds of the
+//! planes' packing and of the product requantized to u8, and the product's GOP/s.
+//! `RIVET_AMX=off` for the VNNI tiles.
+
+use rivet_kernels::conv::Window3d;
+use rivet_kernels::qgemm::{ConvPlanes, QOut, QPackedA, Requant};
+use std::time::Instant;
+
+fn median_us(mut run: impl FnMut()) -> f64 {
+    run();
+    let mut t: Vec<f64> = (0..31)
+        .map(|_| {
+            let s = Instant::now();
+            run();
+            s.elapsed().as_secs_f64() * 1e6
+        })
+        .collect();
+    t.sort_by(f64::total_cmp);
+    t[15]
+}
+
+fn main() {
+    let d: Vec<usize> = std::env::args().skip(1).filter_map(|a| a.parse().ok()).collect();
+    let (c, m, hw, k, s) = match d[..] {
+        [c, m, hw, k, s] => (c, m, hw, k, s),
+        _ => (64, 64, 56, 3, 1),
+    };
+    let out = (hw + 2 * (k / 2) - k) / s + 1;
+    let g = Window3d {
+        input: [1, hw, hw],
+        out: [1, out, out],
+        kernel: [1, k, k],
+        stride: [1, s, s],
+        dilation: [1; 3],
+        pad_begin: [0, k / 2, k / 2],
+    };
+    let x: Vec<u8> = (0..c * hw * hw).map(|i| (i * 7 % 251) as u8).collect();
+    let w: Vec<i8> = (0..m * c * k * k).map(|i| ((i * 5 % 241) as i32 - 120) as i8).collect();
+    let mut a = QPackedA::new();
+    a.pack_conv_weights(&w, m, c, k * k, &[0]);
+    let scale = vec![0.0001f32; m];
+    let mut y = vec![0u8; m * out * out];
+    let mut planes = ConvPlanes::new();
+    let pack = median_us(|| planes.pack(&x, c, &g, 3));
+    let rq = Requant { scale: &scale, per_row: true, bias: None, zy: 7 };
+    let product = median_us(|| planes.product(&a, QOut::U8(&mut y, rq)));
+    let ops = 2.0 * (m * c * k * k * out * out) as f64;
+    println!(
+        "{c}->{m} {k}x{k}/{s} on {hw}: pack {pack:.1} us, product {product:.1} us ({:.0} GOP/s)",
+        ops / product / 1e3
+    );
+}
