@@ -47,19 +47,24 @@ pub(crate) fn convolution(
     };
     let mut cache = lock(&par.scratch().direct);
     let layout = bf16 as usize + amx as usize + fold as usize;
-    let packed = packed_once_as(&mut cache, packing.key, w, layout, |p| {
+    // Packed once (then copied to 64-byte aligned memory, where the AMX tiles load a
+    // filter row in one access: see `lines`).
+    let packed = packed_once_as(&mut cache, packing.key, w, layout, |aligned| {
+        let mut p = Vec::new();
         #[cfg(target_arch = "x86_64")]
         if fold {
             let w = direct::fold_filters(w, out_c, cg, g);
-            return direct::pack_filters_amx(&w, out_c, group, cgd, g.kernel[1], p);
+            direct::pack_filters_amx(&w, out_c, group, cgd, g.kernel[1], &mut p);
+            return aligned.assign(&p);
         }
         if amx {
-            direct::pack_filters_amx(w, out_c, group, cg, taps, p);
+            direct::pack_filters_amx(w, out_c, group, cg, taps, &mut p);
         } else if bf16 {
-            direct::pack_filters_bf16(w, out_c, group, cg, taps, p);
+            direct::pack_filters_bf16(w, out_c, group, cg, taps, &mut p);
         } else {
-            direct::pack_filters(w, out_c, group, kk, p);
+            direct::pack_filters(w, out_c, group, kk, &mut p);
         }
+        aligned.assign(&p);
     });
     let src = if bf16 { direct::pair_source(gd) } else { direct::source(g, cg) };
     let mut padded = lock(&par.scratch().conv_parts);
@@ -88,8 +93,7 @@ pub(crate) fn convolution(
             let xg = &x[(n * in_c + gi * cg) * plane..][..cg * plane];
             let input: &[f32] = if fold {
                 #[cfg(target_arch = "x86_64")]
-                direct::amx_planes_folded(xg, cg, g, &mut padded);
-                &padded
+                direct::amx_planes_folded(xg, cg, g, &mut padded)
             } else if amx {
                 amx_over_pool(xg, cg, g, split, &mut padded, par)
             } else if bf16 {
@@ -227,15 +231,15 @@ fn amx_over_pool<'p>(
 ) -> &'p [f32] {
     let (len, pair, pairs) = (direct::amx_planes_len(cg, g), direct::amx_pair_len(g), cg.div_ceil(2));
     if !split || pairs < 2 || len < PAD_OVER_POOL_MIN {
-        direct::amx_planes(x, cg, g, padded);
-        return padded;
+        return direct::amx_planes(x, cg, g, padded);
     }
-    padded.resize(len, 0.0);
-    let (real, rest) = padded.split_at_mut(pairs * pair);
+    // From a 64-byte boundary, as `amx_planes` puts them.
+    let planes = rivet_kernels::lines::aligned_in(padded, len);
+    let (real, rest) = planes.split_at_mut(pairs * pair);
     rest.fill(0.0);
     let per_task = pairs.div_ceil(cores()) * pair;
     par.for_each_chunk(real, per_task, &|start, part| direct::amx_pairs(x, cg, g, start / pair, part));
-    padded
+    planes
 }
 
 #[cfg(not(target_arch = "x86_64"))]

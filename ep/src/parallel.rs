@@ -138,7 +138,7 @@ pub struct RunScratch {
     /// output value.
     pub(crate) weights: Mutex<Vec<Packed<nn::PackedB>>>,
     /// Constant conv filters packed for the direct kernel, by the Conv step's output value.
-    pub(crate) direct: Mutex<Vec<Packed<Vec<f32>>>>,
+    pub(crate) direct: Mutex<Vec<Packed<rivet_kernels::lines::Aligned<f32>>>>,
     /// Constant conv filters transformed for the Winograd kernel, by the Conv step's
     /// output value.
     pub(crate) winograd: Mutex<Vec<Packed<rivet_kernels::winograd::Filters>>>,

@@ -71,23 +71,27 @@ fn main() {
         let (gd, cd) = if fold { (&gf, cin * k) } else { (&g, cin) };
         let bf16 = std::env::var_os("BF16").is_some() || amx;
         let (mut pairs, mut packed_bf16) = (Vec::new(), Vec::new());
-        if fold {
-            amx_planes_folded(&x, cin, &g, &mut pairs);
+        let planes: &[f32] = if fold {
             pack_filters_amx(&fold_filters(&w, cout, cin, &g), cout, 1, cd, k, &mut packed_bf16);
+            amx_planes_folded(&x, cin, &g, &mut pairs)
         } else if amx {
-            amx_planes(&x, cin, &g, &mut pairs);
             pack_filters_amx(&w, cout, 1, cin, k * k, &mut packed_bf16);
+            amx_planes(&x, cin, &g, &mut pairs)
         } else {
-            pair_planes(&x, cin, &g, &mut pairs);
             pack_filters_bf16(&w, cout, 1, cin, k * k, &mut packed_bf16);
-        }
+            pair_planes(&x, cin, &g, &mut pairs);
+            &pairs
+        };
+        // The filters from a 64-byte boundary, as the plugin keeps them.
+        let mut aligned = rivet_kernels::lines::Aligned::default();
+        aligned.assign(&packed_bf16);
         let run = if bf16 {
             Direct {
-                x: &pairs,
+                x: planes,
                 src: pair_source(if amx { gd } else { &g }),
                 cg: if amx { cd } else { cin },
                 g: if amx { gd } else { &g },
-                w: &packed_bf16,
+                w: &aligned,
                 bias: Some(&bias),
                 epilogue: epilogue(),
             }

@@ -104,7 +104,9 @@ impl Phases {
         let src = pair_source(g);
         let (sh, sw) = (g.stride[1], g.stride[2]);
         let (rows, width) = (src.rows.div_ceil(sh), src.cols.div_ceil(sw));
-        Phases { sh, sw, rows, width, pair: sh * sw * rows * width }
+        // (Each pair from a 64-byte boundary, as the planes: a tile's row of a 1x1
+        // convolution's input is then one access, see `lines`.)
+        Phases { sh, sw, rows, width, pair: (sh * sw * rows * width).next_multiple_of(16) }
     }
 
     /// The word of padded row `y`, column `x` within a pair's phases.
@@ -157,20 +159,22 @@ pub fn amx_planes_len(cg: usize, g: &Window3d) -> usize {
     cg.div_ceil(2 * PAIRS) * PAIRS * ph.pair + ph.width + 2 * COLS
 }
 
-/// Rounds one group's `cg` input planes into `dst` for the AMX kernel: per pair of input
-/// channels (channel `2p` in the low half of each word, `2p + 1` or zero in the high
-/// half), the phases of its padded plane (the padding zero), then zero pairs up to whole
-/// chunks of 16 and words past the last (the last tiles read past the last output's
-/// input, into the next row, for outputs they drop).
-pub fn amx_planes(x: &[f32], cg: usize, g: &Window3d, dst: &mut Vec<f32>) {
+/// Rounds one group's `cg` input planes for the AMX kernel into `dst`, from its first
+/// 64-byte boundary (`lines::aligned_in`), and returns them: per pair of input channels
+/// (channel `2p` in the low half of each word, `2p + 1` or zero in the high half), the
+/// phases of its padded plane (the padding zero), then zero pairs up to whole chunks of
+/// 16 and words past the last (the last tiles read past the last output's input, into
+/// the next row, for outputs they drop).
+pub fn amx_planes<'d>(x: &[f32], cg: usize, g: &Window3d, dst: &'d mut Vec<f32>) -> &'d [f32] {
     let ph = Phases::of(g);
     // Not cleared: the words no valid output reads (past a row's or a plane's reach, the
     // slack) may keep what was there; the padding and the zero pairs are written.
-    dst.resize(amx_planes_len(cg, g), 0.0);
+    let planes = crate::lines::aligned_in(dst, amx_planes_len(cg, g));
     let pairs = cg.div_ceil(2);
-    let (real, zero) = dst.split_at_mut(pairs * ph.pair);
+    let (real, zero) = planes.split_at_mut(pairs * ph.pair);
     zero.fill(0.0);
     amx_pairs(x, cg, g, 0, real);
+    planes
 }
 
 /// Words of one pair of input channels in [`amx_planes`]' layout (all its phases).
@@ -259,7 +263,7 @@ pub fn fold_filters(w: &[f32], out_c: usize, cg: usize, g: &Window3d) -> Vec<f32
 }
 
 /// [`amx_planes`] of [`folded`]`(g)`'s input, made from `g`'s `cg` input planes `x`.
-pub fn amx_planes_folded(x: &[f32], cg: usize, g: &Window3d, dst: &mut Vec<f32>) {
+pub fn amx_planes_folded<'d>(x: &[f32], cg: usize, g: &Window3d, dst: &'d mut Vec<f32>) -> &'d [f32] {
     let f = folded(g);
     let ph = Phases::of(&f);
     let src = pair_source(&f);
@@ -267,7 +271,7 @@ pub fn amx_planes_folded(x: &[f32], cg: usize, g: &Window3d, dst: &mut Vec<f32>)
     let (pt, pl) = (g.pad_begin[1], g.pad_begin[2]);
     let (cf, cols) = (cg * kw, f.input[2]);
     assert_eq!(x.len(), cg * in_h * in_w, "direct amx: input planes");
-    dst.resize(amx_planes_len(cf, &f), 0.0);
+    let dst = crate::lines::aligned_in(dst, amx_planes_len(cf, &f));
     let pairs = cf.div_ceil(2);
     dst[pairs * ph.pair..].fill(0.0);
     // Folded channel `c'`'s row `iy`, columns `x0 ..`, into `row` (zero outside g's input).
@@ -303,6 +307,7 @@ pub fn amx_planes_folded(x: &[f32], cg: usize, g: &Window3d, dst: &mut Vec<f32>)
             }
         }
     }
+    dst
 }
 
 impl Direct<'_> {
@@ -331,7 +336,10 @@ impl Direct<'_> {
         let mut offsets = [0usize; STEPS];
         let steps = chunks * taps;
         let [_, out_h, out_w] = g.out;
-        let band_rows = BAND.div_ceil(p).min(out_h);
+        // Bands from a multiple of 16 positions where the width allows: a tile's rows
+        // then start on 64-byte boundaries for the taps whose offsets are multiples of 16
+        // (all of a 1x1 convolution's).
+        let band_rows = BAND.div_ceil(p).next_multiple_of(16 / gcd(p, 16)).min(out_h);
         let ldo = (band_rows * p).next_multiple_of(COLS);
         if band.len() < 2 * BLOCK * ldo {
             band.resize(2 * BLOCK * ldo, 0.0);
@@ -390,6 +398,15 @@ impl Direct<'_> {
             }
             c0 = c1;
         }
+    }
+}
+
+/// The greatest common divisor of `a` and `b`.
+fn gcd(a: usize, b: usize) -> usize {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
     }
 }
 

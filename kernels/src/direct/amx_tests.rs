@@ -87,10 +87,10 @@ fn check(
             // NaN wherever the rounding does not write: no valid output may read it.
             pairs.clear();
             pairs.resize(amx_planes_len(cg, &g) + 100, f32::NAN);
-            amx_planes(xg, cg, &g, &mut pairs);
+            let planes = amx_planes(xg, cg, &g, &mut pairs);
             let per_group = packed_len_amx(out_c, group, cg, taps) / group;
             let w = &packed_amx[gi * per_group..][..per_group];
-            let run = Direct { x: &pairs, src: pair_source(&g), cg, g: &g, w, bias, epilogue: ep(block.clone()) };
+            let run = Direct { x: planes, src: pair_source(&g), cg, g: &g, w, bias, epilogue: ep(block.clone()) };
             run.run_amx(0..mg, &mut got[block.clone()], &mut carry);
             for (cut, split) in [(BLOCK, &mut split1), (2 * BLOCK, &mut split2)] {
                 let cut = cut.min(mg);
@@ -169,9 +169,9 @@ fn check_folded(in_c: usize, out_c: usize, hw: [usize; 2], k: [usize; 2], s: [us
     let mut packed = Vec::new();
     pack_filters_amx(&fold_filters(&w, out_c, in_c, &g), out_c, 1, in_c * k[1], k[0], &mut packed);
     let mut planes = vec![f32::NAN; amx_planes_len(in_c * k[1], &f) + 77];
-    amx_planes_folded(&x, in_c, &g, &mut planes);
+    let planes = amx_planes_folded(&x, in_c, &g, &mut planes);
     let run = Direct {
-        x: &planes,
+        x: planes,
         src: pair_source(&f),
         cg: in_c * k[1],
         g: &f,
@@ -203,4 +203,23 @@ fn stems_fold_their_kernel_columns_into_channels() {
     check_folded(4, 32, [17, 21], [3, 5], [1, 1], 1, [1, 2, 0, 1]);
     check_folded(3, 16, [20, 20], [3, 3], [1, 1], 2, [2, 2, 2, 2]);
     check_folded(2, 40, [16, 300], [3, 7], [2, 3], 1, [1, 3, 1, 3]);
+}
+
+#[test]
+fn amx_planes_and_their_pairs_start_on_64_bytes() {
+    // Unaligned starts and widths whose pair planes are no multiple of 16 words: the
+    // planes still start on a boundary and every pair after them too (so a 1x1
+    // convolution's tile rows are one access each).
+    for (hw, k, s) in [(7, 1, 1), (13, 3, 2), (28, 1, 2), (9, 3, 1)] {
+        let p = k / 2;
+        let pads = Padding::Explicit([0, p, p, 0, p, p]);
+        let (g, _) = window_geometry([1, hw, hw], [1, k, k], [1, s, s], [1, 1, 1], pads, false).expect("a window");
+        assert_eq!(amx_pair_len(&g) % 16, 0, "{hw} {k} {s}");
+        for skew in 0..3 {
+            let mut buf = vec![0f32; skew];
+            let x = vec![1.0; 5 * hw * hw];
+            let planes = amx_planes(&x, 5, &g, &mut buf);
+            assert_eq!(planes.as_ptr() as usize % 64, 0, "{hw} {k} {s} skew {skew}");
+        }
+    }
 }
