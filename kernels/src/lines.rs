@@ -21,8 +21,8 @@ pub fn aligned_in<T: Copy + Default>(buf: &mut Vec<T>, len: usize) -> &mut [T] {
 
 /// Elements of a 4-byte type, the first on a 64-byte boundary: `Deref` to `[T]`. Made or
 /// refilled by [`reset`](Aligned::reset) or [`assign`](Aligned::assign); what they
-/// discard is not kept.
-#[derive(Debug, Clone, Default)]
+/// discard is not kept. A clone is aligned too.
+#[derive(Debug, Default)]
 pub struct Aligned<T> {
     buf: Vec<T>,
     /// Elements of `buf` before the first one.
@@ -53,6 +53,16 @@ impl<T: Copy + Default> Aligned<T> {
     }
 }
 
+impl<T: Copy + Default> Clone for Aligned<T> {
+    /// In memory of its own, from its first 64-byte boundary (a derived clone would keep
+    /// the offset of the original's memory).
+    fn clone(&self) -> Self {
+        let mut copy = Aligned { buf: Vec::new(), off: 0, len: 0 };
+        copy.assign(self);
+        copy
+    }
+}
+
 impl<T> Deref for Aligned<T> {
     type Target = [T];
     fn deref(&self) -> &[T] {
@@ -67,9 +77,15 @@ impl<T> DerefMut for Aligned<T> {
 }
 
 /// Lines of 16 elements of a 4-byte type (64 bytes), the first on a 64-byte boundary:
-/// `Deref` to `[[T; 16]]`.
-#[derive(Debug, Clone, Default)]
+/// `Deref` to `[[T; 16]]`. A clone is aligned too.
+#[derive(Debug, Default)]
 pub struct Lines<T>(Aligned<T>);
+
+impl<T: Copy + Default> Clone for Lines<T> {
+    fn clone(&self) -> Self {
+        Lines(self.0.clone())
+    }
+}
 
 impl<T: Copy + Default> Lines<T> {
     /// `len` lines of `fill`, in this buffer's memory when it has room.
@@ -110,6 +126,9 @@ mod tests {
             if let Some(last) = l.last_mut() {
                 last[15] = -1;
             }
+            let copy = l.clone();
+            assert!(len == 0 || (copy.as_ptr() as usize).is_multiple_of(64), "clone of {len}");
+            assert_eq!(copy[..], l[..]);
         }
         let mut v = vec![1.5f32; 3];
         let part = super::aligned_in(&mut v, 40);

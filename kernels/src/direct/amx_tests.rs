@@ -207,19 +207,23 @@ fn stems_fold_their_kernel_columns_into_channels() {
 
 #[test]
 fn amx_planes_and_their_pairs_start_on_64_bytes() {
-    // Unaligned starts and widths whose pair planes are no multiple of 16 words: the
-    // planes still start on a boundary and every pair after them too (so a 1x1
-    // convolution's tile rows are one access each).
+    // Widths whose pair planes are no multiple of 16 words: the planes still start on a
+    // boundary and every pair after them too (so a 1x1 convolution's tile rows are one
+    // access each).
     for (hw, k, s) in [(7, 1, 1), (13, 3, 2), (28, 1, 2), (9, 3, 1)] {
         let p = k / 2;
         let pads = Padding::Explicit([0, p, p, 0, p, p]);
         let (g, _) = window_geometry([1, hw, hw], [1, k, k], [1, s, s], [1, 1, 1], pads, false).expect("a window");
         assert_eq!(amx_pair_len(&g) % 16, 0, "{hw} {k} {s}");
-        for skew in 0..3 {
-            let mut buf = vec![0f32; skew];
-            let x = vec![1.0; 5 * hw * hw];
+        // Buffers already long enough, from allocations of several sizes (so of several
+        // starts modulo 64 bytes).
+        let x = vec![1.0; 5 * hw * hw];
+        let bufs: Vec<Vec<f32>> = (0..16).map(|i| vec![0f32; amx_planes_len(5, &g) + 16 + 3 * i]).collect();
+        for (i, mut buf) in bufs.into_iter().enumerate() {
+            let start = buf.as_ptr() as usize;
             let planes = amx_planes(&x, 5, &g, &mut buf);
-            assert_eq!(planes.as_ptr() as usize % 64, 0, "{hw} {k} {s} skew {skew}");
+            assert_eq!(planes.as_ptr() as usize % 64, 0, "{hw} {k} {s} buffer {i}");
+            assert!(planes.as_ptr() as usize - start < 64, "in the buffer's own memory");
         }
     }
 }

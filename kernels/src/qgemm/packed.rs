@@ -306,6 +306,7 @@ pub fn qgemm_rows(a: &QPackedA, rows: Range<usize>, b: &QPackedB, cols: Range<us
     assert!(cols.start.is_multiple_of(NR) && cols.end <= b.n, "qgemm: columns outside B or off a panel");
     assert!(rows.start.is_multiple_of(MR) && rows.end <= a.m, "qgemm: rows outside A or off a strip");
     assert!(rows.is_empty() || out.len() >= (rows.len() - 1) * ldc + cols.len(), "qgemm: C is too short");
+    assert!(rows.len() < 2 || ldc >= cols.len(), "qgemm: C's rows overlap (its stride is below its width)");
     if let QOut::U8(_, rq) | QOut::I8(_, rq) = &out {
         let want = if rq.per_row { a.m } else { b.n };
         assert!(rq.scale.len() == 1 || rq.scale.len() == want, "qgemm: one scale, or one per row or column");

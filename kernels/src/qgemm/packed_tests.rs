@@ -106,7 +106,12 @@ fn extreme_operands_sum_exactly() {
 /// A convolution of `channels` channels of type `X` by weights of type `W` on the
 /// product against the direct definition.
 fn conv_case<X: Q8, W: Q8>(g: &crate::conv::Window3d, channels: usize, seed: &mut u64) {
-    let (cout, plane, p) = (5, g.plane(), g.positions());
+    conv_case_of::<X, W>(g, channels, 5, seed)
+}
+
+/// [`conv_case`] with `cout` output channels.
+fn conv_case_of<X: Q8, W: Q8>(g: &crate::conv::Window3d, channels: usize, cout: usize, seed: &mut u64) {
+    let (plane, p) = (g.plane(), g.positions());
     let taps: usize = g.kernel.iter().product();
     let x: Vec<i32> = (0..channels * plane).map(|_| byte(seed) + X::MIN).collect();
     let w: Vec<i32> = (0..cout * channels * taps).map(|_| byte(seed) + W::MIN).collect();
@@ -210,6 +215,19 @@ fn convolutions_pack_into_the_product_of_their_definition() {
         pad_begin: [0, 5, 5],
     };
     conv_case::<u8, i8>(&g, 3, &mut seed);
+}
+
+/// Convolutions whose products run on AMX-INT8 tiles where the CPU has them (8 output
+/// channels or more, depth past 128): packed with their im2col and on the phase planes
+/// (`ConvPlanes::panels_of`), 3x3 padded, 1x1 at stride 2, two and three strips.
+#[test]
+fn convolutions_on_the_tiles_pack_into_the_product_of_their_definition() {
+    let mut seed = 13;
+    let g = crate::conv::Window3d::cube(2, 9, 3, 1, 1, 1, 0).expect("fits");
+    conv_case_of::<u8, i8>(&g, 40, 30, &mut seed);
+    conv_case_of::<i8, u8>(&g, 17, 28, &mut seed);
+    let g = crate::conv::Window3d::cube(2, 10, 1, 2, 1, 0, 0).expect("fits");
+    conv_case_of::<u8, i8>(&g, 144, 29, &mut seed);
 }
 
 #[test]
@@ -326,7 +344,8 @@ fn products_split_by_rows_give_the_whole_products_rows() {
 #[test]
 fn implicit_products_split_by_rows_give_the_whole_products_rows() {
     let mut seed = 31;
-    let (cout, channels) = (2 * MR + 3, 6);
+    // (16 channels: the 3x3 product is 144 deep, on AMX-INT8 tiles where the CPU has them.)
+    let (cout, channels) = (2 * MR + 3, 16);
     for (k, pad) in [(3, 1), (1, 0)] {
         let g = crate::conv::Window3d::cube(2, 9, k, 1, 1, pad, 0).expect("fits");
         let (taps, p) = (k * k, g.positions());
