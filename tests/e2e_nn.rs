@@ -478,3 +478,78 @@ fn large_concats_copied_over_the_pool_match_ort() {
         }
     }
 }
+
+/// BatchNormalization followed by a Mul and an Add of one value a channel and an
+/// activation (DenseNet's pre-activation, which Rivet folds into one step) matches ORT on
+/// Rivet alone: per-channel operands declared `[C, 1, 1]` and `[1, C, 1, 1]`, a scalar
+/// one, a Clip, a tensor large enough to split over the pool, a batch dimension that is
+/// symbolic, and chains that fold only in part (a Mul after the Add; the normalized
+/// output read twice).
+#[test]
+fn batch_norm_chains_match_ort() {
+    let mut failures = Vec::new();
+    for sym in [false, true] {
+        for (name, shape, chain) in [
+            ("mul add relu, conv", [2i64, 8, 5, 7], &["Mul:c11", "Add:1c11", "Relu"][..]),
+            ("scalar mul, add, clip, split", [1, 32, 48, 48], &["Mul:s", "Add:c11", "Clip"][..]),
+            ("add then mul", [2, 8, 5, 7], &["Add:c11", "Mul:c11", "Relu"][..]),
+            ("read twice", [2, 8, 5, 7], &["Relu", "Twice"][..]),
+        ] {
+            let c = shape[1] as usize;
+            let mut b = ModelBuilder::new(15).input("x", FLOAT, &dims(&shape, sym));
+            for (k, lo) in [("s", 0.5), ("b", -0.5), ("m", -0.3), ("v", 0.1)] {
+                b = b.initializer(k, &[c as i64], sweep(c, lo, lo + 1.0, false));
+            }
+            b = b.node_with(
+                "BatchNormalization",
+                "bn",
+                &["x", "s", "b", "m", "v"],
+                &["y0"],
+                &[("epsilon", Attr::Float(1e-3))],
+            );
+            let mut last = "y0".to_string();
+            let mut outputs = Vec::new();
+            for (i, part) in chain.iter().enumerate() {
+                let out = format!("y{}", i + 1);
+                let (op, kind) = part.split_once(':').unwrap_or((part, ""));
+                let k = format!("k{i}");
+                b = match (op, kind) {
+                    ("Twice", _) => {
+                        outputs.push("y0".to_string());
+                        b.node("Neg", "neg", &[&last], &[&out])
+                    }
+                    ("Clip", _) => {
+                        let b = b.initializer("lo", &[], vec![-1.0]).initializer("hi", &[], vec![2.0]);
+                        b.node("Clip", "clip", &[&last, "lo", "hi"], &[&out])
+                    }
+                    ("Relu", _) => b.node("Relu", &format!("relu{i}"), &[&last], &[&out]),
+                    (op, kind) => {
+                        let dims: Vec<i64> = match kind {
+                            "c11" => vec![c as i64, 1, 1],
+                            "1c11" => vec![1, c as i64, 1, 1],
+                            _ => vec![],
+                        };
+                        let n = dims.iter().product::<i64>() as usize;
+                        let b = b.initializer(&k, &dims, sweep(n, -1.5, 1.5, false));
+                        b.node(op, &format!("{op}{i}"), &[&k, &last], &[&out])
+                    }
+                };
+                last = out;
+            }
+            if name.ends_with("conv") {
+                b = b.initializer("w", &[4, c as i64, 3, 3], sweep(4 * c * 9, -0.3, 0.3, false));
+                b = b.node_with("Conv", "conv", &[&last, "w"], &["yc"], &[("pads", Attr::Ints(vec![1, 1, 1, 1]))]);
+                last = "yc".to_string();
+            }
+            outputs.push(last);
+            for o in &outputs {
+                b = b.output(o, FLOAT, None);
+            }
+            let what = format!("{name} symbolic={sym}");
+            if let Err(e) = check_matches_ort(&b.build(), &[x("x", &shape, 31)], TOL.0, TOL.1, &what) {
+                failures.push(e);
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

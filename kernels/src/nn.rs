@@ -74,6 +74,47 @@ pub fn batch_norm(
     }
 }
 
+/// A per-channel chain on `[planes, spatial]` planes (plane `i` of `x` and `y` is plane
+/// `first + i` of the tensor, of channel `(first + i) % channels`): `y = act((x · g[c] +
+/// s[c]) · m[c] + a[c])`, the Mul and the Add where given, each step rounded as its own op
+/// rounds it (BatchNormalization's `x · g + s`, then the Mul, then the Add: the bits of
+/// the unfused steps). One pass over memory instead of one per op; the activation runs
+/// on each plane while it is in cache. In the widest build.
+#[allow(clippy::too_many_arguments)]
+pub fn channel_chain(
+    x: &[f32],
+    channels: usize,
+    spatial: usize,
+    (g, s): (&[f32], &[f32]),
+    (mul, add): (Option<&[f32]>, Option<&[f32]>),
+    act: Option<Activation>,
+    first: usize,
+    y: &mut [f32],
+) {
+    assert_eq!(x.len(), y.len(), "channel chain: x and y");
+    assert!(spatial > 0 && x.len().is_multiple_of(spatial), "channel chain: whole planes");
+    assert!(g.len() >= channels && s.len() >= channels, "channel chain: per-channel terms");
+    assert!(mul.is_none_or(|m| m.len() >= channels) && add.is_none_or(|a| a.len() >= channels));
+    let level = crate::arch::Level::detected();
+    for (i, (xs, ys)) in x.chunks_exact(spatial).zip(y.chunks_exact_mut(spatial)).enumerate() {
+        let c = (first + i) % channels;
+        let (g, s) = (g[c], s[c]);
+        let (m, a) = (mul.map(|m| m[c]), add.map(|a| a[c]));
+        crate::arch::widest(
+            #[inline(always)]
+            || match (m, a) {
+                (Some(m), Some(a)) => ys.iter_mut().zip(xs).for_each(|(o, &v)| *o = (v * g + s) * m + a),
+                (Some(m), None) => ys.iter_mut().zip(xs).for_each(|(o, &v)| *o = (v * g + s) * m),
+                (None, Some(a)) => ys.iter_mut().zip(xs).for_each(|(o, &v)| *o = (v * g + s) + a),
+                (None, None) => ys.iter_mut().zip(xs).for_each(|(o, &v)| *o = v * g + s),
+            },
+        );
+        if let Some(act) = act {
+            act.apply(level, ys);
+        }
+    }
+}
+
 /// Global average or max pooling: `x` is `[planes, spatial]`, `y` is `[planes]`. The mean
 /// sums each plane as ReduceMean sums a row (16 lanes, then the tail).
 pub fn global_pool(x: &[f32], planes: usize, spatial: usize, max: bool, y: &mut [f32]) {
@@ -98,6 +139,54 @@ pub fn global_pool(x: &[f32], planes: usize, spatial: usize, max: bool, y: &mut 
 
 #[cfg(test)]
 mod tests {
+    /// The chain gives the bits of its ops run one after the other: BatchNormalization,
+    /// the Mul, the Add, the activation, on planes from any first plane.
+    #[test]
+    fn channel_chain_gives_the_bits_of_its_ops_in_turn() {
+        use super::{batch_norm, channel_chain, Activation};
+        use crate::UnaryOp;
+        let (c, spatial, n) = (5, 37, 3);
+        let x: Vec<f32> = (0..n * c * spatial).map(|i| ((i * 7919 % 1000) as f32 - 500.0) * 0.0137).collect();
+        let per = |k: usize, lo: f32| -> Vec<f32> { (0..c).map(|i| lo + ((i * k) % 11) as f32 * 0.173).collect() };
+        let (scale, bias, mean, var) = (per(3, -0.9), per(5, -1.0), per(7, -0.4), per(2, 0.05));
+        let (m, a) = (per(4, -1.3), per(6, -0.7));
+        let eps = 1e-3;
+        let mut bn = vec![0.0; x.len()];
+        batch_norm(&x, &scale, &bias, &mean, &var, eps, c, spatial, &mut bn);
+        let g: Vec<f32> = (0..c).map(|ch| scale[ch] / (var[ch] + eps).sqrt()).collect();
+        let s: Vec<f32> = (0..c).map(|ch| bias[ch] - mean[ch] * g[ch]).collect();
+        let acts = [None, Some(Activation::Unary(UnaryOp::Relu)), Some(Activation::Clip { min: -0.5, max: 0.25 })];
+        for (mul, add) in [(true, true), (true, false), (false, true), (false, false)] {
+            for act in acts {
+                // The unfused ops, each on the whole tensor.
+                let mut want = bn.clone();
+                for (i, w) in want.iter_mut().enumerate() {
+                    let ch = i / spatial % c;
+                    if mul {
+                        *w *= m[ch];
+                    }
+                    if add {
+                        *w += a[ch];
+                    }
+                }
+                if let Some(act) = act {
+                    act.apply(crate::arch::Level::detected(), &mut want);
+                }
+                let ops = (mul.then_some(&m[..]), add.then_some(&a[..]));
+                // Whole, and as two parts from planes 0 and 4.
+                let mut got = vec![f32::NAN; x.len()];
+                channel_chain(&x, c, spatial, (&g, &s), ops, act, 0, &mut got);
+                let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&got), bits(&want), "{mul} {add} {act:?}");
+                let mut parts = vec![f32::NAN; x.len()];
+                let (lo, hi) = parts.split_at_mut(4 * spatial);
+                channel_chain(&x[..4 * spatial], c, spatial, (&g, &s), ops, act, 0, lo);
+                channel_chain(&x[4 * spatial..], c, spatial, (&g, &s), ops, act, 4, hi);
+                assert_eq!(bits(&parts), bits(&want), "parts {mul} {add} {act:?}");
+            }
+        }
+    }
+
     /// LRN against its scalar definition (the kernel before it was vectorised): the
     /// square-root betas within 4 ulp where every base is positive and finite, and the
     /// same bits from powf elsewhere (beta 0 on a zero base, a negative base with an

@@ -11,10 +11,11 @@ use rivet_kernels::typed::Number;
 
 use super::claim;
 use super::op::util::{check_attrs, input_type, output_type};
-use super::{Op, RunIn, ShapeError, ShapeIn};
+use super::{ChannelChain, Op, OpRef, RunIn, ShapeError, ShapeIn};
 use crate::data::{Data, DataMut, Storage};
 use crate::graph::{dtype, NodeDesc, Shape, ShapeText};
 use crate::node_attrs::{float_attr, int_attr};
+use crate::parallel::{cores, PARALLEL_MIN_LEN};
 
 #[derive(Debug)]
 struct BatchNorm {
@@ -104,6 +105,116 @@ impl Op for BatchNorm {
 
     fn halves_in_f32(&self) -> bool {
         true
+    }
+
+    fn with_channel_chain(&self, chain: ChannelChain) -> Option<OpRef> {
+        let names = self.names.clone();
+        Some(OpRef(Arc::new(BatchNormChain { epsilon: self.epsilon, names, chain })))
+    }
+}
+
+/// Inference BatchNormalization with a per-channel chain folded onto it (float32 only):
+/// inputs X, scale, B, mean, var, then the Mul's and the Add's operands the chain has,
+/// each `[C]` broadcast on X's axis 1 (declared `[C, 1, ...]` or `[1, C, 1, ...]`, of
+/// X's rank or less) or one value. DenseNet's BatchNormalization, Mul, Add and Relu over
+/// each concatenation become one pass over it instead of four.
+#[derive(Debug)]
+struct BatchNormChain {
+    epsilon: f32,
+    names: Vec<String>,
+    chain: ChannelChain,
+}
+
+/// The per-channel terms of a [`BatchNormChain`] made at each Run (one value a channel).
+#[derive(Default)]
+struct ChainTerms {
+    g: Vec<f32>,
+    s: Vec<f32>,
+    m: Vec<f32>,
+    a: Vec<f32>,
+}
+
+impl BatchNormChain {
+    /// The operands of the chain after X's five, by their place among the inputs.
+    fn operands(&self) -> impl Iterator<Item = usize> {
+        let count = self.chain.mul as usize + self.chain.add as usize;
+        5..5 + count
+    }
+}
+
+/// Whether `p` broadcasts onto `x` (`[N, C, ...]`) as one value a channel or one value.
+fn channel_operand(x: &[usize], p: &[usize]) -> bool {
+    let Some(at) = x.len().checked_sub(p.len()) else { return false };
+    p.iter().enumerate().all(|(i, &d)| d == 1 || (at + i == 1 && d == x[1]))
+}
+
+impl Op for BatchNormChain {
+    fn shape(&self, x: &ShapeIn<'_>) -> Result<Shape, ShapeError> {
+        let own = ShapeIn { shapes: &x.shapes[..5], ..*x };
+        per_channel(&own, &self.names, 2)?;
+        for k in self.operands() {
+            if !channel_operand(x.shapes[0], x.shapes[k]) {
+                let op = if k == 5 && self.chain.mul { "Mul" } else { "Add" };
+                return Err(format!(
+                    "the folded {op}'s operand has shape {}: not one value per channel of {}",
+                    ShapeText(x.shapes[k]),
+                    ShapeText(x.shapes[0])
+                )
+                .into());
+            }
+        }
+        Ok(Shape::from_slice(x.shapes[0]))
+    }
+
+    fn run(&self, x: RunIn<'_, '_>, out: &mut DataMut<'_>) -> Result<(), String> {
+        let s = x.shapes[0];
+        let (c, spatial) = (s[1], s[2..].iter().product::<usize>());
+        let (
+            DataMut::F32(y),
+            [Data::F32(v), Data::F32(scale), Data::F32(bias), Data::F32(mean), Data::F32(var), rest @ ..],
+        ) = (out, x.ins)
+        else {
+            return Err(MISMATCH.into());
+        };
+        let terms = x.scratch.state::<ChainTerms>();
+        // As the unfused BatchNormalization makes them (`nn::batch_norm`).
+        terms.g.clear();
+        terms.s.clear();
+        for ch in 0..c {
+            let g = scale[ch] / (var[ch] + self.epsilon).sqrt();
+            terms.g.push(g);
+            terms.s.push(bias[ch] - mean[ch] * g);
+        }
+        // Each operand one value a channel (a single value repeated).
+        let mut operands = rest.iter();
+        let mut per_channel = |on: bool, dst: &mut Vec<f32>| -> Result<bool, String> {
+            if !on {
+                return Ok(false);
+            }
+            let Some(Data::F32(p)) = operands.next() else { return Err(MISMATCH.into()) };
+            dst.clear();
+            dst.extend((0..c).map(|ch| if p.len() == 1 { p[0] } else { p[ch] }));
+            Ok(true)
+        };
+        let has_m = per_channel(self.chain.mul, &mut terms.m)?;
+        let has_a = per_channel(self.chain.add, &mut terms.a)?;
+        if spatial == 0 || y.is_empty() {
+            return Ok(());
+        }
+        let (m, a) = (has_m.then_some(&terms.m[..]), has_a.then_some(&terms.a[..]));
+        let (gs, act) = ((&terms.g[..], &terms.s[..]), self.chain.act);
+        let planes = y.len() / spatial;
+        let tasks = if y.len() >= PARALLEL_MIN_LEN { cores().min(planes) } else { 1 };
+        if tasks < 2 {
+            nn::channel_chain(v, c, spatial, gs, (m, a), act, 0, y);
+            return Ok(());
+        }
+        let chunk = planes.div_ceil(tasks) * spatial;
+        x.par.for_each_chunk(y, chunk, &|start, part| {
+            let xs = &v[start..start + part.len()];
+            nn::channel_chain(xs, c, spatial, gs, (m, a), act, start / spatial, part);
+        });
+        Ok(())
     }
 }
 

@@ -80,7 +80,7 @@ pub mod top_k;
 pub mod trilu;
 pub mod unique;
 
-pub use op::{Family, Op, OpRef, OpScratch, RunIn, ShapeError, ShapeIn};
+pub use op::{ChannelChain, Family, Op, OpRef, OpScratch, RunIn, ShapeError, ShapeIn};
 
 /// A family of the default ONNX domain.
 const fn onnx(op_type: &'static str, since: (i32, i32), types: &'static str, compile: op::Compile) -> Family {

@@ -122,6 +122,22 @@ pub trait Op: Send + Sync + fmt::Debug {
     fn shared(&self) -> Option<OpRef> {
         None
     }
+    /// This op with a per-channel `chain` folded onto its output (`passes::fuse_channel_chain`),
+    /// if it takes one: its inputs are then its own, the Mul's operand and the Add's
+    /// operand (those the chain has), in that order.
+    fn with_channel_chain(&self, chain: ChannelChain) -> Option<OpRef> {
+        let _ = chain;
+        None
+    }
+}
+
+/// A per-channel chain on an op's `[N, C, ...]` output: a Mul and an Add by operands of
+/// one value per channel (or one value), then an activation, each optional.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ChannelChain {
+    pub mul: bool,
+    pub add: bool,
+    pub act: Option<rivet_kernels::nn::Activation>,
 }
 
 /// An [`Op`] held by a step or a claim (compared by identity).

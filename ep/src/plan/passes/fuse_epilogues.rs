@@ -11,7 +11,7 @@
 //! declared last dimension; a residual declared with the product's declared shape, dim by
 //! dim (a Run whose tensors differ fails naming the Add).
 
-use super::sole_reader;
+use super::{ready_before, sole_reader};
 use crate::error::Result;
 use crate::graph::{Dim, GraphDesc};
 use crate::plan::{Plan, Slot, Step, ValueId};
@@ -214,17 +214,6 @@ fn silu_at(plan: &Plan, removed: &[bool], p: usize) -> Option<(usize, usize)> {
     // The Sigmoid's output is a buffer read by the Mul alone, which runs after it.
     let g_readers = (0..plan.steps.len()).filter(|&i| !removed[i] && plan.steps[i].reads().any(|r| r == g)).count();
     (matches!(plan.values[g].slot, Slot::Buffer(_)) && g_readers == 1 && sig < mul).then_some((sig, mul))
-}
-
-/// Whether `v` exists before step `p` runs: an input, a constant, or the output of an
-/// earlier step.
-fn ready_before(plan: &Plan, removed: &[bool], v: ValueId, p: usize) -> bool {
-    match plan.values[v].slot {
-        Slot::Input(_) | Slot::Const(_) => true,
-        Slot::Buffer(_) | Slot::Output(_) => {
-            plan.steps.iter().enumerate().any(|(i, s)| i < p && !removed[i] && s.output == v)
-        }
-    }
 }
 
 /// Whether the product's output's last axis is its columns (n): a Gemm, or a MatMul whose

@@ -14,6 +14,7 @@ use crate::registry::Kernel;
 pub mod drop_dead_steps;
 pub mod fix_shapes;
 pub mod fold_matmul_operands;
+pub mod fuse_channel_chain;
 pub mod fuse_epilogues;
 pub mod fuse_gelu;
 pub mod fuse_qdq;
@@ -36,6 +37,7 @@ pub const PASSES: &[Pass] = &[
     Pass { name: "fold_matmul_operands", run: fold_matmul_operands::run },
     Pass { name: "fuse_gelu", run: fuse_gelu::run },
     Pass { name: "fuse_epilogues", run: fuse_epilogues::run },
+    Pass { name: "fuse_channel_chain", run: fuse_channel_chain::run },
     // Before the buffers: a Concat's inputs are written in place only in static plans.
     Pass { name: "fix_shapes", run: fix_shapes::run },
     Pass { name: "share_buffers", run: share_buffers::run },
@@ -81,6 +83,18 @@ pub(crate) fn sole_reader(plan: &Plan, removed: &[bool], p: usize, v: crate::pla
         }
     }
     found
+}
+
+/// Whether `v` exists before step `p` runs: an input, a constant, or the output of an
+/// earlier step.
+pub(crate) fn ready_before(plan: &Plan, removed: &[bool], v: crate::plan::ValueId, p: usize) -> bool {
+    use crate::plan::Slot;
+    match plan.values[v].slot {
+        Slot::Input(_) | Slot::Const(_) => true,
+        Slot::Buffer(_) | Slot::Output(_) => {
+            plan.steps.iter().enumerate().any(|(i, s)| i < p && !removed[i] && s.output == v)
+        }
+    }
 }
 
 /// The value of `v` when it is a float32 constant of one element: one the plan holds, or a
@@ -147,6 +161,7 @@ mod tests {
                 "fold_matmul_operands",
                 "fuse_gelu",
                 "fuse_epilogues",
+                "fuse_channel_chain",
                 "fix_shapes",
                 "share_buffers",
                 "mark_constant_weights"
