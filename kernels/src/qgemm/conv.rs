@@ -77,12 +77,7 @@ impl QPackedB {
                     let lanes = (channels - 4 * q4).min(4);
                     let src = |l: usize| &x[(4 * q4 + l) * plane..(4 * q4 + l + 1) * plane];
                     match lanes {
-                        4 => {
-                            let (s0, s1, s2, s3) = (src(0), src(1), src(2), src(3));
-                            for (i, o) in dst.iter_mut().enumerate() {
-                                *o = quad([s0[i].signed(), s1[i].signed(), s2[i].signed(), s3[i].signed()]);
-                            }
-                        }
+                        4 => quads_of([src(0), src(1), src(2), src(3)], dst),
                         _ => {
                             dst.fill(0);
                             for l in 0..lanes {
@@ -114,6 +109,24 @@ impl QPackedB {
         );
         self.words = words;
         self.word_row = row;
+    }
+}
+
+/// Element `i` of four rows of bytes (`rows`, each at least `out.len()` long), made signed
+/// as [`Q8::signed`] makes them, as one i32 a position (row `l`'s byte at bits `8 l..`):
+/// the quad words of four channels. Written on raw bytes and one XOR (a uint8 made signed
+/// is its byte with the top bit flipped; an int8 is its byte), so that it vectorises:
+/// through `quad` of four `signed` calls a position took about 0.55 ns (144 channels of
+/// 56x56: 62 of the planes' 83 us).
+#[inline(always)]
+pub(super) fn quads_of<T: Q8>(rows: [&[T]; 4], out: &mut [i32]) {
+    let flip: u32 = if T::TO_UNSIGNED == 0 { 0x8080_8080 } else { 0 };
+    let n = out.len();
+    let (a, b, c, d) = (&rows[0][..n], &rows[1][..n], &rows[2][..n], &rows[3][..n]);
+    let byte = |v: T| v.to_i32() as u8 as u32;
+    for i in 0..n {
+        let w = byte(a[i]) | byte(b[i]) << 8 | byte(c[i]) << 16 | byte(d[i]) << 24;
+        out[i] = (w ^ flip) as i32;
     }
 }
 

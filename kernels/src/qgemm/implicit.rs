@@ -22,7 +22,7 @@
 
 use std::ops::Range;
 
-use super::conv::{byte_sum, quad};
+use super::conv::{byte_sum, quad, quads_of};
 use super::packed::{panel_units, qgemm_rows, quads, QOut, QPackedA, QPackedB, NR, Q8};
 use crate::conv::Window3d;
 
@@ -156,17 +156,18 @@ impl ConvPlanes {
                         let out = &mut dst[at..];
                         let row_of = |l: usize| &src(l)[ih * in_w..(ih + 1) * in_w];
                         if sw == 1 && lanes == 4 {
-                            let (s0, s1, s2, s3) = (row_of(0), row_of(1), row_of(2), row_of(3));
-                            for (i, o) in out[pl..pl + in_w].iter_mut().enumerate() {
-                                *o = quad([s0[i].signed(), s1[i].signed(), s2[i].signed(), s3[i].signed()]);
-                            }
+                            quads_of([row_of(0), row_of(1), row_of(2), row_of(3)], &mut out[pl..pl + in_w]);
                             continue;
                         }
                         row.clear();
                         row.resize(in_w, 0);
-                        for l in 0..lanes {
-                            for (o, &v) in row.iter_mut().zip(row_of(l)) {
-                                *o |= ((v.signed() as u8) as i32) << (8 * l);
+                        if lanes == 4 {
+                            quads_of([row_of(0), row_of(1), row_of(2), row_of(3)], row);
+                        } else {
+                            for l in 0..lanes {
+                                for (o, &v) in row.iter_mut().zip(row_of(l)) {
+                                    *o |= ((v.signed() as u8) as i32) << (8 * l);
+                                }
                             }
                         }
                         if sw == 1 {
