@@ -107,9 +107,11 @@ impl Op for BatchNorm {
         true
     }
 
-    fn with_channel_chain(&self, chain: ChannelChain) -> Option<OpRef> {
+    fn with_channel_chain(&self, chain: ChannelChain, folded: &[(String, String)]) -> Option<OpRef> {
         let names = self.names.clone();
-        Some(OpRef(Arc::new(BatchNormChain { epsilon: self.epsilon, names, chain })))
+        // The folded Mul and Add, for errors about their operands.
+        let folded = folded.iter().filter(|(_, op)| op == "Mul" || op == "Add").map(|(n, _)| n.clone()).collect();
+        Some(OpRef(Arc::new(BatchNormChain { epsilon: self.epsilon, names, folded, chain })))
     }
 }
 
@@ -122,6 +124,8 @@ impl Op for BatchNorm {
 struct BatchNormChain {
     epsilon: f32,
     names: Vec<String>,
+    /// The names of the folded Mul and Add (those the chain has, in order).
+    folded: Vec<String>,
     chain: ChannelChain,
 }
 
@@ -155,8 +159,9 @@ impl Op for BatchNormChain {
         for k in self.operands() {
             if !channel_operand(x.shapes[0], x.shapes[k]) {
                 let op = if k == 5 && self.chain.mul { "Mul" } else { "Add" };
+                let node = self.folded.get(k - 5).map_or("", String::as_str);
                 return Err(format!(
-                    "the folded {op}'s operand has shape {}: not one value per channel of {}",
+                    "the folded node '{node}' ({op}): its operand has shape {}, not one value per channel of {}",
                     ShapeText(x.shapes[k]),
                     ShapeText(x.shapes[0])
                 )
@@ -270,4 +275,29 @@ fn train<T: Storage + Number>(op: &BatchNormTrain, x: &RunIn<'_, '_>, y: &mut [T
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_chain_operand_not_per_channel_is_an_error_naming_the_folded_node() {
+        let chain = ChannelChain { mul: true, add: true, act: None };
+        let names: Vec<String> = ["x", "s", "b", "m", "v", "k", "a"].map(String::from).to_vec();
+        let folded = [("mul_k", "Mul"), ("add_a", "Add")].map(|(n, o)| (n.to_string(), o.to_string()));
+        let op = BatchNorm { epsilon: 1e-5, names }.with_channel_chain(chain, &folded).expect("a chain");
+        let (x, c): (&[usize], &[usize]) = (&[2, 8, 5, 8], &[8]);
+        let shape = |mul: &[usize], add: &[usize]| {
+            let shapes = [x, c, c, c, c, mul, add];
+            op.shape(&ShapeIn { shapes: &shapes, data: &[] }).map(|s| s.to_vec())
+        };
+        assert_eq!(shape(&[8, 1, 1], &[1, 8, 1, 1]).ok(), Some(vec![2, 8, 5, 8]));
+        assert_eq!(shape(&[1], &[]).ok(), Some(vec![2, 8, 5, 8]));
+        // One value per width column (8 of them, as many as the channels), and a higher rank.
+        for (mul, add, node) in [(&[1, 1, 8][..], &[8, 1, 1][..], "mul_k"), (&[8, 1, 1], &[1, 1, 8, 1, 1], "add_a")] {
+            let err = format!("{:?}", shape(mul, add).expect_err("not per channel"));
+            assert!(err.contains(&format!("'{node}'")), "{err}");
+        }
+    }
 }

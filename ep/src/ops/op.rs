@@ -124,9 +124,10 @@ pub trait Op: Send + Sync + fmt::Debug {
     }
     /// This op with a per-channel `chain` folded onto its output (`passes::fuse_channel_chain`),
     /// if it takes one: its inputs are then its own, the Mul's operand and the Add's
-    /// operand (those the chain has), in that order.
-    fn with_channel_chain(&self, chain: ChannelChain) -> Option<OpRef> {
-        let _ = chain;
+    /// operand (those the chain has), in that order. `folded`: the folded nodes (name, op
+    /// type) in order, for its errors.
+    fn with_channel_chain(&self, chain: ChannelChain, folded: &[(String, String)]) -> Option<OpRef> {
+        let _ = (chain, folded);
         None
     }
 }

@@ -60,7 +60,10 @@ pub fn run(plan: &mut Plan, _graph: &GraphDesc) -> Result<()> {
                     operands.push(other);
                 }
                 Kernel::Unary(u) if s.inputs[..] == [v] => chain.act = Some(Activation::Unary(u)),
-                Kernel::Clip { min, max } if s.inputs[..] == [v] => chain.act = Some(Activation::Clip { min, max }),
+                // (From opset 11 Clip's bounds are inputs, constants the kernel already holds.)
+                Kernel::Clip { min, max } if s.inputs[0] == v && !s.inputs[1..].contains(&v) => {
+                    chain.act = Some(Activation::Clip { min, max })
+                }
                 _ => break,
             }
             folded.push(t);
@@ -69,9 +72,9 @@ pub fn run(plan: &mut Plan, _graph: &GraphDesc) -> Result<()> {
         if folded.is_empty() {
             continue;
         }
-        let Some(fused) = op.with_channel_chain(chain) else { continue };
-        let names = folded.iter().map(|&t| (plan.steps[t].node_name.clone(), plan.steps[t].op_type.clone()));
-        let names = names.collect();
+        let names: smallvec::SmallVec<[(String, String); 3]> =
+            folded.iter().map(|&t| (plan.steps[t].node_name.clone(), plan.steps[t].op_type.clone())).collect();
+        let Some(fused) = op.with_channel_chain(chain, &names) else { continue };
         let step = &mut plan.steps[p];
         step.op = Some(fused);
         step.inputs.extend(operands);
@@ -117,7 +120,7 @@ fn per_channel(plan: &Plan, b: ValueId, v: ValueId, channels: usize) -> bool {
 mod tests {
     use super::*;
     use crate::graph::{GraphDesc, NodeDesc};
-    use crate::plan::passes::test_graphs::{lowered_then, node, v};
+    use crate::plan::passes::test_graphs::{f32_scalar, lowered_then, node, v};
 
     fn f(n: usize) -> Dim {
         Dim::Fixed(n)
@@ -177,6 +180,15 @@ mod tests {
         assert_eq!((plan.steps.len(), plan.steps[0].inputs.len()), (1, 5));
         let plan = fused(&bn_then(&[("Add", &[f(8), f(1), f(1)]), ("Sigmoid", &[])], vec![], &["y2"]));
         assert_eq!((plan.steps.len(), plan.steps[0].inputs.len()), (1, 6));
+        // A Clip of opset 13, its bounds constant inputs (found by review: only opset 6's
+        // attribute bounds folded).
+        let y = |name: &str| v(name, &[f(2), f(8), f(5), f(5)]);
+        let ins = [y("y0"), f32_scalar("lo", -1.0), f32_scalar("hi", 2.0)];
+        let mut g = bn_then(&[], vec![node("clip", "Clip", 13, &ins, y("z"))], &["z"]);
+        g.inputs.extend(ins[1..].iter().cloned());
+        let plan = fused(&g);
+        assert_eq!(plan.steps.len(), 1);
+        assert_eq!(plan.values[plan.steps[0].output].name, "z");
     }
 
     #[test]
