@@ -14,9 +14,19 @@ pub fn aligned_in<T: Copy + Default>(buf: &mut Vec<T>, len: usize) -> &mut [T] {
     if buf.len() < len + 15 {
         buf.resize(len + 15, T::default());
     }
-    let off = buf.as_ptr().align_offset(64);
-    let off = if off < 16 { off } else { 0 };
+    let off = first_line(buf);
     &mut buf[off..off + len]
+}
+
+/// The elements of `buf` before its first 64-byte boundary (fewer than 16: the allocator
+/// aligns to at least the element's 4 bytes).
+fn first_line<T>(buf: &[T]) -> usize {
+    let off = buf.as_ptr().align_offset(64);
+    if off < 16 {
+        off
+    } else {
+        0
+    }
 }
 
 /// Elements of a 4-byte type, the first on a 64-byte boundary: `Deref` to `[T]`. Made or
@@ -40,8 +50,7 @@ impl<T: Copy + Default> Aligned<T> {
         if self.buf.len() < need {
             self.buf.resize(need, T::default());
         }
-        let off = self.buf.as_ptr().align_offset(64);
-        self.off = if off < 16 { off } else { 0 };
+        self.off = first_line(&self.buf);
         self.len = len;
         self.deref_mut().fill(fill);
     }

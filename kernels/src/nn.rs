@@ -66,12 +66,20 @@ pub fn batch_norm(
     assert_eq!(x.len(), y.len());
     for (block, (xs, ys)) in x.chunks(spatial.max(1)).zip(y.chunks_mut(spatial.max(1))).enumerate() {
         let ch = block % channels.max(1);
-        let g = scale[ch] / (var[ch] + epsilon).sqrt();
-        let sh = bias[ch] - mean[ch] * g;
+        let (g, sh) = batch_norm_terms(scale, bias, mean, var, epsilon, ch);
         for (o, &v) in ys.iter_mut().zip(xs) {
             *o = v * g + sh;
         }
     }
+}
+
+/// Channel `ch`'s factor and shift of inference BatchNormalization, `y = x · g + s`:
+/// `g = scale / sqrt(var + epsilon)`, `s = bias - mean · g` (for [`batch_norm`] and for
+/// the terms a fused chain starts from, so both round them alike).
+#[inline]
+pub fn batch_norm_terms(scale: &[f32], bias: &[f32], mean: &[f32], var: &[f32], epsilon: f32, ch: usize) -> (f32, f32) {
+    let g = scale[ch] / (var[ch] + epsilon).sqrt();
+    (g, bias[ch] - mean[ch] * g)
 }
 
 /// A per-channel chain on `[planes, spatial]` planes (plane `i` of `x` and `y` is plane
@@ -153,8 +161,8 @@ mod tests {
         let eps = 1e-3;
         let mut bn = vec![0.0; x.len()];
         batch_norm(&x, &scale, &bias, &mean, &var, eps, c, spatial, &mut bn);
-        let g: Vec<f32> = (0..c).map(|ch| scale[ch] / (var[ch] + eps).sqrt()).collect();
-        let s: Vec<f32> = (0..c).map(|ch| bias[ch] - mean[ch] * g[ch]).collect();
+        let (g, s): (Vec<f32>, Vec<f32>) =
+            (0..c).map(|ch| super::batch_norm_terms(&scale, &bias, &mean, &var, eps, ch)).unzip();
         let acts = [None, Some(Activation::Unary(UnaryOp::Relu)), Some(Activation::Clip { min: -0.5, max: 0.25 })];
         for (mul, add) in [(true, true), (true, false), (false, true), (false, false)] {
             for act in acts {

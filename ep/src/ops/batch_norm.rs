@@ -182,13 +182,13 @@ impl Op for BatchNormChain {
             return Err(MISMATCH.into());
         };
         let terms = x.scratch.state::<ChainTerms>();
-        // As the unfused BatchNormalization makes them (`nn::batch_norm`).
+        // As the unfused BatchNormalization makes them.
         terms.g.clear();
         terms.s.clear();
         for ch in 0..c {
-            let g = scale[ch] / (var[ch] + self.epsilon).sqrt();
+            let (g, s) = nn::batch_norm_terms(scale, bias, mean, var, self.epsilon, ch);
             terms.g.push(g);
-            terms.s.push(bias[ch] - mean[ch] * g);
+            terms.s.push(s);
         }
         // Each operand one value a channel (a single value repeated).
         let mut operands = rest.iter();
