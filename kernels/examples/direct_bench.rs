@@ -2,7 +2,8 @@
 //! `cargo run --release -p rivet-kernels --example direct_bench`. Prints us per call
 //! (best of several batches) and GFLOP/s. With `BF16` set, the bfloat16 kernel (its
 //! input's rounding, which each call needs, timed as the "copy"); with `AMX` set, the
-//! AMX one where it takes the case (the others are skipped).
+//! AMX one where it takes the case (the others are skipped); with `CASE` set, only the
+//! cases whose name contains it.
 
 use rivet_kernels::conv::{window_geometry, Padding};
 use rivet_kernels::direct::{
@@ -22,7 +23,7 @@ fn epilogue() -> Epilogue<'static> {
 }
 
 fn main() {
-    let cases: [Case; 21] = [
+    let cases: [Case; 25] = [
         ("64->64 3x3 p1 on 56", 64, 64, 56, 3, 1, 1),
         ("128->128 3x3 p1 on 28", 128, 128, 28, 3, 1, 1),
         ("256->256 3x3 p1 on 14", 256, 256, 14, 3, 1, 1),
@@ -44,8 +45,16 @@ fn main() {
         ("512->2048 1x1 on 7", 512, 2048, 7, 1, 1, 0),
         ("1024->256 1x1 on 14", 1024, 256, 14, 1, 1, 0),
         ("256->64 1x1 on 56", 256, 64, 56, 1, 1, 0),
+        ("fire 16->64 3x3 p1 on 55", 16, 64, 55, 3, 1, 1),
+        ("fire 32->128 3x3 p1 on 27", 32, 128, 27, 3, 1, 1),
+        ("fire 48->192 3x3 p1 on 13", 48, 192, 13, 3, 1, 1),
+        ("fire 64->256 3x3 p1 on 13", 64, 256, 13, 3, 1, 1),
     ];
+    let only = std::env::var("CASE").ok();
     for (name, cin, cout, hw, k, s, p) in cases {
+        if only.as_ref().is_some_and(|o| !name.contains(o.as_str())) {
+            continue;
+        }
         let pads = Padding::Explicit([0, p, p, 0, p, p]);
         let (g, _) = window_geometry([1, hw, hw], [1, k, k], [1, s, s], [1, 1, 1], pads, false).unwrap();
         let kk = cin * k * k;

@@ -6,8 +6,10 @@
 //! 16-channel blocks' weights for that tap, packed once: [`pack_filters`]) and broadcasts
 //! `R` input elements straight from the (zero-padded) NCHW input, at row
 //! `oy * sy + ky * dy` and column `(ox + r) * sx + kx * dx` of channel `c`, then makes
-//! `R * NB` fused multiply-adds. Every output sums its taps in depth
-//! order from zero, in one chain, whatever the tile and whatever the split.
+//! `R * NB` fused multiply-adds. The depth is summed in chunks of input channels whose
+//! filters stay in L1, each chunk tap by tap, each tap channel by channel: every output
+//! sums its taps in that order from zero, in one chain, whatever the tile and whatever
+//! the split (the chunks depend on the depth and the kernel only).
 //!
 //! The GEMM path packs an im2col block of `op(B)` for each product and wastes the empty
 //! part of its 32- or 48-column edge panels; at the small spatial sizes of a CNN's late
@@ -20,7 +22,9 @@
 //! rows of 16 outputs and more take wide tiles instead: 32 consecutive outputs of a row by
 //! 8 channels (or, for a row's last 16 or fewer, 16 by 16), one zmm per channel and 16
 //! outputs, each step of depth one load of the inputs per 16 outputs and one broadcast
-//! filter per channel, stored straight into NCHW. Same sums, same order.
+//! filter per channel, stored straight into NCHW: the same sums, channel by channel, each
+//! channel's taps in turn. Which tiles take a position depends on the convolution alone,
+//! so its bits do not depend on the split either.
 //!
 //! The tile is written to NCHW through a transposed store; bias, activation and residual
 //! are applied to the tile first (each in the order the unfused ops would), so a fused
@@ -535,7 +539,8 @@ pub(crate) mod tests {
 
     #[test]
     fn deep_convs_sum_in_chunks_with_the_same_result() {
-        // 1200 input channels of 1x1 and 130 of 3x3: two chunks each.
+        // 1200 input channels of 1x1 and 130 of 3x3: ten chunks each (of 128 steps, 14
+        // channels of 3x3).
         check(1200, 48, 1, [5, 5], [1, 1], [1, 1], 1, [0; 4], true);
         check(130, 64, 1, [7, 7], [3, 3], [1, 1], 1, [1, 1, 1, 1], true);
         check(300, 20, 1, [6, 5], [3, 3], [2, 2], 1, [1, 0, 1, 1], false);

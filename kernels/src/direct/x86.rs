@@ -8,7 +8,7 @@ use std::ops::Range;
 use super::{Direct, Out, BLOCK};
 
 pub(crate) mod bf16;
-use crate::arch::mem::{load16, store16, store_first};
+use crate::arch::mem::{fma_taps, load16, prefetch_l2, store16, store_first, Window};
 use crate::arch::Level;
 use crate::gemm::Activation;
 use crate::UnaryOp;
@@ -125,12 +125,21 @@ fn each_block<'p>(
     }
 }
 
-/// Input channels per depth chunk: a chunk's filters (at most this many taps of 4
-/// blocks, 256 KiB) stay in L2 while every tile of the block reads them. A deeper
-/// convolution (512 channels of 3x3 is 1.2 MB a block) is run chunk by chunk, each tile's
-/// sums carried from one chunk to the next in `carry`: the same chain of fused
-/// multiply-adds, so the same bits.
+/// Steps of depth (input channels × taps) per depth chunk of the bfloat16 tiles: a
+/// chunk's filters (at most this many taps of 4 blocks, 256 KiB) stay in L2 while every
+/// tile of the block reads them. A deeper convolution is run chunk by chunk, each tile's
+/// sums carried from one chunk to the next in `carry`: the same chain of multiply-adds,
+/// so the same bits.
 const CHUNK_TAPS: usize = 1024;
+
+/// Steps of depth per depth chunk of the float tiles (at most; the chunks of a depth are
+/// of even sizes): a chunk's filters, 36 KiB at 4 blocks (16 channels of 3x3), stay in L1
+/// while every tile of the block reads them, tap by tap, each tap's steps one per input
+/// channel of the chunk. Chunks of 1024 steps in channel order, read from L2, ran 3x3
+/// convolutions at 95-100 GFLOP/s, these at 110-135 (Intel Xeon, AVX-512, one core; a
+/// loop of nothing but such steps reaches 157 from L1, 143 from L2, 205 with the filters
+/// in registers).
+const CHUNK_STEPS: usize = 144;
 
 /// The outputs of channels `ch` (at most `NB` blocks) into `y` (their rows).
 #[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
@@ -141,10 +150,30 @@ fn block_rows<const NB: usize, const S: usize>(
     mut y: Out<'_, '_>,
     carry: &mut Vec<f32>,
 ) {
-    let blocks = Blocks::<NB>::of(d, geo, &ch);
+    let blocks = Blocks::<NB>::of(d, geo, &ch, CHUNK_STEPS);
     let carry = blocks.carry(geo, carry);
     let b = blocks.bias.as_ref();
+    let (taps, all) = (geo.kh * geo.kw, d.w.as_chunks::<BLOCK>().0);
+    let (kk, first_block) = (geo.cg * taps, ch.start / BLOCK);
+    let (first, calls) = (geo.rows.start * geo.cols, geo.rows.len() * geo.cols);
     each_tile(geo, S, across_rows(NB), r_max(NB), blocks.per_chunk, |r, at| {
+        // The next chunk's filters into L2 while this one runs, each tile a share in
+        // proportion to its positions: a model's filters come from memory, and the first
+        // tile of a chunk waited on them (512->512 channels of 3x3 on 7x7, its filters
+        // out of the caches: 2,770 us against 2,010 in them).
+        // After the last chunk, the next blocks' first (when the filters have them).
+        let (next_block, next) = if at.cs.end < geo.cg {
+            (first_block, at.cs.end..(at.cs.end + blocks.per_chunk).min(geo.cg))
+        } else {
+            (first_block + NB, 0..blocks.per_chunk)
+        };
+        let lines = next.len() * taps;
+        let (from, to) = ((at.pos - first) * lines / calls, (at.pos + r - first) * lines / calls);
+        for i in next_block..next_block + NB {
+            if let Some(w) = all.get(i * kk + next.start * taps + from..i * kk + next.start * taps + to) {
+                prefetch_l2(w);
+            }
+        }
         let carry = if carry.is_empty() { &mut [] } else { &mut carry[at.pos..at.pos + r] };
         macro_rules! tiles {
             ($($n:literal)*) => {
@@ -169,9 +198,9 @@ struct Blocks<'a, const NB: usize> {
 
 impl<'a, const NB: usize> Blocks<'a, NB> {
     /// The blocks of channels `ch` of `d` on `geo` (each filter vector one of its `cg`
-    /// steps of depth of a tap).
+    /// steps of depth of a tap), the depth in chunks of about `chunk_steps` steps.
     #[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
-    fn of(d: &Direct<'a>, geo: &Geo, ch: &Range<usize>) -> Self {
+    fn of(d: &Direct<'a>, geo: &Geo, ch: &Range<usize>, chunk_steps: usize) -> Self {
         let taps = geo.kh * geo.kw;
         let kk = geo.cg * taps;
         let first_block = ch.start / BLOCK;
@@ -185,7 +214,10 @@ impl<'a, const NB: usize> Blocks<'a, NB> {
                 load16(&lanes)
             })
         });
-        let per_chunk = (CHUNK_TAPS / taps).clamp(1, geo.cg);
+        // As many chunks as the steps need, of even sizes: 16 channels of 3x3 in chunks of
+        // 14 and 2 ran a fifth slower than in two of 8.
+        let most = (chunk_steps / taps).clamp(1, geo.cg);
+        let per_chunk = geo.cg.div_ceil(geo.cg.div_ceil(most));
         Blocks { w, bias, per_chunk }
     }
 
@@ -266,51 +298,23 @@ fn tile<const R: usize, const NB: usize, const S: usize>(
     y: &mut Out<'_, '_>,
 ) {
     let mut acc = first_sums::<R, NB>(&at, carry);
-    if across_rows(NB) {
-        // The inputs of a kernel row: from each output's first, the taps' span.
-        let span = (geo.kw - 1) * geo.kx_step + 1;
-        let mut k = at.cs.start * geo.kh * geo.kw;
-        for c in at.cs.clone() {
-            for ky in 0..geo.kh {
-                // A plain loop: built with `array::from_fn`, the closure stayed out of
-                // line and the tiles ran at 85 GFLOP/s.
-                let mut rows = [&[] as &[f32]; R];
-                for (row, &base) in rows.iter_mut().zip(&at.bases) {
-                    *row = &d.x[base + c * geo.plane + ky * geo.ky_step..][..span];
-                }
-                for kx in 0..geo.kw {
-                    let wv: [__m512; NB] = std::array::from_fn(|i| load16(&w[i][k]));
-                    for (acc, row) in acc.iter_mut().zip(&rows) {
-                        let v = _mm512_set1_ps(row[kx * geo.kx_step]);
-                        for (a, &wi) in acc.iter_mut().zip(&wv) {
-                            *a = _mm512_fmadd_ps(v, wi, *a);
-                        }
-                    }
-                    k += 1;
-                }
-            }
-        }
-    } else {
-        // The inputs one tap reads: R of them, S apart, from the first output's.
-        let span = (R - 1) * S + 1;
-        let mut k = at.cs.start * geo.kh * geo.kw;
-        for c in at.cs.clone() {
-            for ky in 0..geo.kh {
-                let row = &d.x[at.bases[0] + c * geo.plane + ky * geo.ky_step..];
-                for kx in 0..geo.kw {
-                    let xs = &row[kx * geo.kx_step..][..span];
-                    let wv: [__m512; NB] = std::array::from_fn(|i| load16(&w[i][k]));
-                    for (r, acc) in acc.iter_mut().enumerate() {
-                        let v = _mm512_set1_ps(xs[r * S]);
-                        for (a, &wi) in acc.iter_mut().zip(&wv) {
-                            *a = _mm512_fmadd_ps(v, wi, *a);
-                        }
-                    }
-                    k += 1;
-                }
-            }
-        }
+    // Tap by tap, each tap's steps one per input channel of the chunk: the inputs a plane
+    // apart, the filters a channel's taps apart. Across rows each output has its own
+    // first input; in a row they are S apart from the first's.
+    let taps = geo.kh * geo.kw;
+    let off = at.cs.start * geo.plane;
+    let mut bases = [0; R];
+    for (r, b) in bases.iter_mut().enumerate() {
+        *b = if across_rows(NB) { at.bases[r] } else { at.bases[0] + r * S } + off;
     }
+    // A plain loop: `array::from_fn`'s closure stayed out of line, and the sums left the
+    // registers around the call.
+    let mut ws = [&[] as &[[f32; BLOCK]]; NB];
+    for (wi, w) in ws.iter_mut().zip(w) {
+        *wi = &w[at.cs.start * taps..];
+    }
+    let win = Window { kh: geo.kh, kw: geo.kw, ky_step: geo.ky_step, kx_step: geo.kx_step };
+    acc = fma_taps(acc, d.x, &bases, win, geo.plane, &ws, taps, at.cs.len());
     // The sums leave the registers once, here (see `wide_tile`).
     let sums = acc;
     finish::<R, NB>(d, geo, bias, ch, &at, &sums, carry, y);
@@ -507,8 +511,9 @@ struct WideAt<'a> {
 /// for `C` of the block's channels from `first`, `V` zmm a channel. Each step of depth
 /// loads the `16 V` inputs once (two loads and a permute that keeps the even lanes at
 /// stride 2) and makes `V` fused multiply-adds a channel with its filter broadcast once:
-/// the same sums in the same order as the narrow tiles, then the bias and the epilogue,
-/// stored straight into the channels' rows. Two vectors of 8 channels run at the
+/// the same sums as the narrow tiles, channel by channel (a stem's 3 channels a tap, the
+/// narrow tiles' order, ran 4-10% slower here), then the bias and the epilogue, stored
+/// straight into the channels' rows. Two vectors of 8 channels run at the
 /// multiply-add pipes' rate; one of 16, a broadcast per multiply-add, at two thirds of it
 /// (141 against 222 GFLOP/s in a loop of nothing else, AMD Zen 5).
 #[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]

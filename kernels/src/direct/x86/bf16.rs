@@ -5,7 +5,7 @@
 use std::arch::x86_64::*;
 use std::ops::Range;
 
-use super::{each_block, each_tile, finish, first_sums, r_max, Blocks, Geo, Tile};
+use super::{each_block, each_tile, finish, first_sums, r_max, Blocks, Geo, Tile, CHUNK_TAPS};
 use crate::arch::mem::{bcast_bh, load_bh, store16};
 use crate::direct::{Direct, Out, BLOCK};
 use crate::gemm::bf16_x86::pair16;
@@ -34,7 +34,7 @@ fn block_rows<const NB: usize>(
     mut y: Out<'_, '_>,
     carry: &mut Vec<f32>,
 ) {
-    let blocks = Blocks::<NB>::of(d, geo, &ch);
+    let blocks = Blocks::<NB>::of(d, geo, &ch, CHUNK_TAPS);
     let carry = blocks.carry(geo, carry);
     let b = blocks.bias.as_ref();
     each_tile(geo, s, true, r_max(NB), blocks.per_chunk, |r, at| {
