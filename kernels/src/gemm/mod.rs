@@ -68,8 +68,9 @@ use packed::tiles_agree;
 pub use packed::{pack_a, pack_a_at, pack_a_for, pack_b, pack_b_at, PackedA, PackedB};
 
 /// Reusable packing buffers for [`gemm_with`] / [`gemm_rows`]. Create one per thread (or per
-/// worker) and keep it: it grows to the largest block size it has needed (at most a few
-/// hundred KiB) and never shrinks.
+/// worker) and keep it: it grows to the largest block size it has needed (a few hundred
+/// KiB; up to the A of a product of several column blocks, at most 16 MiB) and never
+/// shrinks.
 #[derive(Default, Debug)]
 pub struct GemmScratch {
     buf: Vec<f32>,
@@ -187,7 +188,8 @@ impl<'a> Gemm<'a> {
     }
 
     /// Whether computing this product reads `op(A)` where it is (A stored m×k, on the x86
-    /// builds) instead of packing it strip by strip: then a split by columns gains nothing
+    /// builds; for a product of several column blocks, packed strip by strip once and kept
+    /// for all of them) instead of packing it strip by strip for each: then a split by columns gains nothing
     /// from packing A once for its parts, and packing it would cost the partial last
     /// strip its short kernel (a 64-row product packed in 14-row strips computes 70).
     /// (It answers false for a depth that is a multiple of 1024, where the tile's rows
@@ -614,7 +616,24 @@ pub(crate) fn run<const MR: usize, const NR: usize, const MID: usize>(
     // laid out in the blocks of the whole product's width.
     let nc_max = nc_max.min(if job.packed_b.is_some() { job.n } else { ldc }).next_multiple_of(NR);
     let b_room = if job.packed_b.is_some() { 0 } else { kc_max * nc_max / NR };
-    let (a_pack, b_pack) = scratch.parts::<MR, NR>(kc_max, b_room);
+    // The parts each strip of rows is computed in (see `strip_parts`), the same for every
+    // block of B.
+    let parts = |i0: usize| {
+        let mr = MR.min(rows.end - i0);
+        let (cuts, n) = if job.packed_a.is_some() { ([(0, mr); 3], 1) } else { strip_parts(mr, MR, MID) };
+        cuts.into_iter().take(n).map(move |(off, len)| (i0 + off, len))
+    };
+    let n_parts = rows.clone().step_by(MR).flat_map(parts).count();
+    // A packed part by part is kept for the later column blocks when there are any,
+    // rather than read where it is: 128x3072x768 ran at 120 GFLOP/s reading its 14 rows
+    // a step in place, 127 packed again for each block, 133 kept (196x1024x256 124 ->
+    // 155).
+    let col_blocks = (cols.end.div_ceil(nc_max)).saturating_sub(cols.start / nc_max);
+    let keep_a = job.packed_a.is_none() && col_blocks > 1 && n_parts * k <= KEEP_A_MAX / MR;
+    // Else A stored m×k is read where it is for a product of few panels; from 8 panels on
+    // its packed strips paid for their copy (64x512x128 60 -> 55 us, 64x128x512 62 -> 67).
+    let a_in_place = rows_in_place && !job.trans_a && !a_rows_alias(k, MR) && cols.len() < IN_PLACE_PANELS * NR;
+    let (a_pack, b_pack) = scratch.parts::<MR, NR>(if keep_a { n_parts * k } else { kc_max }, b_room);
     let packed = job.packed_b.map(|(p, nr)| {
         assert_eq!(nr, NR, "gemm: B was packed for another tile");
         p.as_chunks::<NR>().0
@@ -649,27 +668,30 @@ pub(crate) fn run<const MR: usize, const NR: usize, const MID: usize>(
                     b_pack
                 }
             };
-            let a_pack = &mut a_pack[..kc];
             // Each strip of MR rows; a last, shorter one in the parts `strip_parts` cuts
             // it into (not when A is packed whole: its strips are read whole).
-            let strip_starts = rows.clone().step_by(MR);
-            let parts = strip_starts.flat_map(|i0| {
-                let mr = MR.min(rows.end - i0);
-                let (cuts, n) = if job.packed_a.is_some() { ([(0, mr); 3], 1) } else { strip_parts(mr, MR, MID) };
-                cuts.into_iter().take(n).map(move |(off, len)| (i0 + off, len))
-            });
-            for (i0, mr) in parts {
+            for (pi, (i0, mr)) in rows.clone().step_by(MR).flat_map(parts).enumerate() {
                 let a_panel: APanel<'_, MR> = match job.packed_a {
                     // Depth block p0 holds every strip, `kc` rows each (see `pack_a_whole`).
                     Some((p, mr)) => {
                         assert_eq!(mr, MR, "gemm: A was packed for another tile");
                         APanel::Packed(&p.as_chunks::<MR>().0[p0 * strips + i0 / MR * kc..][..kc])
                     }
+                    // Kept: depth block p0 holds every part, `kc` rows each, packed in
+                    // the first column block.
+                    None if keep_a => {
+                        let a_pack = &mut a_pack[p0 * n_parts + pi * kc..][..kc];
+                        if j0 == cols.start {
+                            pack::pack_a(job, i0, mr, p0, a_pack);
+                        }
+                        APanel::Packed(&*a_pack)
+                    }
                     // A stored m×k: its rows are read where they are, no copy.
-                    None if rows_in_place && !job.trans_a && !a_rows_alias(k, MR) => {
+                    None if a_in_place => {
                         APanel::Rows(std::array::from_fn(|r| &job.a[(i0 + r.min(mr - 1)) * k + p0..][..kc]))
                     }
                     None => {
+                        let a_pack = &mut a_pack[..kc];
                         pack::pack_a(job, i0, mr, p0, a_pack);
                         APanel::Packed(&*a_pack)
                     }
@@ -722,6 +744,12 @@ pub(crate) fn run<const MR: usize, const NR: usize, const MID: usize>(
         j0 += nc;
     }
 }
+
+/// The most floats of A a product keeps packed for its later column blocks (16 MiB).
+const KEEP_A_MAX: usize = 1 << 22;
+/// The panels of B from which a product packs its strips of A rather than read them in
+/// place.
+const IN_PLACE_PANELS: usize = 8;
 
 /// Whether `mr` rows of an A stored m×k, read where they are, would evict one another
 /// from L1: rows 4 KiB apart (k a multiple of 1024 floats) fall in one set of a 32 KiB
