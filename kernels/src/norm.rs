@@ -13,6 +13,8 @@ pub fn softmax(x: &[f32], y: &mut [f32], outer: usize, n: usize, inner: usize, l
             for (xr, yr) in x.chunks_exact(n).zip(y.chunks_exact_mut(n)) {
                 softmax_row(xr, yr, log);
             }
+        } else if crate::arch::softmax_rows(x, y, n) {
+            // Done, in three passes a row.
         } else {
             // Blocks of whole rows, about BLOCK elements, each with one Exp call.
             let rows = (BLOCK / n).max(1);
@@ -54,9 +56,16 @@ fn softmax_row(x: &[f32], y: &mut [f32], log: bool) {
             *o = v - max - ln_sum;
         }
     } else {
-        let inv = 1.0 / sum;
-        y.iter_mut().for_each(|o| *o = if *o < FLUSH { 0.0 } else { *o } * inv);
+        scale_terms(y, 1.0 / sum);
     }
+}
+
+/// A row's terms times the inverse of their sum, a term below [`FLUSH`] 0 (see
+/// [`above_underflow`]): zeroed before the multiply so that no multiply makes a subnormal
+/// (selecting 0 after it would compute the product anyway).
+#[inline(always)]
+pub(crate) fn scale_terms(y: &mut [f32], inv: f32) {
+    y.iter_mut().for_each(|o| *o = if *o < FLUSH { 0.0 } else { *o } * inv);
 }
 
 /// Softmax terms below this are 0: just above `e^-87` (see [`above_underflow`]).
@@ -81,11 +90,7 @@ pub(crate) fn softmax_rows_in_place(s: &mut [f32], n: usize) {
     }
     crate::UnaryOp::Exp.apply_inplace(s);
     for row in s.chunks_exact_mut(n) {
-        let inv = 1.0 / lanes_sum(row);
-        // A term below e^-87 is 0 (see `above_underflow`), zeroed before the multiply so
-        // that no multiply makes a subnormal (selecting 0 after it would compute the
-        // product anyway).
-        row.iter_mut().for_each(|v| *v = if *v < FLUSH { 0.0 } else { *v } * inv);
+        scale_terms(row, 1.0 / lanes_sum(row));
     }
 }
 
@@ -109,7 +114,8 @@ fn above_underflow(d: f32) -> f32 {
 
 /// The largest element (NaN ignored, as by `f32::max`; -inf for an empty slice), in 16
 /// lanes so that it vectorises.
-fn lanes_max(x: &[f32]) -> f32 {
+#[inline(always)]
+pub(crate) fn lanes_max(x: &[f32]) -> f32 {
     let pick = |a: f32, v: f32| if v > a { v } else { a };
     let mut lanes = [f32::NEG_INFINITY; 16];
     let (chunks, tail) = x.as_chunks::<16>();
@@ -181,8 +187,9 @@ pub fn layer_norm(
 mod tests {
     use super::*;
 
-    /// Rows in blocks with one Exp call give each row's own softmax, bit for bit (rows of
-    /// 64 and of 197, whose ends fall inside the Exp kernel's blocks, -inf and NaN in).
+    /// Rows in blocks with one Exp call, or on AVX-512 row by row in three passes, give
+    /// each row's own softmax, bit for bit (rows of 64 and of 197, whose ends fall inside
+    /// the Exp kernel's blocks, -inf and NaN in).
     #[test]
     fn softmax_in_blocks_of_rows_gives_each_rows_bits() {
         for n in [64usize, 197, 5] {

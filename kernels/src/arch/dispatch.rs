@@ -45,6 +45,20 @@ pub(crate) fn unary(isa: Isa, op: &UnaryOp, io: Io<'_>) {
     }
 }
 
+/// Softmax of each row of `n` elements of `x` into `y` where the CPU has AVX-512 (see
+/// `simd::softmax_rows_avx512`): whether it ran (the caller runs its passes if not).
+pub(crate) fn softmax_rows(x: &[f32], y: &mut [f32], n: usize) -> bool {
+    assert!(x.len() == y.len() && n > 0 && x.len().is_multiple_of(n), "softmax rows: lengths");
+    #[cfg(target_arch = "x86_64")]
+    if Level::detected() == Level::Avx512 {
+        // SAFETY: the CPU has AVX-512 (detected), with avx2 and fma, the features
+        // `softmax_rows_avx512` enables.
+        unsafe { x86::softmax_rows_avx512(x, y, n) };
+        return true;
+    }
+    false
+}
+
 /// SiLU (`x * sigmoid(x)`, the Sigmoid op's value times x) in place with the build for
 /// `isa`: one pass on the SIMD builds; the portable one runs Sigmoid on a copy of each
 /// chunk, then multiplies.
@@ -562,6 +576,13 @@ mod x86 {
             UnaryOp::Gelu => simd::gelu_avx2(io),
             _ => op.run::<true>(io),
         }
+    }
+
+    /// # Safety
+    /// The CPU must support avx512f, avx512dq, avx512bw, avx512vl, avx2 and fma.
+    #[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
+    pub(super) unsafe fn softmax_rows_avx512(x: &[f32], y: &mut [f32], n: usize) {
+        simd::softmax_rows_avx512(x, y, n)
     }
 
     /// # Safety

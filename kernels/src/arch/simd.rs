@@ -196,6 +196,46 @@ pub(crate) fn silu_avx2(io: Io<'_>) {
     })
 }
 
+/// Softmax of each row of `n` elements of `x` into `y`, AVX-512 build: per row the
+/// maximum, then in one pass the terms `e^max(x - max, -87)` (NaN kept; see
+/// `norm::above_underflow`) by `k16::exp` unclamped, whose range that is, with their sum
+/// in 16 lanes as `norm::lanes_sum` makes it, then the scale: the bits of
+/// `norm::softmax_row` in three passes where it took six (a copy, the difference, `e^x`,
+/// the sum), with no call per row.
+#[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
+pub(crate) fn softmax_rows_avx512(x: &[f32], y: &mut [f32], n: usize) {
+    let arg = |b: &[f32; 16], max: f32| {
+        let mut d = [0.0f32; 16];
+        for (d, &v) in d.iter_mut().zip(b) {
+            let v = v - max;
+            *d = if v < -87.0 { -87.0 } else { v };
+        }
+        d
+    };
+    for (xr, yr) in x.chunks_exact(n).zip(y.chunks_exact_mut(n)) {
+        let max = crate::norm::lanes_max(xr);
+        // The lanes in a register: kept as an array, they were summed one float at a time.
+        let mut acc = _mm512_setzero_ps();
+        let mut xc = xr.chunks_exact(16);
+        let mut yc = yr.chunks_exact_mut(16);
+        for (xb, yb) in (&mut xc).zip(&mut yc) {
+            let e = k16::exp::<false>(&arg(xb.try_into().expect("16"), max));
+            acc = _mm512_add_ps(acc, load16(&e));
+            yb.copy_from_slice(&e);
+        }
+        let lanes = store16(acc);
+        let (xt, yt) = (xc.remainder(), yc.into_remainder());
+        if !xt.is_empty() {
+            let mut pad = [0.0f32; 16];
+            pad[..xt.len()].copy_from_slice(xt);
+            yt.copy_from_slice(&k16::exp::<false>(&arg(&pad, max))[..xt.len()]);
+        }
+        // As `lanes_sum`: the lanes in order, then the tail.
+        let sum = lanes.iter().sum::<f32>() + yr.as_chunks::<16>().1.iter().sum::<f32>();
+        crate::norm::scale_terms(yr, 1.0 / sum);
+    }
+}
+
 /// GELU (tanh form), AVX-512 build.
 #[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
 pub(crate) fn gelu_tanh_avx512(io: Io<'_>) {
