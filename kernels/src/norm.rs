@@ -189,7 +189,7 @@ mod tests {
 
     /// Rows in blocks with one Exp call, or on AVX-512 row by row in three passes, give
     /// each row's own softmax, bit for bit (rows of 64 and of 197, whose ends fall inside
-    /// the Exp kernel's blocks, -inf and NaN in).
+    /// the Exp kernel's blocks, -inf and NaN in; a NaN's payload may differ).
     #[test]
     fn softmax_in_blocks_of_rows_gives_each_rows_bits() {
         for n in [64usize, 197, 5] {

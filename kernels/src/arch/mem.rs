@@ -140,8 +140,9 @@ pub(crate) fn fma_taps<const R: usize, const NB: usize>(
     for &b in bases {
         assert!(b.checked_add(x_reach).is_some_and(|e| e < x.len()), "a tile's input outside its planes");
     }
-    let taps = win.kh * win.kw;
-    let w_reach = reach(1, taps - 1, last, w_step, 0, 0).expect("a tile's filter reach overflows");
+    // The window's taps, and the furthest filter: tap (kh-1, kw-1) of the last step (a
+    // window whose tap count wraps read past the filters, found by review).
+    let w_reach = reach(kh1, win.kw, kw1, 1, last, w_step).expect("a tile's filter reach overflows");
     for wi in w {
         assert!(w_reach < wi.len(), "a tile's filters outside their block");
     }
@@ -159,9 +160,9 @@ pub(crate) fn fma_taps<const R: usize, const NB: usize>(
             for _ in 0..n {
                 let mut wv = [_mm512_setzero_ps(); NB];
                 for (v, &p) in wv.iter_mut().zip(&ws) {
-                    // SAFETY: wo = t + j * w_step <= w_reach < w[i].len() (t < taps, j < n;
-                    // checked above), so the filter vector is 16 readable f32s of `w[i]`;
-                    // the load has no alignment requirement.
+                    // SAFETY: wo = ky * kw + kx + j * w_step <= w_reach < w[i].len() (ky <
+                    // kh, kx < kw, j < n; checked above), so the filter vector is 16
+                    // readable f32s of `w[i]`; the load has no alignment requirement.
                     *v = unsafe { _mm512_loadu_ps(p.add(wo).cast()) };
                 }
                 for (a, &xr) in acc.iter_mut().zip(&xs) {
@@ -172,8 +173,9 @@ pub(crate) fn fma_taps<const R: usize, const NB: usize>(
                         *a = _mm512_fmadd_ps(v, wi, *a);
                     }
                 }
-                xo += x_step;
-                wo += w_step;
+                // Past the last step these wrap unread (a reach at usize::MAX).
+                xo = xo.wrapping_add(x_step);
+                wo = wo.wrapping_add(w_step);
             }
         }
     }
@@ -416,5 +418,14 @@ mod fma_taps_tests {
         assert!(!run(&x, [0, 13], &w), "an output's input past the planes");
         assert!(!run(&x[..74], [0, 12], &w), "the planes one short");
         assert!(!run(&x, [0, 12], &w[..26]), "the filters one short");
+        // A window of 3 x (2^64 + 1) / 3 taps: their count wraps to 1.
+        let wide = Window { kh: 3, kw: 0xAAAA_AAAA_AAAA_AAAB, ky_step: 0, kx_step: 0 };
+        #[target_feature(enable = "avx512f,fma")]
+        fn one(x: &[f32], w: &[[f32; 16]], win: Window) {
+            fma_taps([[_mm512_setzero_ps(); 1]; 1], x, &[0], win, 0, &[w], 1, 1);
+        }
+        // SAFETY: the test returns early unless the CPU has AVX-512 (and so FMA).
+        let wrapped = std::panic::catch_unwind(|| unsafe { one(&[1.0], &w[..1], wide) });
+        assert!(wrapped.is_err(), "a window whose tap count wraps");
     }
 }

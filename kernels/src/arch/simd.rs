@@ -200,7 +200,8 @@ pub(crate) fn silu_avx2(io: Io<'_>) {
 /// maximum, then in one pass the terms `e^max(x - max, -87)` (NaN kept; see
 /// `norm::above_underflow`) by `k16::exp` unclamped, whose range that is, with their sum
 /// in 16 lanes as `norm::lanes_sum` makes it, then the scale: the bits of
-/// `norm::softmax_row` in three passes where it took six (a copy, the difference, `e^x`,
+/// `norm::softmax_row` (a NaN where it has one, its payload maybe another: review found a
+/// row of two NaNs give the first's payload twice) in three passes where it took six (a copy, the difference, `e^x`,
 /// the sum), with no call per row.
 #[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
 pub(crate) fn softmax_rows_avx512(x: &[f32], y: &mut [f32], n: usize) {
