@@ -104,7 +104,7 @@ pub(crate) fn softmax_rows_in_place(s: &mut [f32], n: usize) {
 /// row's sum, which is at least 1 (its maximum's term), so the sum keeps its bits, and
 /// so does every other output.
 #[inline(always)]
-fn above_underflow(d: f32) -> f32 {
+pub(crate) fn above_underflow(d: f32) -> f32 {
     if d < -87.0 {
         -87.0
     } else {

@@ -208,8 +208,7 @@ pub(crate) fn softmax_rows_avx512(x: &[f32], y: &mut [f32], n: usize) {
     let arg = |b: &[f32; 16], max: f32| {
         let mut d = [0.0f32; 16];
         for (d, &v) in d.iter_mut().zip(b) {
-            let v = v - max;
-            *d = if v < -87.0 { -87.0 } else { v };
+            *d = crate::norm::above_underflow(v - max);
         }
         d
     };

@@ -49,9 +49,10 @@ pub(crate) use pack::{pack_a_whole, pack_whole};
 mod packed;
 mod portable;
 pub(crate) use portable::{portable, portable_pack_a, portable_pack_b, PORTABLE_MR};
+mod operands;
 mod small;
 mod strips;
-pub(crate) use strips::{kernel_rows, strip_parts, MID_MR, SHORT_MR, TINY_MR};
+pub(crate) use strips::{kernel_rows, strip_list, MID_MR, SHORT_MR, TINY_MR};
 #[cfg(test)]
 mod tests;
 #[cfg(target_arch = "x86_64")]
@@ -193,7 +194,7 @@ impl<'a> Gemm<'a> {
     /// from packing A once for its parts, and packing it would cost the partial last
     /// strip its short kernel (a 64-row product packed in 14-row strips computes 70).
     /// (It answers false for a depth that is a multiple of 1024, where the tile's rows
-    /// may share L1 sets: see [`a_rows_alias`].)
+    /// may share L1 sets: see [`operands::a_rows_alias`].)
     pub fn reads_a_in_place(&self) -> bool {
         if self.packed_b.is_some_and(PackedB::is_bf16) {
             // The bf16 kernel rounds A into its own strips.
@@ -431,7 +432,7 @@ pub fn gemm_block_at(
 }
 
 /// Whether the detected level's build reads a B stored k×n where it is, rather than
-/// packing it (the AVX-512 one; see `b_in_place`): a split of the product's rows then
+/// packing it (the AVX-512 one; see `operands::b_in_place`): a split of the product's rows then
 /// costs no second packing of B.
 pub fn reads_b_in_place() -> bool {
     Level::detected() == Level::Avx512
@@ -573,7 +574,7 @@ impl<const MR: usize, const NR: usize> Out<'_, MR, NR> {
 /// The blocked driver, instantiated per level with its microkernel and block sizes.
 /// `kernel(a_panel, b_panel, out)` computes `a_panel^T · b_panel` (depth = panel length)
 /// into `out`. `rows_in_place`: A stored m×k is read where it is; `b_rows`: so is B where
-/// [`b_in_place`] says it pays. Either way every element's sum runs over depth in the
+/// [`operands::b_in_place`] says it pays. Either way every element's sum runs over depth in the
 /// same order, so the bits are those of the packed operands.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
@@ -616,23 +617,12 @@ pub(crate) fn run<const MR: usize, const NR: usize, const MID: usize>(
     // laid out in the blocks of the whole product's width.
     let nc_max = nc_max.min(if job.packed_b.is_some() { job.n } else { ldc }).next_multiple_of(NR);
     let b_room = if job.packed_b.is_some() { 0 } else { kc_max * nc_max / NR };
-    // The parts each strip of rows is computed in (see `strip_parts`), the same for every
-    // block of B.
-    let parts = |i0: usize| {
-        let mr = MR.min(rows.end - i0);
-        let (cuts, n) = if job.packed_a.is_some() { ([(0, mr); 3], 1) } else { strip_parts(mr, MR, MID) };
-        cuts.into_iter().take(n).map(move |(off, len)| (i0 + off, len))
-    };
-    let n_parts = rows.clone().step_by(MR).flat_map(parts).count();
-    // A packed part by part is kept for the later column blocks when there are any,
-    // rather than read where it is: 128x3072x768 ran at 120 GFLOP/s reading its 14 rows
-    // a step in place, 127 packed again for each block, 133 kept (196x1024x256 124 ->
-    // 155).
-    let col_blocks = (cols.end.div_ceil(nc_max)).saturating_sub(cols.start / nc_max);
-    let keep_a = job.packed_a.is_none() && col_blocks > 1 && n_parts * k <= KEEP_A_MAX / MR;
-    // Else A stored m×k is read where it is for a product of few panels; from 8 panels on
-    // its packed strips paid for their copy (64x512x128 60 -> 55 us, 64x128x512 62 -> 67).
-    let a_in_place = rows_in_place && !job.trans_a && !a_rows_alias(k, MR) && cols.len() < IN_PLACE_PANELS * NR;
+    // The parts each strip of rows is computed in, the same for every block of B (a
+    // packed A is read in whole strips).
+    let parts = || strip_list(rows.clone(), MR, MID, job.packed_a.is_some());
+    let n_parts = parts().count();
+    let keep_a = operands::keeps_a(job, nc_max, n_parts, MR);
+    let a_in_place = !keep_a && rows_in_place && operands::reads_a_in_place(job, MR, NR);
     let (a_pack, b_pack) = scratch.parts::<MR, NR>(if keep_a { n_parts * k } else { kc_max }, b_room);
     let packed = job.packed_b.map(|(p, nr)| {
         assert_eq!(nr, NR, "gemm: B was packed for another tile");
@@ -640,7 +630,7 @@ pub(crate) fn run<const MR: usize, const NR: usize, const MID: usize>(
     });
     debug_assert!(job.packed_a.is_none() || rows.start.is_multiple_of(MR), "a packed A is read from whole strips");
     let strips = job.m.div_ceil(MR);
-    let in_place = b_rows && packed.is_none() && b_in_place(job, MR, NR);
+    let in_place = b_rows && packed.is_none() && operands::b_in_place(job, MR, NR);
     let mut j0 = cols.start;
     while j0 < cols.end {
         let nc = (nc_max - j0 % nc_max).min(cols.end - j0);
@@ -668,9 +658,8 @@ pub(crate) fn run<const MR: usize, const NR: usize, const MID: usize>(
                     b_pack
                 }
             };
-            // Each strip of MR rows; a last, shorter one in the parts `strip_parts` cuts
-            // it into (not when A is packed whole: its strips are read whole).
-            for (pi, (i0, mr)) in rows.clone().step_by(MR).flat_map(parts).enumerate() {
+            // Each part of each strip of MR rows (`strip_list`).
+            for (pi, (i0, mr)) in parts().enumerate() {
                 let a_panel: APanel<'_, MR> = match job.packed_a {
                     // Depth block p0 holds every strip, `kc` rows each (see `pack_a_whole`).
                     Some((p, mr)) => {
@@ -743,35 +732,6 @@ pub(crate) fn run<const MR: usize, const NR: usize, const MID: usize>(
         }
         j0 += nc;
     }
-}
-
-/// The most floats of A a product keeps packed for its later column blocks (16 MiB).
-const KEEP_A_MAX: usize = 1 << 22;
-/// The panels of B from which a product packs its strips of A rather than read them in
-/// place.
-const IN_PLACE_PANELS: usize = 8;
-
-/// Whether `mr` rows of an A stored m×k, read where they are, would evict one another
-/// from L1: rows 4 KiB apart (k a multiple of 1024 floats) fall in one set of a 32 KiB
-/// 8-way L1, and more rows than ways thrash it. 64x256x1024 on AVX-512's 14-row tile
-/// (B packed) ran at 49-65 GFLOP/s read in place, 81-95 packed strip by strip; the 8-row
-/// tile (128x768x3072) ran the same either way.
-fn a_rows_alias(k: usize, mr: usize) -> bool {
-    mr > 8 && k.is_multiple_of(1024)
-}
-
-/// Whether `run` reads B's full panels where they are instead of packing them (for the
-/// builds that ask): B stored k×n, not made from an image. Packing costs a read and a
-/// write of B per product, which only many strips of A share; reading a panel's rows at
-/// B's row stride cost nothing measurable on AVX-512 (16×3136×128, a 1x1 Conv: 72 -> 105
-/// GFLOP/s; 512³ 106 -> 107) except where rows 4 KiB apart share L1 sets and many strips
-/// reread them (128×4096×256: 101 -> 98), which keep the packing. The AVX2 build (6 rows,
-/// depth blocks of 256) measured slower in place on every shape (512³ 106 -> 74).
-fn b_in_place(job: &Job<'_>, mr: usize, nr: usize) -> bool {
-    job.im2col.is_none()
-        && !job.trans_b
-        && job.n >= nr
-        && (job.rows.len().div_ceil(mr) <= 8 || !job.n.is_multiple_of(1024))
 }
 
 /// `c = beta * c`, or zeros (without reading c) when `beta == 0`.

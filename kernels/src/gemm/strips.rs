@@ -53,3 +53,21 @@ pub(crate) const fn strip_parts(mr: usize, tile: usize, mid: usize) -> ([(usize,
     }
     ([(0, first), (first, rest), (0, 0)], 2)
 }
+
+/// The parts `(first row, rows)` the driver computes `rows` in on a tile of `tile` rows
+/// with a mid kernel of `mid` rows: each strip of `tile` rows, a last, shorter one in the
+/// parts [`strip_parts`] cuts it into (in one piece when A is packed `whole`: its strips
+/// are read whole).
+pub(crate) fn strip_list(
+    rows: std::ops::Range<usize>,
+    tile: usize,
+    mid: usize,
+    whole: bool,
+) -> impl Iterator<Item = (usize, usize)> {
+    let end = rows.end;
+    rows.step_by(tile).flat_map(move |i0| {
+        let mr = tile.min(end - i0);
+        let (cuts, n) = if whole { ([(0, mr); 3], 1) } else { strip_parts(mr, tile, mid) };
+        cuts.into_iter().take(n).map(move |(off, len)| (i0 + off, len))
+    })
+}

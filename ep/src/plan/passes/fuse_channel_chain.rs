@@ -120,7 +120,7 @@ fn per_channel(plan: &Plan, b: ValueId, v: ValueId, channels: usize) -> bool {
 mod tests {
     use super::*;
     use crate::graph::{GraphDesc, NodeDesc};
-    use crate::plan::passes::test_graphs::{f32_scalar, lowered_then, node, v};
+    use crate::plan::passes::test_graphs::{f32_scalar, graph, lowered_then, node, v};
 
     fn f(n: usize) -> Dim {
         Dim::Fixed(n)
@@ -147,13 +147,7 @@ mod tests {
             all.push(n);
         }
         all.extend(extra);
-        GraphDesc {
-            nodes: all,
-            inputs,
-            constant_inputs: vec![],
-            outputs: outputs.iter().map(|o| y(o)).collect(),
-            constants: vec![],
-        }
+        graph(all, inputs, outputs.iter().map(|o| y(o)).collect())
     }
 
     fn fused(g: &GraphDesc) -> Plan {

@@ -251,7 +251,7 @@ fn same_declared(plan: &Plan, a: ValueId, b: ValueId) -> bool {
 mod tests {
     use super::*;
     use crate::graph::{Dim, GraphDesc, NodeDesc};
-    use crate::plan::passes::test_graphs::{lowered_then, node, v};
+    use crate::plan::passes::test_graphs::{graph, lowered_then, node, v};
     use rivet_kernels::UnaryOp;
 
     fn f(n: usize) -> Dim {
@@ -275,13 +275,7 @@ mod tests {
             last = out;
         }
         all.extend(extra);
-        GraphDesc {
-            nodes: all,
-            inputs: vec![x, w, b, r],
-            constant_inputs: vec![],
-            outputs: outputs.iter().map(|o| y(o)).collect(),
-            constants: vec![],
-        }
+        graph(all, vec![x, w, b, r], outputs.iter().map(|o| y(o)).collect())
     }
 
     fn fused(g: &GraphDesc) -> Plan {

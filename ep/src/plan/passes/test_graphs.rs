@@ -56,18 +56,17 @@ pub fn i64_const(name: &str, vals: &[i64]) -> ValueDesc {
     }
 }
 
+/// A graph of `nodes` with fused inputs `inputs` and outputs `outputs`, no constants.
+pub fn graph(nodes: Vec<NodeDesc>, inputs: Vec<ValueDesc>, outputs: Vec<ValueDesc>) -> GraphDesc {
+    GraphDesc { nodes, inputs, constant_inputs: vec![], outputs, constants: vec![] }
+}
+
 /// `n` Relus in a chain, `v0 -> v1 -> ... -> vn`.
 pub fn relu_chain(n: usize, dims: &[Dim]) -> GraphDesc {
     let nodes = (0..n)
         .map(|i| node(&format!("r{i}"), "Relu", 14, &[v(&format!("v{i}"), dims)], v(&format!("v{}", i + 1), dims)))
         .collect();
-    GraphDesc {
-        nodes,
-        inputs: vec![v("v0", dims)],
-        constant_inputs: vec![],
-        outputs: vec![v(&format!("v{n}"), dims)],
-        constants: vec![],
-    }
+    graph(nodes, vec![v("v0", dims)], vec![v(&format!("v{n}"), dims)])
 }
 
 /// Conv(x, w) with `w` a fused input, constant or not.
