@@ -11,6 +11,7 @@
 extern crate self as rivet_ep;
 
 pub mod abi;
+mod attention_chain;
 pub mod capability;
 pub mod data;
 mod direct_conv;

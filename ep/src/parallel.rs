@@ -117,6 +117,8 @@ pub struct TaskScratch {
     pub winograd: rivet_kernels::winograd::Scratch,
     /// An attention step's packed heads and scores.
     pub attention: rivet_kernels::attention::AttnScratch<f32>,
+    /// A fused attention chain's packed K and V and a strip's scores.
+    pub chain: rivet_kernels::attention::chain::ChainScratch,
 }
 
 /// A Run's scratch: one [`TaskScratch`] per task index (index 0 also serves work that is

@@ -1,7 +1,6 @@
 //! Whole-plan tests: `Plan::build` with every pass, and a plan run.
 
 use super::*;
-use crate::error::Result;
 use crate::graph::{dtype, Dim, GraphDesc, Shape};
 use crate::graph::{NodeDesc, ValueDesc};
 use crate::shapes;
@@ -111,16 +110,9 @@ fn contradictory_static_declarations_are_checked_at_run_naming_the_node() {
 /// same bad shape fails every time, and good shapes keep running.
 #[test]
 fn symbolic_same_shape_steps_check_again_after_a_failed_run() {
-    use crate::data::{Data, DataMut};
-    use crate::exec::{execute, Outputs, RunState, Serial, TensorIn};
-    struct Out<'a>(Option<&'a mut Vec<f32>>);
-    impl<'a> Outputs<'a> for Out<'a> {
-        fn alloc(&mut self, _index: usize, shape: &[usize], _elem_type: i32) -> Result<DataMut<'a>> {
-            let v = self.0.take().expect("one output");
-            v.resize(shape.iter().product(), 0.0);
-            Ok(DataMut::F32(&mut v[..]))
-        }
-    }
+    use crate::data::Data;
+    use crate::exec::{execute, RunState, Serial, TensorIn};
+    use crate::plan::passes::test_graphs::OneOutput as Out;
     // No declared shapes but the last output's: rank 2.
     let mut g = relu_chain(2, &[]);
     for value in

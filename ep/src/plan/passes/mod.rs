@@ -14,6 +14,7 @@ use crate::registry::Kernel;
 pub mod drop_dead_steps;
 pub mod fix_shapes;
 pub mod fold_matmul_operands;
+pub mod fuse_attention;
 pub mod fuse_channel_chain;
 pub mod fuse_epilogues;
 pub mod fuse_gelu;
@@ -35,6 +36,7 @@ pub struct Pass {
 pub const PASSES: &[Pass] = &[
     Pass { name: "drop_dead_steps", run: drop_dead_steps::run },
     Pass { name: "fold_matmul_operands", run: fold_matmul_operands::run },
+    Pass { name: "fuse_attention", run: fuse_attention::run },
     Pass { name: "fuse_gelu", run: fuse_gelu::run },
     Pass { name: "fuse_epilogues", run: fuse_epilogues::run },
     Pass { name: "fuse_channel_chain", run: fuse_channel_chain::run },
@@ -159,6 +161,7 @@ mod tests {
             [
                 "drop_dead_steps",
                 "fold_matmul_operands",
+                "fuse_attention",
                 "fuse_gelu",
                 "fuse_epilogues",
                 "fuse_channel_chain",

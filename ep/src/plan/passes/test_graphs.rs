@@ -81,3 +81,14 @@ pub fn conv(constant_w: bool) -> GraphDesc {
         constants: vec![],
     }
 }
+
+/// A Run's one float32 output, into the vector it holds (sized at the Run).
+pub struct OneOutput<'a>(pub Option<&'a mut Vec<f32>>);
+
+impl<'a> crate::exec::Outputs<'a> for OneOutput<'a> {
+    fn alloc(&mut self, _index: usize, shape: &[usize], _elem_type: i32) -> Result<crate::data::DataMut<'a>> {
+        let v = self.0.take().expect("one output");
+        v.resize(shape.iter().product(), 0.0);
+        Ok(crate::data::DataMut::F32(&mut v[..]))
+    }
+}

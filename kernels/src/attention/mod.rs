@@ -4,6 +4,8 @@
 //! Q, K and V come as `[B, H, S, d]` or as `[B, S, H * d]`; either way one head's row of
 //! one position is `d` contiguous elements, which is all the loops need.
 
+pub mod chain;
+
 /// Sizes of one attention call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AttnDims {
