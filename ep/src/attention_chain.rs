@@ -4,7 +4,8 @@
 //! scores (the mask and V broadcast no further than Q · op(K)), it runs strip by strip
 //! of query rows (`rivet_kernels::attention::chain`); otherwise the nodes' own kernels
 //! run one after another on whole tensors in the step's scratch. Either way the output
-//! has the unfused nodes' bits.
+//! has the unfused nodes' bits, but for which of two NaNs an addition keeps (the mask
+//! added to a NaN score: the compiler orders an addition's operands as it likes).
 
 use std::sync::Mutex;
 
@@ -60,15 +61,16 @@ fn op_shape(shape: &[usize], trans: bool) -> Shape {
 impl AttentionChain {
     fn shapes(&self, ins: &[&[usize]]) -> Result<Shapes, String> {
         let scores = matmul_shape(ins[0], &op_shape(ins[1], self.trans_k)).map_err(|e| format!("Q · K: {e}"))?;
-        if scores.is_empty() || self.rank.is_some_and(|r| r != scores.len()) {
-            return Err(format!("the scores' rank {} is not the Softmax's {:?}", scores.len(), self.rank));
-        }
         let masked = match self.mask {
             true => {
                 Shape::from_slice(Broadcast::new(&scores, ins[3]).map_err(|e| format!("the mask: {e}"))?.out_shape())
             }
             false => scores.clone(),
         };
+        // Softmax's input: the scores after the mask (which may add axes).
+        if masked.is_empty() || self.rank.is_some_and(|r| r != masked.len()) {
+            return Err(format!("the Softmax input's rank {} is not the model's {:?}", masked.len(), self.rank));
+        }
         let out = matmul_shape(&masked, &op_shape(ins[2], self.trans_v)).map_err(|e| format!("P · V: {e}"))?;
         Ok(Shapes { scores, masked, out })
     }
@@ -97,6 +99,15 @@ impl Op for AttentionChain {
             return self.whole(x, (q, k, v, mask), &shapes, y);
         }
         let (s, d) = (sq[sq.len() - 2], sq[sq.len() - 1]);
+        // Unfused, a product whose B is one matrix takes all of A's rows at once: with one
+        // query row a matrix, the strips' products of one row would round otherwise (the
+        // matrix-vector path), so those run whole (found by review: a decode step with K
+        // or V shared as a plain matrix).
+        let rows_of = |a: &[usize]| a[..a.len() - 1].iter().product::<usize>();
+        let folds = |a: &[usize], b: &[usize]| b.len() == 2 && a.len() > 2 && rows_of(a) > 1;
+        if s == 1 && (folds(sq, sk) || folds(&shapes.masked, sv)) {
+            return self.whole(x, (q, k, v, mask), &shapes, y);
+        }
         let l = shapes.scores[r - 1];
         let dv = shapes.out[r - 1];
         let out_batch = batch(&shapes.out);

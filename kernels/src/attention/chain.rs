@@ -9,7 +9,8 @@
 //! products: the GEMM sums every element in the same order whichever rows a call
 //! computes and whether B is packed (the depth blocks are the product's), the scale is
 //! the product's epilogue, the mask is one addition, and Softmax works row by row. So the
-//! output has the unfused nodes' bits.
+//! output has the unfused nodes' bits (but for which NaN payload an addition of two
+//! NaNs keeps).
 
 use std::ops::Range;
 

@@ -116,7 +116,7 @@ fn find(plan: &Plan, graph: &GraphDesc, removed: &[bool], m1: usize) -> Option<F
     }
     // Along the last axis: -1, or the last of the declared rank.
     let node = graph.nodes.get(sm.node)?;
-    if node.op_type != "Softmax" || !node.domain.is_empty() {
+    if node.op_type != "Softmax" || !(node.domain.is_empty() || node.domain == "ai.onnx") {
         return None;
     }
     let legacy = node.since_version < 13;

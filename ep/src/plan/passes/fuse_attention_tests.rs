@@ -19,6 +19,8 @@ struct Form {
     softmax_opset: i32,
     /// The inputs' dims symbolic (the shapes known only at Run).
     symbolic: bool,
+    /// The Add reads the mask first.
+    mask_first: bool,
 }
 
 fn form(q: &[usize], k: &[usize], v: &[usize], mask: Option<&[usize]>) -> Form {
@@ -31,6 +33,7 @@ fn form(q: &[usize], k: &[usize], v: &[usize], mask: Option<&[usize]>) -> Form {
         softmax_axis: None,
         softmax_opset: 13,
         symbolic: false,
+        mask_first: false,
     }
 }
 
@@ -69,7 +72,11 @@ fn chain(f: &Form) -> GraphDesc {
     let softmax_in = match &f.mask {
         Some(m) => {
             let m = dims("m", m);
-            nodes.push(node("mask", "Add", 14, &[sym("ss", scores_rank), m.clone()], sym("sm", masked_rank)));
+            let operands = match f.mask_first {
+                true => [m.clone(), sym("ss", scores_rank)],
+                false => [sym("ss", scores_rank), m.clone()],
+            };
+            nodes.push(node("mask", "Add", 14, &operands, sym("sm", masked_rank)));
             inputs.push(m);
             sym("sm", masked_rank)
         }
@@ -217,4 +224,26 @@ fn the_fused_step_names_its_nodes_and_a_bad_shape_at_run_names_the_first() {
     let err = run(&plan, &bad).unwrap_err().message;
     assert!(err.starts_with("node 'qk' (MatMul): P · V: inner dimensions 12 and 11 differ"), "{err}");
     assert!(err.contains("'v' [1, 2, 11, 8]"), "{err}");
+}
+
+/// Found by review: a mask that adds an axis to the scores, with Softmax's axis given
+/// (the rank to check is the Softmax input's); one query row a matrix with K or V a plain
+/// matrix (unfused, those products take all rows at once: the tiles, not the
+/// matrix-vector path).
+#[test]
+fn review_cases_keep_the_unfused_bits() {
+    for opset in [13, 11] {
+        let mut f = form(&[6, 4], &[9, 4], &[9, 5], Some(&[1, 6, 9]));
+        (f.softmax_axis, f.softmax_opset) = (Some(2), opset);
+        fuses_with_the_same_bits(&f);
+    }
+    fuses_with_the_same_bits(&form(&[4, 1, 8], &[17, 8], &[17, 5], None));
+    fuses_with_the_same_bits(&form(&[4, 1, 8], &[4, 17, 8], &[17, 5], None));
+    let mut f = form(&[4, 1, 8], &[8, 17], &[4, 17, 5], None);
+    f.k_transposed = false;
+    fuses_with_the_same_bits(&f);
+    // The mask read first by the Add.
+    let mut f = form(&[1, 2, 8, 4], &[1, 2, 12, 4], &[1, 2, 12, 4], Some(&[1, 1, 8, 12]));
+    f.mask_first = true;
+    fuses_with_the_same_bits(&f);
 }
