@@ -112,47 +112,13 @@ impl Op for AttentionChain {
         let dv = shapes.out[r - 1];
         let out_batch = batch(&shapes.out);
         let count: usize = out_batch.iter().product();
-        // Matrix `i` of the output read from an operand of batch axes `of` (right-aligned,
-        // a broadcast axis reading index 0), in elements of `size` a matrix.
-        let at = |of: SmallVec<[usize; 8]>, size: usize| {
-            let out_batch = out_batch.clone();
-            move |i: usize| {
-                let (mut rest, mut index, mut stride) = (i, 0, 1);
-                for (a, &n) in out_batch.iter().enumerate().rev() {
-                    let digit = rest % n.max(1);
-                    rest /= n.max(1);
-                    let back = out_batch.len() - a;
-                    if let Some(&own) = of.len().checked_sub(back).map(|j| &of[j]) {
-                        index += if own == 1 { 0 } else { digit * stride };
-                        stride *= own;
-                    }
-                }
-                index * size
-            }
-        };
-        let (q_at, k_at, v_at) = (at(batch(sq), s * d), at(batch(sk), l * d), at(batch(sv), l * dv));
-        // The mask's strides along the scores' axes (0 where it broadcasts).
-        let mask_strides: SmallVec<[usize; 8]> = match self.mask {
-            true => {
-                let m = x.shapes[3];
-                let mut strides: SmallVec<[usize; 8]> = SmallVec::from_elem(0, r);
-                let mut stride = 1;
-                for (j, &n) in m.iter().enumerate().rev() {
-                    strides[r - (m.len() - j)] = if n == 1 { 0 } else { stride };
-                    stride *= n;
-                }
-                strides
-            }
-            false => SmallVec::new(),
-        };
-        let head = |i: usize| {
-            let (mut rest, mut offset) = (i, 0);
-            for (a, &n) in out_batch.iter().enumerate().rev() {
-                offset += (rest % n.max(1)) * mask_strides[a];
-                rest /= n.max(1);
-            }
-            offset
-        };
+        // Each operand's element strides along the output's axes (0 where it broadcasts);
+        // matrix `i` of the output starts at `offset_of(i, out_batch, batch axes' strides)`.
+        let (qs, ks, vs) = (broadcast_strides(sq, r), broadcast_strides(sk, r), broadcast_strides(sv, r));
+        let ms = if self.mask { broadcast_strides(x.shapes[3], r) } else { SmallVec::from_elem(0, r) };
+        let b = r - 2;
+        let (q_at, k_at) = (|i| offset_of(i, &out_batch, &qs[..b]), |i| offset_of(i, &out_batch, &ks[..b]));
+        let (v_at, head) = (|i| offset_of(i, &out_batch, &vs[..b]), |i| offset_of(i, &out_batch, &ms[..b]));
         let chain = Chain {
             count,
             s,
@@ -168,7 +134,7 @@ impl Op for AttentionChain {
             trans_k: self.trans_k,
             trans_v: self.trans_v,
             scale: self.scale,
-            mask: mask.map(|data| Mask { data, head: &head, row: mask_strides[r - 2], col: mask_strides[r - 1] }),
+            mask: mask.map(|data| Mask { data, head: &head, row: ms[r - 2], col: ms[r - 1] }),
         };
         let items = chain.items();
         let macs = count * s * l * (d + dv);
@@ -231,4 +197,26 @@ impl AttentionChain {
         products::matmul(probs, &shapes.masked, v, x.shapes[2], second, Extras::default(), y, x.par);
         Ok(())
     }
+}
+
+/// The element strides of a contiguous tensor of `shape` along the axes of a broadcast
+/// output of rank `rank` (right-aligned), 0 along an axis it broadcasts (or lacks).
+fn broadcast_strides(shape: &[usize], rank: usize) -> SmallVec<[usize; 8]> {
+    let mut strides: SmallVec<[usize; 8]> = SmallVec::from_elem(0, rank);
+    let mut stride = 1;
+    for (j, &n) in shape.iter().enumerate().rev() {
+        strides[rank - (shape.len() - j)] = if n == 1 { 0 } else { stride };
+        stride *= n;
+    }
+    strides
+}
+
+/// Where element `i` of a row-major index space of `dims` lies, with `strides` per axis.
+fn offset_of(i: usize, dims: &[usize], strides: &[usize]) -> usize {
+    let (mut rest, mut offset) = (i, 0);
+    for (&n, &stride) in dims.iter().zip(strides).rev() {
+        offset += (rest % n.max(1)) * stride;
+        rest /= n.max(1);
+    }
+    offset
 }
