@@ -9,8 +9,12 @@
 //! - a product of few rows (64 tokens, say) is split by columns cut on the tile's panels:
 //!   each task reads A in place (packed once and shared only where the kernel would pack
 //!   it), takes its columns of B (packed by the task, or from a constant B's panels) and
-//!   computes its own block of C (started from C's, for beta), which the calling thread
-//!   then copies into place;
+//!   computes its own block of C (started from C's, for beta), which a second split
+//!   over C's rows then copies into place;
+//! - so is a product of more rows whose B (past L2) outweighs twice what that split
+//!   moves besides (A read by each task, C's blocks put in place): split by rows, a GPT-2
+//!   projection of 128 tokens read its 9 MB of weights once a task, twice a Run on one
+//!   thread;
 //! - one row (a decode step's projection) by a packed constant or a transposed B is split
 //!   by columns from fewer multiply-adds (it is bound by reading B), each task writing its
 //!   consecutive part of C in place.
@@ -350,6 +354,9 @@ enum Split {
 /// The least columns per task, and their multiple (whole 32- and 16-wide panels).
 const MIN_COLS_PER_TASK: usize = 64;
 const COL_MULTIPLE: usize = 32;
+/// Elements of B from which a product of many rows may be split by columns: past half
+/// of a core's L2 (2 MiB here), B comes from L3 or memory on each read.
+const WIDE_B_MIN: usize = 1 << 18;
 
 impl Product {
     fn split(&self) -> Split {
@@ -359,6 +366,16 @@ impl Product {
             let cols = n.div_ceil(tasks).max(MIN_COLS_PER_TASK).next_multiple_of(COL_MULTIPLE);
             let least = if m == 1 { VECTOR_MIN_MACS } else { PARALLEL_MIN_MACS * 8 };
             return if m * n * k >= least && n > cols { Split::Columns(cols) } else { Split::Whole };
+        }
+        // A B past L2 that outweighs twice what a split by columns moves besides (A read
+        // by every task, C's blocks written and put in place): by columns, so that the
+        // tasks read B once between them (by rows each reads all of it, in turn on a
+        // one-thread session).
+        if tasks > 1 && k * n >= WIDE_B_MIN && k * n > 2 * (m * k + 2 * m * n) && m * n * k >= PARALLEL_MIN_MACS {
+            let cols = n.div_ceil(tasks).max(MIN_COLS_PER_TASK).next_multiple_of(COL_MULTIPLE);
+            if n > cols {
+                return Split::Columns(cols);
+            }
         }
         // Whole tiles per task, so the parts compute no more edge rows than the whole.
         let rows = m.div_ceil(tasks).max(MIN_ROWS_PER_TASK).next_multiple_of(nn::row_tile(m, n));
@@ -450,13 +467,20 @@ fn by_columns(g: &nn::Gemm<'_>, width: usize, c: &mut [f32], par: &dyn Parallel)
         }
         g.compute(&mut s.gemm, 0..m, cols, block);
     });
-    for t in 0..tasks {
-        let (cols, s) = (cols(t), par.scratch().task(t));
-        let w = cols.len();
-        for (row, src) in c.chunks_exact_mut(n).zip(s.out[..m * w].chunks_exact(w)) {
-            row[cols.clone()].copy_from_slice(src);
+    // The blocks put in place by rows of C, split over the pool when C is large (a
+    // 128 x 3072 product's copy took 5% of its time at two threads on one).
+    let blocks = par.scratch().task_outs(tasks);
+    let rows_per_task = if m * n >= PARALLEL_MIN_LEN { m.div_ceil(cores()) } else { m };
+    par.for_each_chunk(c, rows_per_task * n, &|start, part| {
+        let r0 = start / n;
+        for (r, row) in part.chunks_exact_mut(n).enumerate() {
+            for t in 0..tasks {
+                let cols = cols(t);
+                let w = cols.len();
+                row[cols].copy_from_slice(&blocks.get(t)[(r0 + r) * w..][..w]);
+            }
         }
-    }
+    });
 }
 
 /// A matrix-vector product (`m == 1`) split by columns: C's columns are consecutive, so

@@ -16,7 +16,15 @@ fn values(n: usize, seed: u64) -> Vec<f32> {
 #[test]
 fn split_products_give_the_unsplit_bits_with_and_without_beta() {
     let mut splits = [0; 3];
-    for (m, n, k) in [(64, 256, 512), (33, 300, 200), (2, 1000, 300), (200, 96, 160), (129, 1, 2000), (1, 2000, 300)] {
+    for (m, n, k) in [
+        (64, 256, 512),
+        (33, 300, 200),
+        (2, 1000, 300),
+        (200, 96, 160),
+        (129, 1, 2000),
+        (1, 2000, 300),
+        (65, 1040, 512),
+    ] {
         for (trans_a, trans_b) in [(false, false), (true, false), (false, true), (true, true)] {
             for (alpha, beta) in [(1.0, 0.0), (1.0, 1.0), (0.7, 0.3)] {
                 let p = Product { m, n, k, alpha, trans_a, trans_b, beta };
@@ -44,7 +52,7 @@ fn split_products_give_the_unsplit_bits_with_and_without_beta() {
 #[test]
 fn packed_weights_and_epilogues_give_the_whole_products_bits_in_every_split() {
     let mut splits = [0; 3];
-    for (m, n, k) in [(64, 256, 512), (33, 300, 200), (200, 96, 160), (2, 1000, 300), (1, 2000, 300)] {
+    for (m, n, k) in [(64, 256, 512), (33, 300, 200), (200, 96, 160), (2, 1000, 300), (1, 2000, 300), (65, 1040, 512)] {
         let (a, b) = (values(m * k, 1), values(k * n, 2));
         let (bias, res) = (values(n, 4), values(m * n, 5));
         let epilogue = nn::Epilogue {
@@ -78,6 +86,23 @@ fn packed_weights_and_epilogues_give_the_whole_products_bits_in_every_split() {
     }
     if cores() > 1 {
         assert!(splits[1] > 0 && splits[2] > 0, "{splits:?}");
+    }
+}
+
+/// A product of many rows whose B outweighs A and C (a GPT-2 MLP's, 128 tokens) splits by
+/// columns, so that its tasks read B once between them; one whose A and C weigh as much
+/// (BERT's second MLP product, 256 tokens) or whose B stays in L2 splits by rows.
+#[test]
+fn wide_weights_split_by_columns_and_the_rest_by_rows() {
+    let split = |m, n, k| Product { m, n, k, alpha: 1.0, trans_a: false, trans_b: false, beta: 0.0 }.split();
+    if cores() == 1 {
+        return assert_eq!(split(128, 3072, 768), Split::Whole);
+    }
+    for (m, n, k) in [(128, 3072, 768), (128, 768, 3072), (128, 2304, 768), (65, 1040, 512)] {
+        assert!(matches!(split(m, n, k), Split::Columns(_)), "{m}x{n}x{k}: {:?}", split(m, n, k));
+    }
+    for (m, n, k) in [(256, 512, 2048), (197, 1536, 384), (128, 256, 256), (1500, 3072, 768)] {
+        assert!(matches!(split(m, n, k), Split::Rows(_)), "{m}x{n}x{k}: {:?}", split(m, n, k));
     }
 }
 
