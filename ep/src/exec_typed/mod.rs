@@ -63,7 +63,7 @@ pub(crate) fn apply_typed(step: &Step, ins: &[Data<'_>], shapes: &[Shape], dst: 
             if !training || r == 0.0 {
                 y.fill(1);
             } else {
-                let seed = seed.map_or_else(fresh_seed, |s| s as u32);
+                let seed = seed.map_or_else(rivet_kernels::random::fresh_seed, |s| s as u32);
                 let mut draws = rivet_kernels::random::Mt19937::new(seed);
                 y.iter_mut().for_each(|o| *o = u8::from(draws.uniform() >= r));
             }

@@ -26,16 +26,3 @@ pub(super) fn dropout_params(cx: &Ctx<'_>, ins: &[Data<'_>], ratio_at: Option<us
     }
     Ok((r, t[0] != 0))
 }
-
-/// A seed for an unseeded Dropout: a new one for each draw, from the clock and a count.
-pub(super) fn fresh_seed() -> u32 {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static DRAWS: AtomicU64 = AtomicU64::new(0);
-    let n = DRAWS.fetch_add(1, Ordering::Relaxed);
-    let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
-    // splitmix64's finaliser over both.
-    let mut z = t ^ n.wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    (z ^ (z >> 31)) as u32
-}

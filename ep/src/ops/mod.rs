@@ -55,6 +55,7 @@ pub mod pad;
 pub mod params;
 pub mod pool;
 pub mod quant;
+pub mod random;
 pub mod range;
 pub mod reduce;
 mod reduce_typed;
@@ -173,6 +174,11 @@ pub static FAMILIES: &[Family] = &[
     onnx("Size", (1, 25), "any, to int64", shape_of::size),
     onnx("ConstantOfShape", (9, 25), "int64 shape, any value", shape_of::constant_of_shape),
     onnx("EyeLike", (9, 22), "any", eye_like::eye_like),
+    onnx("RandomUniform", (1, 22), "float32, float64", random::generator),
+    onnx("RandomNormal", (1, 22), "float32, float64", random::generator),
+    onnx("RandomUniformLike", (1, 22), "any, to float32, float64", random::generator),
+    onnx("RandomNormalLike", (1, 22), "any, to float32, float64", random::generator),
+    onnx("Bernoulli", (15, 22), "float32, float64, to any", random::bernoulli),
     onnx("Range", (11, 11), "float32, float64, int16, int32, int64", range::range),
     onnx("NonZero", (9, 13), "any, to int64", non_zero::non_zero),
     onnx("Tile", (6, 13), "any", tile::tile),
