@@ -63,6 +63,21 @@ fn seeded_draws_are_the_reference_implementations() {
         3.4645028114318848,
     ];
     assert_eq!(run(&uniform, &[]), want);
+    // A range that float32 rounds (1.0 - 0.1), in float64: the reference subtracts its
+    // float32 attributes in float32. A seed in (-1, 0) is 0, as `int(seed)` makes it.
+    let uniform = model(
+        "RandomUniform",
+        &[
+            ("shape", Attr::Ints(vec![3])),
+            ("seed", f(-0.5)),
+            ("low", f(0.1)),
+            ("high", f(1.0)),
+            ("dtype", Attr::Int(11)),
+        ],
+        None,
+        DOUBLE,
+    );
+    assert_eq!(run(&uniform, &[]), [0.5939321419399748, 0.7436704141738504, 0.6424870255835968]);
     let normal = model(
         "RandomNormal",
         &[

@@ -205,9 +205,10 @@ def _ort_cpu(model, feed):
 _RANDOM_OPS = {"RandomUniform", "RandomNormal", "RandomUniformLike", "RandomNormalLike", "Bernoulli", "Multinomial"}
 
 
-def _unseeded_random(model):
-    """Whether a node of the model draws random values without a seed."""
-    return any(n.op_type in _RANDOM_OPS and not any(a.name == "seed" for a in n.attribute) for n in model.graph.node)
+def _random_ops(model):
+    """The model's random nodes: (any of them, any without a seed)."""
+    nodes = [n for n in model.graph.node if n.op_type in _RANDOM_OPS]
+    return bool(nodes), any(not any(a.name == "seed" for a in n.attribute) for n in nodes)
 
 
 def _reference(model, feed):
@@ -220,16 +221,27 @@ def _reference(model, feed):
         return None
 
 
+def _in_support(g, w):
+    """Whether every value of `g` is one the expected `w` takes (a Bernoulli output's 0 and
+    1), or within `w`'s range when `w` takes many."""
+    values = np.unique(np.asarray(w))
+    if len(values) <= 16:
+        return bool(np.isin(np.asarray(g), values).all())
+    return bool(((g >= values[0]) & (g <= values[-1])).all())
+
+
 def run_node_case(case_dir: pathlib.Path, rtol=1e-3, atol=1e-5):
     """Runs one node case directory. Returns ("pass" | "fail" | "ort-agrees" |
     "reference-agrees" | "random" | "unsupported", detail), none of them but "pass" a pass.
     "ort-agrees": Rivet's values differ from the suite's expected ones but equal what ORT's
     own CPU EP computes for the same inputs (the reference and ORT disagree; Rivet follows
-    ORT). "reference-agrees": they differ from the expected ones but equal, bit for bit,
-    what ONNX's reference implementation computes for the same model and inputs (the
-    suite's seeded Bernoulli cases, whose expected values come from numpy's global
-    stream, not from the seed). "random": a node draws without a seed, so no values can
-    be compared; the outputs' shapes and types are."""
+    ORT). For a model with random nodes only: "reference-agrees", its values differ from
+    the expected ones but equal, bit for bit, what ONNX's reference implementation computes
+    for the same model and inputs (the suite's seeded Bernoulli cases, whose expected
+    values come from numpy's global stream, not from the seed); "random", a node draws
+    without a seed, so values cannot be compared: every output's shape and type are, and
+    its values must be ones the expected output takes (0 and 1 for Bernoulli). Every
+    output of every data set is checked before a case is given one of these."""
     from onnx import numpy_helper
 
     model = onnx.load(str(case_dir / "model.onnx"))
@@ -239,6 +251,8 @@ def run_node_case(case_dir: pathlib.Path, rtol=1e-3, atol=1e-5):
         return "unsupported", str(e).split("\n")[0][:300]
     except Exception as e:
         return "fail", f"session creation: {str(e)[:300]}"
+    random, unseeded = _random_ops(model)
+    status = ("pass", "")
     for data_set in sorted(case_dir.glob("test_data_set_*")):
         def load(prefix):
             tensors = []
@@ -250,32 +264,36 @@ def run_node_case(case_dir: pathlib.Path, rtol=1e-3, atol=1e-5):
 
         inputs, expected = load("input"), load("output")
         names = [i.name for i in model.graph.input if i.name not in {x.name for x in model.graph.initializer}]
+        feed = dict(zip(names, inputs))
         try:
-            got = rep.run(dict(zip(names, inputs)), expected=expected)
+            got = rep.run(feed, expected=expected)
         except Exception as e:
             return "fail", f"run: {str(e)[:300]}"
-        for g, w in zip(got, expected):
+        ref = None
+        for k, (g, w) in enumerate(zip(got, expected)):
             if g.shape != w.shape:
                 return "fail", f"shape {g.shape} != {w.shape}"
-            if not _close(g, w, rtol, atol):
-                diff = np.nanmax(np.abs(np.asarray(g).astype(np.float64) - np.asarray(w).astype(np.float64)))
-                feed = dict(zip(names, inputs))
+            if _close(g, w, rtol, atol):
+                continue
+            diff = np.nanmax(np.abs(np.asarray(g).astype(np.float64) - np.asarray(w).astype(np.float64)))
+            if not random:
                 theirs = None if any(x.dtype.name in _BITS_NAMES for x in inputs) else _ort_cpu(model, feed)
                 if theirs is not None and len(theirs) == len(got) and all(
                     _close(a, b, rtol, atol) for a, b in zip(got, theirs)
                 ):
                     return "ort-agrees", f"values differ from the expected ones (max abs diff {diff:.3g}) as ORT's CPU EP's do"
-                if _unseeded_random(model):
-                    if all(a.dtype == b.dtype for a, b in zip(got, expected)):
-                        return "random", "an unseeded draw: shapes and types checked, values not comparable"
-                    return "fail", "an unseeded draw of another type than the expected one"
-                ref = _reference(model, feed)
-                if ref is not None and len(ref) == len(got) and all(
-                    a.dtype == b.dtype and np.array_equal(a, b) for a, b in zip(got, ref)
-                ):
-                    return "reference-agrees", (
-                        f"values differ from the expected ones (max abs diff {diff:.3g}); "
-                        "they are ONNX's reference implementation's, bit for bit"
-                    )
                 return "fail", f"values differ (max abs diff {diff:.3g})"
-    return "pass", ""
+            if unseeded:
+                if g.dtype != w.dtype or not _in_support(g, w):
+                    return "fail", f"output {k}: an unseeded draw of another type or outside the expected values"
+                status = ("random", "an unseeded draw: shapes, types and the values' support checked")
+                continue
+            ref = _reference(model, feed) if ref is None else ref
+            if ref is None or len(ref) != len(got) or g.dtype != ref[k].dtype or not np.array_equal(g, ref[k]):
+                return "fail", f"output {k}: values differ (max abs diff {diff:.3g}), and from the reference's"
+            if status[0] == "pass":
+                status = ("reference-agrees", (
+                    f"values differ from the expected ones (max abs diff {diff:.3g}); "
+                    "they are ONNX's reference implementation's, bit for bit"
+                ))
+    return status

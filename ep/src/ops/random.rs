@@ -46,12 +46,14 @@ struct Bernoulli {
     seed: Option<u32>,
 }
 
-/// The `seed` attribute as `RandomState` takes it (`int(seed)`), `None` when absent or NaN.
+/// The `seed` attribute as the reference gives it to `RandomState` (`int(seed)`), `None`
+/// when absent or NaN.
 fn seed(node: &NodeDesc) -> Result<Option<u32>, String> {
     match node.attr("seed") {
         None => Ok(None),
         Some(AttrValue::Float(s)) if s.is_nan() => Ok(None),
-        Some(AttrValue::Float(s)) if (0.0..4_294_967_296.0).contains(s) => Ok(Some(*s as u32)),
+        // int(seed): toward zero, so a seed in (-1, 0) is 0.
+        Some(AttrValue::Float(s)) if *s > -1.0 && *s < 4_294_967_296.0 => Ok(Some(s.max(0.0) as u32)),
         Some(other) => Err(format!("{} seed {other:?} is not in [0, 2^32)", node.op_type)),
     }
 }
@@ -103,14 +105,15 @@ impl Op for Generator {
     fn run(&self, _x: RunIn<'_, '_>, out: &mut DataMut<'_>) -> Result<(), String> {
         let mut r = LegacyRandom::new(self.seed.unwrap_or_else(fresh_seed));
         match (self.draw, out) {
-            // numpy's float32 steps: the draw rounded, then each operation rounded (the
-            // reference's `high - low` is a double of the two, rounded once).
+            // As the reference computes: its attributes are float32 numbers, so `high -
+            // low` is a float32 subtraction; a float32 output rounds the draw and then
+            // each step, a float64 one takes the float32 range and `low` exactly.
             (Draw::Uniform { low, high }, DataMut::F32(y)) => {
-                let range = (f64::from(high) - f64::from(low)) as f32;
+                let range = high - low;
                 y.iter_mut().for_each(|v| *v = r.uniform() as f32 * range + low);
             }
             (Draw::Uniform { low, high }, DataMut::F64(y)) => {
-                let (low, range) = (f64::from(low), f64::from(high) - f64::from(low));
+                let (low, range) = (f64::from(low), f64::from(high - low));
                 y.iter_mut().for_each(|v| *v = r.uniform() * range + low);
             }
             (Draw::Normal { mean, scale }, DataMut::F32(y)) => {
@@ -139,7 +142,7 @@ impl Op for Bernoulli {
         };
         let len = x.out_shape.iter().product::<usize>();
         if let Some(k) = (0..len).find(|&k| !(0.0..=1.0).contains(&p(k))) {
-            return Err(format!("input 0: probability {} at {k} is outside [0, 1]", p(k)));
+            return Err(format!("input 0: probability {:e} at {k} is outside [0, 1]", p(k)));
         }
         let mut r = LegacyRandom::new(self.seed.unwrap_or_else(fresh_seed));
         macro_rules! draws {
