@@ -28,7 +28,7 @@ fn split_products_give_the_unsplit_bits_with_and_without_beta() {
         for (trans_a, trans_b) in [(false, false), (true, false), (false, true), (true, true)] {
             for (alpha, beta) in [(1.0, 0.0), (1.0, 1.0), (0.7, 0.3)] {
                 let p = Product { m, n, k, alpha, trans_a, trans_b, beta };
-                splits[match p.split() {
+                splits[match p.split(false) {
                     Split::Whole => 0,
                     Split::Rows(_) => 1,
                     Split::Columns(_) => 2,
@@ -39,7 +39,7 @@ fn split_products_give_the_unsplit_bits_with_and_without_beta() {
                 let mut got = c0.clone();
                 product_with(p, &a, &b, Extras::default(), &mut got, &Serial::default());
                 let same = got.iter().zip(&want).all(|(x, y)| x.to_bits() == y.to_bits());
-                assert!(same, "{m}x{n}x{k} ta={trans_a} tb={trans_b} beta={beta}: {:?}", p.split());
+                assert!(same, "{m}x{n}x{k} ta={trans_a} tb={trans_b} beta={beta}: {:?}", p.split(false));
             }
         }
     }
@@ -52,7 +52,17 @@ fn split_products_give_the_unsplit_bits_with_and_without_beta() {
 #[test]
 fn packed_weights_and_epilogues_give_the_whole_products_bits_in_every_split() {
     let mut splits = [0; 3];
-    for (m, n, k) in [(64, 256, 512), (33, 300, 200), (200, 96, 160), (2, 1000, 300), (1, 2000, 300), (65, 1040, 512)] {
+    let shapes = [
+        (64, 256, 512),
+        (33, 300, 200),
+        (200, 96, 160),
+        (2, 1000, 300),
+        (1, 2000, 300),
+        (65, 1040, 512),
+        (64, 1024, 256),
+        (48, 400, 300),
+    ];
+    for (m, n, k) in shapes {
         let (a, b) = (values(m * k, 1), values(k * n, 2));
         let (bias, res) = (values(n, 4), values(m * n, 5));
         let epilogue = nn::Epilogue {
@@ -63,7 +73,7 @@ fn packed_weights_and_epilogues_give_the_whole_products_bits_in_every_split() {
             after: None,
         };
         let p = Product { m, n, k, alpha: 1.0, trans_a: false, trans_b: false, beta: 0.0 };
-        splits[match p.split() {
+        splits[match p.split(true) {
             Split::Whole => 0,
             Split::Rows(_) => 1,
             Split::Columns(_) => 2,
@@ -81,7 +91,7 @@ fn packed_weights_and_epilogues_give_the_whole_products_bits_in_every_split() {
             let mut got = vec![f32::NAN; m * n];
             product_with(p, &a, &b, Extras { packed_b, epilogue }, &mut got, &Serial::default());
             let same = got.iter().zip(&want).all(|(x, y)| x.to_bits() == y.to_bits());
-            assert!(same, "{m}x{n}x{k} packed B {}: {:?}", packed_b.is_some(), p.split());
+            assert!(same, "{m}x{n}x{k} packed B {}: {:?}", packed_b.is_some(), p.split(packed_b.is_some()));
         }
     }
     if cores() > 1 {
@@ -91,12 +101,26 @@ fn packed_weights_and_epilogues_give_the_whole_products_bits_in_every_split() {
 
 /// A product of many rows whose B outweighs A and C (a GPT-2 MLP's, 128 tokens) splits by
 /// columns, so that its tasks read B once between them; one whose A and C weigh as much
-/// (BERT's second MLP product, 256 tokens) or whose B stays in L2 splits by rows.
+/// (BERT's second MLP product, 256 tokens) or whose B stays in L2 splits by rows. Few
+/// rows by a packed B in L2 split by rows where whole tiles part them evenly.
 #[test]
 fn wide_weights_split_by_columns_and_the_rest_by_rows() {
-    let split = |m, n, k| Product { m, n, k, alpha: 1.0, trans_a: false, trans_b: false, beta: 0.0 }.split();
+    let packed = |m, n, k| Product { m, n, k, alpha: 1.0, trans_a: false, trans_b: false, beta: 0.0 }.split(true);
+    let split = |m, n, k| Product { m, n, k, alpha: 1.0, trans_a: false, trans_b: false, beta: 0.0 }.split(false);
     if cores() == 1 {
         return assert_eq!(split(128, 3072, 768), Split::Whole);
+    }
+    // Few rows by a packed B in L2 split by rows when whole tiles part them evenly (64
+    // rows of 8-row tiles, 48 of 8); by columns when its B is not packed, past L2, or the
+    // tiles would part them unevenly (64 rows of 14-row tiles: 42 and 22).
+    if cores() == 2 {
+        for (m, n, k) in [(64, 1024, 256), (48, 400, 300)] {
+            assert!(matches!(packed(m, n, k), Split::Rows(_)), "{m}x{n}x{k}: {:?}", packed(m, n, k));
+            assert!(matches!(split(m, n, k), Split::Columns(_)), "{m}x{n}x{k} unpacked: {:?}", split(m, n, k));
+        }
+        for (m, n, k) in [(64, 3072, 768), (64, 256, 1024), (64, 256, 256)] {
+            assert!(matches!(packed(m, n, k), Split::Columns(_)), "{m}x{n}x{k}: {:?}", packed(m, n, k));
+        }
     }
     for (m, n, k) in [(128, 3072, 768), (128, 768, 3072), (128, 2304, 768), (65, 1040, 512)] {
         assert!(matches!(split(m, n, k), Split::Columns(_)), "{m}x{n}x{k}: {:?}", split(m, n, k));
@@ -257,7 +281,7 @@ fn a_column_split_packs_a_only_where_the_kernel_would() {
     for (m, n, k, trans_a) in [(64, 256, 512, false), (64, 256, 512, true), (64, 256, 1024, false)] {
         let (a, b) = (values(m * k, 1), values(k * n, 2));
         let p = Product { m, n, k, alpha: 1.0, trans_a, trans_b: false, beta: 0.0 };
-        if p.split() == Split::Whole {
+        if p.split(false) == Split::Whole {
             return; // one core: nothing splits
         }
         let par = Serial::default();
