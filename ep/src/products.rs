@@ -8,7 +8,8 @@
 //!   once and shared by the tasks (each packs only its own rows of A, as the whole
 //!   product would);
 //! - so is a product of few rows (64 tokens, say) by a packed B that stays in L2 when
-//!   whole tiles part its rows evenly among the tasks (each task reads B from L2);
+//!   whole tiles (of the tile B was packed for) part its rows nearly evenly among the
+//!   tasks (each task reads B from L2);
 //! - any other product of few rows is split by columns cut on the tile's panels:
 //!   each task reads A in place (packed once and shared only where the kernel would pack
 //!   it), takes its columns of B (packed by the task, or from a constant B's panels) and
@@ -363,8 +364,8 @@ const COL_MULTIPLE: usize = 32;
 const WIDE_B_MIN: usize = 1 << 18;
 
 impl Product {
-    /// `b_packed`: op(B) comes packed (a constant weight).
-    fn split(&self, b_packed: bool) -> Split {
+    /// `b_tile`: op(B) comes packed (a constant weight), for a tile of this many rows.
+    fn split(&self, b_tile: Option<usize>) -> Split {
         let Product { m, n, k, .. } = *self;
         let tasks = cores();
         if m <= FEW_ROWS {
@@ -372,13 +373,17 @@ impl Product {
             if m * n * k < least {
                 return Split::Whole;
             }
-            // A packed B that stays in L2, and rows that part evenly in whole tiles: by
+            // A packed B that stays in L2, and whole tiles of its rows that part them
+            // nearly evenly (the last task at least three quarters of the others): by
             // rows, each task writing its rows of C in place (by columns each computes a
-            // block that is then copied into C). One product 64x256x1024 took 227 us so
-            // against 256 by columns at one thread, 139 against 198 at two.
-            let rows = m.div_ceil(tasks).max(MIN_ROWS_PER_TASK).next_multiple_of(nn::row_tile(m, n));
-            if b_packed && k * n <= WIDE_B_MIN && m > rows && m.div_ceil(rows) * rows - m < rows / 4 {
-                return Split::Rows(rows);
+            // block that is then copied into C). One product of 64 rows by a 256x1024 B
+            // (64x1024x256) took 227 us by rows against 256 by columns at one thread, 139
+            // against 198 at two.
+            if let Some(tile) = b_tile {
+                let rows = m.div_ceil(tasks).max(MIN_ROWS_PER_TASK).next_multiple_of(tile);
+                if k * n <= WIDE_B_MIN && m > rows && m.div_ceil(rows) * rows - m < rows / 4 {
+                    return Split::Rows(rows);
+                }
             }
             let cols = n.div_ceil(tasks).max(MIN_COLS_PER_TASK).next_multiple_of(COL_MULTIPLE);
             return if n > cols { Split::Columns(cols) } else { Split::Whole };
@@ -419,7 +424,9 @@ pub(crate) fn product_with(p: Product, a: &[f32], b: &[f32], extras: Extras<'_>,
     }
     let Extras { packed_b, epilogue } = extras;
     let g = nn::Gemm { alpha, beta, packed_b, epilogue, ..nn::Gemm::new(m, n, k, a, trans_a, b, trans_b) };
-    let rows_per_task = match p.split(packed_b.is_some()) {
+    // A packed B fixes the tile (its panels' width), whatever m it was packed for.
+    let b_tile = packed_b.map(|b| b.strip_rows().unwrap_or_else(|| nn::row_tile(m, n)));
+    let rows_per_task = match p.split(b_tile) {
         Split::Whole => return unsplit(par, |s| g.compute(&mut s.gemm, 0..m, 0..n, c)),
         // Unpacked and not transposed, B's columns are strided: a split would read
         // each row of B in every task (twice the time, on one thread).

@@ -28,7 +28,7 @@ fn split_products_give_the_unsplit_bits_with_and_without_beta() {
         for (trans_a, trans_b) in [(false, false), (true, false), (false, true), (true, true)] {
             for (alpha, beta) in [(1.0, 0.0), (1.0, 1.0), (0.7, 0.3)] {
                 let p = Product { m, n, k, alpha, trans_a, trans_b, beta };
-                splits[match p.split(false) {
+                splits[match p.split(None) {
                     Split::Whole => 0,
                     Split::Rows(_) => 1,
                     Split::Columns(_) => 2,
@@ -39,7 +39,7 @@ fn split_products_give_the_unsplit_bits_with_and_without_beta() {
                 let mut got = c0.clone();
                 product_with(p, &a, &b, Extras::default(), &mut got, &Serial::default());
                 let same = got.iter().zip(&want).all(|(x, y)| x.to_bits() == y.to_bits());
-                assert!(same, "{m}x{n}x{k} ta={trans_a} tb={trans_b} beta={beta}: {:?}", p.split(false));
+                assert!(same, "{m}x{n}x{k} ta={trans_a} tb={trans_b} beta={beta}: {:?}", p.split(None));
             }
         }
     }
@@ -73,7 +73,7 @@ fn packed_weights_and_epilogues_give_the_whole_products_bits_in_every_split() {
             after: None,
         };
         let p = Product { m, n, k, alpha: 1.0, trans_a: false, trans_b: false, beta: 0.0 };
-        splits[match p.split(true) {
+        splits[match p.split(Some(nn::row_tile(m, n))) {
             Split::Whole => 0,
             Split::Rows(_) => 1,
             Split::Columns(_) => 2,
@@ -82,16 +82,19 @@ fn packed_weights_and_epilogues_give_the_whole_products_bits_in_every_split() {
         let g = nn::Gemm { epilogue, ..nn::Gemm::new(m, n, k, &a, false, &b, false) };
         g.compute(&mut nn::GemmScratch::new(), 0..m, 0..n, &mut want);
         // B packed for another m, as a constant weight packed on an earlier Run, in
-        // either panel width (64 x 144 takes AVX-512's 48-wide tile).
-        let (mut packed, mut wide) = (nn::PackedB::new(), nn::PackedB::new());
+        // either panel width (64 x 144 takes AVX-512's 48-wide tile, 14 rows its 32-wide
+        // one).
+        let (mut packed, mut wide, mut narrow) = (nn::PackedB::new(), nn::PackedB::new(), nn::PackedB::new());
         nn::pack_b(&mut packed, m + 40, n, k, &b, false);
         nn::pack_b(&mut wide, 64, 144.max(n), k, &values(k * 144.max(n), 9), false);
         nn::pack_b(&mut wide, 64, n, k, &b, false);
-        for packed_b in [None, Some(&packed), Some(&wide)] {
+        nn::pack_b(&mut narrow, 14, n, k, &b, false);
+        for packed_b in [None, Some(&packed), Some(&wide), Some(&narrow)] {
             let mut got = vec![f32::NAN; m * n];
             product_with(p, &a, &b, Extras { packed_b, epilogue }, &mut got, &Serial::default());
             let same = got.iter().zip(&want).all(|(x, y)| x.to_bits() == y.to_bits());
-            assert!(same, "{m}x{n}x{k} packed B {}: {:?}", packed_b.is_some(), p.split(packed_b.is_some()));
+            let tile = packed_b.and_then(nn::PackedB::strip_rows);
+            assert!(same, "{m}x{n}x{k} packed B {}: {:?}", packed_b.is_some(), p.split(tile));
         }
     }
     if cores() > 1 {
@@ -105,8 +108,9 @@ fn packed_weights_and_epilogues_give_the_whole_products_bits_in_every_split() {
 /// rows by a packed B in L2 split by rows where whole tiles part them evenly.
 #[test]
 fn wide_weights_split_by_columns_and_the_rest_by_rows() {
-    let packed = |m, n, k| Product { m, n, k, alpha: 1.0, trans_a: false, trans_b: false, beta: 0.0 }.split(true);
-    let split = |m, n, k| Product { m, n, k, alpha: 1.0, trans_a: false, trans_b: false, beta: 0.0 }.split(false);
+    let product = |m, n, k| Product { m, n, k, alpha: 1.0, trans_a: false, trans_b: false, beta: 0.0 };
+    let packed = |m, n, k| product(m, n, k).split(Some(nn::row_tile(m, n)));
+    let split = |m, n, k| product(m, n, k).split(None);
     if cores() == 1 {
         return assert_eq!(split(128, 3072, 768), Split::Whole);
     }
@@ -121,6 +125,10 @@ fn wide_weights_split_by_columns_and_the_rest_by_rows() {
         for (m, n, k) in [(64, 3072, 768), (64, 256, 1024), (64, 256, 256)] {
             assert!(matches!(packed(m, n, k), Split::Columns(_)), "{m}x{n}x{k}: {:?}", packed(m, n, k));
         }
+        // The tile B was packed for decides, not the one this m would take: 8-row tiles
+        // part 64 rows evenly, 14-row ones do not.
+        assert!(matches!(product(64, 256, 256).split(Some(8)), Split::Rows(32)));
+        assert!(matches!(product(64, 1024, 256).split(Some(14)), Split::Columns(_)));
     }
     for (m, n, k) in [(128, 3072, 768), (128, 768, 3072), (128, 2304, 768), (65, 1040, 512)] {
         assert!(matches!(split(m, n, k), Split::Columns(_)), "{m}x{n}x{k}: {:?}", split(m, n, k));
@@ -281,7 +289,7 @@ fn a_column_split_packs_a_only_where_the_kernel_would() {
     for (m, n, k, trans_a) in [(64, 256, 512, false), (64, 256, 512, true), (64, 256, 1024, false)] {
         let (a, b) = (values(m * k, 1), values(k * n, 2));
         let p = Product { m, n, k, alpha: 1.0, trans_a, trans_b: false, beta: 0.0 };
-        if p.split(false) == Split::Whole {
+        if p.split(None) == Split::Whole {
             return; // one core: nothing splits
         }
         let par = Serial::default();
@@ -440,5 +448,45 @@ fn one_row_column_splits_keep_the_unsplit_bits() {
                 }
             }
         }
+    }
+}
+
+/// A Serial that records each split's chunk length.
+#[derive(Default)]
+struct Recording {
+    serial: Serial,
+    chunks: std::sync::Mutex<Vec<usize>>,
+}
+
+impl Parallel for Recording {
+    fn for_each_chunk(&self, out: &mut [f32], chunk_len: usize, f: &(dyn Fn(usize, &mut [f32]) + Sync)) {
+        self.chunks.lock().expect("unpoisoned").push(chunk_len);
+        self.serial.for_each_chunk(out, chunk_len, f);
+    }
+
+    fn scratch(&self) -> &crate::parallel::RunScratch {
+        self.serial.scratch()
+    }
+}
+
+/// `product_with` takes the split by rows for few rows by a packed B of the tile that
+/// parts them evenly (chunks of whole rows of C), and by columns without it.
+#[test]
+fn few_rows_by_a_packed_b_run_split_by_rows_in_place() {
+    if cores() != 2 {
+        return;
+    }
+    let (m, n, k) = (64, 1024, 256);
+    let (a, b) = (values(m * k, 1), values(k * n, 2));
+    let p = Product { m, n, k, alpha: 1.0, trans_a: false, trans_b: false, beta: 0.0 };
+    let mut wide = nn::PackedB::new();
+    nn::pack_b(&mut wide, m, n, k, &b, false);
+    assert_eq!(wide.strip_rows(), Some(8), "64 x 1024 packs for the 8 x 48 tile");
+    for (packed_b, by_rows) in [(Some(&wide), true), (None, false)] {
+        let par = Recording::default();
+        let mut c = vec![0.0; m * n];
+        product_with(p, &a, &b, Extras { packed_b, ..Extras::default() }, &mut c, &par);
+        let chunks = par.chunks.lock().expect("unpoisoned").clone();
+        assert_eq!(chunks.first() == Some(&(32 * n)), by_rows, "packed {}: chunks {chunks:?}", packed_b.is_some());
     }
 }

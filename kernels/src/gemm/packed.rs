@@ -44,6 +44,14 @@ impl PackedB {
         self.key.map(|key| key.1)
     }
 
+    /// The rows of the tile a product on it takes, once packed for the float kernels (its
+    /// panel width fixes the tile, whatever the product's m): a split by rows cuts on
+    /// multiples of them.
+    pub fn strip_rows(&self) -> Option<usize> {
+        let nr = self.panel_width().filter(|_| !self.bf16)?;
+        TILES.iter().find(|t| t.1 == nr).map(|t| t.0)
+    }
+
     /// Whether it holds bfloat16 pairs (made by [`pack_b_bf16`](super::pack_b_bf16)).
     pub fn is_bf16(&self) -> bool {
         self.bf16
@@ -139,16 +147,18 @@ pub fn pack_a_for(packed: &mut PackedA, g: &Gemm<'_>) {
     packed.1 = mr;
 }
 
+/// The builds' tiles, (rows, columns): each width is one tile's.
+const TILES: &[(usize, usize)] = &[
+    (PORTABLE_MR, 8),
+    #[cfg(target_arch = "x86_64")]
+    x86::TILE_AVX512,
+    #[cfg(target_arch = "x86_64")]
+    x86::TILE_AVX512_WIDE,
+    #[cfg(target_arch = "x86_64")]
+    x86::TILE_AVX2,
+];
+
 /// Whether a tile of `mr` rows and one of `nr` columns are one of the builds' tiles.
 pub(super) fn tiles_agree(mr: usize, nr: usize) -> bool {
-    let tiles: &[(usize, usize)] = &[
-        (PORTABLE_MR, 8),
-        #[cfg(target_arch = "x86_64")]
-        x86::TILE_AVX512,
-        #[cfg(target_arch = "x86_64")]
-        x86::TILE_AVX512_WIDE,
-        #[cfg(target_arch = "x86_64")]
-        x86::TILE_AVX2,
-    ];
-    tiles.contains(&(mr, nr))
+    TILES.contains(&(mr, nr))
 }
