@@ -16,9 +16,9 @@
 //!   computes its own block of C (started from C's, for beta), which a second split
 //!   over C's rows then copies into place;
 //! - so is a product of more rows whose B (past L2) outweighs twice what that split
-//!   moves besides (A read by each task, C's blocks put in place): split by rows, a GPT-2
-//!   projection of 128 tokens read its 9 MB of weights once a task, twice a Run on one
-//!   thread;
+//!   moves besides (A read by each task, C's blocks put in place): by rows, each task
+//!   reads all of B, so a GPT-2 projection of 128 tokens read its 9 MB of weights twice a
+//!   Run on one thread;
 //! - one row (a decode step's projection) by a packed constant or a transposed B is split
 //!   by columns from fewer multiply-adds (it is bound by reading B), each task writing its
 //!   consecutive part of C in place.
@@ -368,6 +368,9 @@ impl Product {
     fn split(&self, b_tile: Option<usize>) -> Split {
         let Product { m, n, k, .. } = *self;
         let tasks = cores();
+        // Tasks of whole panels of columns, or of whole tiles of rows.
+        let cols = n.div_ceil(tasks).max(MIN_COLS_PER_TASK).next_multiple_of(COL_MULTIPLE);
+        let rows = |tile: usize| m.div_ceil(tasks).max(MIN_ROWS_PER_TASK).next_multiple_of(tile);
         if m <= FEW_ROWS {
             let least = if m == 1 { VECTOR_MIN_MACS } else { PARALLEL_MIN_MACS * 8 };
             if m * n * k < least {
@@ -379,27 +382,23 @@ impl Product {
             // block that is then copied into C). One product of 64 rows by a 256x1024 B
             // (64x1024x256) took 227 us by rows against 256 by columns at one thread, 139
             // against 198 at two.
-            if let Some(tile) = b_tile {
-                let rows = m.div_ceil(tasks).max(MIN_ROWS_PER_TASK).next_multiple_of(tile);
+            if let Some(rows) = b_tile.map(rows) {
                 if k * n <= WIDE_B_MIN && m > rows && m.div_ceil(rows) * rows - m < rows / 4 {
                     return Split::Rows(rows);
                 }
             }
-            let cols = n.div_ceil(tasks).max(MIN_COLS_PER_TASK).next_multiple_of(COL_MULTIPLE);
             return if n > cols { Split::Columns(cols) } else { Split::Whole };
         }
         // A B past L2 that outweighs twice what a split by columns moves besides (A read
         // by every task, C's blocks written and put in place): by columns, so that the
         // tasks read B once between them (by rows each reads all of it, in turn on a
         // one-thread session).
-        if tasks > 1 && k * n >= WIDE_B_MIN && k * n > 2 * (m * k + 2 * m * n) && m * n * k >= PARALLEL_MIN_MACS {
-            let cols = n.div_ceil(tasks).max(MIN_COLS_PER_TASK).next_multiple_of(COL_MULTIPLE);
-            if n > cols {
-                return Split::Columns(cols);
-            }
+        let wide_b = k * n >= WIDE_B_MIN && k * n > 2 * (m * k + 2 * m * n);
+        if tasks > 1 && wide_b && m * n * k >= PARALLEL_MIN_MACS && n > cols {
+            return Split::Columns(cols);
         }
         // Whole tiles per task, so the parts compute no more edge rows than the whole.
-        let rows = m.div_ceil(tasks).max(MIN_ROWS_PER_TASK).next_multiple_of(nn::row_tile(m, n));
+        let rows = rows(nn::row_tile(m, n));
         if m * n * k >= PARALLEL_MIN_MACS && m > rows {
             Split::Rows(rows)
         } else {

@@ -63,7 +63,8 @@ pub fn generator(node: &NodeDesc, _output: usize) -> Result<Arc<dyn Op>, String>
     one_output(node)?;
     let like = node.op_type.ends_with("Like");
     let uniform = node.op_type.starts_with("RandomUniform");
-    let (a, b, defaults) = if uniform { ("low", "high", (0.0, 1.0)) } else { ("mean", "scale", (0.0, 1.0)) };
+    // Both pairs default to 0 and 1.
+    let (a, b) = if uniform { ("low", "high") } else { ("mean", "scale") };
     let shape = if like {
         check_inputs(node, 1, 1)?;
         check_attrs(node, &["dtype", a, b, "seed"])?;
@@ -81,7 +82,7 @@ pub fn generator(node: &NodeDesc, _output: usize) -> Result<Arc<dyn Op>, String>
     if !matches!(output_type(node, 0), FLOAT | DOUBLE) {
         return Err(bad_types(node, "float32 and float64 outputs"));
     }
-    let (x, y) = (float_attr(node, a, defaults.0)?, float_attr(node, b, defaults.1)?);
+    let (x, y) = (float_attr(node, a, 0.0)?, float_attr(node, b, 1.0)?);
     let draw = if uniform { Draw::Uniform { low: x, high: y } } else { Draw::Normal { mean: x, scale: y } };
     Ok(Arc::new(Generator { draw, seed: seed(node)?, shape }))
 }
