@@ -23,6 +23,8 @@ mod dispatch;
 #[cfg(target_arch = "x86_64")]
 #[allow(unsafe_code)]
 pub(crate) mod mem;
+#[allow(unsafe_code)]
+pub(crate) mod rows;
 #[cfg(target_arch = "x86_64")]
 mod simd;
 

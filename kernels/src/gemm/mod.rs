@@ -27,10 +27,13 @@
 //! each strip of `MR` rows, the microkernel computes each `MR × NR` tile of C with the
 //! whole tile held in registers, reading one broadcast element of A and one `NR`-wide row
 //! of B per step of depth. The x86 kernels read A (stored m×k) where it is, `MR` rows side
-//! by side; A stored k×m, and A on the portable build, is packed strip by strip first (it
-//! stays in L1). Packing A cost the most where B is narrow: in an attention head's
-//! `P · V` (256×64×256) it took 32 of the product's 111 us, and A was packed again for
-//! every column block of a wide product. The
+//! by side through one strided view (`arch::rows`: one bounds check a strip, the rows'
+//! addresses from a few base registers; a last strip of fewer rows than its kernel is
+//! copied row by row); A stored k×m, and A on the portable build, is packed strip by
+//! strip first (it stays in L1). Packing A cost the most where B is narrow: in an
+//! attention head's `P · V` (256×64×256) it took 32 of the product's 111 us, and A was
+//! packed again for every column block of a wide product (a product of several column
+//! blocks packs it once and keeps it). The
 //! tile is then merged into C (`alpha`, and `beta` on the first depth block, 1 after).
 //! Edge tiles use zero-padded panels and write back only their valid part. Matrix-vector
 //! products (`m == 1` or `n == 1`) skip packing (module `small`).
@@ -58,6 +61,7 @@ mod tests;
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod x86;
 
+use crate::arch::rows::StridedRows;
 use crate::arch::{self, Level};
 use crate::conv::Im2col;
 use std::cell::RefCell;
@@ -491,16 +495,16 @@ pub fn gemm_rows_packed(
 pub(crate) enum APanel<'a, const MR: usize> {
     /// `kc` rows of `[f32; MR]`, made by `pack::pack_a` (or a packed A).
     Packed(&'a [[f32; MR]]),
-    /// The strip's rows read where they are (op(A) stored m×k): row `r` is `rows[r]`,
-    /// `kc` long. Rows past the matrix repeat its last one; their sums are never stored.
-    Rows([&'a [f32]; MR]),
+    /// A whole strip's `MR` rows read where they are (op(A) stored m×k, row stride k),
+    /// `kc` deep.
+    Rows(StridedRows<'a, MR>),
 }
 
 impl<const MR: usize> APanel<'_, MR> {
     /// Calls `step(row p of the B panel, a)` for each depth `p`, in order, with `a(r)` the
     /// strip's element of row `r` at that depth: every microkernel's loop over depth.
     #[inline(always)]
-    pub(crate) fn each_depth<const NR: usize>(
+    pub(crate) fn each_depth<const USED: usize, const NR: usize>(
         self,
         b: BPanel<'_, NR>,
         mut step: impl FnMut(&[f32; NR], &dyn Fn(usize) -> f32),
@@ -512,11 +516,8 @@ impl<const MR: usize> APanel<'_, MR> {
                 }
             }
             (APanel::Rows(rows), BPanel::Packed(b)) => {
-                let kc = b.len();
-                let rows: [&[f32]; MR] = rows.map(|row| &row[..kc]);
-                for (p, br) in b.iter().enumerate() {
-                    step(br, &|r| rows[r][p]);
-                }
+                assert_eq!(rows.depth(), b.len(), "gemm: A and B panels of one depth");
+                rows.each_depth::<USED>(|p, ar| step(&b[p], ar));
             }
             (APanel::Packed(a), BPanel::Rows { b, ld }) => {
                 for (p, ar) in a.iter().enumerate() {
@@ -524,9 +525,7 @@ impl<const MR: usize> APanel<'_, MR> {
                 }
             }
             (APanel::Rows(rows), BPanel::Rows { b, ld }) => {
-                let kc = rows[0].len();
-                let rows: [&[f32]; MR] = rows.map(|row| &row[..kc]);
-                (0..kc).for_each(|p| step(b_row(b, p * ld), &|r| rows[r][p]));
+                rows.each_depth::<USED>(|p, ar| step(b_row(b, p * ld), ar));
             }
         }
     }
@@ -622,7 +621,7 @@ pub(crate) fn run<const MR: usize, const NR: usize, const MID: usize>(
     let parts = || strip_list(rows.clone(), MR, MID, job.packed_a.is_some());
     let n_parts = parts().count();
     let keep_a = operands::keeps_a(job, nc_max, n_parts, MR);
-    let a_in_place = !keep_a && rows_in_place && operands::reads_a_in_place(job, MR, NR);
+    let a_in_place = !keep_a && rows_in_place && operands::reads_a_in_place(job, MR, NR, kc_max);
     let (a_pack, b_pack) = scratch.parts::<MR, NR>(if keep_a { n_parts * k } else { kc_max }, b_room);
     let packed = job.packed_b.map(|(p, nr)| {
         assert_eq!(nr, NR, "gemm: B was packed for another tile");
@@ -676,8 +675,21 @@ pub(crate) fn run<const MR: usize, const NR: usize, const MID: usize>(
                         APanel::Packed(&*a_pack)
                     }
                     // A stored m×k: its rows are read where they are, no copy.
+                    // A stored m×k: the strip's rows are read where they are, no copy.
+                    None if a_in_place && kernel_rows(mr, MR, MID) == mr => {
+                        let strip = &job.a[i0 * k + p0..(i0 + mr - 1) * k + p0 + kc];
+                        APanel::Rows(StridedRows::new(strip, mr, k, kc))
+                    }
+                    // A last strip of fewer rows than its kernel computes: the rows are
+                    // copied as they are (a contiguous copy, not a packing's transpose),
+                    // the last repeated; the repeats' sums are never stored.
                     None if a_in_place => {
-                        APanel::Rows(std::array::from_fn(|r| &job.a[(i0 + r.min(mr - 1)) * k + p0..][..kc]))
+                        let used = kernel_rows(mr, MR, MID);
+                        let rows = &mut a_pack[..kc].as_flattened_mut()[..used * kc];
+                        for (r, row) in rows.chunks_exact_mut(kc).enumerate() {
+                            row.copy_from_slice(&job.a[(i0 + r.min(mr - 1)) * k + p0..][..kc]);
+                        }
+                        APanel::Rows(StridedRows::new(&*rows, used, kc, kc))
                     }
                     None => {
                         let a_pack = &mut a_pack[..kc];

@@ -6,9 +6,6 @@ use super::Job;
 
 /// The most floats of A a product keeps packed for its later column blocks (16 MiB).
 const KEEP_A_MAX: usize = 1 << 22;
-/// The panels of B from which a product packs its strips of A rather than read them in
-/// place.
-const IN_PLACE_PANELS: usize = 8;
 
 /// Whether `job` (A not packed already) packs each of its `parts` strip parts of A once,
 /// in its first column block, and keeps them for the others (blocks `nc_max` wide, a
@@ -20,13 +17,28 @@ pub(super) fn keeps_a(job: &Job<'_>, nc_max: usize, parts: usize, mr: usize) -> 
     job.packed_a.is_none() && col_blocks > 1 && parts * job.k <= KEEP_A_MAX / mr
 }
 
+/// The panels of B up to which a product reads its strips of A where they are whatever
+/// its depth: fewer than this many, packing a strip is not paid back.
+const IN_PLACE_PANELS: usize = 8;
+/// The most floats of a strip of A and a panel of B (one depth block of each) with which
+/// a product of more panels still reads A in place: 32 KiB, two thirds of L1.
+const IN_PLACE_FLOATS: usize = 8 << 10;
+
 /// Whether the strips of `job`'s A (stored m×k, not packed already) are read where they
-/// are, on a build that can (tile `mr` x `nr`): for fewer than [`IN_PLACE_PANELS`] panels
-/// of B, where the copy costs more than it saves (64x128x512 62 us in place, 67 packed),
-/// and not where its rows alias in L1 ([`a_rows_alias`]). From 8 panels on the packed
-/// strips pay for their copy (64x512x128 60 -> 55 us).
-pub(super) fn reads_a_in_place(job: &Job<'_>, mr: usize, nr: usize) -> bool {
-    job.packed_a.is_none() && !job.trans_a && !a_rows_alias(job.k, mr) && job.cols.len() < IN_PLACE_PANELS * nr
+/// are, on a build that can (tile `mr` × `nr`, depth blocks `kc`), unless its rows alias
+/// in L1 ([`a_rows_alias`]): for fewer than [`IN_PLACE_PANELS`] panels of B, or where the
+/// strip and a panel fit in two thirds of L1. Read through one strided view
+/// (`arch::rows`), a strip costs a few address additions a depth step where packing it
+/// costs a transposing copy (197x384x384 in L2, B packed: 182 GFLOP/s against 154), but
+/// its rows are as many streams into L1 as the tile has rows, in sets that the packed
+/// strip would spread evenly: with a deeper strip beside a 48-column panel (kc 192,
+/// 42 KiB of a 48 KiB L1), a 500x384x384 product in a model ran 15% slower in place.
+pub(super) fn reads_a_in_place(job: &Job<'_>, mr: usize, nr: usize, kc: usize) -> bool {
+    let fits = kc * (mr + nr) <= IN_PLACE_FLOATS;
+    job.packed_a.is_none()
+        && !job.trans_a
+        && !a_rows_alias(job.k, mr)
+        && (job.cols.len() < IN_PLACE_PANELS * nr || fits)
 }
 
 /// Whether `mr` rows of an A stored m×k, read where they are, would evict one another

@@ -7,7 +7,7 @@ use super::{pack_a_whole, pack_whole, run, APanel, BPanel, GemmScratch, Job, Out
 #[inline(always)]
 fn micro_portable(a: APanel<'_, 4>, b: BPanel<'_, 8>, out: Out<'_, 4, 8>) {
     let mut acc = [[0.0f32; 8]; 4];
-    a.each_depth(b, |br, ar| {
+    a.each_depth::<4, 8>(b, |br, ar| {
         for (r, row) in acc.iter_mut().enumerate() {
             let av = ar(r);
             for (x, &bv) in row.iter_mut().zip(br) {

@@ -202,7 +202,7 @@ fn micro_avx512<const PMR: usize, const MR: usize, const NR: usize, const NB: us
             }
         }
     };
-    a.each_depth(b, &mut step);
+    a.each_depth::<MR, NR>(b, &mut step);
     match out {
         Out::Tile(tile) | Out::Part(tile, _) => {
             for (t, row) in tile.iter_mut().zip(&acc) {
@@ -254,7 +254,7 @@ fn micro_avx2<const PMR: usize, const MR: usize>(a: APanel<'_, PMR>, b: BPanel<'
             row[1] = _mm256_fmadd_ps(av, b1, row[1]);
         }
     };
-    a.each_depth(b, &mut step);
+    a.each_depth::<MR, NR256>(b, &mut step);
     match out {
         Out::Tile(tile) | Out::Part(tile, _) => {
             for (t, row) in tile.iter_mut().zip(&acc) {
