@@ -495,8 +495,9 @@ pub fn gemm_rows_packed(
 pub(crate) enum APanel<'a, const MR: usize> {
     /// `kc` rows of `[f32; MR]`, made by `pack::pack_a` (or a packed A).
     Packed(&'a [[f32; MR]]),
-    /// A whole strip's `MR` rows read where they are (op(A) stored m×k, row stride k),
-    /// `kc` deep.
+    /// The rows its kernel computes (up to `MR`), `kc` deep, read where they are (op(A)
+    /// stored m×k, row stride k) or from their copy in the scratch (row stride `kc`: a
+    /// last strip of fewer rows than its kernel, the last row repeated).
     Rows(StridedRows<'a, MR>),
 }
 
@@ -674,7 +675,6 @@ pub(crate) fn run<const MR: usize, const NR: usize, const MID: usize>(
                         }
                         APanel::Packed(&*a_pack)
                     }
-                    // A stored m×k: its rows are read where they are, no copy.
                     // A stored m×k: the strip's rows are read where they are, no copy.
                     None if a_in_place && kernel_rows(mr, MR, MID) == mr => {
                         let strip = &job.a[i0 * k + p0..(i0 + mr - 1) * k + p0 + kc];

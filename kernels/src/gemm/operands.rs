@@ -29,10 +29,13 @@ const IN_PLACE_FLOATS: usize = 8 << 10;
 /// in L1 ([`a_rows_alias`]): for fewer than [`IN_PLACE_PANELS`] panels of B, or where the
 /// strip and a panel fit in two thirds of L1. Read through one strided view
 /// (`arch::rows`), a strip costs a few address additions a depth step where packing it
-/// costs a transposing copy (197x384x384 in L2, B packed: 182 GFLOP/s against 154), but
-/// its rows are as many streams into L1 as the tile has rows, in sets that the packed
-/// strip would spread evenly: with a deeper strip beside a 48-column panel (kc 192,
-/// 42 KiB of a 48 KiB L1), a 500x384x384 product in a model ran 15% slower in place.
+/// costs a transposing copy: 64x512x128 (B packed, 8x48 tile, kc 128, 28 KiB) ran at 188
+/// GFLOP/s in place against 175 packed. But its rows are as many streams into L1 as the
+/// tile has rows, in sets that a packed strip spreads evenly: beside a deeper panel the
+/// strips stay packed (500x384x384 in a model, 14x32 tile, kc 192, 34.5 KiB, ran 15%
+/// slower in place, though faster kernel-only). AVX2's 6x16 tile fits up to kc 372, so
+/// it reads A in place at every depth block of 256: kernel-only 64x128x512 82 -> 93
+/// GFLOP/s, 197x384x384 98 -> 101, 197x1536x384 95 either way.
 pub(super) fn reads_a_in_place(job: &Job<'_>, mr: usize, nr: usize, kc: usize) -> bool {
     let fits = kc * (mr + nr) <= IN_PLACE_FLOATS;
     job.packed_a.is_none()
