@@ -88,6 +88,17 @@ pub(crate) fn store16(x: &mut [f32; 16], v: __m512) {
     unsafe { _mm512_storeu_ps(x.as_mut_ptr(), v) }
 }
 
+/// Asks for the lines of a row of `N` floats in L1 ahead of its use (a hint: no read, no
+/// fault).
+#[inline(always)]
+pub(crate) fn prefetch_l1<const N: usize>(x: &[f32; N]) {
+    for line in x.chunks(16) {
+        // SAFETY: SSE, which `_mm_prefetch` needs, is in every x86-64 CPU; a prefetch
+        // reads nothing architecturally and cannot fault.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(line.as_ptr().cast()) };
+    }
+}
+
 /// Asks for the lines of `x` in L2 ahead of their use (a hint: no read, no fault).
 #[inline]
 pub(crate) fn prefetch_l2(x: &[[f32; 16]]) {

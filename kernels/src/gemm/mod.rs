@@ -512,13 +512,17 @@ impl<const MR: usize> APanel<'_, MR> {
     ) {
         match (self, b) {
             (APanel::Packed(a), BPanel::Packed(b)) => {
-                for (ar, br) in a.iter().zip(b) {
+                for (p, (ar, br)) in a.iter().zip(b).enumerate() {
+                    prefetch_ahead(b, p);
                     step(br, &|r| ar[r]);
                 }
             }
             (APanel::Rows(rows), BPanel::Packed(b)) => {
                 assert_eq!(rows.depth(), b.len(), "gemm: A and B panels of one depth");
-                rows.each_depth::<USED>(|p, ar| step(&b[p], ar));
+                rows.each_depth::<USED>(|p, ar| {
+                    prefetch_ahead(b, p);
+                    step(&b[p], ar)
+                });
             }
             (APanel::Packed(a), BPanel::Rows { b, ld }) => {
                 for (p, ar) in a.iter().enumerate() {
@@ -530,6 +534,20 @@ impl<const MR: usize> APanel<'_, MR> {
             }
         }
     }
+}
+
+/// How many rows of a packed B panel ahead of the one in use the kernels ask for in L1.
+const PREFETCH_ROWS: usize = 8;
+
+/// Asks for row `p + PREFETCH_ROWS` of a packed B panel in L1, if the panel has it.
+#[inline(always)]
+fn prefetch_ahead<const NR: usize>(b: &[[f32; NR]], p: usize) {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(row) = b.get(p + PREFETCH_ROWS) {
+        arch::mem::prefetch_l1(row);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (b, p);
 }
 
 /// `b[at..at + NR]` as an array.
