@@ -678,6 +678,10 @@ pub(crate) fn run<const MR: usize, const NR: usize, const MID: usize>(
             };
             // Each part of each strip of MR rows (`strip_list`).
             for (pi, (i0, mr)) in parts().enumerate() {
+                // A last strip of few rows takes the short or the mid kernel over the same
+                // panels (the rows past the strip repeat its last, or are the packing's
+                // zeros): the same sums, without computing MR - mr rows for nothing.
+                let rows_computed = kernel_rows(mr, MR, MID);
                 let a_panel: APanel<'_, MR> = match job.packed_a {
                     // Depth block p0 holds every strip, `kc` rows each (see `pack_a_whole`).
                     Some((p, mr)) => {
@@ -694,7 +698,7 @@ pub(crate) fn run<const MR: usize, const NR: usize, const MID: usize>(
                         APanel::Packed(&*a_pack)
                     }
                     // A stored m×k: the strip's rows are read where they are, no copy.
-                    None if a_in_place && kernel_rows(mr, MR, MID) == mr => {
+                    None if a_in_place && rows_computed == mr => {
                         let strip = &job.a[i0 * k + p0..(i0 + mr - 1) * k + p0 + kc];
                         APanel::Rows(StridedRows::new(strip, mr, k, kc))
                     }
@@ -702,12 +706,11 @@ pub(crate) fn run<const MR: usize, const NR: usize, const MID: usize>(
                     // copied as they are (a contiguous copy, not a packing's transpose),
                     // the last repeated; the repeats' sums are never stored.
                     None if a_in_place => {
-                        let used = kernel_rows(mr, MR, MID);
-                        let rows = &mut a_pack[..kc].as_flattened_mut()[..used * kc];
+                        let rows = &mut a_pack[..kc].as_flattened_mut()[..rows_computed * kc];
                         for (r, row) in rows.chunks_exact_mut(kc).enumerate() {
                             row.copy_from_slice(&job.a[(i0 + r.min(mr - 1)) * k + p0..][..kc]);
                         }
-                        APanel::Rows(StridedRows::new(&*rows, used, kc, kc))
+                        APanel::Rows(StridedRows::new(&*rows, rows_computed, kc, kc))
                     }
                     None => {
                         let a_pack = &mut a_pack[..kc];
@@ -716,10 +719,6 @@ pub(crate) fn run<const MR: usize, const NR: usize, const MID: usize>(
                     }
                 };
                 let strip = &mut c[(i0 - rows.start) * ldc + j0 - cols.start..];
-                // A last strip of few rows takes the short or the mid kernel over the same
-                // panels (the rows past the strip repeat its last, or are the packing's
-                // zeros): the same sums, without computing MR - mr rows for nothing.
-                let rows_computed = kernel_rows(mr, MR, MID);
                 for jp in 0..nc.div_ceil(NR) {
                     let j = jp * NR;
                     let b_panel = if jp < full_panels {
