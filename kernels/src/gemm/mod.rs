@@ -193,22 +193,16 @@ impl<'a> Gemm<'a> {
     }
 
     /// Whether computing this product reads `op(A)` where it is (A stored m×k, on the x86
-    /// builds; for a product of several column blocks, packed strip by strip once and kept
-    /// for all of them) instead of packing it strip by strip for each: then a split by columns gains nothing
-    /// from packing A once for its parts, and packing it would cost the partial last
-    /// strip its short kernel (a 64-row product packed in 14-row strips computes 70).
-    /// (It answers false for a depth that is a multiple of 1024, where the tile's rows
-    /// may share L1 sets: see [`operands::a_rows_alias`].)
+    /// builds) instead of packing it strip by strip: then a split by columns gains
+    /// nothing from packing A once for its parts, and packing it would cost the partial
+    /// last strip its short kernel (a 64-row product packed in 14-row strips computes 70).
     pub fn reads_a_in_place(&self) -> bool {
         if self.packed_b.is_some_and(PackedB::is_bf16) {
             // The bf16 kernel rounds A into its own strips.
             return true;
         }
         let level = arch::isa_at(self.packed_level().unwrap_or_else(Level::detected)).level();
-        self.packed_a.is_none()
-            && !self.trans_a
-            && !self.k.is_multiple_of(1024)
-            && matches!(level, Level::Avx2 | Level::Avx512)
+        self.packed_a.is_none() && !self.trans_a && matches!(level, Level::Avx2 | Level::Avx512)
     }
 
     /// The kernel build of the packed operands (asserting they agree).
@@ -639,8 +633,8 @@ pub(crate) fn run<const MR: usize, const NR: usize, const MID: usize>(
     // packed A is read in whole strips).
     let parts = || strip_list(rows.clone(), MR, MID, job.packed_a.is_some());
     let n_parts = parts().count();
-    let keep_a = operands::keeps_a(job, nc_max, n_parts, MR);
-    let a_in_place = !keep_a && rows_in_place && operands::reads_a_in_place(job, MR, NR, kc_max);
+    let a_in_place = rows_in_place && operands::reads_a_in_place(job);
+    let keep_a = !a_in_place && operands::keeps_a(job, nc_max, n_parts, MR);
     let (a_pack, b_pack) = scratch.parts::<MR, NR>(if keep_a { n_parts * k } else { kc_max }, b_room);
     let packed = job.packed_b.map(|(p, nr)| {
         assert_eq!(nr, NR, "gemm: B was packed for another tile");

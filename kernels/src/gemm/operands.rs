@@ -7,50 +7,28 @@ use super::Job;
 /// The most floats of A a product keeps packed for its later column blocks (16 MiB).
 const KEEP_A_MAX: usize = 1 << 22;
 
-/// Whether `job` (A not packed already) packs each of its `parts` strip parts of A once,
-/// in its first column block, and keeps them for the others (blocks `nc_max` wide, a
-/// tile `mr` rows): a product of several column blocks whose A is at most
-/// [`KEEP_A_MAX`]. Read in place (14 rows a step) 128x3072x768 ran at 120 GFLOP/s,
-/// packed again for each block 127, kept 133 (196x1024x256 124 -> 155).
+/// Whether `job` (A packed strip by strip, not read in place) packs each of its `parts`
+/// strip parts of A once, in its first column block, and keeps them for the others
+/// (blocks `nc_max` wide, a tile `mr` rows): a product of several column blocks whose A
+/// is at most [`KEEP_A_MAX`]. (A read in place runs as fast as a kept one: 128x3072x768
+/// and 197x1536x384 at 161-166 GFLOP/s either way, AVX-512 and AVX2.)
 pub(super) fn keeps_a(job: &Job<'_>, nc_max: usize, parts: usize, mr: usize) -> bool {
     let col_blocks = job.cols.end.div_ceil(nc_max).saturating_sub(job.cols.start / nc_max);
     job.packed_a.is_none() && col_blocks > 1 && parts * job.k <= KEEP_A_MAX / mr
 }
 
-/// The panels of B up to which a product reads its strips of A where they are whatever
-/// its depth: fewer than this many, packing a strip is not paid back.
-const IN_PLACE_PANELS: usize = 8;
-/// The most floats of a strip of A and a panel of B (one depth block of each) with which
-/// a product of more panels still reads A in place: 32 KiB, two thirds of L1.
-const IN_PLACE_FLOATS: usize = 8 << 10;
-
 /// Whether the strips of `job`'s A (stored m×k, not packed already) are read where they
-/// are, on a build that can (tile `mr` × `nr`, depth blocks `kc`), unless its rows alias
-/// in L1 ([`a_rows_alias`]): for fewer than [`IN_PLACE_PANELS`] panels of B, or where the
-/// strip and a panel fit in two thirds of L1. Read through one strided view
-/// (`arch::rows`), a strip costs a few address additions a depth step where packing it
-/// costs a transposing copy: 64x512x128 (B packed, 8x48 tile, kc 128, 28 KiB) ran at 188
-/// GFLOP/s in place against 175 packed. But its rows are as many streams into L1 as the
-/// tile has rows, in sets that a packed strip spreads evenly: beside a deeper panel the
-/// strips stay packed (500x384x384 in a model, 14x32 tile, kc 192, 34.5 KiB, ran 15%
-/// slower in place, though faster kernel-only). AVX2's 6x16 tile fits up to kc 372, so
-/// it reads A in place at every depth block of 256: kernel-only 64x128x512 82 -> 93
-/// GFLOP/s, 197x384x384 98 -> 101, 197x1536x384 95 either way.
-pub(super) fn reads_a_in_place(job: &Job<'_>, mr: usize, nr: usize, kc: usize) -> bool {
-    let fits = kc * (mr + nr) <= IN_PLACE_FLOATS;
-    job.packed_a.is_none()
-        && !job.trans_a
-        && !a_rows_alias(job.k, mr)
-        && (job.cols.len() < IN_PLACE_PANELS * nr || fits)
-}
-
-/// Whether `mr` rows of an A stored m×k, read where they are, would evict one another
-/// from L1: rows 4 KiB apart (k a multiple of 1024 floats) fall in one set of a 32 KiB
-/// 8-way L1, and more rows than ways thrash it. 64x256x1024 on AVX-512's 14-row tile
-/// (B packed) ran at 49-65 GFLOP/s read in place, 81-95 packed strip by strip; the 8-row
-/// tile (128x768x3072) ran the same either way.
-pub(super) fn a_rows_alias(k: usize, mr: usize) -> bool {
-    mr > 8 && k.is_multiple_of(1024)
+/// are, on a build that can: always. Read through one strided view (`arch::rows`), a
+/// strip costs a few address additions a depth step where packing it costs a transposing
+/// copy (0.43 ns a float: 112 us for a 512x512 A), and its rows, as many streams into L1
+/// as the tile has rows, cost nothing measurable, even 4 KiB apart in one L1 set (k a
+/// multiple of 1024, more rows than the L1's ways). Kernel-only, B packed, AVX-512, one
+/// thread, GFLOP/s packed -> in place: 512³ 145 -> 171, 500x384x384 132 -> 167,
+/// 64x256x1024 116 -> 162, 512x512x1024 136 -> 169; through the plugin 512³ took 2,112
+/// -> 1,746 us (ORT 1,689). Packing had won before the view, when a strip was 14 row
+/// slices, each bounds-checked every step.
+pub(super) fn reads_a_in_place(job: &Job<'_>) -> bool {
+    job.packed_a.is_none() && !job.trans_a
 }
 
 /// Whether `run` reads B's full panels where they are instead of packing them (for the

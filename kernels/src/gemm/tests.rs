@@ -207,7 +207,7 @@ fn edge_tiles_around_every_microkernel() {
         (1, 100, 300),
         (100, 1, 300),
         (9, 7, 600),
-        // A depth of 1024: rows 4 KiB apart, packed by the driver on the 14-row tile.
+        // A depth of 1024: rows 4 KiB apart, read in place on the x86 tiles.
         (29, 65, 1024),
         // Last strips of 5 to 8 rows on the 14-row tile: AVX-512's 8-row kernel (a 1x1
         // convolution's 49 positions, 64 tokens), across a depth block too.
