@@ -87,6 +87,11 @@ impl PackedA {
     pub fn strip_rows(&self) -> usize {
         self.1
     }
+
+    /// Whether it holds bfloat16 pairs (made by [`pack_a_bf16`](super::pack_a_bf16)).
+    pub fn is_bf16(&self) -> bool {
+        self.0.is_bf16()
+    }
 }
 
 /// Packs `op(A)` (`a` stored m×k, or k×m when `trans_a`) for an m×n×k product, for
