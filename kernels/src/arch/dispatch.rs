@@ -363,6 +363,9 @@ pub(crate) fn pool(
     pad_end: [usize; 3],
     y: &mut [f32],
 ) {
+    if crate::pool::whole_plane(x, planes, g, mode, pad_end, y) {
+        return;
+    }
     match isa.0 {
         #[cfg(target_arch = "x86_64")]
         Level::Avx512 => {

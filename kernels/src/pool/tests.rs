@@ -108,6 +108,39 @@ fn every_window_matches_the_tap_by_tap_definition_bit_for_bit_at_every_level() {
     assert!(checked > 500, "{checked}");
 }
 
+/// Windows covering the whole plane, unpadded, take `whole_plane` at every level and give
+/// the definition's bits: 37 planes (two steps of 16 and a part), 1-D to 3-D, a NaN and
+/// signed zeros among the values; a padded one, or one of two outputs, is refused.
+#[test]
+fn whole_plane_windows_take_their_path_with_the_definitions_bits() {
+    for (dims, len) in [(1, 9), (2, 7), (3, 3)] {
+        let g = Window3d::cube(dims, len, len, 1, 1, 0, 0).unwrap();
+        let planes = 37;
+        let mut x = values(planes * g.plane(), len as u64);
+        x[3 * g.plane() + 2] = f32::NAN;
+        for (i, v) in x.iter_mut().enumerate().skip(4).step_by(13) {
+            *v = if i % 2 == 0 { 0.0 } else { -0.0 };
+        }
+        for mode in [Pool::Max, Pool::Average { count_pad: false }, Pool::Average { count_pad: true }] {
+            let mut want = vec![0.0; planes];
+            reference(&x, planes, &g, mode, [0; 3], &mut want);
+            assert!(whole_plane(&x, planes, &g, mode, [0; 3], &mut vec![0.0; planes]), "{g:?}");
+            for level in Level::supported() {
+                let mut got = vec![f32::NAN; planes];
+                pool_at(level, &x, planes, &g, mode, [0; 3], &mut got);
+                assert!(same_bits(&got, &want), "{level:?} {mode:?} {g:?}: {got:?} != {want:?}");
+            }
+        }
+    }
+    let padded = Window3d::cube(2, 7, 7, 8, 1, 1, 0).unwrap();
+    let two = Window3d::cube(2, 8, 7, 1, 1, 0, 0).unwrap();
+    for g in [padded, two] {
+        assert!(g.positions() > 1 || g.pad_begin != [0; 3], "{g:?}");
+        let (x, mut y) = (values(2 * g.plane(), 1), vec![0.0; 2 * g.positions()]);
+        assert!(!whole_plane(&x, 2, &g, Pool::Max, g.pad_begin, &mut y), "{g:?}");
+    }
+}
+
 /// The light CNNs' windows on small planes (stride 1, and stride 2 with 3 taps or
 /// more) take the flat path of the builds without AVX-512 (a window it refuses still
 /// gets the right bits from the row path, only slower, so the bit-for-bit tests cannot
