@@ -192,16 +192,23 @@ pub(crate) fn convolution(
 }
 
 /// The most strips of filters (tiles of output channels) for which a 1x1 convolution
-/// split by output channels reads its input in place: past them its tasks share one
-/// packing of it. One thread (Intel Xeon, AVX-512), four 1x1 convolutions in a chain,
-/// us a convolution, in place -> packed: 128->128 on 56x56 865 -> 800 (ORT 630), 256->256
-/// on 28x28 780 -> 660 (ORT 600), but 32->32 on 112x112 (4 strips) 304 -> 345.
+/// split by output channels leaves its input to each task (which reads it in place on
+/// AVX-512, packs it elsewhere): past them the tasks share one packing of it. One thread
+/// (Intel Xeon, AVX-512), four 1x1 convolutions in a chain, us a convolution, in place ->
+/// packed once: 128->128 on 56x56 865 -> 800 (ORT 630), 256->256 on 28x28 780 -> 660
+/// (ORT 600), but 32->32 on 112x112 (4 strips) 304 -> 345.
 const IN_PLACE_INPUT_STRIPS: usize = 4;
 
-/// Whether a 1x1 convolution of `mg` output channels on filters packed in strips of
-/// `strip_rows` packs its input once for its tasks.
-fn packs_input(mg: usize, strip_rows: usize) -> bool {
-    mg.div_ceil(strip_rows.max(1)) > IN_PLACE_INPUT_STRIPS
+/// Whether a 1x1 convolution of `mg` output channels and `positions` positions on
+/// `filters` packs its input once for its tasks: past [`IN_PLACE_INPUT_STRIPS`] strips,
+/// with float filters packed for the tile a product of this shape takes. The filters are
+/// packed on the first Run and kept; a later Run on another plane size may take the
+/// other AVX-512 tile (8x48 or 14x32), and an input packed for it would not fit them
+/// (found by review: 64 -> 112 channels on 16x21 then 16x20 panicked), so such a Run
+/// leaves the input to the tasks.
+fn packs_input(mg: usize, positions: usize, filters: &nn::PackedA) -> bool {
+    let strip = filters.strip_rows();
+    mg.div_ceil(strip.max(1)) > IN_PLACE_INPUT_STRIPS && nn::row_tile(mg, positions) == strip && !filters.is_bf16()
 }
 
 /// A convolution on the GEMM path, as `convolution` received it (its filters packed for
@@ -306,8 +313,7 @@ fn conv_in_parallel(call: &GemmConv<'_>, y: &mut [f32]) -> bool {
             // The input packed once, here, for all the tasks where the strips of filters
             // are many enough to pay for it (each task would read B in place at its row
             // stride, or pack it for itself).
-            let mut packed = (packs_input(mg, filters[0].strip_rows()) && !filters[0].is_bf16())
-                .then(|| lock(&par.scratch().packed_b));
+            let mut packed = packs_input(mg, positions, &filters[0]).then(|| lock(&par.scratch().packed_b));
             let product = match &mut packed {
                 Some(packed) => {
                     nn::pack_b(packed, mg, positions, kk, xn, false);

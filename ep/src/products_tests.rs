@@ -490,3 +490,96 @@ fn few_rows_by_a_packed_b_run_split_by_rows_in_place() {
         assert_eq!(chunks.first() == Some(&(32 * n)), by_rows, "packed {}: chunks {chunks:?}", packed_b.is_some());
     }
 }
+
+/// The unsplit GEMM convolution of one group (filters packed for `g`), as the kernels run
+/// it.
+#[allow(clippy::too_many_arguments)]
+fn unsplit_gemm_conv(
+    x: &[f32],
+    w: &[f32],
+    bias: &[f32],
+    (batch, in_c, out_c): (usize, usize, usize),
+    g: &conv::Window3d,
+    epilogue: &nn::Epilogue<'_>,
+) -> Vec<f32> {
+    let mut filters = Vec::new();
+    conv::pack_filters(w, in_c, out_c, 1, g, false, &mut filters);
+    let mut want = vec![0.0; batch * out_c * g.positions()];
+    let (mut col, mut scratch) = (Vec::new(), nn::GemmScratch::new());
+    let filters = Some(filters.as_slice());
+    conv::conv(x, w, Some(bias), batch, in_c, out_c, 1, g, &mut want, &mut col, &mut scratch, filters, epilogue);
+    want
+}
+
+/// 1x1 convolutions on the GEMM split by output channels, on both sides of the strips
+/// past which the tasks share one packing of the input (8- and 14-row strips), batches of
+/// 2 and 3, bias, Relu and a residual: the unsplit bits on the first Run and the next.
+#[test]
+fn pointwise_splits_around_the_shared_input_give_the_unsplit_bits() {
+    use conv::{window_geometry, Padding};
+    let (mut shared, mut own) = (0, 0);
+    // (batch, in_c, out_c, h, w)
+    for (batch, in_c, out_c, h, wd) in [
+        (2, 64, 32, 56, 56),
+        (2, 64, 33, 56, 56),
+        (2, 64, 40, 56, 56),
+        (3, 64, 56, 32, 32),
+        (2, 64, 57, 32, 32),
+        (2, 64, 70, 32, 32),
+        (2, 300, 200, 20, 20),
+        (2, 1024, 96, 17, 17),
+        (3, 37, 129, 17, 19),
+    ] {
+        let pads = Padding::Explicit([0; 6]);
+        let (g, _) = window_geometry([1, h, wd], [1; 3], [1; 3], [1; 3], pads, false).unwrap();
+        let positions = g.positions();
+        let (x, w, bias) = (values(batch * in_c * positions, 11), values(out_c * in_c, 12), values(out_c, 13));
+        let residual = values(batch * out_c * positions, 14);
+        let epilogue = nn::Epilogue {
+            act: Some(nn::Activation::Unary(rivet_kernels::UnaryOp::Relu)),
+            residual: Some(&residual),
+            ..nn::Epilogue::default()
+        };
+        let want = unsplit_gemm_conv(&x, &w, &bias, (batch, in_c, out_c), &g, &epilogue);
+        let mut filters = Vec::new();
+        conv::pack_filters(&w, in_c, out_c, 1, &g, false, &mut filters);
+        if packs_input(out_c, positions, &filters[0]) {
+            shared += 1;
+        } else {
+            own += 1;
+        }
+        let par = Serial::default();
+        for run in 0..2 {
+            let mut got = vec![f32::NAN; want.len()];
+            let packing = Some(Packing { key: 0, bf16: false });
+            convolution(&x, &w, Some(&bias), &[batch, in_c, h, wd], out_c, 1, &g, &mut got, &par, packing, &epilogue);
+            assert_eq!(differing(&got, &want), 0, "{batch}x{in_c}->{out_c} {h}x{wd} Run {run}");
+        }
+    }
+    if rivet_kernels::Level::detected() == rivet_kernels::Level::Avx512 {
+        assert!(shared >= 4 && own >= 2, "shared {shared}, own {own}");
+    }
+}
+
+/// A 1x1 convolution whose plane changes between Runs keeps the filters packed on the
+/// first: 16x21 takes AVX-512's 8x48 tile, 16x20 would take 14x32 as a new product, so
+/// the second Run leaves the input to the tasks (found by review: it had panicked on the
+/// tiles' mismatch).
+#[test]
+fn a_pointwise_split_on_another_plane_size_reuses_its_filters() {
+    use conv::{window_geometry, Padding};
+    let (batch, in_c, out_c) = (2, 64, 112);
+    let (w, bias) = (values(out_c * in_c, 2), values(out_c, 3));
+    let par = Serial::default();
+    for (h, wd) in [(16, 21), (16, 20), (16, 21)] {
+        let pads = Padding::Explicit([0; 6]);
+        let (g, _) = window_geometry([1, h, wd], [1; 3], [1; 3], [1; 3], pads, false).unwrap();
+        let x = values(batch * in_c * g.positions(), 1);
+        let epilogue = nn::Epilogue::default();
+        let want = unsplit_gemm_conv(&x, &w, &bias, (batch, in_c, out_c), &g, &epilogue);
+        let mut got = vec![f32::NAN; want.len()];
+        let packing = Some(Packing { key: 0, bf16: false });
+        convolution(&x, &w, Some(&bias), &[batch, in_c, h, wd], out_c, 1, &g, &mut got, &par, packing, &epilogue);
+        assert_eq!(differing(&got, &want), 0, "{h}x{wd}");
+    }
+}

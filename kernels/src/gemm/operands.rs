@@ -24,8 +24,8 @@ pub(super) fn keeps_a(job: &Job<'_>, nc_max: usize, parts: usize, mr: usize) -> 
 /// as the tile has rows, cost nothing measurable, even 4 KiB apart in one L1 set (k a
 /// multiple of 1024, more rows than the L1's ways). Kernel-only, B packed, AVX-512, one
 /// thread, GFLOP/s packed -> in place: 512³ 145 -> 171, 500x384x384 132 -> 167,
-/// 64x256x1024 116 -> 162, 512x512x1024 136 -> 169; through the plugin 512³ took 2,112
-/// -> 1,746 us (ORT 1,689). Packing had won before the view, when a strip was 14 row
+/// 64x256x1024 116 -> 162, 512x512x1024 136 -> 169; through the plugin 512³ took 2,089
+/// -> 1,764 us (ORT 1,704). Packing had won before the view, when a strip was 14 row
 /// slices, each bounds-checked every step.
 pub(super) fn reads_a_in_place(job: &Job<'_>) -> bool {
     job.packed_a.is_none() && !job.trans_a
