@@ -101,8 +101,8 @@ pub(crate) fn whole_plane(
         return false;
     }
     let (x, y) = (&x[..planes * plane], &mut y[..planes]);
+    let init = if pool == Pool::Max { f32::NEG_INFINITY } else { 0.0 };
     for (src, dst) in x.chunks(WHOLE_PLANE_LANES * plane).zip(y.chunks_mut(WHOLE_PLANE_LANES)) {
-        let init = if pool == Pool::Max { f32::NEG_INFINITY } else { 0.0 };
         let mut acc = [init; WHOLE_PLANE_LANES];
         for t in 0..plane {
             for (a, lane) in acc.iter_mut().zip(src.chunks_exact(plane)) {

@@ -202,7 +202,7 @@ impl<'a> Gemm<'a> {
             return true;
         }
         let level = arch::isa_at(self.packed_level().unwrap_or_else(Level::detected)).level();
-        self.packed_a.is_none() && !self.trans_a && matches!(level, Level::Avx2 | Level::Avx512)
+        operands::reads_a_in_place(self) && matches!(level, Level::Avx2 | Level::Avx512)
     }
 
     /// The kernel build of the packed operands (asserting they agree).

@@ -2,7 +2,7 @@
 //! (A) or block by block (B), or A packed once and kept for all of a product's column
 //! blocks. Every way gives the same sums in the same order, so the choice is speed alone.
 
-use super::Job;
+use super::{Gemm, Job};
 
 /// The most floats of A a product keeps packed for its later column blocks (16 MiB).
 const KEEP_A_MAX: usize = 1 << 22;
@@ -17,18 +17,19 @@ pub(super) fn keeps_a(job: &Job<'_>, nc_max: usize, parts: usize, mr: usize) -> 
     job.packed_a.is_none() && col_blocks > 1 && parts * job.k <= KEEP_A_MAX / mr
 }
 
-/// Whether the strips of `job`'s A (stored m×k, not packed already) are read where they
-/// are, on a build that can: always. Read through one strided view (`arch::rows`), a
-/// strip costs a few address additions a depth step where packing it costs a transposing
-/// copy (0.43 ns a float: 112 us for a 512x512 A), and its rows, as many streams into L1
+/// Whether the strips of `g`'s A (stored m×k, not packed already) are read where they
+/// are, on a build that can: always (the driver and [`Gemm::reads_a_in_place`] both ask
+/// here). Read through one strided view (`arch::rows`), a strip costs a few address
+/// additions a depth step where packing it costs a transposing copy (0.43 ns a float:
+/// 112 us for a 512x512 A), and its rows, as many streams into L1
 /// as the tile has rows, cost nothing measurable, even 4 KiB apart in one L1 set (k a
 /// multiple of 1024, more rows than the L1's ways). Kernel-only, B packed, AVX-512, one
 /// thread, GFLOP/s packed -> in place: 512³ 145 -> 171, 500x384x384 132 -> 167,
 /// 64x256x1024 116 -> 162, 512x512x1024 136 -> 169; through the plugin 512³ took 2,089
 /// -> 1,764 us (ORT 1,704). Packing had won before the view, when a strip was 14 row
 /// slices, each bounds-checked every step.
-pub(super) fn reads_a_in_place(job: &Job<'_>) -> bool {
-    job.packed_a.is_none() && !job.trans_a
+pub(super) fn reads_a_in_place(g: &Gemm<'_>) -> bool {
+    g.packed_a.is_none() && !g.trans_a
 }
 
 /// Whether `run` reads B's full panels where they are instead of packing them (for the
