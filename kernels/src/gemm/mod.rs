@@ -519,12 +519,18 @@ impl<const MR: usize> APanel<'_, MR> {
                 });
             }
             (APanel::Packed(a), BPanel::Rows { b, ld }) => {
+                let depth = a.len();
                 for (p, ar) in a.iter().enumerate() {
+                    prefetch_row_ahead::<NR>(b, ld, p, depth);
                     step(b_row(b, p * ld), &|r| ar[r]);
                 }
             }
             (APanel::Rows(rows), BPanel::Rows { b, ld }) => {
-                rows.each_depth::<USED>(|p, ar| step(b_row(b, p * ld), ar));
+                let depth = rows.depth();
+                rows.each_depth::<USED>(|p, ar| {
+                    prefetch_row_ahead::<NR>(b, ld, p, depth);
+                    step(b_row(b, p * ld), ar)
+                });
             }
         }
     }
@@ -542,6 +548,22 @@ fn prefetch_ahead<const NR: usize>(b: &[[f32; NR]], p: usize) {
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = (b, p);
+}
+
+/// Asks for row `p + PREFETCH_ROWS` of a B panel read where it is (row stride `ld`,
+/// `depth` rows) in L1, if the panel has it. Its rows are a row of B apart (a plane
+/// apart in a 1x1 convolution's input), too far for the hardware's stride prefetcher.
+/// One thread (Intel Xeon, AVX-512), kernel only, A packed, bias and Relu, us: 128 x 3136
+/// x 128 (a 1x1 convolution on 56x56) 852 -> 729, 256 x 784 x 256 728 -> 655, 64 x 3136 x
+/// 64 228 -> 205.
+#[inline(always)]
+fn prefetch_row_ahead<const NR: usize>(b: &[f32], ld: usize, p: usize, depth: usize) {
+    #[cfg(target_arch = "x86_64")]
+    if p + PREFETCH_ROWS < depth {
+        arch::mem::prefetch_l1(b_row::<NR>(b, (p + PREFETCH_ROWS) * ld));
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (b, ld, p, depth);
 }
 
 /// `b[at..at + NR]` as an array.
