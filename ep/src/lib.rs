@@ -34,4 +34,9 @@ mod winograd_conv;
 /// With `probe-allocator` (the probe cdylib), every heap allocation is counted.
 #[cfg(feature = "probe-allocator")]
 #[global_allocator]
-static ALLOCATOR: probe::CountingAllocator<std::alloc::System> = probe::CountingAllocator(std::alloc::System);
+static ALLOCATOR: probe::CountingAllocator<abi::pages::HugePages> = probe::CountingAllocator(abi::pages::HugePages);
+
+/// Large blocks on huge pages (`abi::pages`).
+#[cfg(not(feature = "probe-allocator"))]
+#[global_allocator]
+static ALLOCATOR: abi::pages::HugePages = abi::pages::HugePages;

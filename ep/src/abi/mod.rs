@@ -7,6 +7,7 @@ mod compute;
 mod control;
 mod ep;
 mod factory;
+pub mod pages;
 #[cfg(feature = "probe")]
 mod probe_exports;
 mod profiler;
