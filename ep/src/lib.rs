@@ -37,6 +37,6 @@ mod winograd_conv;
 static ALLOCATOR: probe::CountingAllocator<abi::pages::HugePages> = probe::CountingAllocator(abi::pages::HugePages);
 
 /// Large blocks on huge pages (`abi::pages`).
-#[cfg(not(feature = "probe-allocator"))]
+#[cfg(all(feature = "huge-pages", not(feature = "probe-allocator")))]
 #[global_allocator]
 static ALLOCATOR: abi::pages::HugePages = abi::pages::HugePages;

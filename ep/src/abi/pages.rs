@@ -5,96 +5,146 @@
 //! apart, one 4 KiB page a depth step, more pages than the data TLB holds; a classifier's
 //! weights are hundreds of megabytes. On Linux with transparent huge pages in `madvise`
 //! mode (the common default) memory stays on 4 KiB pages unless a program asks; this
-//! allocator asks for 2 MiB pages for every block of at least [`HUGE_MIN`] bytes: it
-//! aligns such a block to 2 MiB and marks its pages `MADV_HUGEPAGE` before anything
-//! touches them. The kernel backs them with huge pages where it can and with small ones
-//! where it cannot; the contents are the same either way. Smaller blocks, and every block
-//! on other systems (and under Miri), go to the system allocator as they are.
+//! allocator asks for 2 MiB pages for every block of at least [`HUGE_MIN`] bytes: such a
+//! block is a private anonymous mapping of its own, whole huge pages 2 MiB aligned,
+//! marked `MADV_HUGEPAGE` before anything touches it, and unmapped when freed. (Taking
+//! such blocks from the system allocator instead, found by review, advised pages of
+//! neighbouring mappings too, and reused heap memory already on small pages.) The kernel
+//! backs the pages with huge ones where it can and with small ones where it cannot; the
+//! contents are the same either way. Smaller blocks, and every block on other systems
+//! (and under Miri), go to the system allocator as they are.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 
 /// A huge page's size and alignment.
 const HUGE: usize = 2 << 20;
-/// The smallest block put on huge pages. A block of 1-2 MiB may take a whole huge page
-/// (at most 1 MiB more of memory for it), as a 128-channel 56x56 activation does.
+/// The smallest block put on huge pages. A block of 1-2 MiB takes a whole huge page (at
+/// most 1 MiB more of memory for it), as a 128-channel 56x56 activation does.
 const HUGE_MIN: usize = 1 << 20;
 
-#[cfg(target_os = "linux")]
-unsafe extern "C" {
-    fn madvise(addr: *mut std::ffi::c_void, len: usize, advice: std::ffi::c_int) -> std::ffi::c_int;
+#[cfg(all(target_os = "linux", not(miri)))]
+mod sys {
+    use std::ffi::{c_int, c_long, c_void};
+
+    unsafe extern "C" {
+        pub(super) fn mmap(
+            addr: *mut c_void,
+            len: usize,
+            prot: c_int,
+            flags: c_int,
+            fd: c_int,
+            off: c_long,
+        ) -> *mut c_void;
+        pub(super) fn munmap(addr: *mut c_void, len: usize) -> c_int;
+        pub(super) fn madvise(addr: *mut c_void, len: usize, advice: c_int) -> c_int;
+    }
+
+    // linux/mman.h (the values every Linux architecture Rust targets shares).
+    pub(super) const PROT_READ: c_int = 1;
+    pub(super) const PROT_WRITE: c_int = 2;
+    pub(super) const MAP_PRIVATE: c_int = 2;
+    pub(super) const MAP_ANONYMOUS: c_int = 0x20;
+    pub(super) const MADV_HUGEPAGE: c_int = 14;
 }
 
-/// `MADV_HUGEPAGE` (linux/mman.h).
-#[cfg(target_os = "linux")]
-const MADV_HUGEPAGE: std::ffi::c_int = 14;
-
-/// The system allocator, with blocks of at least [`HUGE_MIN`] bytes on huge pages
-/// (Linux; elsewhere the system allocator alone).
+/// The system allocator, with blocks of at least [`HUGE_MIN`] bytes mapped by themselves
+/// on huge pages (Linux; elsewhere the system allocator alone).
 pub struct HugePages;
 
-/// The layout a block of `layout` is allocated with: 2 MiB aligned when it is large (a
-/// function of `layout` alone, so a block is freed with the layout it was taken with).
-fn placed(layout: Layout) -> Layout {
-    if cfg!(all(target_os = "linux", not(miri))) && layout.size() >= HUGE_MIN {
-        Layout::from_size_align(layout.size(), layout.align().max(HUGE)).unwrap_or(layout)
-    } else {
-        layout
+/// Whether a block of `layout` is mapped by itself (a function of the layout alone, so a
+/// block is freed the way it was taken).
+fn mapped(layout: Layout) -> bool {
+    cfg!(all(target_os = "linux", not(miri))) && layout.size() >= HUGE_MIN && layout.align() <= HUGE
+}
+
+/// The bytes a mapped block of `size` bytes holds: whole huge pages, all its own.
+fn mapped_len(size: usize) -> usize {
+    size.next_multiple_of(HUGE)
+}
+
+/// A fresh mapping of `size` bytes rounded up to whole huge pages, 2 MiB aligned, zero,
+/// advised onto huge pages before anything touches it; null if the system has no room.
+fn map(size: usize) -> *mut u8 {
+    #[cfg(all(target_os = "linux", not(miri)))]
+    {
+        use sys::*;
+        let len = mapped_len(size);
+        let Some(span) = len.checked_add(HUGE) else { return std::ptr::null_mut() };
+        // SAFETY: a new private anonymous mapping: no address asked for, no file; the
+        // result is checked before use.
+        let at =
+            unsafe { mmap(std::ptr::null_mut(), span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) };
+        if at as isize == -1 {
+            return std::ptr::null_mut();
+        }
+        let start = at as usize;
+        let first = start.next_multiple_of(HUGE);
+        let (head, tail) = (first - start, span - (first - start) - len);
+        // SAFETY: the mapping's parts before `first` and after `first + len`, both inside
+        // the `span` bytes just mapped (page multiples: `start` and `HUGE` are), are
+        // unmapped; the part kept is `first..first + len`, which nothing else uses. The
+        // advice covers exactly that part and changes only how it is backed.
+        unsafe {
+            if head > 0 {
+                munmap(at, head);
+            }
+            if tail > 0 {
+                munmap((first + len) as *mut _, tail);
+            }
+            madvise(first as *mut _, len, MADV_HUGEPAGE);
+        }
+        first as *mut u8
+    }
+    #[cfg(not(all(target_os = "linux", not(miri))))]
+    {
+        let _ = size;
+        unreachable!("only Linux maps blocks")
     }
 }
 
-/// Asks for huge pages under a fresh block at `ptr` (2 MiB aligned, or null) of `size`
-/// bytes, before it is touched. A refusal (a kernel without transparent huge pages)
-/// leaves the block on small pages, which is all it can mean.
-fn advise(ptr: *mut u8, size: usize) {
-    #[cfg(target_os = "linux")]
-    if !ptr.is_null() {
-        // SAFETY: `ptr` starts a block of at least `size` bytes just taken from the system
-        // allocator, 2 MiB (so page) aligned. The advice covers the whole 2 MiB pages the
-        // block starts, which may reach past it into memory the system allocator keeps;
-        // it changes only how the pages are backed, never their contents.
-        unsafe { madvise(ptr.cast(), size.next_multiple_of(HUGE), MADV_HUGEPAGE) };
+/// Unmaps the block `ptr` of `size` bytes made by [`map`].
+fn unmap(ptr: *mut u8, size: usize) {
+    #[cfg(all(target_os = "linux", not(miri)))]
+    // SAFETY: `ptr` is a mapping of `mapped_len(size)` bytes made by `map` for a block of
+    // `size` bytes and not unmapped since (GlobalAlloc's contract on `dealloc`).
+    unsafe {
+        sys::munmap(ptr.cast(), mapped_len(size));
     }
-    #[cfg(not(target_os = "linux"))]
+    #[cfg(not(all(target_os = "linux", not(miri))))]
     let _ = (ptr, size);
 }
 
-// SAFETY: every block is taken from and returned to `System` with the same layout,
-// `placed(layout)` (of the caller's size, at least the caller's alignment); the advice
-// changes no memory's contents, and `alloc_zeroed` zeroes what it returns.
+// SAFETY: a block of a `mapped` layout is a mapping of its own, 2 MiB aligned (so at least
+// the layout's alignment), of at least its size, zero when made, and unmapped by
+// `dealloc` alone; every other block is the system allocator's, taken and returned with
+// the caller's layout.
 unsafe impl GlobalAlloc for HugePages {
     #[inline]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let placed = placed(layout);
-        // SAFETY: forwarded; `placed` is a valid layout of the same, non-zero size.
-        let ptr = unsafe { System.alloc(placed) };
-        if placed != layout {
-            advise(ptr, layout.size());
+        if mapped(layout) {
+            return map(layout.size());
         }
-        ptr
+        // SAFETY: forwarded as is.
+        unsafe { System.alloc(layout) }
     }
 
     #[inline]
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        let placed = placed(layout);
-        if placed == layout {
-            // SAFETY: forwarded as is.
-            return unsafe { System.alloc_zeroed(layout) };
+        if mapped(layout) {
+            // A fresh anonymous mapping is zero.
+            return map(layout.size());
         }
-        // The block is advised before the zeroing touches it.
-        // SAFETY: as in `alloc`.
-        let ptr = unsafe { System.alloc(placed) };
-        advise(ptr, layout.size());
-        if !ptr.is_null() {
-            // SAFETY: `ptr` holds `layout.size()` bytes.
-            unsafe { ptr.write_bytes(0, layout.size()) };
-        }
-        ptr
+        // SAFETY: forwarded as is.
+        unsafe { System.alloc_zeroed(layout) }
     }
 
     #[inline]
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: the block was taken with `placed(layout)`.
-        unsafe { System.dealloc(ptr, placed(layout)) }
+        if mapped(layout) {
+            return unmap(ptr, layout.size());
+        }
+        // SAFETY: forwarded as is: the block is the system allocator's.
+        unsafe { System.dealloc(ptr, layout) }
     }
 
     #[inline]
@@ -102,21 +152,22 @@ unsafe impl GlobalAlloc for HugePages {
         let Ok(new_layout) = Layout::from_size_align(new_size, layout.align()) else {
             return std::ptr::null_mut();
         };
-        if placed(layout) == layout && placed(new_layout) == new_layout {
-            // SAFETY: forwarded as is: neither block is placed.
-            return unsafe { System.realloc(ptr, layout, new_size) };
-        }
-        // A block placed before or after: a new one, the contents copied, the old freed.
-        // SAFETY: `new_layout` is valid and non-zero (GlobalAlloc's contract on
-        // `new_size`); `ptr` holds `layout.size()` bytes and the new block `new_size`;
-        // the old block is freed with the layout it was taken with.
-        unsafe {
-            let to = self.alloc(new_layout);
-            if !to.is_null() {
-                std::ptr::copy_nonoverlapping(ptr, to, layout.size().min(new_size));
-                self.dealloc(ptr, layout);
-            }
-            to
+        match (mapped(layout), mapped(new_layout)) {
+            // SAFETY: forwarded as is: both blocks are the system allocator's.
+            (false, false) => unsafe { System.realloc(ptr, layout, new_size) },
+            // Room to grow in place: a mapping's whole pages.
+            (true, true) if mapped_len(new_size) == mapped_len(layout.size()) => ptr,
+            // SAFETY: a new block; the contents both hold copied (`ptr` holds
+            // `layout.size()` bytes, the new block `new_size`); the old block freed the way
+            // it was taken, once the new one exists.
+            _ => unsafe {
+                let to = self.alloc(new_layout);
+                if !to.is_null() {
+                    std::ptr::copy_nonoverlapping(ptr, to, layout.size().min(new_size));
+                    self.dealloc(ptr, layout);
+                }
+                to
+            },
         }
     }
 }
@@ -145,35 +196,45 @@ mod tests {
         None
     }
 
+    /// Whether `p` starts a mapped block (2 MiB aligned) on this build.
+    fn huge_aligned(p: *mut u8) -> bool {
+        !cfg!(all(target_os = "linux", not(miri))) || (p as usize).is_multiple_of(HUGE)
+    }
+
     #[test]
     fn large_blocks_are_aligned_zeroed_and_keep_their_contents_when_resized() {
         let heap = HugePages;
-        let large = Layout::from_size_align(3 << 20, 4).unwrap();
-        let small = Layout::from_size_align(4096, 4).unwrap();
+        // SAFETY: called below on blocks of at least `n` bytes, all written or zero.
+        let bytes = |p: *const u8, n: usize| (0..n).map(move |i| unsafe { *p.add(i) });
+        let pattern = |i: usize| (i % 251) as u8;
         // SAFETY: each block is used within its size and freed once with its layout.
         unsafe {
-            // A large block dirtied and freed, then a zeroed one of its size: all zeros.
-            // (glibc hands this one fresh pages, so the zeroing is not what makes them
-            // zero here; the test pins the result, whichever does.)
-            let p = heap.alloc(large);
-            assert!(!p.is_null());
-            assert_eq!(p as usize % if cfg!(all(target_os = "linux", not(miri))) { HUGE } else { 4 }, 0);
-            p.write_bytes(0xAB, large.size());
-            heap.dealloc(p, large);
-            let z = heap.alloc_zeroed(large);
-            assert!(std::slice::from_raw_parts(z, large.size()).iter().all(|&b| b == 0));
-            heap.dealloc(z, large);
-            // Small -> large -> small keeps the bytes each size holds.
-            let s = heap.alloc(small);
+            // 1 MiB is large: mapped, aligned, zero.
+            let at_min = Layout::from_size_align(1 << 20, 4).unwrap();
+            let z = heap.alloc_zeroed(at_min);
+            assert!(huge_aligned(z) && bytes(z, at_min.size()).all(|b| b == 0));
+            heap.dealloc(z, at_min);
+            // Small -> 3 MiB -> 3.5 MiB (in place) -> 5 MiB -> 1000 bytes keeps every byte
+            // each size holds.
+            let small = Layout::from_size_align(4096, 4).unwrap();
+            let mut p = heap.alloc(small);
+            let mut layout = small;
             for i in 0..small.size() {
-                *s.add(i) = (i % 251) as u8;
+                *p.add(i) = pattern(i);
             }
-            let l = heap.realloc(s, small, large.size());
-            assert_eq!(l as usize % if cfg!(all(target_os = "linux", not(miri))) { HUGE } else { 4 }, 0);
-            assert!((0..small.size()).all(|i| *l.add(i) == (i % 251) as u8));
-            let back = heap.realloc(l, large, 100);
-            assert!((0..100).all(|i| *back.add(i) == (i % 251) as u8));
-            heap.dealloc(back, Layout::from_size_align(100, 4).unwrap());
+            for size in [3 << 20, 7 << 19, 5 << 20, 1000] {
+                let q = heap.realloc(p, layout, size);
+                assert!(!q.is_null());
+                let kept = layout.size().min(size);
+                assert!(bytes(q, kept).eq((0..kept).map(pattern)), "{} -> {size} bytes", layout.size());
+                assert!(size < HUGE_MIN || huge_aligned(q));
+                // Fill what is new, so the next step has every byte to keep.
+                for i in kept..size {
+                    *q.add(i) = pattern(i);
+                }
+                (p, layout) = (q, Layout::from_size_align(size, 4).unwrap());
+            }
+            heap.dealloc(p, layout);
         }
     }
 

@@ -536,7 +536,8 @@ impl<const MR: usize> APanel<'_, MR> {
     }
 }
 
-/// How many rows of a packed B panel ahead of the one in use the kernels ask for in L1.
+/// How many rows of a B panel (packed, or read in place) ahead of the one in use the
+/// kernels ask for in L1.
 const PREFETCH_ROWS: usize = 8;
 
 /// Asks for row `p + PREFETCH_ROWS` of a packed B panel in L1, if the panel has it.
@@ -560,7 +561,11 @@ fn prefetch_ahead<const NR: usize>(b: &[[f32; NR]], p: usize) {
 fn prefetch_row_ahead<const NR: usize>(b: &[f32], ld: usize, p: usize, depth: usize) {
     #[cfg(target_arch = "x86_64")]
     if p + PREFETCH_ROWS < depth {
-        arch::mem::prefetch_l1(b_row::<NR>(b, (p + PREFETCH_ROWS) * ld));
+        // Each 16 floats' line from the first, and the last float's (a row 64-byte
+        // unaligned spans one line more).
+        let row = b_row::<NR>(b, (p + PREFETCH_ROWS) * ld);
+        arch::mem::prefetch_l1(row);
+        arch::mem::prefetch_l1::<1>(row[NR - 1..].try_into().expect("1 element"));
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = (b, ld, p, depth);
