@@ -312,6 +312,71 @@ impl<'a> Reach16<'a> {
     }
 }
 
+/// `R` rows of `width` floats, `stride` apart in one slice, read 16 columns at a time and
+/// merged by Max, checked once when it is made: a pool's inner loop takes the column
+/// maxima of a window's rows with one check a vector, not one a row.
+pub(crate) struct RowStack<'a, const R: usize> {
+    x: &'a [f32],
+    stride: usize,
+    width: usize,
+}
+
+impl<'a, const R: usize> RowStack<'a, R> {
+    /// `None` unless `R` is at least 1 and `x` holds the `R` rows: `(R - 1) stride + width`.
+    #[inline]
+    pub(crate) fn new(x: &'a [f32], stride: usize, width: usize) -> Option<Self> {
+        let end = (R.checked_sub(1)?).checked_mul(stride)?.checked_add(width)?;
+        (end <= x.len()).then_some(RowStack { x, stride, width })
+    }
+
+    /// `max(row R - 1, ... max(row 1, row 0))` of columns `at..at + 16` (`vmaxps`, so a
+    /// NaN or the sign of a tied zero need not be the rows' order's), and the lanes where
+    /// any row is in the `fpclass` classes `CLASS`; panics past the width.
+    #[target_feature(enable = "avx512f,avx512dq")]
+    #[inline]
+    pub(crate) fn max<const CLASS: i32>(&self, at: usize) -> (__m512, u16) {
+        assert!(at.checked_add(16).is_some_and(|end| end <= self.width), "columns past the row");
+        let base = self.x.as_ptr().wrapping_add(at);
+        // SAFETY: row 0's columns at..at + 16 are x[at..][..16], inside `x` because `new`
+        // checked (R - 1) stride + width <= x.len() and at + 16 <= width (above); no
+        // alignment requirement.
+        let mut acc = unsafe { _mm512_loadu_ps(base) };
+        let mut class = _mm512_fpclass_ps_mask::<CLASS>(acc);
+        for r in 1..R {
+            // SAFETY: as above, for row r < R, at x[r stride + at..][..16].
+            let v = unsafe { _mm512_loadu_ps(base.add(r * self.stride)) };
+            class |= _mm512_fpclass_ps_mask::<CLASS>(v);
+            acc = _mm512_max_ps(v, acc);
+        }
+        (acc, class)
+    }
+
+    /// [`RowStack::max`] of `reads`' vector `v` (its tap 0, `fill` in the lanes masked
+    /// off, which are not classed); panics unless the reads are within the rows' width.
+    #[target_feature(enable = "avx512f,avx512dq")]
+    #[inline]
+    pub(crate) fn max_masked<const CLASS: i32>(&self, reads: &MaskedTaps<'_>, v: usize, fill: __m512) -> (__m512, u16) {
+        assert!(reads.len <= self.width && v < reads.vectors, "reads past the rows");
+        let mask = reads.masks[v * reads.offsets.len()];
+        if mask == 0 {
+            return (fill, 0);
+        }
+        let base = self.x.as_ptr().wrapping_offset((16 * v) as isize + reads.offsets[0]);
+        // SAFETY: `MaskedTaps::new` checked that this mask's lanes read inside 0..len of
+        // row 0, len <= width (above), and row 0's 0..width is inside `x` (`new`);
+        // masked-off lanes are not read and cannot fault.
+        let mut acc = unsafe { _mm512_mask_loadu_ps(fill, mask, base) };
+        let mut class = _mm512_mask_fpclass_ps_mask::<CLASS>(mask, acc);
+        for r in 1..R {
+            // SAFETY: as above, for row r < R, `r stride` further on.
+            let v = unsafe { _mm512_mask_loadu_ps(fill, mask, base.wrapping_add(r * self.stride)) };
+            class |= _mm512_mask_fpclass_ps_mask::<CLASS>(mask, v);
+            acc = _mm512_max_ps(v, acc);
+        }
+        (acc, class)
+    }
+}
+
 /// Stores the low `n` (at most 16) lanes of `v` to the first `n` floats of `x`.
 #[target_feature(enable = "avx512f")]
 #[inline]

@@ -393,3 +393,102 @@ fn small_integer_max_pools_are_the_integer_maximum_of_their_windows() {
         assert_eq!(got, want, "i8 side {side} k {k} stride {stride}");
     }
 }
+
+/// Clean test values: no NaN and no zero of either sign.
+#[cfg(target_arch = "x86_64")]
+fn clean_values(n: usize, seed: u64) -> Vec<f32> {
+    values(n, seed).into_iter().map(|v| if v == 0.0 || v.is_nan() { 0.25 } else { v }).collect()
+}
+
+/// Max windows of width stride 2 with 2 or 3 taps and up to 3 rows take the AVX-512
+/// build's columns-first path, which merges a window's taps in another order than
+/// (h, w): on planes with no NaN and no -0 it gives the definition's bits and leaves no
+/// plane to the in-order paths. Rectangular planes of 1 to 3 chunks a row, the first
+/// vector masked by the padding or not, ceil mode, row dilation and row strides 1 to 3.
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn stride_2_max_windows_columns_first_give_the_definitions_bits() {
+    use super::x86::{columns::Columns, PLANES_IN_ORDER};
+    let mut taken = 0;
+    for (in_h, in_w) in [(5, 9), (13, 13), (27, 40), (9, 70)] {
+        for (kh, kw, sh, dh) in (1..=3).flat_map(|kh| {
+            (2..=3).flat_map(move |kw| (1..=3).flat_map(move |sh| (1..=2).map(move |dh| (kh, kw, sh, dh))))
+        }) {
+            for (pt, pl, extra) in (0..kh).flat_map(|pt| (0..kw).flat_map(move |pl| (0..2).map(move |e| (pt, pl, e)))) {
+                let span = (kh - 1) * dh + 1;
+                if in_h + 2 * pt < span {
+                    continue;
+                }
+                let g = Window3d {
+                    input: [1, in_h, in_w],
+                    out: [1, (in_h + 2 * pt - span) / sh + 1 + extra, (in_w + 2 * pl - kw) / 2 + 1 + extra],
+                    kernel: [1, kh, kw],
+                    stride: [1, sh, 2],
+                    dilation: [1, dh, 1],
+                    pad_begin: [0, pt, pl],
+                };
+                assert!(Columns::new(&g).is_some(), "{g:?}");
+                let pad_end = [0, pt + extra * sh, pl + extra * 2];
+                let x = clean_values(3 * g.plane(), (in_w + kh * 5 + kw * 3 + sh) as u64);
+                let mut want = vec![0.0; 3 * g.positions()];
+                reference(&x, 3, &g, Pool::Max, pad_end, &mut want);
+                for level in Level::supported() {
+                    let mut got = vec![f32::NAN; 3 * g.positions()];
+                    PLANES_IN_ORDER.with(|n| n.set(0));
+                    pool_at(level, &x, 3, &g, Pool::Max, pad_end, &mut got);
+                    assert!(same_bits(&got, &want), "{level:?} {g:?}: {got:?} != {want:?}");
+                    assert_eq!(PLANES_IN_ORDER.with(|n| n.get()), 0, "{g:?}");
+                }
+                taken += 1;
+            }
+        }
+    }
+    assert!(taken > 500, "{taken}");
+}
+
+/// A NaN or a -0 anywhere a window reads (a -0 can tie a +0, whose first in (h, w) order
+/// must win) leaves that plane, and only it, to the in-order paths, with the definition's
+/// bits; at every position of planes whose rows have 1 to 3 chunks, padded or not.
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn a_nan_or_a_negative_zero_a_window_reads_leaves_its_plane_to_the_in_order_paths() {
+    use super::x86::PLANES_IN_ORDER;
+    if !Level::supported().contains(&Level::Avx512) {
+        return;
+    }
+    let mut checked = 0;
+    for (len, k, pad, extra) in
+        [(13, 3, 0, 0), (13, 3, 1, 1), (14, 2, 0, 0), (15, 2, 0, 1), (37, 3, 1, 0), (40, 3, 0, 1)]
+    {
+        let g = Window3d::cube(2, len, k, 2, 1, pad, extra).unwrap();
+        let pad_end = [0, pad + 2 * extra, pad + 2 * extra];
+        let mut read = vec![false; g.plane()];
+        for o in outputs(&g) {
+            for t in taps(&g) {
+                if let Some(at) = g.tap(o, t) {
+                    read[at] = true;
+                }
+            }
+        }
+        let clean = clean_values(3 * g.plane(), len as u64);
+        for at in (0..g.plane()).filter(|&at| read[at]) {
+            for v in [f32::NAN, -0.0] {
+                // A +0 beside the -0, so that a tie between them decides some windows.
+                let mut x = clean.clone();
+                x[g.plane() + at] = v;
+                if let Some(z) = x.get_mut(g.plane() + at + len - 1).filter(|_| at + len - 1 < g.plane()) {
+                    *z = 0.0;
+                }
+                let mut want = vec![0.0; 3 * g.positions()];
+                reference(&x, 3, &g, Pool::Max, pad_end, &mut want);
+                let mut got = vec![f32::NAN; 3 * g.positions()];
+                PLANES_IN_ORDER.with(|n| n.set(0));
+                pool_at(Level::Avx512, &x, 3, &g, Pool::Max, pad_end, &mut got);
+                assert!(same_bits(&got, &want), "{g:?} {v} at {at}");
+                assert_eq!(PLANES_IN_ORDER.with(|n| n.get()), 1, "{g:?} {v} at {at}");
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked > 1000, "{checked}");
+}

@@ -1,11 +1,15 @@
 //! The AVX-512 build of the float pools: safe `#[target_feature]` functions that
 //! `arch::dispatch` calls once an `Isa` proves the features; loads and stores go through
-//! `arch::mem`'s slice-taking helpers. Three paths, all reading the input in place:
+//! `arch::mem`'s slice-taking helpers. Four paths, all reading the input in place:
 //!
+//! - [`Columns`]: Max windows of width stride 2 with 2 or 3 taps and up to 3 rows (the
+//!   CNNs' 3x3/2 and 2x2/2 pools). Each output row's window rows are merged column by
+//!   column first and the width taps then taken from lanes of those vectors; a plane with
+//!   a NaN or a -0, whose tap order would show in the bits, runs on the other paths.
 //! - [`same_size`]: stride-1 2-D windows whose output is the input's size ("same" pools).
 //!   A plane runs as one flat row of outputs, 16 at a time, each tap one masked load at an
 //!   offset shared by all outputs, so a 7x7 plane is 4 vectors, not 7 part-empty rows.
-//! - [`max_rows`]: Max windows of width stride 1 or 2 on larger planes. Each input row's
+//! - [`max_rows`]: other Max windows of width stride 1 or 2 on larger planes. Each input row's
 //!   width maxima are taken once and then each output row's rows merged (a 3x3 window of
 //!   stride 2 read its rows 1.5 times, and its width taps as one permute each); at width
 //!   stride 2 with 2 or 3 taps a chunk's 32 positions are loaded once and split into even
@@ -17,8 +21,8 @@
 //!   outside the input row.
 //!
 //! The identities change nothing: `max(acc, -inf)` keeps `acc`, and `acc + 0.0` is `acc`
-//! bit for bit because a sum that starts at +0 is never -0. Every output takes its taps in
-//! (h, w) order from the identity, so it has the bits of the tap-by-tap definition:
+//! bit for bit because a sum that starts at +0 is never -0. Every output of the last
+//! three paths takes its taps in (h, w) order from the identity, so it has the bits of the tap-by-tap definition:
 //! Average's sum in tap order over its exact count, Max's largest tap with ties kept by the
 //! earlier (`vmaxps(v, acc)` is `v > acc ? v : acc`; the sign of a zero shows which). A
 //! NaN wins a Max window: a plane is scanned for NaNs first, and only a plane with one
@@ -26,9 +30,12 @@
 
 use std::arch::x86_64::*;
 
+pub(super) mod columns;
+
 use super::{average_count, taps_in_range, Pool};
 use crate::arch::mem::{load16, store16, store_first, MaskedTaps};
 use crate::conv::Window3d;
+use columns::Columns;
 
 /// How taps merge: Max without and with NaNs in the plane, Average over the taps in range
 /// or (`same_size` with `count_pad`) over all of them.
@@ -46,6 +53,34 @@ fn first_lanes(n: usize) -> u16 {
 /// See [`super::pool`]. Windows neither path takes run the portable rows.
 #[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
 pub(crate) fn pool_avx512(x: &[f32], planes: usize, g: &Window3d, pool: Pool, pad_end: [usize; 3], y: &mut [f32]) {
+    if let Some(columns) = (pool == Pool::Max).then(|| Columns::new(g)).flatten() {
+        // Plane by plane where a NaN or a -0 shows the taps' order.
+        let (plane, positions) = (g.plane(), g.positions());
+        let mut p = 0;
+        while p < planes {
+            p += columns.planes(&x[p * plane..planes * plane], planes - p, &mut y[p * positions..]);
+            if p < planes {
+                let (src, dst) = (&x[p * plane..][..plane], &mut y[p * positions..][..positions]);
+                in_order(src, 1, g, pool, pad_end, dst);
+                #[cfg(test)]
+                PLANES_IN_ORDER.with(|n| n.set(n.get() + 1));
+                p += 1;
+            }
+        }
+        return;
+    }
+    in_order(x, planes, g, pool, pad_end, y)
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Planes [`Columns`] took and left to [`in_order`] (a NaN or a -0), on this thread.
+    pub(crate) static PLANES_IN_ORDER: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// [`pool_avx512`] with every output's taps merged in (h, w) order.
+#[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
+fn in_order(x: &[f32], planes: usize, g: &Window3d, pool: Pool, pad_end: [usize; 3], y: &mut [f32]) {
     let done = same_size(x, planes, g, pool, pad_end, y)
         || (pool == Pool::Max && max_rows(x, planes, g, y))
         || rows(x, planes, g, pool, pad_end, y);
