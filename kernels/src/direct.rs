@@ -492,18 +492,21 @@ pub(crate) mod tests {
         check(8, 16, 1, [17, 33], [3, 3], [1, 2], 1, [0, 1, 0, 0], true);
     }
 
-    /// A lone Relu or Clip on wide tiles is applied in the registers before the store:
-    /// the bits of the conv followed by the activation's own pass, NaN and -0 included
-    /// (a NaN input; a Clip whose lower bound is -0).
+    /// A lone Relu or Clip is applied in the registers before the store, on the wide
+    /// tiles (3 input channels) and on the narrow ones (16, a depth of 144; 40 output
+    /// channels, the last block part-full): the bits of the conv followed by the
+    /// activation's own pass, NaN and -0 included (a NaN input; a Clip whose lower bound
+    /// is -0).
     #[test]
-    fn wide_tiles_clamp_in_registers_as_the_activation_would() {
+    fn tiles_clamp_in_registers_as_the_activation_would() {
         if Level::detected() != Level::Avx512 {
             return;
         }
-        for (stride, pad) in [(2, 1), (1, 0), (2, 0)] {
+        for (stride, pad, cg, mg) in [(2, 1, 3, 24), (1, 0, 3, 24), (2, 0, 3, 24), (1, 1, 16, 40), (2, 1, 16, 40)] {
             let pads = Padding::Explicit([0, pad, pad, 0, pad, pad]);
             let (g, _) = window_geometry([1, 20, 45], [1, 3, 3], [1, stride, stride], [1, 1, 1], pads, false).unwrap();
-            let (cg, mg, kk) = (3, 24, 27);
+            assert_eq!(wide_tiles(&g, cg), cg == 3);
+            let kk = cg * 9;
             let mut x = values(cg * g.plane(), 5);
             x[7 * 45 + 9] = f32::NAN;
             let w = values(mg * kk, 6);

@@ -359,18 +359,23 @@ fn finish<const R: usize, const NB: usize>(
         }
         return;
     }
-    // The tile as [output][channel], its epilogue, then transposed into y's rows.
+    // The tile as [output][channel], its epilogue, then transposed into y's rows. A
+    // Relu or Clip alone is applied in the registers: as a call on the tile's few vectors
+    // it cost about 60 ns a tile (16->64 channels of 3x3 on 55x55 with Relu, kernel only:
+    // 390 us against 328 without it).
+    let clamp = register_clamp(d);
     let mut t = [[[0.0f32; BLOCK]; NB]; R];
     for (tr, ar) in t.iter_mut().zip(acc) {
         for (i, (ti, &a)) in tr.iter_mut().zip(ar).enumerate() {
-            store16(ti, if let Some(b) = bias { _mm512_add_ps(a, b[i]) } else { a });
+            let v = if let Some(b) = bias { _mm512_add_ps(a, b[i]) } else { a };
+            store16(ti, clamp.map_or(v, |(lo, hi)| clip(v, lo, hi)));
         }
     }
     let lanes = (NB * BLOCK).min(ch.len());
     let ep = &d.epilogue;
     debug_assert!(ep.scale.is_none(), "the direct convolution takes no scale");
     let flat = t.as_flattened_mut().as_flattened_mut();
-    if let Some(act) = &ep.act {
+    if let (Some(act), None) = (&ep.act, clamp) {
         act.apply(Level::Avx512, flat);
     }
     if let Some(res) = ep.residual {
@@ -475,7 +480,7 @@ fn wide_rows<const S: usize, const SPLIT: bool>(d: &Direct<'_>, geo: &Geo, ch: R
     wide_epilogue(d, geo, &ch, pending, &mut y);
 }
 
-/// The epilogue as bounds the wide tiles apply in their registers before they store: a
+/// The epilogue as bounds the tiles apply in their registers before they store: a
 /// lone Relu (`x < 0 ? 0 : x`, which is Clip to `[0, inf]` bit for bit, NaN and -0
 /// included) or Clip, with no residual. `None` for any other epilogue, applied after the
 /// stores. (A stem's Relu as a pass over the stored rows: 3->64 channels of 3x3 on
@@ -490,6 +495,15 @@ fn register_clamp(d: &Direct<'_>) -> Option<(f32, f32)> {
         Activation::Clip { min, max } => Some((min, max)),
         _ => None,
     }
+}
+
+/// As `Activation::Clip`: below `lo` is `lo`, then above `hi` is `hi`; NaN passes.
+#[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
+#[inline]
+fn clip(v: __m512, lo: f32, hi: f32) -> __m512 {
+    let (lo, hi) = (_mm512_set1_ps(lo), _mm512_set1_ps(hi));
+    let v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask::<_CMP_LT_OQ>(v, lo), lo);
+    _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask::<_CMP_GT_OQ>(v, hi), hi)
 }
 
 /// Positions a run of the wide tiles' epilogue gathers before it is applied (16 channels
@@ -585,10 +599,7 @@ fn store_tile<const V: usize, const C: usize>(
             }
             let mut v = if d.bias.is_some() { _mm512_add_ps(a, _mm512_set1_ps(bias[first + j])) } else { a };
             if let Some((lo, hi)) = clamp {
-                // As `Activation::Clip`: below lo is lo, then above hi is hi; NaN passes.
-                let (lo, hi) = (_mm512_set1_ps(lo), _mm512_set1_ps(hi));
-                v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask::<_CMP_LT_OQ>(v, lo), lo);
-                v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask::<_CMP_GT_OQ>(v, hi), hi);
+                v = clip(v, lo, hi);
             }
             let out = y.at(geo.positions, first + j, pos + 16 * q, m);
             if m == 16 {
