@@ -492,3 +492,33 @@ fn a_nan_or_a_negative_zero_a_window_reads_leaves_its_plane_to_the_in_order_path
     }
     assert!(checked > 1000, "{checked}");
 }
+
+/// Fewer planes in x or y than asked for pool those they hold and leave the rest, at every
+/// level, as the in-order paths always did (found by review: the columns-first path
+/// sliced x past its end); a row dilation of 0 is refused by that path, not divided by.
+#[test]
+fn short_inputs_pool_the_planes_they_hold() {
+    let g = Window3d {
+        input: [1, 9, 20],
+        out: [1, 4, 10],
+        kernel: [1, 3, 3],
+        stride: [1, 2, 2],
+        dilation: [1; 3],
+        pad_begin: [0; 3],
+    };
+    let x = values(2 * g.plane() + 7, 3);
+    let mut want = vec![0.5; 3 * g.positions()];
+    reference(&x, 2, &g, Pool::Max, [0; 3], &mut want);
+    for level in Level::supported() {
+        let mut got = vec![0.5; 3 * g.positions()];
+        pool_at(level, &x, 3, &g, Pool::Max, [0; 3], &mut got);
+        assert!(same_bits(&got, &want), "{level:?}");
+        let mut short = vec![0.5; g.positions() + 3];
+        pool_at(level, &x, 3, &g, Pool::Max, [0; 3], &mut short);
+        assert!(same_bits(&short[..g.positions()], &want[..g.positions()]), "{level:?}");
+    }
+    #[cfg(target_arch = "x86_64")]
+    for dilation in [[1, 0, 1], [0, 1, 1]] {
+        assert!(super::x86::columns::Columns::new(&Window3d { dilation, ..g }).is_none());
+    }
+}

@@ -54,8 +54,10 @@ fn first_lanes(n: usize) -> u16 {
 #[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
 pub(crate) fn pool_avx512(x: &[f32], planes: usize, g: &Window3d, pool: Pool, pad_end: [usize; 3], y: &mut [f32]) {
     if let Some(columns) = (pool == Pool::Max).then(|| Columns::new(g)).flatten() {
-        // Plane by plane where a NaN or a -0 shows the taps' order.
+        // Plane by plane where a NaN or a -0 shows the taps' order; as many planes as x
+        // and y hold, as the other paths take (`Columns` takes no empty plane).
         let (plane, positions) = (g.plane(), g.positions());
+        let planes = planes.min(x.len() / plane).min(y.len() / positions);
         let mut p = 0;
         while p < planes {
             p += columns.planes(&x[p * plane..planes * plane], planes - p, &mut y[p * positions..]);

@@ -63,7 +63,9 @@ impl Columns {
     pub(crate) fn new(g: &Window3d) -> Option<Columns> {
         let ([in_d, in_h, in_w], [out_d, out_h, out_w]) = (g.input, g.out);
         let ([kd, kh, kw], [_, sh, sw], [_, dh, dw], pad) = (g.kernel, g.stride, g.dilation, g.pad_begin[2]);
-        let two_d = in_d == 1 && out_d == 1 && kd == 1 && taps_in_range(g, 0, 0) == (0..1);
+        // A dilation of 0 (which the ops refuse) would divide by zero in `taps_in_range`.
+        let two_d =
+            in_d == 1 && out_d == 1 && kd == 1 && g.dilation.iter().all(|&d| d > 0) && taps_in_range(g, 0, 0) == (0..1);
         let fits = two_d && sw == 2 && matches!(kw, 2 | 3) && dw == 1 && (1..=3).contains(&kh) && pad < 16;
         let sizes = in_h > 0 && in_w > 0 && out_h > 0 && out_w > 0 && in_w < 1 << 24 && in_h < 1 << 24;
         if !fits || !sizes || out_w.div_ceil(16) > MAX_CHUNKS || out_h > MAX_OUT_ROWS || dh >= 1 << 24 {
