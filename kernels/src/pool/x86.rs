@@ -2,8 +2,8 @@
 //! `arch::dispatch` calls once an `Isa` proves the features; loads and stores go through
 //! `arch::mem`'s slice-taking helpers. Four paths, all reading the input in place:
 //!
-//! - [`Columns`]: Max windows of width stride 2 with 2 or 3 taps and up to 3 rows (the
-//!   CNNs' 3x3/2 and 2x2/2 pools). Each output row's window rows are merged column by
+//! - [`Columns`]: Max windows of width stride 2, or 1 on rows of 16 outputs or more, with
+//!   2 or 3 taps and up to 3 rows (the CNNs' 3x3/2, 2x2/2 and 3x3/1 pools). Each output row's window rows are merged column by
 //!   column first and the width taps then taken from lanes of those vectors; a plane with
 //!   a NaN or a -0, whose tap order would show in the bits, runs on the other paths.
 //! - [`same_size`]: stride-1 2-D windows whose output is the input's size ("same" pools).

@@ -1,4 +1,4 @@
-//! [`Columns`]: Max windows of width stride 2 and 2 or 3 taps, columns first.
+//! [`Columns`]: Max windows of width stride 1 or 2 and 2 or 3 taps, columns first.
 
 use std::arch::x86_64::*;
 
@@ -25,17 +25,19 @@ struct Rows {
     count: u8,
 }
 
-/// Max windows of 2-D planes, width stride 2 with 2 or 3 undilated taps and up to 3 rows
-/// (the 3x3/2 and 2x2/2 pools of the CNNs): for each output row, the maximum of its
-/// in-range input rows is taken column by column, 16 columns a vector, and the width
-/// taps are then the even and odd lanes of pairs of those vectors (and the even ones
-/// moved down a lane for a third tap). Per 16 outputs of a 3x3/2 window: 6 loads, 2
+/// Max windows of 2-D planes, width stride 1 or 2 with 2 or 3 undilated taps and up to 3
+/// rows (the 3x3/2, 2x2/2 and 3x3/1 pools of the CNNs): for each output row, the maximum
+/// of its in-range input rows is taken column by column, 16 columns a vector, and the
+/// width taps are then, at stride 2, the even and odd lanes of pairs of those vectors
+/// (and the even ones moved down a lane for a third tap), at stride 1 a vector and the
+/// next one shifted down 1 and 2 lanes. Per 16 outputs of a 3x3/2 window: 6 loads, 2
 /// permutes, a lane shift and 6 maxes, nothing stored between the two steps.
 /// `max_rows` took each input row's width maxima first (a permute per row), stored them
 /// and then merged the rows'. Kernel only (`pool_bench`), us: 256 planes of 27x27
 /// 50.6 -> 31; 128 of 55x55 70 -> 51; 480 of 27x27 97 -> 54-60; 2x2/2 on 512 of 28x28
 /// 103 -> 59, of 14x14 50 -> 23. Planes past L2 (64 of 112x112) stay bound by memory:
-/// 149-170 -> 137.
+/// 149-170 -> 137. Stride 1 (3x3, `same_size` before): 256 planes of 27x27 100 -> 65,
+/// 64 of 112x112 540 -> 220.
 ///
 /// The maximum is of the same taps in another order, so the bits are the (h, w) order's
 /// unless the order shows: a NaN must win, and of +0 and -0 the first must. Every element
@@ -56,6 +58,7 @@ pub(crate) struct Columns {
     out_w: usize,
     dh: usize,
     kw: usize,
+    sw: usize,
 }
 
 impl Columns {
@@ -66,12 +69,16 @@ impl Columns {
         // A dilation of 0 (which the ops refuse) would divide by zero in `taps_in_range`.
         let two_d =
             in_d == 1 && out_d == 1 && kd == 1 && g.dilation.iter().all(|&d| d > 0) && taps_in_range(g, 0, 0) == (0..1);
-        let fits = two_d && sw == 2 && matches!(kw, 2 | 3) && dw == 1 && (1..=3).contains(&kh) && pad < 16;
+        // Width stride 1 on rows of 16 outputs or more: on smaller planes a row's
+        // overhead outweighs the loads saved, and `same_size` runs a plane as one flat row
+        // (1024 planes of 7x7, 3x3/1: 35.5 us there, 44.7 here; 512 of 13x13 48.6 and 42.4).
+        let strides = sw == 2 || (sw == 1 && out_w >= 16);
+        let fits = two_d && strides && matches!(kw, 2 | 3) && dw == 1 && (1..=3).contains(&kh) && pad < 16;
         let sizes = in_h > 0 && in_w > 0 && out_h > 0 && out_w > 0 && in_w < 1 << 24 && in_h < 1 << 24;
         if !fits || !sizes || out_w.div_ceil(16) > MAX_CHUNKS || out_h > MAX_OUT_ROWS || dh >= 1 << 24 {
             return None;
         }
-        let vectors = 2 * out_w.div_ceil(16) + 1;
+        let vectors = sw * out_w.div_ceil(16) + 1;
         let mut masks = [0u16; COLUMN_VECTORS];
         // Vector i of an input row holds its columns 16 i - pad + lane (the padded row's
         // positions 16 i..), the identity outside the row.
@@ -102,6 +109,7 @@ impl Columns {
             out_w,
             dh,
             kw,
+            sw,
         };
         c.reads()?;
         Some(c)
@@ -109,7 +117,7 @@ impl Columns {
 
     /// The masked reads of a row, checked.
     fn reads(&self) -> Option<MaskedTaps<'_>> {
-        MaskedTaps::new(self.in_w, &self.offset, &self.masks[..2 * self.out_w.div_ceil(16) + 1])
+        MaskedTaps::new(self.in_w, &self.offset, &self.masks[..self.sw * self.out_w.div_ceil(16) + 1])
     }
 
     /// Pools planes of `x` into `y` until one with a NaN or a -0; returns how many it
@@ -119,9 +127,11 @@ impl Columns {
         let Some(reads) = self.reads() else { return 0 };
         let (plane, positions) = (self.plane, self.out_h * self.out_w);
         for (p, (src, dst)) in x.chunks_exact(plane).zip(y.chunks_exact_mut(positions)).take(planes).enumerate() {
-            let shows = match self.kw {
-                2 => self.plane::<2>(&reads, src, dst),
-                _ => self.plane::<3>(&reads, src, dst),
+            let shows = match (self.kw, self.sw) {
+                (2, 1) => self.plane::<2, 1>(&reads, src, dst),
+                (_, 1) => self.plane::<3, 1>(&reads, src, dst),
+                (2, _) => self.plane::<2, 2>(&reads, src, dst),
+                _ => self.plane::<3, 2>(&reads, src, dst),
             };
             if shows {
                 return p;
@@ -134,7 +144,7 @@ impl Columns {
     /// definition's).
     #[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
     #[inline]
-    fn plane<const K: usize>(&self, reads: &MaskedTaps<'_>, src: &[f32], dst: &mut [f32]) -> bool {
+    fn plane<const K: usize, const S: usize>(&self, reads: &MaskedTaps<'_>, src: &[f32], dst: &mut [f32]) -> bool {
         let mut shows = 0u16;
         let (in_w, out_w, dh) = (self.in_w, self.out_w, self.dh);
         for (w, out) in self.windows[..self.out_h].iter().zip(dst.chunks_exact_mut(out_w)) {
@@ -142,9 +152,9 @@ impl Columns {
             const IN_PLANE: &str = "a window's rows are in its plane";
             let rows = &src[w.first as usize * in_w..];
             shows |= match w.count {
-                1 => self.row::<K, 1>(reads, &RowStack::new(rows, dh * in_w, in_w).expect(IN_PLANE), out),
-                2 => self.row::<K, 2>(reads, &RowStack::new(rows, dh * in_w, in_w).expect(IN_PLANE), out),
-                3 => self.row::<K, 3>(reads, &RowStack::new(rows, dh * in_w, in_w).expect(IN_PLANE), out),
+                1 => self.row::<K, S, 1>(reads, &RowStack::new(rows, dh * in_w, in_w).expect(IN_PLANE), out),
+                2 => self.row::<K, S, 2>(reads, &RowStack::new(rows, dh * in_w, in_w).expect(IN_PLANE), out),
+                3 => self.row::<K, S, 3>(reads, &RowStack::new(rows, dh * in_w, in_w).expect(IN_PLANE), out),
                 _ => {
                     // No row in range: the window is empty.
                     out.fill(f32::NEG_INFINITY);
@@ -158,7 +168,7 @@ impl Columns {
     /// One output row from its `R` input rows; the lanes read that were NaN or -0.
     #[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
     #[inline]
-    fn row<const K: usize, const R: usize>(
+    fn row<const K: usize, const S: usize, const R: usize>(
         &self,
         reads: &MaskedTaps<'_>,
         rows: &RowStack<'_, R>,
@@ -181,6 +191,19 @@ impl Columns {
         };
         let mut low = column(0);
         for c in 0..out_w.div_ceil(16) {
+            if S == 1 {
+                // Width stride 1: output lane l's taps are lanes l, l + 1 (and l + 2) of
+                // the vector and the next one.
+                let high = column(c + 1);
+                let (l, h) = (_mm512_castps_si512(low), _mm512_castps_si512(high));
+                let mut acc = _mm512_max_ps(_mm512_castsi512_ps(_mm512_alignr_epi32::<1>(h, l)), low);
+                if K == 3 {
+                    acc = _mm512_max_ps(_mm512_castsi512_ps(_mm512_alignr_epi32::<2>(h, l)), acc);
+                }
+                store_first(&mut out[16 * c..], (out_w - 16 * c).min(16), acc);
+                low = high;
+                continue;
+            }
             let high = column(2 * c + 1);
             // The vector past the pair: its first lane is the last output's third tap.
             let next = column(2 * c + 2);
