@@ -3,17 +3,19 @@
 //! `arch::mem`'s slice-taking helpers. Four paths, all reading the input in place:
 //!
 //! - [`Columns`]: Max windows of width stride 2, or 1 on rows of 16 outputs or more, with
-//!   2 or 3 taps and up to 3 rows (the CNNs' 3x3/2, 2x2/2 and 3x3/1 pools). Each output row's window rows are merged column by
-//!   column first and the width taps then taken from lanes of those vectors; a plane with
-//!   a NaN or a -0, whose tap order would show in the bits, runs on the other paths.
+//!   2 or 3 taps and up to 3 rows (the CNNs' 3x3/2, 2x2/2 and 3x3/1 pools). Each output
+//!   row's window rows are merged column by column first and the width taps then taken
+//!   from lanes of those vectors; a plane with a NaN or a -0, whose tap order would show
+//!   in the bits, runs on the other paths.
 //! - [`same_size`]: stride-1 2-D windows whose output is the input's size ("same" pools).
 //!   A plane runs as one flat row of outputs, 16 at a time, each tap one masked load at an
 //!   offset shared by all outputs, so a 7x7 plane is 4 vectors, not 7 part-empty rows.
-//! - [`max_rows`]: other Max windows of width stride 1 or 2 on larger planes. Each input row's
-//!   width maxima are taken once and then each output row's rows merged (a 3x3 window of
-//!   stride 2 read its rows 1.5 times, and its width taps as one permute each); at width
-//!   stride 2 with 2 or 3 taps a chunk's 32 positions are loaded once and split into even
-//!   and odd, and a NaN is found in the same loads instead of a scan of the plane first.
+//! - [`max_rows`]: other Max windows of width stride 1 or 2 on larger planes. Each input
+//!   row's width maxima are taken once and then each output row's rows merged (a 3x3
+//!   window of stride 2 read its rows 1.5 times, and its width taps as one permute each);
+//!   at width stride 2 with 2 or 3 taps a chunk's 32 positions are loaded once and split
+//!   into even and odd, and a NaN is found in the same loads instead of a scan of the
+//!   plane first.
 //! - [`rows`]: width strides 1 and 2, any other window. An output row runs 16 outputs at a
 //!   time; each tap of each in-range input row is one load (stride 1) or two loads and a
 //!   permute that keeps the even lanes (stride 2). Only the chunks at a row's ends load
@@ -21,12 +23,13 @@
 //!   outside the input row.
 //!
 //! The identities change nothing: `max(acc, -inf)` keeps `acc`, and `acc + 0.0` is `acc`
-//! bit for bit because a sum that starts at +0 is never -0. Every output of the last
-//! three paths takes its taps in (h, w) order from the identity, so it has the bits of the tap-by-tap definition:
-//! Average's sum in tap order over its exact count, Max's largest tap with ties kept by the
-//! earlier (`vmaxps(v, acc)` is `v > acc ? v : acc`; the sign of a zero shows which). A
-//! NaN wins a Max window: a plane is scanned for NaNs first, and only a plane with one
-//! takes the compare per tap that lets a NaN win; only its payload may differ.
+//! bit for bit because a sum that starts at +0 is never -0. Every output of the last three
+//! paths takes its taps in (h, w) order from the identity, so it has the bits of the
+//! tap-by-tap definition: Average's sum in tap order over its exact count, Max's largest
+//! tap with ties kept by the earlier (`vmaxps(v, acc)` is `v > acc ? v : acc`; the sign
+//! of a zero shows which). A NaN wins a Max window: a plane is scanned for NaNs first, and
+//! only a plane with one takes the compare per tap that lets a NaN win; only its payload
+//! may differ.
 
 use std::arch::x86_64::*;
 

@@ -10,8 +10,7 @@ use crate::conv::Window3d;
 /// must win) and -0 (it ties +0, and the first of the two in (h, w) order must win).
 const ORDER_SHOWS: i32 = 0x01 | 0x04 | 0x80;
 
-/// Input vectors a row of [`Columns`] may read: two per chunk of 16 outputs and one past
-/// the last.
+/// Input vectors a row of [`Columns`] may read (see `Columns::vectors`).
 const COLUMN_VECTORS: usize = 2 * MAX_CHUNKS + 1;
 
 /// Output rows [`Columns`] takes.
@@ -59,6 +58,9 @@ pub(crate) struct Columns {
     dh: usize,
     kw: usize,
     sw: usize,
+    /// Input vectors a row reads (two per chunk of 16 outputs at width stride 2, one at
+    /// stride 1, and one past the last).
+    vectors: usize,
 }
 
 impl Columns {
@@ -110,6 +112,7 @@ impl Columns {
             dh,
             kw,
             sw,
+            vectors,
         };
         c.reads()?;
         Some(c)
@@ -117,7 +120,7 @@ impl Columns {
 
     /// The masked reads of a row, checked.
     fn reads(&self) -> Option<MaskedTaps<'_>> {
-        MaskedTaps::new(self.in_w, &self.offset, &self.masks[..self.sw * self.out_w.div_ceil(16) + 1])
+        MaskedTaps::new(self.in_w, &self.offset, &self.masks[..self.vectors])
     }
 
     /// Pools planes of `x` into `y` until one with a NaN or a -0; returns how many it
