@@ -497,13 +497,21 @@ fn register_clamp(d: &Direct<'_>) -> Option<(f32, f32)> {
     }
 }
 
-/// As `Activation::Clip`: below `lo` is `lo`, then above `hi` is `hi`; NaN passes.
+/// As `Activation::Clip`: below `lo` is `lo`, then above `hi` is `hi`; NaN passes. A
+/// bound of -infinity or infinity (Relu's upper one) or NaN changes nothing and is not
+/// compared.
 #[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
 #[inline]
-fn clip(v: __m512, lo: f32, hi: f32) -> __m512 {
-    let (lo, hi) = (_mm512_set1_ps(lo), _mm512_set1_ps(hi));
-    let v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask::<_CMP_LT_OQ>(v, lo), lo);
-    _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask::<_CMP_GT_OQ>(v, hi), hi)
+fn clip(mut v: __m512, lo: f32, hi: f32) -> __m512 {
+    if lo > f32::NEG_INFINITY {
+        let lo = _mm512_set1_ps(lo);
+        v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask::<_CMP_LT_OQ>(v, lo), lo);
+    }
+    if hi < f32::INFINITY {
+        let hi = _mm512_set1_ps(hi);
+        v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask::<_CMP_GT_OQ>(v, hi), hi);
+    }
+    v
 }
 
 /// Positions a run of the wide tiles' epilogue gathers before it is applied (16 channels

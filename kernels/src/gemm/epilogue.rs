@@ -2,7 +2,9 @@
 //! an activation, a residual addition and a second activation, in that order. The driver
 //! applies it to each strip of C right after the strip's last depth block, while the strip
 //! is still in L1, so a Conv + bias + Add + Relu or a MatMul + bias + Gelu makes one pass
-//! over C instead of three or four.
+//! over C instead of three or four. An epilogue of a bias and at most a Relu or Clip makes
+//! no pass on the AVX-512 tiles: each full tile applies it as it stores its sums
+//! ([`InRegisters`]).
 //!
 //! Each part computes what the separate op would on the product's result, in the same
 //! order, so a fused chain gives the unfused chain's bits.
@@ -57,6 +59,18 @@ pub enum Scale {
     Div(f32),
 }
 
+/// An [`Epilogue`] of a bias and at most a clamp, as the AVX-512 tiles apply it in their
+/// registers: `c + bias`, then below `lo` is `lo` (with `clamp` 1 or 2) and above `hi` is
+/// `hi` (with `clamp` 2), NaN passing through, as `Activation::Clip` and Relu (a clamp
+/// from 0: the same bits, -0 and NaN passing too).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct InRegisters<'a> {
+    pub bias: Bias<'a>,
+    pub clamp: u8,
+    pub lo: f32,
+    pub hi: f32,
+}
+
 /// `c = after(act(scale(c) + bias) + residual)`, each part optional. The default does
 /// nothing.
 #[derive(Clone, Copy, Debug, Default)]
@@ -78,6 +92,21 @@ impl<'a> Epilogue<'a> {
             && self.act.is_none()
             && self.residual.is_none()
             && self.after.is_none()
+    }
+
+    /// The epilogue as the AVX-512 tiles apply it in their registers, when it is a bias
+    /// and at most a Relu or Clip (no scale, residual or second activation), else `None`.
+    pub(crate) fn in_registers(&self) -> Option<InRegisters<'a>> {
+        if self.scale.is_some() || self.residual.is_some() || self.after.is_some() {
+            return None;
+        }
+        let (clamp, lo, hi) = match self.act {
+            None => (0, 0.0, 0.0),
+            Some(Activation::Unary(UnaryOp::Relu)) => (1, 0.0, 0.0),
+            Some(Activation::Clip { min, max }) => (2, min, max),
+            Some(_) => return None,
+        };
+        Some(InRegisters { bias: self.bias, clamp, lo, hi })
     }
 
     /// Applies it to the rows `rows` of an m×n C held in `c` (`rows.len() * n`

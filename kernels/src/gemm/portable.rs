@@ -29,6 +29,7 @@ pub(crate) fn portable(scratch: &mut GemmScratch, job: &Job<'_>, c: &mut [f32]) 
         PORTABLE_NC,
         false,
         false,
+        false,
         micro_portable,
         micro_portable,
         micro_portable,
