@@ -134,9 +134,13 @@ pub(crate) fn convolution(
     }) {
         return direct_conv::convolution(x, w, bias, xs, out_c, group, g, y, par, packing, epilogue);
     }
-    if let (Some(packing), true) =
-        (constant, group == 1 && g.is_pointwise() && pointwise_conv::fits(g.positions(), in_c, out_c))
-    {
+    if let Some(packing) = constant.filter(|c| {
+        let positions = g.positions();
+        group == 1
+            && g.is_pointwise()
+            && pointwise_conv::fits(positions, in_c, out_c)
+            && (c.bf16 || !direct::widens_on_gemm(positions, in_c, out_c))
+    }) {
         let shape = (xs[0], in_c, g.positions());
         return pointwise_conv::convolution(x, w, bias, shape, out_c, y, par, packing, epilogue);
     }

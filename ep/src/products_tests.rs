@@ -142,9 +142,9 @@ fn wide_weights_split_by_columns_and_the_rest_by_rows() {
 /// the tasks in turn, as a one-thread session does) against the kernels' unsplit
 /// call for its path: the same bits, on the direct kernel, on the Winograd kernel split by
 /// tile rows and by output channels (its input transform split by input channels), on
-/// the GEMM split by output channels (a widening 1x1), on the GEMM split by rows and on the transposed product of
-/// a small plane's 1x1 split by output channels or (narrowing) by positions; with batches
-/// and groups;
+/// the GEMM split by output channels (a widening 1x1, of a large or small plane), on the
+/// GEMM split by rows and on the transposed product of a small plane's 1x1 split by
+/// output channels or (narrowing) by positions; with batches and groups;
 /// on the first Run (packing the filters) and on the second (reading them packed).
 #[test]
 fn split_convolutions_give_the_unsplit_bits_on_every_path() {
@@ -183,7 +183,9 @@ fn split_convolutions_give_the_unsplit_bits_on_every_path() {
         };
         let mut want = vec![0.0; batch * out_c * positions];
         let direct = direct::fits(&g, mg, kk);
-        if group == 1 && g.is_pointwise() && crate::pointwise_conv::fits(positions, in_c, out_c) {
+        let transposed =
+            crate::pointwise_conv::fits(positions, in_c, out_c) && !direct::widens_on_gemm(positions, in_c, out_c);
+        if group == 1 && g.is_pointwise() && transposed {
             // The transposed product, whole: Y^T = X^T W^T, then Y and the epilogue.
             for (n, yn) in want.chunks_exact_mut(out_c * positions).enumerate() {
                 let xn = &x[n * in_c * plane..][..in_c * plane];

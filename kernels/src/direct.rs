@@ -56,6 +56,21 @@ const MIN_DEPTH: usize = 16;
 /// past them the GEMM's packed panels of B read the input better than the direct
 /// kernel's broadcasts, one plane per step of depth.
 const MAX_POINTWISE_POSITIONS: usize = 256;
+/// The least positions from which a 1x1 convolution that widens its channels runs on the
+/// plain GEMM (W packed, the input read in place, the bias and a Relu or Clip applied in
+/// the tiles' registers) rather than on the direct kernel or the EP's transposed product:
+/// there the transposed store, or the transpose and epilogue passes over the large output,
+/// cost more than the GEMM's part-empty last panel. One thread, Intel Xeon (AVX-512), in
+/// MobileNetV2 (probe): 96 -> 576 channels on 14x14 205 -> 172 us, 64 -> 384 111 -> 78-86
+/// (ORT 154, 77); the narrowing ones (576 -> 96) were slower there, and 7x7 planes too
+/// (160 -> 960 kernel only: 105 us transposed, 133 on the GEMM).
+const GEMM_WIDENING_POSITIONS: usize = 128;
+
+/// Whether a 1x1 convolution of `positions` positions from `in_c` to `out_c` channels (a
+/// group's) is one that runs on the plain GEMM (see [`GEMM_WIDENING_POSITIONS`]).
+pub fn widens_on_gemm(positions: usize, in_c: usize, out_c: usize) -> bool {
+    positions >= GEMM_WIDENING_POSITIONS && out_c >= in_c
+}
 
 /// Whether the direct kernel runs a convolution of `mg` output channels per group and
 /// depth `kk` (input channels per group × taps) on `g` on this CPU: AVX-512, one or two
@@ -71,7 +86,7 @@ pub fn fits(g: &Window3d, mg: usize, kk: usize) -> bool {
         && kk >= MIN_DEPTH
         && g.positions() > 0
         && g.plane() > 0
-        && (!g.is_pointwise() || g.positions() <= MAX_POINTWISE_POSITIONS)
+        && (!g.is_pointwise() || g.positions() <= MAX_POINTWISE_POSITIONS && !widens_on_gemm(g.positions(), kk, mg))
 }
 
 /// Floats of the packed filters of `out_c` channels in `group` groups of depth `kk`.
