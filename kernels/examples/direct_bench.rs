@@ -16,14 +16,15 @@ use std::time::Instant;
 /// A case: name, input channels, output channels, input size, kernel, stride, padding.
 type Case = (&'static str, usize, usize, usize, usize, usize, usize);
 
-/// Relu fused when `RELU` is set, as the CNNs' stems have it.
+/// Relu fused when `RELU` is set, as the CNNs' stems have it; SiLU when `SILU` is (YOLO's).
 fn epilogue() -> Epilogue<'static> {
-    let act = std::env::var_os("RELU").map(|_| Activation::Unary(UnaryOp::Relu));
+    let silu = std::env::var_os("SILU").map(|_| Activation::Silu);
+    let act = std::env::var_os("RELU").map(|_| Activation::Unary(UnaryOp::Relu)).or(silu);
     Epilogue { act, ..Epilogue::default() }
 }
 
 fn main() {
-    let cases: [Case; 25] = [
+    let cases: [Case; 29] = [
         ("64->64 3x3 p1 on 56", 64, 64, 56, 3, 1, 1),
         ("128->128 3x3 p1 on 28", 128, 128, 28, 3, 1, 1),
         ("256->256 3x3 p1 on 14", 256, 256, 14, 3, 1, 1),
@@ -49,6 +50,10 @@ fn main() {
         ("fire 32->128 3x3 p1 on 27", 32, 128, 27, 3, 1, 1),
         ("fire 48->192 3x3 p1 on 13", 48, 192, 13, 3, 1, 1),
         ("fire 64->256 3x3 p1 on 13", 64, 256, 13, 3, 1, 1),
+        ("yolo 32->32 3x3 p1 on 40", 32, 32, 40, 3, 1, 1),
+        ("yolo 96->48 3x3 p1 on 20", 96, 48, 20, 3, 1, 1),
+        ("yolo 160->64 3x3 p1 on 10", 160, 64, 10, 3, 1, 1),
+        ("yolo 32->64 3x3 s2 p1 on 40", 32, 64, 40, 3, 2, 1),
     ];
     let only = std::env::var("CASE").ok();
     for (name, cin, cout, hw, k, s, p) in cases {
