@@ -160,6 +160,7 @@ fn split_convolutions_give_the_unsplit_bits_on_every_path() {
         (2, 16, 96, 1, 56, 1, 1, 0),
         (1, 96, 24, 1, 56, 1, 1, 0),
         (1, 160, 320, 1, 7, 1, 1, 0),
+        (2, 128, 256, 1, 7, 1, 1, 0),
         (2, 96, 200, 1, 14, 1, 1, 0),
         (1, 960, 160, 1, 7, 1, 1, 0),
         (2, 256, 48, 1, 13, 1, 1, 0),
@@ -176,112 +177,116 @@ fn split_convolutions_give_the_unsplit_bits_on_every_path() {
         let (kk, positions, plane) = (cg * k * k, g.positions(), g.plane());
         let (x, w, bias) = (values(batch * in_c * plane, 1), values(out_c * kk, 2), values(out_c, 3));
         let residual = values(batch * out_c * positions, 4);
-        let epilogue = nn::Epilogue {
-            act: Some(nn::Activation::Unary(rivet_kernels::UnaryOp::Relu)),
-            residual: Some(&residual),
-            ..nn::Epilogue::default()
-        };
-        let mut want = vec![0.0; batch * out_c * positions];
-        let direct = direct::fits(&g, mg, kk);
-        let transposed =
-            crate::pointwise_conv::fits(positions, in_c, out_c) && !direct::widens_on_gemm(positions, in_c, out_c);
-        if group == 1 && g.is_pointwise() && transposed {
-            // The transposed product, whole: Y^T = X^T W^T, then Y and the epilogue.
-            for (n, yn) in want.chunks_exact_mut(out_c * positions).enumerate() {
-                let xn = &x[n * in_c * plane..][..in_c * plane];
-                let mut yt = vec![0.0; positions * out_c];
-                let product = nn::Gemm::new(positions, out_c, in_c, xn, true, &w, true);
-                product.compute(&mut nn::GemmScratch::new(), 0..positions, 0..out_c, &mut yt);
-                nn::transpose_2d(&yt, positions, out_c, yn);
-                let block = n * out_c * positions..(n + 1) * out_c * positions;
-                let after = nn::Epilogue { bias: nn::Bias::Rows(&bias), residual: Some(&residual[block]), ..epilogue };
-                after.apply_rows(yn, positions, 0..out_c);
-            }
-        } else if group == 1 && winograd::fits(&g, in_c, out_c) {
-            let mut filters = winograd::Filters::default();
-            winograd::transform_filters(&w, out_c, in_c, &g, &mut filters);
-            for (n, yn) in want.chunks_exact_mut(out_c * positions).enumerate() {
-                let block = n * out_c * positions..(n + 1) * out_c * positions;
-                let run = winograd::Winograd {
-                    x: &x[n * in_c * plane..][..in_c * plane],
-                    g: &g,
-                    filters: &filters,
-                    epilogue: nn::Epilogue {
-                        bias: nn::Bias::Rows(&bias),
-                        residual: Some(&residual[block]),
-                        ..epilogue
-                    },
-                };
-                assert!(run.run(0..winograd::tiles(&g)[0], yn, &mut winograd::Scratch::default()));
-            }
-        } else if direct {
-            let mut packed = Vec::new();
-            direct::pack_filters(&w, out_c, group, kk, &mut packed);
-            let src = direct::source(&g, cg);
-            let group_w = packed.len() / group;
-            let mut padded = Vec::new();
-            for n in 0..batch {
-                for gi in 0..group {
-                    let xg = &x[(n * in_c + gi * cg) * plane..][..cg * plane];
-                    let input: &[f32] = if src.copy {
-                        direct::pad_planes(xg, cg, &g, src, &mut padded);
-                        &padded
-                    } else {
-                        xg
-                    };
-                    let block = (n * out_c + gi * mg) * positions..(n * out_c + (gi + 1) * mg) * positions;
-                    let run = direct::Direct {
-                        x: input,
-                        src,
-                        cg,
-                        g: &g,
-                        w: &packed[gi * group_w..][..group_w],
-                        bias: Some(&bias[gi * mg..][..mg]),
-                        epilogue: nn::Epilogue { residual: Some(&residual[block.clone()]), ..epilogue },
-                    };
-                    run.run(0..mg, &mut want[block], &mut Vec::new());
+        // With a residual (the strip pass), and without (the GEMM's tiles apply the bias
+        // and Relu as they store).
+        for with_residual in [true, false] {
+            let res = |block: std::ops::Range<usize>| with_residual.then(|| &residual[block]);
+            let epilogue = nn::Epilogue {
+                act: Some(nn::Activation::Unary(rivet_kernels::UnaryOp::Relu)),
+                residual: res(0..residual.len()),
+                ..nn::Epilogue::default()
+            };
+            let mut want = vec![0.0; batch * out_c * positions];
+            let direct = direct::fits(&g, mg, kk);
+            let transposed =
+                crate::pointwise_conv::fits(positions, in_c, out_c) && !direct::widens_on_gemm(positions, in_c, out_c);
+            if group == 1 && g.is_pointwise() && transposed {
+                // The transposed product, whole: Y^T = X^T W^T, then Y and the epilogue.
+                for (n, yn) in want.chunks_exact_mut(out_c * positions).enumerate() {
+                    let xn = &x[n * in_c * plane..][..in_c * plane];
+                    let mut yt = vec![0.0; positions * out_c];
+                    let product = nn::Gemm::new(positions, out_c, in_c, xn, true, &w, true);
+                    product.compute(&mut nn::GemmScratch::new(), 0..positions, 0..out_c, &mut yt);
+                    nn::transpose_2d(&yt, positions, out_c, yn);
+                    let block = n * out_c * positions..(n + 1) * out_c * positions;
+                    let after = nn::Epilogue { bias: nn::Bias::Rows(&bias), residual: res(block), ..epilogue };
+                    after.apply_rows(yn, positions, 0..out_c);
                 }
+            } else if group == 1 && winograd::fits(&g, in_c, out_c) {
+                let mut filters = winograd::Filters::default();
+                winograd::transform_filters(&w, out_c, in_c, &g, &mut filters);
+                for (n, yn) in want.chunks_exact_mut(out_c * positions).enumerate() {
+                    let block = n * out_c * positions..(n + 1) * out_c * positions;
+                    let run = winograd::Winograd {
+                        x: &x[n * in_c * plane..][..in_c * plane],
+                        g: &g,
+                        filters: &filters,
+                        epilogue: nn::Epilogue { bias: nn::Bias::Rows(&bias), residual: res(block), ..epilogue },
+                    };
+                    assert!(run.run(0..winograd::tiles(&g)[0], yn, &mut winograd::Scratch::default()));
+                }
+            } else if direct {
+                let mut packed = Vec::new();
+                direct::pack_filters(&w, out_c, group, kk, &mut packed);
+                let src = direct::source(&g, cg);
+                let group_w = packed.len() / group;
+                let mut padded = Vec::new();
+                for n in 0..batch {
+                    for gi in 0..group {
+                        let xg = &x[(n * in_c + gi * cg) * plane..][..cg * plane];
+                        let input: &[f32] = if src.copy {
+                            direct::pad_planes(xg, cg, &g, src, &mut padded);
+                            &padded
+                        } else {
+                            xg
+                        };
+                        let block = (n * out_c + gi * mg) * positions..(n * out_c + (gi + 1) * mg) * positions;
+                        let run = direct::Direct {
+                            x: input,
+                            src,
+                            cg,
+                            g: &g,
+                            w: &packed[gi * group_w..][..group_w],
+                            bias: Some(&bias[gi * mg..][..mg]),
+                            epilogue: nn::Epilogue { residual: res(block.clone()), ..epilogue },
+                        };
+                        run.run(0..mg, &mut want[block], &mut Vec::new());
+                    }
+                }
+            } else {
+                let mut filters = Vec::new();
+                conv::pack_filters(&w, in_c, out_c, group, &g, false, &mut filters);
+                let (mut col, mut scratch) = (Vec::new(), nn::GemmScratch::new());
+                let f = Some(filters.as_slice());
+                conv::conv(
+                    &x,
+                    &w,
+                    Some(&bias),
+                    batch,
+                    in_c,
+                    out_c,
+                    group,
+                    &g,
+                    &mut want,
+                    &mut col,
+                    &mut scratch,
+                    f,
+                    &epilogue,
+                );
             }
-        } else {
-            let mut filters = Vec::new();
-            conv::pack_filters(&w, in_c, out_c, group, &g, false, &mut filters);
-            let (mut col, mut scratch) = (Vec::new(), nn::GemmScratch::new());
-            let f = Some(filters.as_slice());
-            conv::conv(
-                &x,
-                &w,
-                Some(&bias),
-                batch,
-                in_c,
-                out_c,
-                group,
-                &g,
-                &mut want,
-                &mut col,
-                &mut scratch,
-                f,
-                &epilogue,
+            let xs = [batch, in_c, hw, hw];
+            let par = Serial::default();
+            for run in ["first", "second"] {
+                let mut got = vec![f32::NAN; want.len()];
+                convolution(
+                    &x,
+                    &w,
+                    Some(&bias),
+                    &xs,
+                    out_c,
+                    group,
+                    &g,
+                    &mut got,
+                    &par,
+                    Some(Packing { key: 0, bf16: false }),
+                    &epilogue,
+                );
+                let same = got.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits());
+                assert!(
+                same,
+                "{batch}x{in_c}->{out_c} g{group} {hw}x{hw} k{k} s{s} direct {direct}, residual {with_residual}, {run} Run"
             );
-        }
-        let xs = [batch, in_c, hw, hw];
-        let par = Serial::default();
-        for run in ["first", "second"] {
-            let mut got = vec![f32::NAN; want.len()];
-            convolution(
-                &x,
-                &w,
-                Some(&bias),
-                &xs,
-                out_c,
-                group,
-                &g,
-                &mut got,
-                &par,
-                Some(Packing { key: 0, bf16: false }),
-                &epilogue,
-            );
-            let same = got.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits());
-            assert!(same, "{batch}x{in_c}->{out_c} g{group} {hw}x{hw} k{k} s{s} direct {direct}, {run} Run");
+            }
         }
     }
 }

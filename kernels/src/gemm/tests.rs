@@ -424,7 +424,8 @@ fn epilogues_give_the_unfused_bits_whole_split_and_packed() {
 fn in_register_epilogues_give_the_strip_pass_bits_on_nan_and_signed_zeros() {
     use crate::UnaryOp;
     let special = [f32::NAN, -0.0, 0.0, f32::INFINITY, f32::NEG_INFINITY, 1e-40, -1e-40];
-    for (m, n, k) in [(29, 65, 11), (16, 96, 20), (14, 64, 3)] {
+    // Two depth blocks (k > 256) in the last shape: the epilogue after the last one only.
+    for (m, n, k) in [(29, 65, 11), (16, 96, 20), (14, 64, 3), (30, 97, 300)] {
         // Rows of A: zero, NaN, infinite or ordinary; C: every special value in turn.
         let mut a = values(m * k, 7);
         for (i, row) in a.chunks_exact_mut(k).enumerate() {

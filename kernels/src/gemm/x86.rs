@@ -249,7 +249,12 @@ fn micro_avx512<const PMR: usize, const MR: usize, const NR: usize, const NB: us
 /// plain store does, then the epilogue `f` applied to each vector before it is stored:
 /// the bias (of the tile's rows with `ROWS`, else of its columns; none adds -0, which
 /// changes no value), then a clamp from below (`CLAMP` 1) or from below and above (2),
-/// NaN passing, each element with the bits of the strip pass. One build per form keeps
+/// NaN passing, each element with the bits of the strip pass in the default floating-point
+/// mode. (With denormals read as zero (MXCSR DAZ, which ORT's
+/// `session.set_denormal_as_zero` sets with FTZ) a subnormal Clip bound is stored as it
+/// is, where the compiled strip pass flushes it; with DAZ alone, adding -0 also flushes a
+/// subnormal sum. The direct kernel's register clamp behaves the same way. Found by
+/// review.) One build per form keeps
 /// it at 3-5 instructions a vector: a general one testing each part of the epilogue per
 /// vector ran no faster than the strip pass, and inlined into the 14-row tile the fused
 /// store made it keep its sums in memory through every step of depth. Kernel only, one
