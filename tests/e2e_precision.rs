@@ -154,9 +154,10 @@ fn bf16_convolutions_are_float_results_to_bfloat16_accuracy_the_same_at_any_thre
 }
 
 /// Found by review: a stem's kernel follows its input's width (the float wide tiles from
-/// 16 outputs a row, the bf16 direct kernel below), and its filters, packed on the first
-/// Run for one, were read as the other's layout on the next (a panic, or inf). Each Run
-/// now packs for its own kernel: every size in every order within bfloat16's error.
+/// 16 outputs a row, another kernel below: the float narrow tiles, or on AMX the folded
+/// bf16 tiles), and its filters, packed on the first Run for one, were read as the
+/// other's layout on the next (a panic, or inf). Each Run now packs for its own kernel:
+/// every size in every order within bfloat16's error.
 #[test]
 fn a_convolution_that_changes_kernels_with_its_input_size_packs_for_each() {
     if !has_bf16() {

@@ -170,9 +170,15 @@ const STEM_TAPS: usize = 49;
 /// those loads were most of the time (3->32 channels of 3x3 at stride 2 on 224x224: 2.25x
 /// ORT's time).
 pub fn wide_tiles(g: &Window3d, cg: usize) -> bool {
+    !g.is_pointwise() && g.out[2] >= 16 && shallow(g, cg)
+}
+
+/// Whether a convolution of `cg` input channels a group is shallow (a depth of at most
+/// [`WIDE_DEPTH`]) or a stem (see [`STEM_CHANNELS`]): the ones the wide tiles take on rows
+/// of 16 outputs or more, and the bfloat16 kernel never (see [`fits_bf16`]).
+pub(crate) fn shallow(g: &Window3d, cg: usize) -> bool {
     let taps = g.kernel[1] * g.kernel[2];
-    let depth = cg * taps;
-    !g.is_pointwise() && g.out[2] >= 16 && (depth <= WIDE_DEPTH || (cg <= STEM_CHANNELS && taps <= STEM_TAPS))
+    cg * taps <= WIDE_DEPTH || (cg <= STEM_CHANNELS && taps <= STEM_TAPS)
 }
 
 /// Copies one group's `cg` input planes into `dst`, zero-padded (and split) as `src` says.

@@ -12,16 +12,20 @@
 //! output sums its pairs in one chain, in the same order whatever the tile and the
 //! split, so splits give the whole convolution's bits.
 
-use super::{fits, unsplit_source, wide_tiles, Direct, Source, BLOCK};
+use super::{fits, shallow, unsplit_source, Direct, Source, BLOCK};
 use crate::arch;
 use crate::conv::Window3d;
 use crate::gemm::to_bf16;
 
 /// Whether the bfloat16 direct kernel runs a convolution of `cg` input and `mg` output
 /// channels per group on `g`: where the float one does on its narrow tiles, on a CPU
-/// with AVX-512 BF16. (Stems and other shallow convolutions keep the float wide tiles.)
+/// with AVX-512 BF16, but not a stem or another shallow convolution, whatever its rows'
+/// width: those stay float32 (on bfloat16 they ran 1.4-2.4x slower). A stem of rows under
+/// 16 outputs (a 7x7 at stride 2 on 30x30) had taken it, against the README and the
+/// precision test, on a CPU without AMX (Intel Xeon family 6 model 207 under KVM, whose
+/// tiles Linux does not grant).
 pub fn fits_bf16(g: &Window3d, cg: usize, mg: usize) -> bool {
-    crate::gemm::bf16_supported() && fits(g, mg, cg * g.kernel[1] * g.kernel[2]) && !wide_tiles(g, cg)
+    crate::gemm::bf16_supported() && fits(g, mg, cg * g.kernel[1] * g.kernel[2]) && !shallow(g, cg)
 }
 
 /// Words of the packed bfloat16 filters of `out_c` channels in `group` groups of `cg`
