@@ -62,12 +62,9 @@ pub(crate) fn convolution(
         for image in 0..batch {
             let planes = image * n * p..(image + 1) * n * p;
             let xn = &x[image * k * p..][..k * p];
+            let (fused, after) = split_epilogue(bias, epilogue, planes.clone());
             let product = nn::Gemm { packed_b: Some(packed_b), ..nn::Gemm::new(p, n, k, xn, true, w, true) };
-            let after = nn::Epilogue {
-                bias: bias.map_or(nn::Bias::None, nn::Bias::Rows),
-                residual: epilogue.residual.map(|r| &r[planes.clone()]),
-                ..*epilogue
-            };
+            let product = nn::Gemm { epilogue: fused, ..product };
             by_positions(&product, per, &after, &mut y[planes], par);
         }
         return;
@@ -78,17 +75,14 @@ pub(crate) fn convolution(
         // op(A) = X^T, packed once for all the tasks (the bf16 kernel rounds it itself,
         // strip by strip).
         let mut packed_a = lock(&par.scratch().packed_a);
+        let (fused, after) = split_epilogue(bias, epilogue, planes.clone());
         let product = nn::Gemm { packed_b: Some(packed_b), ..nn::Gemm::new(p, n, k, xn, true, w, true) };
+        let product = nn::Gemm { epilogue: fused, ..product };
         let product = if packed_b.is_bf16() {
             product
         } else {
             nn::pack_a_for(&mut packed_a, &product);
             nn::Gemm { packed_a: Some(&*packed_a), ..product }
-        };
-        let after = nn::Epilogue {
-            bias: bias.map_or(nn::Bias::None, nn::Bias::Rows),
-            residual: epilogue.residual.map(|r| &r[planes.clone()]),
-            ..*epilogue
         };
         par.for_each_task(&mut y[planes], width * p, &|start, part, s| {
             let channels = start / p..start / p + part.len() / p;
@@ -101,6 +95,32 @@ pub(crate) fn convolution(
             nn::transpose_2d(yt, p, w, part);
             after.apply_rows(part, p, channels);
         });
+    }
+}
+
+/// The epilogue split between the product `Y^T` and the planes of `y` (image block
+/// `planes` of the whole output): without a residual, the bias (by columns, the output
+/// channels) and the activations go into the product, where the AVX-512 tiles apply a
+/// bias and a Relu or Clip as they store and the planes take no pass; with one (in NCHW),
+/// all of it after the transpose. Either way each element takes the same operations in
+/// the same order: the same bits.
+fn split_epilogue<'a>(
+    bias: Option<&'a [f32]>,
+    epilogue: &nn::Epilogue<'a>,
+    planes: std::ops::Range<usize>,
+) -> (nn::Epilogue<'a>, nn::Epilogue<'a>) {
+    match epilogue.residual {
+        None => {
+            (nn::Epilogue { bias: bias.map_or(nn::Bias::None, nn::Bias::Cols), ..*epilogue }, nn::Epilogue::default())
+        }
+        Some(r) => {
+            let after = nn::Epilogue {
+                bias: bias.map_or(nn::Bias::None, nn::Bias::Rows),
+                residual: Some(&r[planes]),
+                ..*epilogue
+            };
+            (nn::Epilogue::default(), after)
+        }
     }
 }
 
