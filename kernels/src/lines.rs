@@ -104,6 +104,18 @@ impl<T: Copy + Default> Lines<T> {
             *line = fill;
         }
     }
+
+    /// `len` lines whose contents are unspecified (what this buffer held, moved or not,
+    /// and zeros where it grew): for a caller that writes every line it reads.
+    pub fn resize_any(&mut self, len: usize) {
+        let need = 16 * len + 15;
+        let buf = &mut self.0.buf;
+        if buf.len() < need {
+            buf.resize(need, T::default());
+        }
+        self.0.off = first_line(buf);
+        self.0.len = 16 * len;
+    }
 }
 
 impl<T> Deref for Lines<T> {

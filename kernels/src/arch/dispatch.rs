@@ -187,14 +187,14 @@ pub(crate) fn qgemm_vnni(
     b: &crate::qgemm::QPackedB,
     cols: std::ops::Range<usize>,
     out: &mut crate::qgemm::QOut<'_>,
-    ldc: usize,
+    place: crate::qgemm::Place,
 ) {
     assert!(crate::qgemm::vnni_supported(), "qgemm: a VNNI product on a CPU without AVX-512 VNNI");
     #[cfg(target_arch = "x86_64")]
     // SAFETY: `vnni_supported` says the detected level is AVX-512 (avx512f/dq/bw/vl) and
     // the CPU has avx512vnni: the features `qgemm_avx512` enables.
     unsafe {
-        crate::qgemm::x86::qgemm_avx512(a, rows, b, cols, out, ldc)
+        crate::qgemm::x86::qgemm_avx512(a, rows, b, cols, out, place)
     }
 }
 
@@ -243,16 +243,16 @@ pub(crate) fn qgemm_portable(
     b: &crate::qgemm::QPackedB,
     cols: std::ops::Range<usize>,
     out: &mut crate::qgemm::QOut<'_>,
-    ldc: usize,
+    place: crate::qgemm::Place,
 ) {
     match Level::detected() {
         #[cfg(target_arch = "x86_64")]
         Level::Avx2 | Level::Avx512 => {
             // SAFETY: the detected level is AVX2 or above, so this CPU has avx2 and fma,
             // the features `qgemm_portable_avx2` enables.
-            unsafe { x86::qgemm_portable_avx2(a, rows, b, cols, out, ldc) }
+            unsafe { x86::qgemm_portable_avx2(a, rows, b, cols, out, place) }
         }
-        _ => crate::qgemm::portable_body(a, rows, b, cols, out, ldc),
+        _ => crate::qgemm::portable_body(a, rows, b, cols, out, place),
     }
 }
 
@@ -611,9 +611,9 @@ mod x86 {
         b: &crate::qgemm::QPackedB,
         cols: std::ops::Range<usize>,
         out: &mut crate::qgemm::QOut<'_>,
-        ldc: usize,
+        place: crate::qgemm::Place,
     ) {
-        crate::qgemm::portable_body(a, rows, b, cols, out, ldc)
+        crate::qgemm::portable_body(a, rows, b, cols, out, place)
     }
 
     /// # Safety

@@ -392,6 +392,31 @@ pub(crate) fn store_first(x: &mut [f32], n: usize, v: __m512) {
     unsafe { _mm512_mask_storeu_ps(x.as_mut_ptr(), mask, v) }
 }
 
+/// Stores the low `n` (at most 16) lanes of `v` to the first `n` i32s of `x`.
+#[target_feature(enable = "avx512f")]
+#[inline]
+pub(crate) fn store_first_i32(x: &mut [i32], n: usize, v: __m512i) {
+    assert!(n <= 16 && n <= x.len());
+    let mask = ((1u32 << n) - 1) as __mmask16;
+    // SAFETY: the mask selects lanes 0..n, which are in `x` (checked above); masked-off
+    // lanes are not written; no alignment requirement.
+    unsafe { _mm512_mask_storeu_epi32(x.as_mut_ptr(), mask, v) }
+}
+
+/// Stores the low `n` (at most 16) lanes of `v`, each truncated to its low byte, to the
+/// first `n` elements of `x` (a one-byte type: u8 or i8).
+#[target_feature(enable = "avx512f")]
+#[inline]
+pub(crate) fn store_first_bytes<T: Copy>(x: &mut [T], n: usize, v: __m512i) {
+    const { assert!(std::mem::size_of::<T>() == 1, "one-byte elements") };
+    assert!(n <= 16 && n <= x.len());
+    let mask = ((1u32 << n) - 1) as __mmask16;
+    // SAFETY: `T` is one byte (checked at compile time); the mask selects lanes 0..n,
+    // whose bytes are in `x` (checked above); masked-off lanes are not written; no
+    // alignment requirement.
+    unsafe { _mm512_mask_cvtepi32_storeu_epi8(x.as_mut_ptr().cast(), mask, v) }
+}
+
 /// Loads 8 floats.
 #[target_feature(enable = "avx")]
 #[inline]

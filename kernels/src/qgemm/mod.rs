@@ -16,7 +16,7 @@ mod packed_tests;
 pub(crate) mod x86;
 
 pub use implicit::{ConvPlanes, ProductScratch};
-pub(crate) use packed::portable_body;
+pub(crate) use packed::{portable_body, Place};
 pub use packed::{qgemm, qgemm_rows, vnni_supported, QOut, QPackedA, QPackedB, Requant, MR, NR, Q8};
 
 /// A quantized element type: 8-bit integers (the GEMM operands) and the 16-bit ones

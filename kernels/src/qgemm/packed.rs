@@ -284,7 +284,7 @@ pub struct Requant<'a> {
 }
 
 impl QOut<'_> {
-    fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         match self {
             QOut::I32(c) => c.len(),
             QOut::U8(c, _) => c.len(),
@@ -301,12 +301,79 @@ pub fn qgemm(a: &QPackedA, b: &QPackedB, cols: Range<usize>, out: QOut<'_>, ldc:
 
 /// [`qgemm`] for the rows `rows` of A only (`rows.start` a multiple of [`MR`]): `out`
 /// holds those rows, from its start. Tasks that split a product by rows share A and B.
-pub fn qgemm_rows(a: &QPackedA, rows: Range<usize>, b: &QPackedB, cols: Range<usize>, mut out: QOut<'_>, ldc: usize) {
+pub fn qgemm_rows(a: &QPackedA, rows: Range<usize>, b: &QPackedB, cols: Range<usize>, out: QOut<'_>, ldc: usize) {
+    qgemm_placed(a, rows, b, cols, out, Place { ldc, kept: None })
+}
+
+/// Where a product's columns go in C: rows `ldc` apart, and with `kept` only the grid
+/// columns it keeps, one after the other in each row.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Place {
+    pub ldc: usize,
+    pub kept: Option<Kept>,
+}
+
+/// The columns kept of a grid of rows of `wq` columns: the first `out_w` of each (a
+/// convolution's outputs on the phase planes' grid, `implicit`). Kept columns are
+/// consecutive outputs, whichever grid rows they are in.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Kept {
+    pub wq: usize,
+    pub out_w: usize,
+    /// The grid column of B's column 0.
+    pub at: usize,
+}
+
+impl Kept {
+    /// The kept columns before B's column `j` (counted from the grid's first).
+    pub fn before(self, j: usize) -> usize {
+        let g = self.at + j;
+        (g / self.wq) * self.out_w + (g % self.wq).min(self.out_w)
+    }
+
+    /// Which of the `w` (at most 32) columns from B's column `j0` are kept: bit `l` for
+    /// column `j0 + l`.
+    pub fn mask(self, j0: usize, w: usize) -> u32 {
+        let (mut m, mut x) = (0u32, (self.at + j0) % self.wq);
+        for l in 0..w.min(32) {
+            if x < self.out_w {
+                m |= 1 << l;
+            }
+            x += 1;
+            if x == self.wq {
+                x = 0;
+            }
+        }
+        m
+    }
+}
+
+impl Place {
+    /// The columns of C that `cols` of the product write.
+    fn width(self, cols: &Range<usize>) -> usize {
+        match self.kept {
+            None => cols.len(),
+            Some(k) => k.before(cols.end) - k.before(cols.start),
+        }
+    }
+}
+
+/// [`qgemm_rows`] into C as `place` says.
+pub(crate) fn qgemm_placed(
+    a: &QPackedA,
+    rows: Range<usize>,
+    b: &QPackedB,
+    cols: Range<usize>,
+    mut out: QOut<'_>,
+    place: Place,
+) {
+    let (ldc, width) = (place.ldc, place.width(&cols));
     assert!(a.k == b.k && a.real_k == b.real_k, "qgemm: the operands' depths differ");
     assert!(cols.start.is_multiple_of(NR) && cols.end <= b.n, "qgemm: columns outside B or off a panel");
     assert!(rows.start.is_multiple_of(MR) && rows.end <= a.m, "qgemm: rows outside A or off a strip");
-    assert!(rows.is_empty() || out.len() >= (rows.len() - 1) * ldc + cols.len(), "qgemm: C is too short");
-    assert!(rows.len() < 2 || ldc >= cols.len(), "qgemm: C's rows overlap (its stride is below its width)");
+    assert!(rows.is_empty() || out.len() >= (rows.len() - 1) * ldc + width, "qgemm: C is too short");
+    assert!(rows.len() < 2 || ldc >= width, "qgemm: C's rows overlap (its stride is below its width)");
+    assert!(place.kept.is_none_or(|k| k.wq > 0 && k.out_w <= k.wq), "qgemm: a grid keeps at most its width");
     if let QOut::U8(_, rq) | QOut::I8(_, rq) = &out {
         let want = if rq.per_row { a.m } else { b.n };
         assert!(rq.scale.len() == 1 || rq.scale.len() == want, "qgemm: one scale, or one per row or column");
@@ -316,9 +383,9 @@ pub fn qgemm_rows(a: &QPackedA, rows: Range<usize>, b: &QPackedB, cols: Range<us
         return;
     }
     if vnni_supported() {
-        crate::arch::qgemm_vnni(a, rows, b, cols, &mut out, ldc);
+        crate::arch::qgemm_vnni(a, rows, b, cols, &mut out, place);
     } else {
-        portable(a, rows, b, cols, &mut out, ldc);
+        portable(a, rows, b, cols, &mut out, place);
     }
 }
 
@@ -353,6 +420,9 @@ pub(crate) struct TileOut<'a> {
     /// Rows of the tile (at most MR) and columns (at most NR).
     pub h: usize,
     pub w: usize,
+    /// Which of the `w` columns are kept (bit `l` for column `l`), written one after the
+    /// other; `None`: all of them.
+    pub keep: Option<u32>,
     pub row_sums: &'a [i32],
     pub za: &'a [i32; MR],
     /// Every row of the tile has `za[0]`.
@@ -370,7 +440,24 @@ impl TileOut<'_> {
     /// terms, requantized where asked.
     #[inline(always)]
     pub fn store_scalar(mut self, s: &[[i32; NR]]) {
-        let (ldc, w) = (self.ldc, self.w);
+        let (ldc, w, keep) = (self.ldc, self.w, self.keep);
+        // The tile's columns written, in order, and their count.
+        let mut kept = [0usize; NR];
+        let n = match keep {
+            None => {
+                kept.iter_mut().enumerate().for_each(|(j, k)| *k = j);
+                w
+            }
+            Some(mask) => {
+                let mut n = 0;
+                for j in (0..w).filter(|&j| mask >> j & 1 == 1) {
+                    kept[n] = j;
+                    n += 1;
+                }
+                n
+            }
+        };
+        let kept = &kept[..n];
         for (r, sums) in s.iter().enumerate().take(self.h) {
             let (za, ra) = (self.za[r], self.row_sums[r]);
             let value = |j: usize| correct(sums[j], za, ra, self.col_sums[j], self.zb[j], self.k);
@@ -380,12 +467,12 @@ impl TileOut<'_> {
                 (value(j).wrapping_add(rq.bias[r]) as f32 * scale, rq.zy)
             };
             match &mut self.c {
-                Dst::I32(c) => c[r * ldc..r * ldc + w].iter_mut().enumerate().for_each(|(j, o)| *o = value(j)),
-                Dst::U8(c) => c[r * ldc..r * ldc + w].iter_mut().enumerate().for_each(|(j, o)| {
+                Dst::I32(c) => c[r * ldc..r * ldc + n].iter_mut().zip(kept).for_each(|(o, &j)| *o = value(j)),
+                Dst::U8(c) => c[r * ldc..r * ldc + n].iter_mut().zip(kept).for_each(|(o, &j)| {
                     let (v, zy) = scaled(j);
                     *o = super::requantize::<u8>(v, zy);
                 }),
-                Dst::I8(c) => c[r * ldc..r * ldc + w].iter_mut().enumerate().for_each(|(j, o)| {
+                Dst::I8(c) => c[r * ldc..r * ldc + n].iter_mut().zip(kept).for_each(|(o, &j)| {
                     let (v, zy) = scaled(j);
                     *o = super::requantize::<i8>(v, zy);
                 }),
@@ -412,11 +499,11 @@ pub(crate) fn for_each_tile<const P: usize>(
     b: &QPackedB,
     cols: Range<usize>,
     out: &mut QOut<'_>,
-    ldc: usize,
+    place: Place,
     mut tile: impl FnMut(&[[i32; 16]], &[[i32; 16]], (usize, usize), [Option<TileOut<'_>>; P]),
 ) {
     assert!(P == 1 || P == 2, "qgemm: one or two strips a tile");
-    let (strip_len, panel_len) = (a.strip_len(), b.panel_len());
+    let (strip_len, panel_len, ldc) = (a.strip_len(), b.panel_len(), place.ldc);
     let at = |z: &[i32], i: usize| if z.len() == 1 { z[0] } else { z[i] };
     let requant = match out {
         QOut::I32(_) => None,
@@ -494,7 +581,17 @@ pub(crate) fn for_each_tile<const P: usize>(
                 };
                 // Each strip's rows of C, from its tile's first element (a strip's rows
                 // end before the next strip's: w <= ldc).
-                let at_c = (s * MR - rows.start) * ldc + (j0 - cols.start);
+                let (col, w_out, keep) = match place.kept {
+                    None => (j0 - cols.start, w, None),
+                    Some(k) => {
+                        // (A panel whose kept columns are its first ones is stored whole.)
+                        let mask = k.mask(j0, w);
+                        let n = mask.count_ones() as usize;
+                        let keep = (mask != low_bits(n)).then_some(mask);
+                        (k.before(j0) - k.before(cols.start), if keep.is_some() { w } else { n }, keep)
+                    }
+                };
+                let at_c = (s * MR - rows.start) * ldc + col;
                 let mut rest = Some(match out {
                     QOut::I32(c) => Dst::I32(&mut c[at_c..]),
                     QOut::U8(c, _) => Dst::U8(&mut c[at_c..]),
@@ -516,7 +613,8 @@ pub(crate) fn for_each_tile<const P: usize>(
                         scale_cols,
                         ldc,
                         h: part.h,
-                        w,
+                        w: w_out,
+                        keep,
                         row_sums: &a.row_sums[part.i0..part.i0 + part.h],
                         za: &part.za,
                         one_za: part.one_za,
@@ -554,6 +652,15 @@ impl<'a> Dst<'a> {
     }
 }
 
+/// The lowest `n` (at most 32) bits.
+fn low_bits(n: usize) -> u32 {
+    if n >= 32 {
+        u32::MAX
+    } else {
+        (1 << n) - 1
+    }
+}
+
 /// The bytes of B's panels a block of [`for_each_tile`] holds: they stay in L1 while
 /// each strip of A passes over them, so each strip writes its rows' outputs in runs of
 /// the block's columns rather than 32 at a time.
@@ -567,9 +674,9 @@ pub(crate) fn portable(
     b: &QPackedB,
     cols: Range<usize>,
     out: &mut QOut<'_>,
-    ldc: usize,
+    place: Place,
 ) {
-    crate::arch::qgemm_portable(a, rows, b, cols, out, ldc);
+    crate::arch::qgemm_portable(a, rows, b, cols, out, place);
 }
 
 /// The body of [`portable`], inlined into each build.
@@ -580,10 +687,10 @@ pub(crate) fn portable_body(
     b: &QPackedB,
     cols: Range<usize>,
     out: &mut QOut<'_>,
-    ldc: usize,
+    place: Place,
 ) {
     let q = quads(a.k);
-    for_each_tile::<1>(a, rows, b, cols, out, ldc, |strip, panel, _, [out]| {
+    for_each_tile::<1>(a, rows, b, cols, out, place, |strip, panel, _, [out]| {
         let out = out.expect("a strip");
         let mut s = [[0i32; NR]; MR];
         for (ch, chunk) in strip.chunks_exact(MR).enumerate() {

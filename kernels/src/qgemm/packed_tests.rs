@@ -1,4 +1,4 @@
-use super::packed::portable;
+use super::packed::{portable, Place};
 use super::*;
 
 /// A reproducible pseudo-random value in `0..256`.
@@ -38,7 +38,7 @@ fn case<A: Q8, B: Q8>(m: usize, n: usize, k: usize, per_row: bool, per_col: bool
     qgemm(&pa, &pb, 0..n, QOut::I32(&mut c), n);
     assert_eq!(c, want, "dispatched {label}");
     let mut c = vec![i32::MIN; m * n];
-    portable(&pa, 0..m, &pb, 0..n, &mut QOut::I32(&mut c), n);
+    portable(&pa, 0..m, &pb, 0..n, &mut QOut::I32(&mut c), Place { ldc: n, kept: None });
     assert_eq!(c, want, "portable {label}");
     if n > NR {
         // Two column blocks, each into its own part of C (stride n).
@@ -257,7 +257,7 @@ fn requantized_outputs_are_the_sums_requantized_per_row_or_per_column() {
             let want_u8: Vec<u8> = (0..m * n).map(|o| requantize::<u8>(want(o / n, o % n), 7)).collect();
             assert_eq!(y, want_u8, "u8 {m}x{n}x{k} per_row {per_row}");
             let mut y = vec![0u8; m * n];
-            portable(&pa, 0..m, &pb, 0..n, &mut QOut::U8(&mut y, rq), n);
+            portable(&pa, 0..m, &pb, 0..n, &mut QOut::U8(&mut y, rq), Place { ldc: n, kept: None });
             assert_eq!(y, want_u8, "portable u8 {m}x{n}x{k} per_row {per_row}");
             let mut y = vec![0i8; m * n];
             qgemm(&pa, &pb, 0..n, QOut::I8(&mut y, rq), n);
@@ -277,7 +277,7 @@ fn empty_depths_widths_channels_and_planes_give_their_products() {
     qgemm(&pa, &pb, 0..5, QOut::I32(&mut c), 5);
     assert_eq!(c, [0; 15]);
     let mut c = vec![1; 15];
-    portable(&pa, 0..3, &pb, 0..5, &mut QOut::I32(&mut c), 5);
+    portable(&pa, 0..3, &pb, 0..5, &mut QOut::I32(&mut c), Place { ldc: 5, kept: None });
     assert_eq!(c, [0; 15]);
     // Width 0: nothing to write.
     pb.pack::<i8>(&[], 4, 0, 0, &[0]);
@@ -333,7 +333,7 @@ fn products_split_by_rows_give_the_whole_products_rows() {
         qgemm_rows(&pa, split..m, &pb, 0..n, QOut::U8(y1, rq), n);
         assert_eq!(y, whole_u8, "requantized, split at {split}");
         let mut p = vec![0; m * n];
-        portable(&pa, split..m, &pb, 0..n, &mut QOut::I32(&mut p[..(m - split) * n]), n);
+        portable(&pa, split..m, &pb, 0..n, &mut QOut::I32(&mut p[..(m - split) * n]), Place { ldc: n, kept: None });
         assert_eq!(p[..(m - split) * n], whole[split * n..], "portable, split at {split}");
     }
 }
@@ -411,5 +411,76 @@ fn implicit_products_split_by_rows_give_the_whole_products_rows() {
             planes.place_part(cols, &s, &mut out);
         }
         assert_eq!(y, whole, "dilated 1-D in {tasks} parts by columns");
+    }
+}
+
+/// Products placed on a grid's kept columns (`Kept`: the first `out_w` of each `wq`, as
+/// the phase planes' product stores a padded convolution's outputs) write exactly the
+/// whole product's kept columns, one after the other, and nothing past them: on the
+/// dispatched kernel (the VNNI tiles' compressed stores where the CPU has them) and on
+/// the portable one, as i32 and requantized, from grid columns that start mid-row.
+#[test]
+fn products_on_kept_grid_columns_write_the_kept_columns_of_the_whole_product() {
+    use super::packed::{qgemm_placed, Kept};
+    let mut seed = 17;
+    // (rows, grid columns, depth, wq, out_w, first grid column): grids narrower and
+    // wider than a panel, one kept column a row, none discarded, a start mid-row.
+    let cases = [
+        (14, 96, 16, 58, 56, 0),
+        (17, 70, 9, 9, 7, 0),
+        (3, 45, 33, 5, 1, 0),
+        (29, 64, 64, 40, 40, 0),
+        (5, 100, 20, 34, 32, 13),
+        (15, 33, 4, 3, 2, 7),
+    ];
+    for (m, n, k, wq, out_w, at) in cases {
+        let a: Vec<u8> = (0..m * k).map(|_| byte(&mut seed) as u8).collect();
+        let b: Vec<i8> = (0..k * n).map(|_| (byte(&mut seed) - 128) as i8).collect();
+        let (mut pa, mut pb) = (QPackedA::new(), QPackedB::new());
+        pa.pack(&a, m, k, k, &[90]);
+        pb.pack(&b, k, n, n, &[-3]);
+        let kept = Kept { wq, out_w, at };
+        let cols: Vec<usize> = (0..n).filter(|&j| (at + j) % wq < out_w).collect();
+        let width = cols.len();
+        let place = Place { ldc: width + 3, kept: Some(kept) };
+        let label = format!("{m}x{n}x{k} grid {wq} keeping {out_w} from {at}");
+        // The whole product, and its kept columns.
+        let mut full = vec![0; m * n];
+        qgemm(&pa, &pb, 0..n, QOut::I32(&mut full), n);
+        let kept_of = |v: &[i32], fill: i32| -> Vec<i32> {
+            let mut out = vec![fill; m * place.ldc];
+            for i in 0..m {
+                for (o, &j) in cols.iter().enumerate() {
+                    out[i * place.ldc + o] = v[i * n + j];
+                }
+            }
+            out
+        };
+        let want = kept_of(&full, i32::MIN);
+        let mut c = vec![i32::MIN; m * place.ldc];
+        qgemm_placed(&pa, 0..m, &pb, 0..n, QOut::I32(&mut c), place);
+        assert_eq!(c, want, "dispatched {label}");
+        let mut c = vec![i32::MIN; m * place.ldc];
+        portable(&pa, 0..m, &pb, 0..n, &mut QOut::I32(&mut c), place);
+        assert_eq!(c, want, "portable {label}");
+        // Requantized: the whole product's bytes at the kept columns.
+        let scale: Vec<f32> = (0..m).map(|i| 0.0007 * (i % 5 + 1) as f32).collect();
+        let bias: Vec<i32> = (0..m).map(|i| i as i32 * 301 - 900).collect();
+        let rq = Requant { scale: &scale, per_row: true, bias: Some(&bias), zy: 5 };
+        let mut y = vec![0u8; m * n];
+        qgemm(&pa, &pb, 0..n, QOut::U8(&mut y, rq), n);
+        let want = kept_of(&y.iter().map(|&v| v as i32).collect::<Vec<_>>(), 77);
+        let mut z = vec![77u8; m * place.ldc];
+        qgemm_placed(&pa, 0..m, &pb, 0..n, QOut::U8(&mut z, rq), place);
+        assert_eq!(z.iter().map(|&v| v as i32).collect::<Vec<_>>(), want, "dispatched u8 {label}");
+        let mut z = vec![77u8; m * place.ldc];
+        portable(&pa, 0..m, &pb, 0..n, &mut QOut::U8(&mut z, rq), place);
+        assert_eq!(z.iter().map(|&v| v as i32).collect::<Vec<_>>(), want, "portable u8 {label}");
+        let mut y = vec![0i8; m * n];
+        qgemm(&pa, &pb, 0..n, QOut::I8(&mut y, rq), n);
+        let want = kept_of(&y.iter().map(|&v| v as i32).collect::<Vec<_>>(), -7);
+        let mut z = vec![-7i8; m * place.ldc];
+        qgemm_placed(&pa, 0..m, &pb, 0..n, QOut::I8(&mut z, rq), place);
+        assert_eq!(z.iter().map(|&v| v as i32).collect::<Vec<_>>(), want, "dispatched i8 {label}");
     }
 }

@@ -6,8 +6,8 @@
 //! times the multiply-adds of a float `vfmadd231ps`), then adds the zero-point terms as
 //! it stores.
 
-use super::packed::{for_each_tile, Dst, QOut, QPackedA, QPackedB, TileOut, CHUNK, MR, NR};
-use crate::arch::mem::{load16, load16i, store16, store16b, store16b_i8, store16i};
+use super::packed::{for_each_tile, Dst, Place, QOut, QPackedA, QPackedB, TileOut, CHUNK, MR, NR};
+use crate::arch::mem::{load16, load16i, store16, store16b, store16b_i8, store16i, store_first_bytes, store_first_i32};
 use std::arch::x86_64::*;
 use std::ops::Range;
 
@@ -19,7 +19,7 @@ pub(crate) fn qgemm_avx512(
     b: &QPackedB,
     cols: Range<usize>,
     out: &mut QOut<'_>,
-    ldc: usize,
+    place: Place,
 ) {
     let quads = a.k.div_ceil(4);
     let small = a.m <= 2;
@@ -30,7 +30,7 @@ pub(crate) fn qgemm_avx512(
         let mut sums = [[[0i32; NR]; 2 * MR]; AMX_PANELS];
         // (Every B has slack after its last panel for the whole chunks the tiles read:
         // `packed::panel_units`.)
-        for_each_tile::<2>(a, rows, b, cols, out, ldc, |strips, panel, (i, n), outs| {
+        for_each_tile::<2>(a, rows, b, cols, out, place, |strips, panel, (i, n), outs| {
             if i % AMX_PANELS == 0 {
                 let sums = &mut sums[..AMX_PANELS.min(n - i)];
                 if outs[1].is_some() {
@@ -44,7 +44,7 @@ pub(crate) fn qgemm_avx512(
         });
         return;
     }
-    for_each_tile::<1>(a, rows, b, cols, out, ldc, |strip, panel, _, [out]| {
+    for_each_tile::<1>(a, rows, b, cols, out, place, |strip, panel, _, [out]| {
         tile_rows(small, strip, panel, quads, out.expect("a strip"))
     });
 }
@@ -170,12 +170,31 @@ fn store(sums: &[[__m512i; 2]], out: TileOut<'_>) {
             v[h] = _mm512_sub_epi32(_mm512_sub_epi32(s[h], col), row);
         }
         let at = r * ldc;
-        match &mut c {
-            Dst::I32(c) => put_row(&mut c[at..], w, v, |x, h| store16i(x, h)),
-            Dst::U8(c) => put_row(&mut c[at..], w, rq.as_ref().expect("requantizing").row(v, r), |x, h| store16b(x, h)),
-            Dst::I8(c) => {
-                put_row(&mut c[at..], w, rq.as_ref().expect("requantizing").row(v, r), |x, h| store16b_i8(x, h))
-            }
+        let bytes = |v| rq.as_ref().expect("requantizing").row(v, r);
+        let narrow = |[lo, hi]: [__m512i; 2]| [_mm512_cvtepi32_epi8(lo), _mm512_cvtepi32_epi8(hi)];
+        match (&mut c, out.keep) {
+            (Dst::I32(c), None) => put_row(&mut c[at..], w, v, |x, h| store16i(x, h)),
+            (Dst::U8(c), None) => put_row(&mut c[at..], w, narrow(bytes(v)), |x, h| store16b(x, h)),
+            (Dst::I8(c), None) => put_row(&mut c[at..], w, narrow(bytes(v)), |x, h| store16b_i8(x, h)),
+            (Dst::I32(c), Some(keep)) => put_kept(&mut c[at..], keep, v, |x, n, h| store_first_i32(x, n, h)),
+            (Dst::U8(c), Some(keep)) => put_kept(&mut c[at..], keep, bytes(v), |x, n, h| store_first_bytes(x, n, h)),
+            (Dst::I8(c), Some(keep)) => put_kept(&mut c[at..], keep, bytes(v), |x, n, h| store_first_bytes(x, n, h)),
+        }
+    }
+}
+
+/// The columns of a row's two halves that `keep` marks (bit `l` for column `l`) into `c`,
+/// one after the other: each half's compressed to its low lanes, then stored.
+#[target_feature(enable = "avx512f")]
+#[inline]
+fn put_kept<T>(c: &mut [T], keep: u32, halves: [__m512i; 2], store: impl Fn(&mut [T], usize, __m512i)) {
+    let mut at = 0;
+    for (h, v) in halves.into_iter().enumerate() {
+        let mask = (keep >> (16 * h)) as __mmask16;
+        let n = mask.count_ones() as usize;
+        if n > 0 {
+            store(&mut c[at..], n, _mm512_maskz_compress_epi32(mask, v));
+            at += n;
         }
     }
 }
@@ -220,20 +239,20 @@ impl<'a> Vectors<'a> {
         }
     }
 
-    /// Row `r` of the tile (`v`, 32 sums) requantized to bytes, 16 in each half.
+    /// Row `r` of the tile (`v`, 32 sums) requantized, each value in the low byte of its
+    /// i32 lane, 16 in each half.
     #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
     #[inline]
-    fn row(&self, v: [__m512i; 2], r: usize) -> [__m128i; 2] {
+    fn row(&self, v: [__m512i; 2], r: usize) -> [__m512i; 2] {
         let bias = _mm512_set1_epi32(self.rq.bias[r]);
         let row_scale = _mm512_set1_ps(self.rq.scale_rows[r]);
-        let mut out = [_mm_setzero_si128(); 2];
+        let mut out = [_mm512_setzero_si512(); 2];
         for (h, o) in out.iter_mut().enumerate() {
             let scale = if self.rq.per_row { row_scale } else { self.scale_cols[h] };
             let x = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(v[h], bias)), scale);
             // `vmaxps` gives its second operand for a NaN in the first.
             let x = _mm512_min_ps(_mm512_max_ps(x, self.lo), self.hi);
-            let q = _mm512_add_epi32(_mm512_cvtps_epi32(x), self.zy);
-            *o = _mm512_cvtepi32_epi8(q);
+            *o = _mm512_add_epi32(_mm512_cvtps_epi32(x), self.zy);
         }
         out
     }
