@@ -1,7 +1,7 @@
 //! The phase planes' convolution product against the same tiles on other B layouts, in
 //! one process, interleaved (the machines here drift 30% between runs):
-//! `cargo run --release -p rivet-kernels --example qconv_paths [C M HW]` (input channels,
-//! output channels, input height = width; 3x3, padded by 1; default ResNet-18's 64 ->
+//! `cargo run --release -p rivet-kernels --example qconv_paths [C M HW [K]]` (input channels,
+//! output channels, input height = width, kernel (3); padded to keep the size; default ResNet-18's 64 ->
 //! 64 on 56x56). Prints the median microseconds of 31 rounds of: the product on the
 //! planes (u8 and i32 outputs), on a pre-packed im2col, the planes' packing, plain packed
 //! operands of the same shape, and the panels' copies alone (a product of no rows).
@@ -10,22 +10,23 @@ use rivet_kernels::qgemm::{qgemm, ConvPlanes, QOut, QPackedA, QPackedB, Requant}
 use std::time::Instant;
 fn main() {
     let d: Vec<usize> = std::env::args().skip(1).filter_map(|a| a.parse().ok()).collect();
-    let (c, m, hw) = match d[..] {
-        [c, m, hw] => (c, m, hw),
-        _ => (64, 64, 56),
+    let (c, m, hw, kk) = match d[..] {
+        [c, m, hw] => (c, m, hw, 3),
+        [c, m, hw, kk] => (c, m, hw, kk),
+        _ => (64, 64, 56, 3),
     };
     let g = Window3d {
         input: [1, hw, hw],
         out: [1, hw, hw],
-        kernel: [1, 3, 3],
+        kernel: [1, kk, kk],
         stride: [1; 3],
         dilation: [1; 3],
-        pad_begin: [0, 1, 1],
+        pad_begin: [0, kk / 2, kk / 2],
     };
     let x: Vec<u8> = (0..c * hw * hw).map(|i| (i * 7 % 251) as u8).collect();
-    let w: Vec<i8> = (0..m * c * 9).map(|i| ((i * 5 % 241) as i32 - 120) as i8).collect();
+    let w: Vec<i8> = (0..m * c * kk * kk).map(|i| ((i * 5 % 241) as i32 - 120) as i8).collect();
     let mut a = QPackedA::new();
-    a.pack_conv_weights(&w, m, c, 9, &[0]);
+    a.pack_conv_weights(&w, m, c, kk * kk, &[0]);
     let scale = vec![0.0001f32; m];
     let n = hw * hw;
     let mut y = vec![0u8; m * n];
@@ -35,11 +36,11 @@ fn main() {
     let mut im = QPackedB::new();
     im.pack_conv_input(&x, c, &g, 3);
     let rq = Requant { scale: &scale, per_row: true, bias: None, zy: 7 };
-    let ops = 2.0 * (m * c * 9 * n) as f64;
+    let ops = 2.0 * (m * c * kk * kk * n) as f64;
     let (k, aa, bb) = (
-        c * 9,
-        (0..m * c * 9).map(|i| (i * 7 % 251) as u8).collect::<Vec<u8>>(),
-        (0..c * 9 * n).map(|i| ((i * 5 % 241) as i32 - 120) as i8).collect::<Vec<i8>>(),
+        c * kk * kk,
+        (0..m * c * kk * kk).map(|i| (i * 7 % 251) as u8).collect::<Vec<u8>>(),
+        (0..c * kk * kk * n).map(|i| ((i * 5 % 241) as i32 - 120) as i8).collect::<Vec<i8>>(),
     );
     let mut pa = QPackedA::new();
     pa.pack(&aa, m, k, k, &[17]);

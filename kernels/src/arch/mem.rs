@@ -56,28 +56,14 @@ pub(crate) fn load16i(x: &[i32; 16]) -> __m512i {
     unsafe { _mm512_loadu_si512(x.as_ptr().cast()) }
 }
 
-/// Stores 16 i32s.
+/// Stores 32 bytes to `x` (a one-byte type: u8 or i8).
 #[target_feature(enable = "avx512f")]
 #[inline]
-pub(crate) fn store16i(x: &mut [i32; 16], v: __m512i) {
-    // SAFETY: `x` is 64 writable bytes; the store has no alignment requirement.
-    unsafe { _mm512_storeu_si512(x.as_mut_ptr().cast(), v) }
-}
-
-/// Stores 16 bytes.
-#[target_feature(enable = "avx512f")]
-#[inline]
-pub(crate) fn store16b(x: &mut [u8; 16], v: __m128i) {
-    // SAFETY: `x` is 16 writable bytes; the store has no alignment requirement.
-    unsafe { _mm_storeu_si128(x.as_mut_ptr().cast(), v) }
-}
-
-/// Stores 16 signed bytes.
-#[target_feature(enable = "avx512f")]
-#[inline]
-pub(crate) fn store16b_i8(x: &mut [i8; 16], v: __m128i) {
-    // SAFETY: `x` is 16 writable bytes; the store has no alignment requirement.
-    unsafe { _mm_storeu_si128(x.as_mut_ptr().cast(), v) }
+pub(crate) fn store32_bytes<T: Copy>(x: &mut [T; 32], v: __m256i) {
+    const { assert!(std::mem::size_of::<T>() == 1, "one-byte elements") };
+    // SAFETY: `T` is one byte (checked at compile time), so `x` is 32 writable bytes;
+    // the store has no alignment requirement.
+    unsafe { _mm256_storeu_si256(x.as_mut_ptr().cast(), v) }
 }
 
 /// Stores 16 floats.

@@ -233,11 +233,15 @@ fn convolutions_on_the_tiles_pack_into_the_product_of_their_definition() {
 #[test]
 fn requantized_outputs_are_the_sums_requantized_per_row_or_per_column() {
     let mut seed = 5;
-    for &(m, n, k) in &[(1, 1, 3), (3, 40, 17), (15, 70, 129), (29, 33, 64), (29, 250, 256)] {
+    // Rows sharing a zero point, and each its own (a convolution's weights per channel:
+    // the stores' general terms).
+    let shapes = [(1, 1, 3), (3, 40, 17), (15, 70, 129), (29, 33, 64), (29, 250, 256)];
+    for (&(m, n, k), per_row_za) in shapes.iter().flat_map(|s| [(s, false), (s, true)]) {
         let a: Vec<u8> = (0..m * k).map(|_| byte(&mut seed) as u8).collect();
         let b: Vec<i8> = (0..k * n).map(|_| (byte(&mut seed) - 128) as i8).collect();
         let (mut pa, mut pb) = (QPackedA::new(), QPackedB::new());
-        pa.pack(&a, m, k, k, &[100]);
+        let za: Vec<i32> = if per_row_za { (0..m).map(|i| 90 + i as i32 % 20).collect() } else { vec![100] };
+        pa.pack(&a, m, k, k, &za);
         pb.pack(&b, k, n, n, &[3]);
         let mut acc = vec![0; m * n];
         qgemm(&pa, &pb, 0..n, QOut::I32(&mut acc), n);
