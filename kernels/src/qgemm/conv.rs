@@ -130,6 +130,22 @@ pub(super) fn quads_of<T: Q8>(rows: [&[T]; 4], out: &mut [i32]) {
     }
 }
 
+/// [`quads_of`], and each quad's [`byte_sum`] added to `sums` (as long as `out`) in the
+/// same pass.
+#[inline(always)]
+pub(super) fn quads_and_sums_of<T: Q8>(rows: [&[T]; 4], out: &mut [i32], sums: &mut [i32]) {
+    let flip: u32 = if T::TO_UNSIGNED == 0 { 0x8080_8080 } else { 0 };
+    let n = out.len();
+    let (a, b, c, d) = (&rows[0][..n], &rows[1][..n], &rows[2][..n], &rows[3][..n]);
+    let sums = &mut sums[..n];
+    let byte = |v: T| v.to_i32() as u8 as u32;
+    for i in 0..n {
+        let w = (byte(a[i]) | byte(b[i]) << 8 | byte(c[i]) << 16 | byte(d[i]) << 24) ^ flip;
+        out[i] = w as i32;
+        sums[i] += byte_sum(w as i32);
+    }
+}
+
 /// Four signed bytes as one i32 (byte `l` at bits `8 l..`).
 #[inline(always)]
 pub(super) fn quad(b: [i8; 4]) -> i32 {

@@ -30,7 +30,7 @@
 
 use std::ops::Range;
 
-use super::conv::{byte_sum, quad, quads_of};
+use super::conv::{byte_sum, quad, quads_and_sums_of, quads_of};
 use super::packed::{panel_units, qgemm_placed, qgemm_rows, quads, Kept, Place, QOut, QPackedA, QPackedB, NR, Q8};
 use crate::conv::Window3d;
 
@@ -147,14 +147,33 @@ impl ConvPlanes {
         self.col_sums.resize(cols, 0);
         let (words, sums, col_sums, offs) = (&mut self.words, &mut self.sums, &mut self.col_sums, &self.offs);
         let row = &mut self.row;
+        // Stride 1 with no padding left or right: each plane lands in one run.
+        let whole_planes = sh == 1 && sw == 1 && wq == in_w;
         crate::arch::widest(
             #[inline(always)]
             || {
                 for (q4, dst) in words.chunks_exact_mut(block).enumerate() {
                     let lanes = (channels - 4 * q4).min(4);
                     let pad_word = quad(std::array::from_fn(|l| if l < lanes { pad } else { 0 }));
-                    dst.fill(pad_word);
                     let src = |l: usize| &x[(4 * q4 + l) * plane..(4 * q4 + l + 1) * plane];
+                    if whole_planes && lanes == 4 {
+                        // The input's rows are the plane's rows, back to back: one run
+                        // (a row of 14 words left most of a vector idle), padding only
+                        // above and below.
+                        let at = pt * wq;
+                        let (above, rest) = dst.split_at_mut(at);
+                        let (inside, below) = rest.split_at_mut(plane);
+                        above.fill(pad_word);
+                        below.fill(pad_word);
+                        let pad_sum = byte_sum(pad_word);
+                        let (sums_above, rest) = sums.split_at_mut(at);
+                        let (sums_inside, sums_below) = rest.split_at_mut(plane);
+                        sums_above.iter_mut().chain(sums_below.iter_mut()).for_each(|s| *s += pad_sum);
+                        quads_and_sums_of([src(0), src(1), src(2), src(3)], inside, sums_inside);
+                        continue;
+                    } else {
+                        dst.fill(pad_word);
+                    }
                     for ih in 0..in_h {
                         let r = ih + pt;
                         if !row_used(r) {

@@ -203,6 +203,20 @@ fn convolutions_pack_into_the_product_of_their_definition() {
     for channels in [2, 7] {
         conv_case::<u8, i8>(&g, channels, &mut seed);
     }
+    // Padded above and below only (a 3x1 window): its planes go in as one run each,
+    // between rows of padding; with a channel count off the quads, and on it.
+    let g = crate::conv::Window3d {
+        input: [1, 6, 9],
+        out: [1, 6, 9],
+        kernel: [1, 3, 1],
+        stride: [1; 3],
+        dilation: [1; 3],
+        pad_begin: [0, 1, 0],
+    };
+    for channels in [3, 8] {
+        conv_case::<u8, i8>(&g, channels, &mut seed);
+        conv_case::<i8, u8>(&g, channels, &mut seed);
+    }
     // A pad wider than the strided outputs reach: a width tap whose first output in the
     // input lies past the last output (found by review: the im2col sliced its input row
     // from before its start and panicked).
