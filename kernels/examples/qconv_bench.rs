@@ -2,7 +2,8 @@
 //! path): `cargo run --release -p rivet-kernels --example qconv_bench [C M HW K S]`
 //! (input channels, output channels, input height = width, kernel, stride; default the
 //! 64 -> 64 3x3 of ResNet-18's first stage). Prints the median microseconds of the
-//! planes' packing and of the product requantized to u8, and the product's GOP/s.
+//! planes' packing and of the product requantized to u8, and the product's GOP/s; then
+//! the product into outputs out of cache (eight, in turn), as a model's layer writes them.
 //! `RIVET_AMX=off` for the VNNI tiles.
 
 use rivet_kernels::conv::Window3d;
@@ -47,9 +48,17 @@ fn main() {
     let pack = median_us(|| planes.pack(&x, c, &g, 3));
     let rq = Requant { scale: &scale, per_row: true, bias: None, zy: 7 };
     let product = median_us(|| planes.product(&a, QOut::U8(&mut y, rq)));
+    // The same into outputs that are out of cache (eight, used in turn).
+    let mut ys = vec![vec![0u8; m * out * out]; 8];
+    let mut turn = 0;
+    let cold = median_us(|| {
+        turn = (turn + 1) % ys.len();
+        planes.product(&a, QOut::U8(&mut ys[turn], rq))
+    });
     let ops = 2.0 * (m * c * k * k * out * out) as f64;
     println!(
         "{c}->{m} {k}x{k}/{s} on {hw}: pack {pack:.1} us, product {product:.1} us ({:.0} GOP/s)",
         ops / product / 1e3
     );
+    println!("  into cold outputs: product {cold:.1} us");
 }
