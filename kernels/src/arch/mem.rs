@@ -56,6 +56,14 @@ pub(crate) fn load16i(x: &[i32; 16]) -> __m512i {
     unsafe { _mm512_loadu_si512(x.as_ptr().cast()) }
 }
 
+/// Loads 64 bytes.
+#[target_feature(enable = "avx512f")]
+#[inline]
+pub(crate) fn load64_bytes(x: &[u8; 64]) -> __m512i {
+    // SAFETY: `x` is 64 readable bytes; the load has no alignment requirement.
+    unsafe { _mm512_loadu_si512(x.as_ptr().cast()) }
+}
+
 /// Stores 32 bytes to `x` (a one-byte type: u8 or i8).
 #[target_feature(enable = "avx512f")]
 #[inline]

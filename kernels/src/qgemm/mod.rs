@@ -8,6 +8,7 @@
 //! arithmetic ORT's int8 kernels use.
 
 mod conv;
+pub mod depthwise;
 mod implicit;
 mod packed;
 #[cfg(test)]

@@ -7,7 +7,7 @@
 //! it stores.
 
 use super::packed::{for_each_tile, Dst, Place, QOut, QPackedA, QPackedB, TileOut, CHUNK, MR, NR};
-use crate::arch::mem::{load16, load16i, store16, store32_bytes, store_first_bytes, store_first_i32};
+use crate::arch::mem::{load16, load16i, load64_bytes, store16, store32_bytes, store_first_bytes, store_first_i32};
 use std::arch::x86_64::*;
 use std::ops::Range;
 
@@ -376,6 +376,76 @@ impl<'a> Vectors<'a> {
             let x = _mm512_min_ps(_mm512_max_ps(x, self.lo), self.hi);
             _mm512_add_epi32(_mm512_cvtps_epi32(x), self.zy)
         })
+    }
+}
+
+/// One plane of an 8-bit depthwise convolution (`qgemm::depthwise`): for each output
+/// row, 16 outputs at a time, each kernel row's input bytes gathered by one `vpermb` from
+/// one 64-byte load and summed against the row's weight dword by one `vpdpbusd`; then
+/// stored as i32 or requantized (the requantization of `qgemm::requantize`: `(sum +
+/// bias) · scale` clamped in float, NaN to the minimum, rounded half to even, plus
+/// `zy`); the last outputs of a row with masked stores.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi")]
+pub(crate) fn qdw_plane_avx512(job: &super::depthwise::Job<'_>, out: super::depthwise::QDwOut<'_>) {
+    use super::depthwise::QDwOut;
+    let (sw, dw) = (job.sw, job.dw);
+    // Byte `4 i + q` of the gather: output `i`'s tap `q` (taps past the kernel's width
+    // meet zero weights).
+    let order: [u8; 64] = std::array::from_fn(|b| ((b / 4) * sw + (b % 4) * dw) as u8);
+    let order = load64_bytes(&order);
+    let weights: [__m512i; 7] = std::array::from_fn(|r| _mm512_set1_epi32(job.dwords.get(r).copied().unwrap_or(0)));
+    let kh = job.dwords.len();
+    let base = _mm512_set1_epi32(job.base);
+    let sums = |oy: usize, ox: usize| {
+        let mut acc = base;
+        for (r, w) in weights.iter().enumerate().take(kh) {
+            let at = (oy * job.sh + r * job.dh) * job.stride + ox * sw;
+            let window = load64_bytes(job.padded[at..at + 64].try_into().expect("64 bytes"));
+            acc = _mm512_dpbusd_epi32(acc, _mm512_permutexvar_epi8(order, window), *w);
+        }
+        acc
+    };
+    let (out_h, out_w) = (job.out_h, job.out_w);
+    // (`requant` for the output's range: (bias, scale, lo, hi, zy) as vectors.)
+    let requant = |rq: super::depthwise::DwRequant, min: i32, max: i32| {
+        (
+            _mm512_set1_epi32(rq.bias),
+            _mm512_set1_ps(rq.scale),
+            _mm512_set1_ps((min - rq.zy) as f32),
+            _mm512_set1_ps((max - rq.zy) as f32),
+            _mm512_set1_epi32(rq.zy),
+        )
+    };
+    let bytes = |acc: __m512i, (bias, scale, lo, hi, zy): (__m512i, __m512, __m512, __m512, __m512i)| {
+        let x = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(acc, bias)), scale);
+        // `vmaxps` gives its second operand for a NaN in the first.
+        let x = _mm512_min_ps(_mm512_max_ps(x, lo), hi);
+        _mm512_add_epi32(_mm512_cvtps_epi32(x), zy)
+    };
+    match out {
+        QDwOut::I32(y) => {
+            for (oy, row) in y.chunks_exact_mut(out_w).take(out_h).enumerate() {
+                for ox in (0..out_w).step_by(16) {
+                    store_first_i32(&mut row[ox..], (out_w - ox).min(16), sums(oy, ox));
+                }
+            }
+        }
+        QDwOut::U8(y, rq) => {
+            let v = requant(rq, 0, 255);
+            for (oy, row) in y.chunks_exact_mut(out_w).take(out_h).enumerate() {
+                for ox in (0..out_w).step_by(16) {
+                    store_first_bytes(&mut row[ox..], (out_w - ox).min(16), bytes(sums(oy, ox), v));
+                }
+            }
+        }
+        QDwOut::I8(y, rq) => {
+            let v = requant(rq, -128, 127);
+            for (oy, row) in y.chunks_exact_mut(out_w).take(out_h).enumerate() {
+                for ox in (0..out_w).step_by(16) {
+                    store_first_bytes(&mut row[ox..], (out_w - ox).min(16), bytes(sums(oy, ox), v));
+                }
+            }
+        }
     }
 }
 

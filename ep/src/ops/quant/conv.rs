@@ -9,6 +9,7 @@ use std::ops::Range;
 use std::sync::{Arc, Mutex};
 
 use rivet_kernels::conv::Window3d;
+use rivet_kernels::qgemm::depthwise::{DwRequant, QDepthwise, QDwOut};
 use rivet_kernels::qgemm::{self, qgemm, ConvPlanes, ProductScratch, QOut, QPackedA, Requant};
 
 use super::super::op::util::{bad_types, check_attrs, check_inputs, input, input_type, output_type};
@@ -254,6 +255,10 @@ impl Op for QConv {
                         packs.wf.push((w - z) as f32);
                     }
                 }
+                // The integer kernel's copy; refused (a difference outside int8, a kernel
+                // wider than it takes), it keeps no channel and the float route runs.
+                let wf = &packs.wf;
+                packs.qdw.pack(m, &geo, |ch, t| wf[ch * taps + t] as i32);
             }
             packs.groups.resize_with(if depthwise { 0 } else { g }, QPackedA::new);
             for (grp, a) in packs.groups.iter_mut().enumerate() {
@@ -408,7 +413,8 @@ fn run_depthwise(
     out: &mut DataMut<'_>,
     par: &dyn crate::parallel::Parallel,
 ) -> Result<(), String> {
-    let Packs { wf, dw_tasks, scales, .. } = packs;
+    let Packs { wf, dw_tasks, scales, qdw, .. } = packs;
+    let qdw = (qdw.channels() == c && QDepthwise::fits(geo)).then_some(&*qdw);
     let grain = rivet_kernels::depthwise::split_planes(geo, c);
     let planes = batch * c;
     // Split as the float depthwise convolution is (`products::convolution`): by the
@@ -418,7 +424,7 @@ fn run_depthwise(
     if dw_tasks.len() < tasks.max(1) {
         dw_tasks.resize_with(tasks.max(1), Default::default);
     }
-    let job = Depthwise { input, c, plane, p, grain, geo, zx, bias, zy, wf, scales };
+    let job = Depthwise { input, c, plane, p, grain, geo, zx, bias, zy, wf, scales, qdw };
     let out = reborrow(out)?;
     if tasks < 2 {
         let mut part = out;
@@ -456,6 +462,8 @@ pub(super) struct DepthwiseScratch {
     xf: Vec<f32>,
     yf: Vec<f32>,
     kernel: Vec<f32>,
+    /// The integer kernel's padded plane.
+    padded: Vec<u8>,
 }
 
 /// What every task of a depthwise convolution reads.
@@ -473,13 +481,18 @@ struct Depthwise<'a> {
     wf: &'a [f32],
     /// The output channels' scales (none for ConvInteger).
     scales: &'a [f32],
+    /// The weights for the integer kernel, when it takes this window.
+    qdw: Option<&'a QDepthwise>,
 }
 
 impl Depthwise<'_> {
     /// The planes `planes` (of the whole batch) into `out`, which holds their outputs
     /// from its start, a cache-sized chunk at a time.
     fn planes(&self, planes: Range<usize>, out: &mut DataMut<'_>, s: &mut DepthwiseScratch) -> Result<(), String> {
-        let Depthwise { input, c, plane, p, grain, geo, zx, bias, zy, wf, scales } = *self;
+        let Depthwise { input, c, plane, p, grain, geo, zx, bias, zy, wf, scales, qdw } = *self;
+        if let Some(qdw) = qdw {
+            return self.integer_planes(qdw, planes, out, s);
+        }
         let chunk = (CHUNK_FLOATS / plane.max(p).max(1)).max(1).next_multiple_of(grain);
         s.xf.resize(chunk * plane, 0.0);
         s.yf.resize(chunk * p, 0.0);
@@ -503,6 +516,37 @@ impl Depthwise<'_> {
                 _ => return Err("the output element type differs from the plan's".into()),
             }
             p0 = p1;
+        }
+        Ok(())
+    }
+}
+
+impl Depthwise<'_> {
+    /// [`planes`](Self::planes) on the integer kernel, a plane at a time.
+    fn integer_planes(
+        &self,
+        qdw: &QDepthwise,
+        planes: Range<usize>,
+        out: &mut DataMut<'_>,
+        s: &mut DepthwiseScratch,
+    ) -> Result<(), String> {
+        let Depthwise { input, c, plane, p, geo, zx, bias, zy, scales, .. } = *self;
+        let first = planes.start;
+        for pl in planes {
+            let ch = pl % c;
+            let rows = (pl - first) * p..(pl - first + 1) * p;
+            let rq = || DwRequant { bias: bias.map_or(0, |b| b[ch]), scale: scales[ch], zy };
+            let y = match out {
+                DataMut::I32(y) if scales.is_empty() => QDwOut::I32(&mut y[rows]),
+                DataMut::U8(y) => QDwOut::U8(&mut y[rows], rq()),
+                DataMut::I8(y) => QDwOut::I8(&mut y[rows], rq()),
+                _ => return Err("the output element type differs from the plan's".into()),
+            };
+            match sub(input, pl * plane, plane)? {
+                Data::U8(v) => qdw.plane(v, zx, ch, geo, y, &mut s.padded),
+                Data::I8(v) => qdw.plane(v, zx, ch, geo, y, &mut s.padded),
+                _ => return Err("the input is not uint8 or int8".into()),
+            }
         }
         Ok(())
     }

@@ -114,6 +114,9 @@ struct Packs {
     /// tasks' floats.
     wf: Vec<f32>,
     dw_tasks: Vec<std::sync::Mutex<conv::DepthwiseScratch>>,
+    /// The same weights for the integer depthwise kernel, when their differences fit
+    /// int8 (else empty: the float route).
+    qdw: rivet_kernels::qgemm::depthwise::QDepthwise,
 }
 
 /// Where an 8-bit tensor's data is and how long: the key of a packed constant.
