@@ -88,6 +88,22 @@ pub fn quantize<T: QInt>(x: &[f32], scale: f32, zy: i32, y: &mut [T]) {
     )
 }
 
+/// `y = quantize(dequantize(a) + dequantize(b))` element by element, with `(scale, zero
+/// point)` of A, B and Y: the three ops' float operations in their order (the same bits),
+/// in one pass of the widest build (com.microsoft QLinearAdd on same-shape inputs).
+pub fn add_requantize<T: QInt>(a: &[T], b: &[T], pa: (f32, i32), pb: (f32, i32), py: (f32, i32), y: &mut [T]) {
+    let ((sa, za), (sb, zb), (sy, zy)) = (pa, pb, py);
+    crate::arch::widest(
+        #[inline(always)]
+        move || {
+            for ((o, &u), &v) in y.iter_mut().zip(a).zip(b) {
+                let sum = u.to_i32().wrapping_sub(za) as f32 * sa + v.to_i32().wrapping_sub(zb) as f32 * sb;
+                *o = requantize::<T>(sum / sy, zy);
+            }
+        },
+    )
+}
+
 /// [`quantize`] to the range `min..=max` (within `T`'s): int4 and uint4, a value a byte.
 pub fn quantize_in<T: QInt>(x: &[f32], scale: f32, zy: i32, (min, max): (i32, i32), y: &mut [T]) {
     for (o, &v) in y.iter_mut().zip(x) {
