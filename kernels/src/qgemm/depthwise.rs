@@ -19,8 +19,8 @@ use crate::conv::Window3d;
 
 /// Kernel rows of at most this many taps (one dword).
 const MAX_KW: usize = 4;
-/// Kernel heights up to this.
-const MAX_KH: usize = 7;
+/// Kernel heights up to this (the x86 kernel holds a weight vector a row).
+pub(crate) const MAX_KH: usize = 7;
 /// Bytes read past an output row's last window (one 64-byte load from its start).
 const SLACK: usize = 64;
 
@@ -302,6 +302,29 @@ mod tests {
             case::<u8>(&g, &mut seed);
             case::<i8>(&g, &mut seed);
         }
+        // Kernels 5 to 7 rows high (3 wide, padded), and one of 8 rows, refused.
+        for kh in [5, 6, 7] {
+            let g = Window3d {
+                input: [1, 12, 10],
+                out: [1, 12 + 2 * (kh / 2) + 1 - kh, 10],
+                kernel: [1, kh, 3],
+                stride: [1; 3],
+                dilation: [1; 3],
+                pad_begin: [0, kh / 2, 1],
+            };
+            assert!(QDepthwise::fits(&g), "{g:?}");
+            case::<u8>(&g, &mut seed);
+            case::<i8>(&g, &mut seed);
+        }
+        let g = Window3d {
+            input: [1, 12, 10],
+            out: [1, 5, 10],
+            kernel: [1, 8, 3],
+            stride: [1; 3],
+            dilation: [1; 3],
+            pad_begin: [0, 0, 1],
+        };
+        assert!(!QDepthwise::fits(&g) && !QDepthwise::new().pack(1, &g, |_, _| 1), "an 8-row kernel taken");
         // A window wider than the path takes, and strides whose 16 windows pass a load.
         let g = Window3d::cube(2, 12, 5, 1, 1, 2, 0).expect("a window");
         assert!(!QDepthwise::fits(&g));

@@ -393,7 +393,8 @@ pub(crate) fn qdw_plane_avx512(job: &super::depthwise::Job<'_>, out: super::dept
     // meet zero weights).
     let order: [u8; 64] = std::array::from_fn(|b| ((b / 4) * sw + (b % 4) * dw) as u8);
     let order = load64_bytes(&order);
-    let weights: [__m512i; 7] = std::array::from_fn(|r| _mm512_set1_epi32(job.dwords.get(r).copied().unwrap_or(0)));
+    let weights: [__m512i; super::depthwise::MAX_KH] =
+        std::array::from_fn(|r| _mm512_set1_epi32(job.dwords.get(r).copied().unwrap_or(0)));
     let kh = job.dwords.len();
     let base = _mm512_set1_epi32(job.base);
     let sums = |oy: usize, ox: usize| {
