@@ -539,6 +539,31 @@ fn constant_weights_are_packed_once_and_other_operands_each_run() {
         .node("QLinearConv", &[("group", Attr::Int(2)), ("pads", Attr::Ints(vec![1; 4]))], &[("y", UINT8)]);
     let runs: Vec<_> = (0..3).map(|s| vec![tensor("x", UINT8, &xs, ints(UINT8, 51 + s, len(&xs)))]).collect();
     runs_match_ort(&model, &runs, "QLinearConv, constant weights");
+    // Depthwise QLinearConv on the integer kernel (constant weights within int8 of their
+    // zero points), a batch of two: 7x7 planes (rows two to a vector), 14 -> 7 at stride
+    // 2, 14x14 (a row a vector), and int8 activations.
+    for (xs, stride, xt) in [([2i64, 24, 7, 7], 1, UINT8), ([2, 16, 14, 14], 2, UINT8), ([2, 8, 14, 14], 1, INT8)] {
+        let c = xs[1];
+        let ws = [c, 1, 3, 3];
+        let zero = if xt == UINT8 { 110.0 } else { -9.0 };
+        let scales: Vec<f64> = (0..c).map(|i| 0.002 + 0.0003 * i as f64).collect();
+        let model = One::new(10)
+            .input("x", xt, &dims(&xs))
+            .constant("sx", FLOAT, &[], &[0.02])
+            .constant("zx", xt, &[], &[zero])
+            .constant("w", INT8, &ws, &ints(INT8, 60, len(&ws)))
+            .constant("sw", FLOAT, &[c], &scales)
+            .constant("zw", INT8, &[c], &vec![0.0; c as usize])
+            .constant("sy", FLOAT, &[], &[0.05])
+            .constant("zy", xt, &[], &[zero + 10.0])
+            .node(
+                "QLinearConv",
+                &[("group", Attr::Int(c)), ("pads", Attr::Ints(vec![1; 4])), ("strides", Attr::Ints(vec![stride; 2]))],
+                &[("y", xt)],
+            );
+        let runs: Vec<_> = (0..2).map(|s| vec![tensor("x", xt, &xs, ints(xt, 61 + s, len(&xs)))]).collect();
+        runs_match_ort(&model, &runs, &format!("depthwise QLinearConv {xs:?} stride {stride}"));
+    }
 }
 
 /// Runs `model` on Rivet alone: its one output's shape and values.

@@ -198,17 +198,21 @@ pub(crate) fn qgemm_vnni(
     }
 }
 
-/// One plane of an 8-bit depthwise convolution (see `qgemm::depthwise`): on AVX-512
+/// The planes of an 8-bit depthwise convolution (see `qgemm::depthwise`): on AVX-512
 /// VNNI with VBMI where the CPU has them, else in plain integers.
 #[inline]
-pub(crate) fn qdw_plane(job: &crate::qgemm::depthwise::Job<'_>, out: crate::qgemm::depthwise::QDwOut<'_>) {
+pub(crate) fn qdw_planes<T: crate::qgemm::Q8>(
+    job: &crate::qgemm::depthwise::Planes<'_, T>,
+    padded: &mut [u8],
+    out: crate::qgemm::depthwise::QDwPlanes<'_>,
+) {
     #[cfg(target_arch = "x86_64")]
     if crate::qgemm::depthwise::supported() {
         // SAFETY: `supported` says the detected level is AVX-512 (avx512f/dq/bw/vl) and
-        // the CPU has avx512vnni and avx512vbmi: the features `qdw_plane_avx512` enables.
-        return unsafe { crate::qgemm::x86::qdw_plane_avx512(job, out) };
+        // the CPU has avx512vnni and avx512vbmi: the features `qdw_planes_avx512` enables.
+        return unsafe { crate::qgemm::x86::qdw_planes_avx512(job, padded, out) };
     }
-    crate::qgemm::depthwise::plane_portable(job, out)
+    crate::qgemm::depthwise::planes_portable(job, padded, out)
 }
 
 /// Runs `f` compiled for the widest instruction set this CPU has: `f` must be an

@@ -33,14 +33,6 @@ pub struct QDepthwise {
     kh: usize,
 }
 
-/// Where a plane's outputs go: i32 sums (ConvInteger), or requantized with the channel's
-/// bias, scale and the output's zero point.
-pub enum QDwOut<'a> {
-    I32(&'a mut [i32]),
-    U8(&'a mut [u8], DwRequant),
-    I8(&'a mut [i8], DwRequant),
-}
-
 /// One channel's requantization: `y = requantize((sum + bias) · scale) + zy`.
 #[derive(Clone, Copy, Debug)]
 pub struct DwRequant {
@@ -107,53 +99,180 @@ impl QDepthwise {
         self.sums.len()
     }
 
-    /// Channel `ch`'s plane `x` (input zero point `zx`) on window `g` into `out` (the
-    /// plane's outputs, row after row). `scratch` holds the padded plane.
-    pub fn plane<T: Q8>(&self, x: &[T], zx: i32, ch: usize, g: &Window3d, out: QDwOut<'_>, scratch: &mut Vec<u8>) {
+    /// Planes `planes` of a depthwise convolution on window `g` (plane `pl` is channel
+    /// `pl % c`), their inputs `x` back to back (input zero point `zx`), into `out` (their
+    /// outputs, plane after plane). `scratch` holds the padded plane: its padding is
+    /// written once a call and each plane's rows are copied into it in turn (the padding
+    /// and the kernel's set-up, once a plane, were most of a 7x7 plane's time).
+    #[allow(clippy::too_many_arguments)]
+    pub fn planes<T: Q8>(
+        &self,
+        x: &[T],
+        zx: i32,
+        planes: std::ops::Range<usize>,
+        c: usize,
+        g: &Window3d,
+        out: QDwPlanes<'_>,
+        scratch: &mut Vec<u8>,
+    ) {
+        self.planes_on(x, zx, planes, c, g, out, scratch, crate::arch::qdw_planes)
+    }
+
+    /// [`planes`](Self::planes) on `kernel` (the CPU's, or the portable one in tests).
+    #[allow(clippy::too_many_arguments)]
+    fn planes_on<T: Q8>(
+        &self,
+        x: &[T],
+        zx: i32,
+        planes: std::ops::Range<usize>,
+        c: usize,
+        g: &Window3d,
+        out: QDwPlanes<'_>,
+        scratch: &mut Vec<u8>,
+        kernel: fn(&Planes<'_, T>, &mut [u8], QDwPlanes<'_>),
+    ) {
         assert!(Self::fits(g), "qgemm: the window does not take the depthwise path");
-        assert!(ch < self.channels() && self.kh == g.kernel[1], "qgemm: the filters differ from the window");
-        assert!(x.len() >= g.plane(), "qgemm: the plane is shorter than its shape");
+        assert!(c > 0 && c <= self.channels() && self.kh == g.kernel[1], "qgemm: the filters differ from the window");
+        let (plane, p, n) = (g.plane(), g.positions(), planes.len());
+        assert!(x.len() >= n * plane, "qgemm: the planes are shorter than their shape");
+        assert!(out.len() >= n * p, "qgemm: the output is shorter than its planes");
         let [_, in_h, in_w] = g.input;
         let [_, out_h, out_w] = g.out;
         let (sh, sw) = (g.stride[1], g.stride[2]);
         let (dh, dw) = (g.dilation[1], g.dilation[2]);
         let (pt, pl) = (g.pad_begin[1], g.pad_begin[2]);
-        // The padded rows and columns the windows reach, and the input's place in them.
+        // The padded rows and columns the windows reach, and the input's place in them;
+        // rows back to back (a window's 64-byte load reads on into the next rows, whose
+        // bytes no lane of the gather takes), with one load's slack past the last.
         let rows = ((out_h - 1) * sh + (self.kh - 1) * dh + 1).max(pt + in_h);
-        let cols = ((out_w - 1) * sw + (MAX_KW - 1) * dw + 1).max(pl + in_w);
-        let stride = cols + SLACK;
-        let pad = (zx + T::TO_UNSIGNED) as u8;
-        scratch.clear();
-        scratch.resize(rows * stride, pad);
-        for (ih, row) in x[..g.plane()].chunks_exact(in_w).enumerate() {
-            let dst = &mut scratch[(ih + pt) * stride + pl..][..in_w];
-            for (d, &v) in dst.iter_mut().zip(row) {
-                *d = v.unsigned();
+        let stride = ((out_w - 1) * sw + (MAX_KW - 1) * dw + 1).max(pl + in_w);
+        let ahead = rows_per_vector(out_w, sh * stride, sw, dw);
+        let order: [u8; 64] = std::array::from_fn(|b| {
+            let (lane, q) = (b / 4, b % 4);
+            let (r, col) = (lane / out_w, lane % out_w);
+            if r < ahead {
+                (r * sh * stride + col * sw + q * dw) as u8
+            } else {
+                0
             }
-        }
+        });
         let zx_u = zx + T::TO_UNSIGNED;
-        let dwords = &self.rows[ch * self.kh..(ch + 1) * self.kh];
-        let base = (0i32).wrapping_sub(zx_u.wrapping_mul(self.sums[ch]));
-        let job = Job { padded: scratch, stride, dwords, base, out_h, out_w, sh, sw, dh, dw };
-        crate::arch::qdw_plane(&job, out);
+        scratch.clear();
+        scratch.resize(rows * stride + SLACK, zx_u as u8);
+        let geo = Geometry { stride, out_h, out_w, sh, sw, dh, dw, order, ahead };
+        let job = Planes {
+            x,
+            planes,
+            c,
+            in_w,
+            plane,
+            p,
+            at: pt * stride + pl,
+            rows: &self.rows,
+            sums: &self.sums,
+            kh: self.kh,
+            zx_u,
+            geo,
+        };
+        kernel(&job, scratch, out);
     }
 }
 
-/// One plane's work, for the kernel in `arch`.
-pub(crate) struct Job<'a> {
-    /// The padded plane, unsigned, `stride` bytes a row.
-    pub padded: &'a [u8],
+/// How many output rows one vector of 16 outputs covers: as many whole rows of `out_w`
+/// as fit in 16 lanes (a 7x7 plane's rows two at a time, where one row left 9 lanes
+/// idle) and whose windows stay within one 64-byte load (`row_step` bytes a row apart).
+fn rows_per_vector(out_w: usize, row_step: usize, sw: usize, dw: usize) -> usize {
+    let reach = |k: usize| (k - 1) * row_step + (out_w - 1) * sw + (MAX_KW - 1) * dw;
+    let mut k = (16 / out_w).max(1);
+    while k > 1 && reach(k) >= 64 {
+        k -= 1;
+    }
+    k
+}
+
+/// Each channel's requantization for [`QDepthwise::planes`]: `bias[ch]` (none: 0),
+/// `scales[ch]`, the output's zero point.
+#[derive(Clone, Copy, Debug)]
+pub struct DwRequants<'a> {
+    pub bias: Option<&'a [i32]>,
+    pub scales: &'a [f32],
+    pub zy: i32,
+}
+
+/// Where [`QDepthwise::planes`] puts its planes' outputs.
+pub enum QDwPlanes<'a> {
+    I32(&'a mut [i32]),
+    U8(&'a mut [u8], DwRequants<'a>),
+    I8(&'a mut [i8], DwRequants<'a>),
+}
+
+impl QDwPlanes<'_> {
+    fn len(&self) -> usize {
+        match self {
+            QDwPlanes::I32(y) => y.len(),
+            QDwPlanes::U8(y, _) => y.len(),
+            QDwPlanes::I8(y, _) => y.len(),
+        }
+    }
+}
+
+/// A plane's padded layout and the vectors its outputs take, for the kernel in `arch`.
+#[derive(Clone, Copy)]
+pub(crate) struct Geometry {
+    /// Bytes a padded row (rows back to back, a 64-byte load's slack past the last).
     pub stride: usize,
-    /// Per kernel row: its taps' signed weights as one dword.
-    pub dwords: &'a [i32],
-    /// `-zx·Σw'`: added to every output's sum.
-    pub base: i32,
     pub out_h: usize,
     pub out_w: usize,
     pub sh: usize,
     pub sw: usize,
     pub dh: usize,
     pub dw: usize,
+    /// The gather: byte `4 i + q` is lane `i`'s tap `q` from the load at its vector's
+    /// first output (lane `i` is row `i / out_w`, column `i % out_w` of the vector's rows;
+    /// zero past `ahead` rows).
+    pub order: [u8; 64],
+    /// Output rows a vector covers: one when a row is wider than 8 outputs (then 16
+    /// consecutive outputs of a row).
+    pub ahead: usize,
+}
+
+/// One call's planes, for the kernel in `arch`.
+pub(crate) struct Planes<'a, T> {
+    /// The planes' inputs, back to back.
+    pub x: &'a [T],
+    /// Their indices: plane `pl` is channel `pl % c`.
+    pub planes: std::ops::Range<usize>,
+    pub c: usize,
+    pub in_w: usize,
+    /// Elements of an input plane and of an output plane.
+    pub plane: usize,
+    pub p: usize,
+    /// Where the input's first element goes in the padded plane.
+    pub at: usize,
+    /// Per channel, `kh` dwords of its kernel rows' signed weights, and their sum.
+    pub rows: &'a [i32],
+    pub sums: &'a [i32],
+    pub kh: usize,
+    /// The input's zero point, made unsigned.
+    pub zx_u: i32,
+    pub geo: Geometry,
+}
+
+impl<T> Planes<'_, T> {
+    /// Channel `ch`'s kernel-row dwords.
+    pub fn dwords(&self, ch: usize) -> &[i32] {
+        &self.rows[ch * self.kh..(ch + 1) * self.kh]
+    }
+
+    /// `-zx·Σw'` of channel `ch`: added to every output's sum.
+    pub fn base(&self, ch: usize) -> i32 {
+        (0i32).wrapping_sub(self.zx_u.wrapping_mul(self.sums[ch]))
+    }
+}
+
+/// Channel `ch`'s requantization.
+pub(crate) fn requant_of(r: &DwRequants<'_>, ch: usize) -> DwRequant {
+    DwRequant { bias: r.bias.map_or(0, |b| b[ch]), scale: r.scales[ch], zy: r.zy }
 }
 
 /// Whether this CPU has the path's instructions (AVX-512 VNNI and VBMI).
@@ -171,27 +290,41 @@ pub fn supported() -> bool {
     })
 }
 
-/// Output `(oy, ox)`'s sum in plain integers (the path off x86, where it never runs:
-/// [`supported`] is false there).
-pub(crate) fn sum_at(job: &Job<'_>, oy: usize, ox: usize) -> i32 {
-    let mut s = job.base;
-    for (r, &dword) in job.dwords.iter().enumerate() {
-        let w = dword.to_le_bytes();
-        for (q, &wq) in w.iter().enumerate() {
-            let x = job.padded[(oy * job.sh + r * job.dh) * job.stride + ox * job.sw + q * job.dw];
-            s = s.wrapping_add(x as i32 * wq as i8 as i32);
+/// The planes in plain integers (the path off x86, where it never runs: [`supported`] is
+/// false there).
+pub(crate) fn planes_portable<T: Q8>(job: &Planes<'_, T>, padded: &mut [u8], out: QDwPlanes<'_>) {
+    let g = job.geo;
+    let mut out = out;
+    for (i, at_plane) in job.planes.clone().enumerate() {
+        let ch = at_plane % job.c;
+        for (r, row) in job.x[i * job.plane..][..job.plane].chunks_exact(job.in_w).enumerate() {
+            for (d, &v) in padded[job.at + r * g.stride..][..job.in_w].iter_mut().zip(row) {
+                *d = v.unsigned();
+            }
         }
-    }
-    s
-}
-
-/// The plane in plain integers (see [`sum_at`]).
-pub(crate) fn plane_portable(job: &Job<'_>, out: QDwOut<'_>) {
-    let at = |i: usize| sum_at(job, i / job.out_w, i % job.out_w);
-    match out {
-        QDwOut::I32(y) => y.iter_mut().enumerate().for_each(|(i, o)| *o = at(i)),
-        QDwOut::U8(y, rq) => y.iter_mut().enumerate().for_each(|(i, o)| *o = requantize_sum(at(i), rq)),
-        QDwOut::I8(y, rq) => y.iter_mut().enumerate().for_each(|(i, o)| *o = requantize_sum(at(i), rq)),
+        let sum_at = |o: usize| {
+            let (oy, ox) = (o / g.out_w, o % g.out_w);
+            let mut s = job.base(ch);
+            for (r, &dword) in job.dwords(ch).iter().enumerate() {
+                for (q, &wq) in dword.to_le_bytes().iter().enumerate() {
+                    let x = padded[(oy * g.sh + r * g.dh) * g.stride + ox * g.sw + q * g.dw];
+                    s = s.wrapping_add(x as i32 * wq as i8 as i32);
+                }
+            }
+            s
+        };
+        let at = i * job.p..(i + 1) * job.p;
+        match &mut out {
+            QDwPlanes::I32(y) => y[at].iter_mut().enumerate().for_each(|(o, v)| *v = sum_at(o)),
+            QDwPlanes::U8(y, r) => {
+                let rq = requant_of(r, ch);
+                y[at].iter_mut().enumerate().for_each(|(o, v)| *v = requantize_sum(sum_at(o), rq))
+            }
+            QDwPlanes::I8(y, r) => {
+                let rq = requant_of(r, ch);
+                y[at].iter_mut().enumerate().for_each(|(o, v)| *v = requantize_sum(sum_at(o), rq))
+            }
+        }
     }
 }
 
@@ -253,27 +386,54 @@ mod tests {
         assert_eq!(refused.channels(), 0);
         let mut scratch = Vec::new();
         let p = g.positions();
-        for ch in 0..channels {
-            let plane = &tx[ch * g.plane()..(ch + 1) * g.plane()];
-            let want = naive(&x[ch * g.plane()..], zx, &w[ch * taps..], zw, g);
-            let mut y = vec![i32::MIN; p + 3];
-            dw.plane(plane, zx, ch, g, QDwOut::I32(&mut y[..p]), &mut scratch);
-            assert_eq!(&y[..p], &want[..], "i32 {g:?} channel {ch}, x from {}", X::MIN);
-            assert_eq!(&y[p..], &[i32::MIN; 3], "past the plane {g:?}");
-            // Requantized: scales that put values past both ends, and a NaN one.
-            for scale in [0.003f32, 0.07, f32::NAN] {
-                let rq = DwRequant { bias: ch as i32 * 1000 - 1500, scale, zy: 9 };
-                let mut y = vec![7u8; p + 1];
-                dw.plane(plane, zx, ch, g, QDwOut::U8(&mut y[..p], rq), &mut scratch);
-                let want_u8: Vec<u8> = want.iter().map(|&s| requantize_sum::<u8>(s, rq)).collect();
-                assert_eq!(&y[..p], &want_u8[..], "u8 {g:?} channel {ch} scale {scale}");
-                assert_eq!(y[p], 7, "past the plane {g:?}");
-                let mut y = vec![7i8; p];
-                let rq = DwRequant { zy: -5, ..rq };
-                dw.plane(plane, zx, ch, g, QDwOut::I8(&mut y, rq), &mut scratch);
-                let want_i8: Vec<i8> = want.iter().map(|&s| requantize_sum::<i8>(s, rq)).collect();
-                assert_eq!(y, want_i8, "i8 {g:?} channel {ch} scale {scale}");
-            }
+        // Planes 1 to 2 · channels - 1 of two images (plane `pl` is channel `pl % channels`).
+        let planes = 1..2 * channels;
+        let n = planes.len();
+        let xs: Vec<X> =
+            planes.clone().flat_map(|pl| tx[(pl % channels) * g.plane()..][..g.plane()].to_vec()).collect();
+        let want: Vec<i32> = planes
+            .clone()
+            .flat_map(|pl| {
+                let ch = pl % channels;
+                naive(&x[ch * g.plane()..], zx, &w[ch * taps..], zw, g)
+            })
+            .collect();
+        let mut y = vec![i32::MIN; n * p + 3];
+        dw.planes(&xs, zx, planes.clone(), channels, g, QDwPlanes::I32(&mut y[..n * p]), &mut scratch);
+        assert_eq!(&y[..n * p], &want[..], "i32 {g:?}, x from {}", X::MIN);
+        assert_eq!(&y[n * p..], &[i32::MIN; 3], "past the planes {g:?}");
+        // The portable kernel (the path off x86), on the same layout.
+        let mut y = vec![i32::MIN; n * p];
+        let out = QDwPlanes::I32(&mut y);
+        dw.planes_on(&xs, zx, planes.clone(), channels, g, out, &mut scratch, planes_portable);
+        assert_eq!(y, want, "portable i32 {g:?}, x from {}", X::MIN);
+        // Requantized: scales that put values past both ends, and a NaN one.
+        for scale in [0.003f32, 0.07, f32::NAN] {
+            let bias: Vec<i32> = (0..channels as i32).map(|ch| ch * 1000 - 1500).collect();
+            let scales: Vec<f32> = (0..channels).map(|ch| scale * (1.0 + ch as f32 / 8.0)).collect();
+            let rqs = DwRequants { bias: Some(&bias), scales: &scales, zy: 9 };
+            let rq = |i: usize, zy: i32| {
+                let ch = (planes.start + i / p) % channels;
+                DwRequant { bias: bias[ch], scale: scales[ch], zy }
+            };
+            let mut y = vec![7u8; n * p + 1];
+            dw.planes(&xs, zx, planes.clone(), channels, g, QDwPlanes::U8(&mut y[..n * p], rqs), &mut scratch);
+            let want_u8: Vec<u8> = want.iter().enumerate().map(|(i, &s)| requantize_sum::<u8>(s, rq(i, 9))).collect();
+            assert_eq!(&y[..n * p], &want_u8[..], "u8 {g:?} scale {scale}");
+            assert_eq!(y[n * p], 7, "past the planes {g:?}");
+            let mut y = vec![7u8; n * p];
+            let out = QDwPlanes::U8(&mut y, rqs);
+            dw.planes_on(&xs, zx, planes.clone(), channels, g, out, &mut scratch, planes_portable);
+            assert_eq!(y, want_u8, "portable u8 {g:?} scale {scale}");
+            let mut y = vec![7i8; n * p];
+            let rqs = DwRequants { bias: None, zy: -5, ..rqs };
+            dw.planes(&xs, zx, planes.clone(), channels, g, QDwPlanes::I8(&mut y, rqs), &mut scratch);
+            let want_i8: Vec<i8> = want
+                .iter()
+                .enumerate()
+                .map(|(i, &s)| requantize_sum::<i8>(s, DwRequant { bias: 0, ..rq(i, -5) }))
+                .collect();
+            assert_eq!(y, want_i8, "i8 {g:?} scale {scale}");
         }
     }
 
@@ -296,6 +456,15 @@ mod tests {
             (2, 13, 3, 1, 2, 2),
             (2, 17, 3, 3, 1, 0),
             (1, 40, 3, 1, 1, 1),
+            // Rows of at most 8 outputs, several a vector: MobileNetV2's 7x7 at stride 1
+            // and 14 -> 7 at stride 2 (rows two at a time, an odd count), 4 a vector, and
+            // rows whose windows let fewer rows share a load (5 -> 3 at stride 3 of a
+            // 4-wide kernel).
+            (2, 7, 3, 1, 1, 1),
+            (2, 14, 3, 2, 1, 1),
+            (2, 4, 3, 1, 1, 1),
+            (2, 13, 4, 3, 1, 0),
+            (2, 6, 2, 1, 3, 0),
         ] {
             let g = Window3d::cube(dims, len, k, s, d, p, 0).expect("a window");
             assert!(QDepthwise::fits(&g), "{g:?}");

@@ -7,7 +7,9 @@
 //! it stores.
 
 use super::packed::{for_each_tile, Dst, Place, QOut, QPackedA, QPackedB, TileOut, CHUNK, MR, NR};
-use crate::arch::mem::{load16, load16i, load64_bytes, store16, store32_bytes, store_first_bytes, store_first_i32};
+use crate::arch::mem::{
+    copy_first_bytes_xor, load16, load16i, load64_bytes, store16, store32_bytes, store_first_bytes, store_first_i32,
+};
 use std::arch::x86_64::*;
 use std::ops::Range;
 
@@ -379,36 +381,29 @@ impl<'a> Vectors<'a> {
     }
 }
 
-/// One plane of an 8-bit depthwise convolution (`qgemm::depthwise`): for each output
-/// row, 16 outputs at a time, each kernel row's input bytes gathered by one `vpermb` from
-/// one 64-byte load and summed against the row's weight dword by one `vpdpbusd`; then
-/// stored as i32 or requantized (the requantization of `qgemm::requantize`: `(sum +
-/// bias) · scale` clamped in float, NaN to the minimum, rounded half to even, plus
-/// `zy`); the last outputs of a row with masked stores.
+/// The planes of an 8-bit depthwise convolution (`qgemm::depthwise`), in one call: each
+/// plane's rows copied into the padded plane (made unsigned, 64 bytes a masked load and
+/// store), then 16 outputs at a time (16 of a row, or `ahead` whole rows of up to 8),
+/// each kernel row's input bytes gathered by one `vpermb` from one 64-byte load and
+/// summed against the row's weight dword by one `vpdpbusd`; then stored as i32 or
+/// requantized (the requantization of `qgemm::requantize`: `(sum + bias) · scale` clamped
+/// in float, NaN to the minimum, rounded half to even, plus `zy`), the last outputs of a
+/// vector with masked stores.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi")]
-pub(crate) fn qdw_plane_avx512(job: &super::depthwise::Job<'_>, out: super::depthwise::QDwOut<'_>) {
-    use super::depthwise::QDwOut;
-    let (sw, dw) = (job.sw, job.dw);
-    // Byte `4 i + q` of the gather: output `i`'s tap `q` (taps past the kernel's width
-    // meet zero weights).
-    let order: [u8; 64] = std::array::from_fn(|b| ((b / 4) * sw + (b % 4) * dw) as u8);
-    let order = load64_bytes(&order);
-    let weights: [__m512i; super::depthwise::MAX_KH] =
-        std::array::from_fn(|r| _mm512_set1_epi32(job.dwords.get(r).copied().unwrap_or(0)));
-    let kh = job.dwords.len();
-    let base = _mm512_set1_epi32(job.base);
-    let sums = |oy: usize, ox: usize| {
-        let mut acc = base;
-        for (r, w) in weights.iter().enumerate().take(kh) {
-            let at = (oy * job.sh + r * job.dh) * job.stride + ox * sw;
-            let window = load64_bytes(job.padded[at..at + 64].try_into().expect("64 bytes"));
-            acc = _mm512_dpbusd_epi32(acc, _mm512_permutexvar_epi8(order, window), *w);
-        }
-        acc
-    };
-    let (out_h, out_w) = (job.out_h, job.out_w);
+pub(crate) fn qdw_planes_avx512<T: super::Q8>(
+    job: &super::depthwise::Planes<'_, T>,
+    padded: &mut [u8],
+    out: super::depthwise::QDwPlanes<'_>,
+) {
+    use super::depthwise::{requant_of, DwRequant, QDwPlanes, MAX_KH};
+    let g = job.geo;
+    let (out_h, out_w, ahead) = (g.out_h, g.out_w, g.ahead);
+    // Byte `4 i + q` of the gather: lane `i`'s tap `q` (taps past the kernel's width meet
+    // zero weights).
+    let order = load64_bytes(&g.order);
+    let flip = _mm512_set1_epi8(T::TO_UNSIGNED as u8 as i8);
     // (`requant` for the output's range: (bias, scale, lo, hi, zy) as vectors.)
-    let requant = |rq: super::depthwise::DwRequant, min: i32, max: i32| {
+    let requant = |rq: DwRequant, min: i32, max: i32| {
         (
             _mm512_set1_epi32(rq.bias),
             _mm512_set1_ps(rq.scale),
@@ -423,29 +418,64 @@ pub(crate) fn qdw_plane_avx512(job: &super::depthwise::Job<'_>, out: super::dept
         let x = _mm512_min_ps(_mm512_max_ps(x, lo), hi);
         _mm512_add_epi32(_mm512_cvtps_epi32(x), zy)
     };
-    match out {
-        QDwOut::I32(y) => {
-            for (oy, row) in y.chunks_exact_mut(out_w).take(out_h).enumerate() {
-                for ox in (0..out_w).step_by(16) {
-                    store_first_i32(&mut row[ox..], (out_w - ox).min(16), sums(oy, ox));
-                }
+    let mut out = out;
+    let mut ch = job.planes.start % job.c;
+    for i in 0..job.planes.len() {
+        for (r, row) in job.x[i * job.plane..][..job.plane].chunks_exact(job.in_w).enumerate() {
+            let dst = &mut padded[job.at + r * g.stride..][..job.in_w];
+            let mut col = 0;
+            while col < job.in_w {
+                copy_first_bytes_xor(&mut dst[col..], &row[col..], (job.in_w - col).min(64), flip);
+                col += 64;
             }
         }
-        QDwOut::U8(y, rq) => {
-            let v = requant(rq, 0, 255);
-            for (oy, row) in y.chunks_exact_mut(out_w).take(out_h).enumerate() {
-                for ox in (0..out_w).step_by(16) {
-                    store_first_bytes(&mut row[ox..], (out_w - ox).min(16), bytes(sums(oy, ox), v));
+        let dwords = job.dwords(ch);
+        let kh = dwords.len();
+        let weights: [__m512i; MAX_KH] =
+            std::array::from_fn(|r| _mm512_set1_epi32(dwords.get(r).copied().unwrap_or(0)));
+        let base = _mm512_set1_epi32(job.base(ch));
+        let padded = &*padded;
+        let sums = |oy: usize, ox: usize| {
+            let mut acc = base;
+            for (r, w) in weights.iter().enumerate().take(kh) {
+                let at = (oy * g.sh + r * g.dh) * g.stride + ox * g.sw;
+                let window = load64_bytes(padded[at..at + 64].try_into().expect("64 bytes"));
+                acc = _mm512_dpbusd_epi32(acc, _mm512_permutexvar_epi8(order, window), *w);
+            }
+            acc
+        };
+        // Each vector's outputs: `ahead` whole rows from row `oy`, or 16 outputs of row
+        // `oy` from column `ox`; `$put(first output, count, sums)`. (Counted by hand: a
+        // `step_by` made a division a row, most of a 14x14 plane's time.)
+        macro_rules! each {
+            ($y:expr, $put:expr) => {{
+                let y = &mut $y[i * job.p..(i + 1) * job.p];
+                let mut oy = 0;
+                while oy < out_h {
+                    let n = if ahead > 1 { (out_h - oy).min(ahead) * out_w } else { out_w };
+                    let mut ox = 0;
+                    while ox < n {
+                        $put(&mut y[oy * out_w + ox..], (n - ox).min(16), sums(oy, ox));
+                        ox += 16;
+                    }
+                    oy += ahead;
                 }
+            }};
+        }
+        match &mut out {
+            QDwPlanes::I32(y) => each!(y, |y: &mut [i32], n, acc| store_first_i32(y, n, acc)),
+            QDwPlanes::U8(y, r) => {
+                let v = requant(requant_of(r, ch), 0, 255);
+                each!(y, |y: &mut [u8], n, acc| store_first_bytes(y, n, bytes(acc, v)));
+            }
+            QDwPlanes::I8(y, r) => {
+                let v = requant(requant_of(r, ch), -128, 127);
+                each!(y, |y: &mut [i8], n, acc| store_first_bytes(y, n, bytes(acc, v)));
             }
         }
-        QDwOut::I8(y, rq) => {
-            let v = requant(rq, -128, 127);
-            for (oy, row) in y.chunks_exact_mut(out_w).take(out_h).enumerate() {
-                for ox in (0..out_w).step_by(16) {
-                    store_first_bytes(&mut row[ox..], (out_w - ox).min(16), bytes(sums(oy, ox), v));
-                }
-            }
+        ch += 1;
+        if ch == job.c {
+            ch = 0;
         }
     }
 }

@@ -9,7 +9,7 @@ use std::ops::Range;
 use std::sync::{Arc, Mutex};
 
 use rivet_kernels::conv::Window3d;
-use rivet_kernels::qgemm::depthwise::{DwRequant, QDepthwise, QDwOut};
+use rivet_kernels::qgemm::depthwise::{DwRequants, QDepthwise, QDwPlanes};
 use rivet_kernels::qgemm::{self, qgemm, ConvPlanes, ProductScratch, QOut, QPackedA, Requant};
 
 use super::super::op::util::{bad_types, check_attrs, check_inputs, input, input_type, output_type};
@@ -522,7 +522,7 @@ impl Depthwise<'_> {
 }
 
 impl Depthwise<'_> {
-    /// [`planes`](Self::planes) on the integer kernel, a plane at a time.
+    /// [`planes`](Self::planes) on the integer kernel.
     fn integer_planes(
         &self,
         qdw: &QDepthwise,
@@ -531,22 +531,19 @@ impl Depthwise<'_> {
         s: &mut DepthwiseScratch,
     ) -> Result<(), String> {
         let Depthwise { input, c, plane, p, geo, zx, bias, zy, scales, .. } = *self;
-        let first = planes.start;
-        for pl in planes {
-            let ch = pl % c;
-            let rows = (pl - first) * p..(pl - first + 1) * p;
-            let rq = || DwRequant { bias: bias.map_or(0, |b| b[ch]), scale: scales[ch], zy };
-            let y = match out {
-                DataMut::I32(y) if scales.is_empty() => QDwOut::I32(&mut y[rows]),
-                DataMut::U8(y) => QDwOut::U8(&mut y[rows], rq()),
-                DataMut::I8(y) => QDwOut::I8(&mut y[rows], rq()),
-                _ => return Err("the output element type differs from the plan's".into()),
-            };
-            match sub(input, pl * plane, plane)? {
-                Data::U8(v) => qdw.plane(v, zx, ch, geo, y, &mut s.padded),
-                Data::I8(v) => qdw.plane(v, zx, ch, geo, y, &mut s.padded),
-                _ => return Err("the input is not uint8 or int8".into()),
-            }
+        let n = planes.len();
+        let rq = DwRequants { bias, scales, zy };
+        let short = || "the output has fewer elements than its shape".to_string();
+        let y = match out {
+            DataMut::I32(y) if scales.is_empty() => QDwPlanes::I32(y.get_mut(..n * p).ok_or_else(short)?),
+            DataMut::U8(y) => QDwPlanes::U8(y.get_mut(..n * p).ok_or_else(short)?, rq),
+            DataMut::I8(y) => QDwPlanes::I8(y.get_mut(..n * p).ok_or_else(short)?, rq),
+            _ => return Err("the output element type differs from the plan's".into()),
+        };
+        match sub(input, planes.start * plane, n * plane)? {
+            Data::U8(v) => qdw.planes(v, zx, planes, c, geo, y, &mut s.padded),
+            Data::I8(v) => qdw.planes(v, zx, planes, c, geo, y, &mut s.padded),
+            _ => return Err("the input is not uint8 or int8".into()),
         }
         Ok(())
     }
