@@ -132,6 +132,9 @@ pub(crate) fn whole_plane(
 pub fn max_pool_ints<T: crate::qgemm::QInt + Ord>(x: &[T], planes: usize, g: &Window3d, y: &mut [T], row: &mut Vec<T>) {
     let (plane, positions) = (g.plane(), g.positions());
     assert!(x.len() >= planes * plane && y.len() >= planes * positions, "pool: x or y is short");
+    if crate::arch::max_pool_bytes(&x[..planes * plane], planes, g, &mut y[..planes * positions], row) {
+        return;
+    }
     row.clear();
     row.resize(g.input[2], T::from_i32(T::MIN));
     crate::arch::widest(

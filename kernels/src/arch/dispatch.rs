@@ -215,6 +215,33 @@ pub(crate) fn qdw_planes<T: crate::qgemm::Q8>(
     crate::qgemm::depthwise::planes_portable(job, padded, out)
 }
 
+/// [`crate::pool::max_pool_ints`] on AVX-512 with VBMI for uint8 and int8 on the windows
+/// `pool::x86::max_bytes_avx512` takes: false, writing nothing, otherwise. `rows` is
+/// scratch.
+pub(crate) fn max_pool_bytes<T: crate::qgemm::QInt>(
+    x: &[T],
+    planes: usize,
+    g: &crate::conv::Window3d,
+    y: &mut [T],
+    rows: &mut Vec<T>,
+) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if crate::qgemm::depthwise::supported() && crate::pool::x86::max_bytes_fits(g) {
+        rows.resize(crate::pool::x86::max_bytes_row_len(g), T::from_i32(0));
+        let (Some(xb), Some(yb), Some(rb)) =
+            (super::mem::bytes_of(x), super::mem::bytes_of_mut(y), super::mem::bytes_of_mut(rows))
+        else {
+            return false;
+        };
+        // SAFETY: `depthwise::supported` says the detected level is AVX-512
+        // (avx512f/dq/bw/vl) and the CPU has avx512vbmi: the features `max_bytes_avx512`
+        // enables.
+        return unsafe { crate::pool::x86::max_bytes_avx512(xb, T::MIN < 0, planes, g, yb, rb) };
+    }
+    let _ = (x, planes, g, y, rows);
+    false
+}
+
 /// Runs `f` compiled for the widest instruction set this CPU has: `f` must be an
 /// `#[inline(always)]` closure, so that its body is built inside the `#[target_feature]`
 /// wrapper (LLVM then vectorises its loops for that set).

@@ -429,6 +429,58 @@ pub(crate) fn copy_first_bytes_xor<T: Copy>(dst: &mut [u8], src: &[T], n: usize,
     }
 }
 
+/// Loads the first `n` (at most 64) bytes of `x` (a one-byte type: u8 or i8) into the
+/// low bytes of a vector, zero in the others.
+#[target_feature(enable = "avx512f,avx512bw")]
+#[inline]
+pub(crate) fn load_first_bytes<T: Copy>(x: &[T], n: usize) -> __m512i {
+    const { assert!(std::mem::size_of::<T>() == 1, "one-byte elements") };
+    assert!(n <= 64 && n <= x.len());
+    let mask: __mmask64 = if n == 64 { u64::MAX } else { (1u64 << n) - 1 };
+    // SAFETY: `T` is one byte (checked at compile time); the mask selects bytes 0..n,
+    // which are in `x` (checked above); masked-off bytes are not read; no alignment
+    // requirement.
+    unsafe { _mm512_maskz_loadu_epi8(mask, x.as_ptr().cast()) }
+}
+
+/// Stores the low `n` (at most 64) bytes of `v` to the first `n` elements of `x` (a
+/// one-byte type: u8 or i8).
+#[target_feature(enable = "avx512f,avx512bw")]
+#[inline]
+pub(crate) fn store_first_bytes64<T: Copy>(x: &mut [T], n: usize, v: __m512i) {
+    const { assert!(std::mem::size_of::<T>() == 1, "one-byte elements") };
+    assert!(n <= 64 && n <= x.len());
+    let mask: __mmask64 = if n == 64 { u64::MAX } else { (1u64 << n) - 1 };
+    // SAFETY: `T` is one byte (checked at compile time); the mask selects bytes 0..n,
+    // which are in `x` (checked above); masked-off bytes are not written; no alignment
+    // requirement.
+    unsafe { _mm512_mask_storeu_epi8(x.as_mut_ptr().cast(), mask, v) }
+}
+
+/// Whether `T` is `u8` or `i8`: one-byte integers, every byte a valid value.
+fn is_byte<T: 'static>() -> bool {
+    use std::any::TypeId;
+    TypeId::of::<T>() == TypeId::of::<u8>() || TypeId::of::<T>() == TypeId::of::<i8>()
+}
+
+/// `x` as bytes, when its elements are `u8` or `i8` (`None` for other types).
+pub(crate) fn bytes_of<T: 'static>(x: &[T]) -> Option<&[u8]> {
+    is_byte::<T>().then(|| {
+        // SAFETY: `T` is u8 or i8 (checked above): one initialised byte an element; the
+        // slice keeps `x`'s length and lifetime.
+        unsafe { std::slice::from_raw_parts(x.as_ptr().cast::<u8>(), x.len()) }
+    })
+}
+
+/// `x` as bytes to write, when its elements are `u8` or `i8` (`None` for other types).
+pub(crate) fn bytes_of_mut<T: 'static>(x: &mut [T]) -> Option<&mut [u8]> {
+    is_byte::<T>().then(|| {
+        // SAFETY: `T` is u8 or i8 (checked above), for which every byte is a valid value;
+        // the slice keeps `x`'s length and exclusive borrow.
+        unsafe { std::slice::from_raw_parts_mut(x.as_mut_ptr().cast::<u8>(), x.len()) }
+    })
+}
+
 /// Loads 8 floats.
 #[target_feature(enable = "avx")]
 #[inline]

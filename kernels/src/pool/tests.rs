@@ -366,8 +366,25 @@ fn small_integer_max_pools_are_the_integer_maximum_of_their_windows() {
             })
             .collect()
     };
-    for (side, k, stride, pad, planes) in [(9, 3, 2, 1, 3), (8, 2, 2, 0, 2), (112, 3, 2, 1, 5), (5, 3, 1, 1, 1)] {
-        let g = Window3d::cube(2, side, k, stride, 1, pad, 0).unwrap();
+    // (One scratch row for all the cases, as a plan keeps it: a wider case's leftovers
+    // must not show in a narrower one.)
+    let (mut rows_u8, mut rows_i8) = (Vec::new(), Vec::new());
+    // Then for the AVX-512 VBMI path: rows of several 64-output vectors at strides 1 and
+    // 2, the widest kernel it takes (8) and one past it, windows whose rows all lie in the
+    // padding, and a 1-D window.
+    for (dims, side, k, stride, pad, planes) in [
+        (2, 9, 3, 2, 1, 3),
+        (2, 8, 2, 2, 0, 2),
+        (2, 112, 3, 2, 1, 5),
+        (2, 5, 3, 1, 1, 1),
+        (2, 150, 3, 1, 1, 2),
+        (2, 140, 3, 2, 1, 1),
+        (2, 20, 8, 2, 3, 2),
+        (2, 20, 9, 1, 4, 1),
+        (2, 4, 2, 2, 2, 2),
+        (1, 200, 4, 2, 1, 3),
+    ] {
+        let g = Window3d::cube(dims, side, k, stride, 1, pad, 0).unwrap();
         let n = planes * g.plane();
         // Random bytes, the first three rows of each plane 0 (windows whose maximum is
         // the least value) and every 7th element 255.
@@ -383,13 +400,14 @@ fn small_integer_max_pools_are_the_integer_maximum_of_their_windows() {
         let mut want = vec![0u8; planes * g.positions()];
         max_pool(&u, planes, &g, &mut want);
         let mut got = vec![7u8; want.len()];
-        max_pool_ints(&u, planes, &g, &mut got, &mut Vec::new());
+        max_pool_ints(&u, planes, &g, &mut got, &mut rows_u8);
         assert_eq!(got, want, "u8 side {side} k {k} stride {stride}");
         let i: Vec<i8> = u.iter().map(|&v| (v as i32 - 128) as i8).collect();
-        let mut want = vec![0i8; planes * g.positions()];
+        // (A window with no input gives the least value; `max_pool` leaves it as it was.)
+        let mut want = vec![i8::MIN; planes * g.positions()];
         max_pool(&i, planes, &g, &mut want);
         let mut got = vec![7i8; want.len()];
-        max_pool_ints(&i, planes, &g, &mut got, &mut Vec::new());
+        max_pool_ints(&i, planes, &g, &mut got, &mut rows_i8);
         assert_eq!(got, want, "i8 side {side} k {k} stride {stride}");
     }
 }
