@@ -101,6 +101,22 @@ fn conv_cases() -> Vec<Case> {
                 ("auto_pad", Attr::Str("SAME_UPPER".into())),
             ],
         ),
+        // One window over each 9x8 plane and one row and column of padding after it
+        // (Inception-v1's last pool): the whole-plane path.
+        (
+            "AveragePool whole plane padded after",
+            "AveragePool",
+            vec![("kernel_shape", Attr::Ints(vec![10, 9])), ("pads", Attr::Ints(vec![0, 0, 1, 1]))],
+        ),
+        (
+            "AveragePool whole plane padded after, pads counted",
+            "AveragePool",
+            vec![
+                ("kernel_shape", Attr::Ints(vec![10, 9])),
+                ("pads", Attr::Ints(vec![0, 0, 1, 1])),
+                ("count_include_pad", Attr::Int(1)),
+            ],
+        ),
     ];
     for (name, op, attrs) in pools {
         for sym in [false, true] {

@@ -132,10 +132,33 @@ fn whole_plane_windows_take_their_path_with_the_definitions_bits() {
             }
         }
     }
+    // One window over a plane with padding or taps after it (Inception-v1's 7x7 on 6x6
+    // planes padded by one after): count_pad divides by the taps in the padded input.
+    for (input, kernel, pad_end) in
+        [([1, 6, 6], [1, 7, 7], [0, 1, 1]), ([1, 3, 5], [1, 5, 6], [0, 1, 0]), ([2, 2, 3], [3, 2, 3], [0; 3])]
+    {
+        let g = Window3d { input, out: [1; 3], kernel, stride: [1; 3], dilation: [1; 3], pad_begin: [0; 3] };
+        let planes = 19;
+        let mut x = values(planes * g.plane(), 5);
+        x[g.plane() + 1] = -0.0;
+        for mode in [Pool::Max, Pool::Average { count_pad: false }, Pool::Average { count_pad: true }] {
+            let mut want = vec![0.0; planes];
+            reference(&x, planes, &g, mode, pad_end, &mut want);
+            assert!(whole_plane(&x, planes, &g, mode, pad_end, &mut vec![0.0; planes]), "{g:?}");
+            for level in Level::supported() {
+                let mut got = vec![f32::NAN; planes];
+                pool_at(level, &x, planes, &g, mode, pad_end, &mut got);
+                assert!(same_bits(&got, &want), "{level:?} {mode:?} {g:?} {pad_end:?}: {got:?} != {want:?}");
+            }
+        }
+    }
     let padded = Window3d::cube(2, 7, 7, 8, 1, 1, 0).unwrap();
     let two = Window3d::cube(2, 8, 7, 1, 1, 0, 0).unwrap();
-    for g in [padded, two] {
-        assert!(g.positions() > 1 || g.pad_begin != [0; 3], "{g:?}");
+    // One output whose window misses the plane's last row and column (stride 2).
+    let short = Window3d { input: [1, 7, 7], out: [1; 3], kernel: [1, 6, 6], stride: [1, 2, 2], ..padded };
+    let short = Window3d { pad_begin: [0; 3], ..short };
+    for g in [padded, two, short] {
+        assert!(g.positions() > 1 || g.pad_begin != [0; 3] || g.kernel != g.input, "{g:?}");
         let (x, mut y) = (values(2 * g.plane(), 1), vec![0.0; 2 * g.positions()]);
         assert!(!whole_plane(&x, 2, &g, Pool::Max, g.pad_begin, &mut y), "{g:?}");
     }
