@@ -411,49 +411,45 @@ pub(crate) fn store_first_bytes<T: Copy>(x: &mut [T], n: usize, v: __m512i) {
     unsafe { _mm512_mask_cvtepi32_storeu_epi8(x.as_mut_ptr().cast(), mask, v) }
 }
 
-/// Copies the first `n` (at most 64) bytes of `src` (a one-byte type: u8 or i8) to the
-/// first `n` of `dst`, each xor the byte of `flip` in its lane (0x80 turns int8 into
-/// uint8 shifted by 128).
+/// Copies the first `n` (at most 64) bytes of `src` (u8 or i8) to the first `n` of `dst`,
+/// each xor the byte of `flip` in its lane (0x80 turns int8 into uint8 shifted by 128).
 #[target_feature(enable = "avx512f,avx512bw")]
 #[inline]
-pub(crate) fn copy_first_bytes_xor<T: Copy>(dst: &mut [u8], src: &[T], n: usize, flip: __m512i) {
+pub(crate) fn copy_first_bytes_xor<T: crate::qgemm::Q8>(dst: &mut [u8], src: &[T], n: usize, flip: __m512i) {
     const { assert!(std::mem::size_of::<T>() == 1, "one-byte elements") };
     assert!(n <= 64 && n <= src.len() && n <= dst.len());
     let mask: __mmask64 = if n == 64 { u64::MAX } else { (1u64 << n) - 1 };
-    // SAFETY: `T` is one byte (checked at compile time); the mask selects bytes 0..n,
-    // which are in `src` and in `dst` (checked above); masked-off bytes are neither read
-    // nor written; no alignment requirement.
+    // SAFETY: `T` is a one-byte `Q8` (u8 or i8: checked at compile time, and the trait
+    // cannot be implemented for core's types outside this crate), so `src`'s elements are
+    // initialised bytes; the mask selects bytes 0..n, which are in `src` and in `dst`
+    // (checked above); masked-off bytes are neither read nor written; no alignment
+    // requirement.
     unsafe {
         let v = _mm512_maskz_loadu_epi8(mask, src.as_ptr().cast());
         _mm512_mask_storeu_epi8(dst.as_mut_ptr().cast(), mask, _mm512_xor_si512(v, flip));
     }
 }
 
-/// Loads the first `n` (at most 64) bytes of `x` (a one-byte type: u8 or i8) into the
-/// low bytes of a vector, zero in the others.
+/// Loads the first `n` (at most 64) bytes of `x` into the low bytes of a vector, zero in
+/// the others.
 #[target_feature(enable = "avx512f,avx512bw")]
 #[inline]
-pub(crate) fn load_first_bytes<T: Copy>(x: &[T], n: usize) -> __m512i {
-    const { assert!(std::mem::size_of::<T>() == 1, "one-byte elements") };
+pub(crate) fn load_first_bytes(x: &[u8], n: usize) -> __m512i {
     assert!(n <= 64 && n <= x.len());
     let mask: __mmask64 = if n == 64 { u64::MAX } else { (1u64 << n) - 1 };
-    // SAFETY: `T` is one byte (checked at compile time); the mask selects bytes 0..n,
-    // which are in `x` (checked above); masked-off bytes are not read; no alignment
-    // requirement.
+    // SAFETY: the mask selects bytes 0..n, which are in `x` (checked above); masked-off
+    // bytes are not read; no alignment requirement.
     unsafe { _mm512_maskz_loadu_epi8(mask, x.as_ptr().cast()) }
 }
 
-/// Stores the low `n` (at most 64) bytes of `v` to the first `n` elements of `x` (a
-/// one-byte type: u8 or i8).
+/// Stores the low `n` (at most 64) bytes of `v` to the first `n` bytes of `x`.
 #[target_feature(enable = "avx512f,avx512bw")]
 #[inline]
-pub(crate) fn store_first_bytes64<T: Copy>(x: &mut [T], n: usize, v: __m512i) {
-    const { assert!(std::mem::size_of::<T>() == 1, "one-byte elements") };
+pub(crate) fn store_first_bytes64(x: &mut [u8], n: usize, v: __m512i) {
     assert!(n <= 64 && n <= x.len());
     let mask: __mmask64 = if n == 64 { u64::MAX } else { (1u64 << n) - 1 };
-    // SAFETY: `T` is one byte (checked at compile time); the mask selects bytes 0..n,
-    // which are in `x` (checked above); masked-off bytes are not written; no alignment
-    // requirement.
+    // SAFETY: the mask selects bytes 0..n, which are in `x` (checked above); masked-off
+    // bytes are not written; no alignment requirement.
     unsafe { _mm512_mask_storeu_epi8(x.as_mut_ptr().cast(), mask, v) }
 }
 

@@ -806,7 +806,6 @@ pub(crate) fn max_bytes_fits(g: &Window3d) -> bool {
         && (1..=INT_TAPS).contains(&kw)
         && matches!(sw, 1 | 2)
         && g.dilation[2] == 1
-        && g.pad_begin[2] < 64
         && g.plane() > 0
         && g.positions() > 0
 }

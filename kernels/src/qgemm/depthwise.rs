@@ -465,6 +465,10 @@ mod tests {
             (2, 4, 3, 1, 1, 1),
             (2, 13, 4, 3, 1, 0),
             (2, 6, 2, 1, 3, 0),
+            // Input rows wider than one 64-byte copy (MobileNetV2's 112 at stride 2, and
+            // 70 at stride 1).
+            (2, 112, 3, 2, 1, 1),
+            (2, 70, 3, 1, 1, 1),
         ] {
             let g = Window3d::cube(dims, len, k, s, d, p, 0).expect("a window");
             assert!(QDepthwise::fits(&g), "{g:?}");
@@ -485,6 +489,22 @@ mod tests {
             case::<u8>(&g, &mut seed);
             case::<i8>(&g, &mut seed);
         }
+        // One output a row, kernel rows 4 wide dilated by 4: rows share a load only while
+        // their windows' reach stays under 64 bytes (found by review: `>= 64` made `> 64`
+        // went unseen).
+        let g = Window3d {
+            input: [1, 8, 11],
+            out: [1, 10, 1],
+            kernel: [1, 3, 4],
+            stride: [1, 1, 3],
+            dilation: [1, 4, 4],
+            pad_begin: [0, 7, 2],
+        };
+        assert!(QDepthwise::fits(&g), "{g:?}");
+        case::<u8>(&g, &mut seed);
+        case::<i8>(&g, &mut seed);
+        assert_eq!(rows_per_vector(1, 61, 1, 1), 1, "a reach of exactly 64");
+        assert_eq!(rows_per_vector(1, 60, 1, 1), 2, "a reach of 63");
         let g = Window3d {
             input: [1, 12, 10],
             out: [1, 5, 10],
