@@ -139,7 +139,9 @@ impl ConvPlanes {
         self.real_k = channels * taps;
         self.zero = zx + T::TO_UNSIGNED - 128;
         let pad = T::from_i32(zx).signed();
-        self.words.clear();
+        // Not cleared: every word a panel reads (those of the used phases) is written below
+        // (clearing them first wrote the planes twice).
+        self.words.truncate(c4 * block);
         self.words.resize(c4 * block, 0);
         self.sums.clear();
         self.sums.resize(block, 0);
@@ -172,7 +174,12 @@ impl ConvPlanes {
                         quads_and_sums_of([src(0), src(1), src(2), src(3)], inside, sums_inside);
                         continue;
                     } else {
-                        dst.fill(pad_word);
+                        // The used phases' planes (a strided 1x1 window reads one of four).
+                        for (p, phase) in dst.chunks_exact_mut(phase_len).enumerate() {
+                            if used(p) {
+                                phase.fill(pad_word);
+                            }
+                        }
                     }
                     for ih in 0..in_h {
                         let r = ih + pt;

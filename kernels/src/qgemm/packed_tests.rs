@@ -141,8 +141,12 @@ fn conv_case_of<X: Q8, W: Q8>(g: &crate::conv::Window3d, channels: usize, cout: 
     if !ConvPlanes::fits(g) {
         return;
     }
-    // Without the im2col: the same sums, and the same bytes requantized.
+    // Without the im2col: the same sums, and the same bytes requantized. The planes hold
+    // another window's pack first (the words are not cleared between packs: every word a
+    // product reads must be this pack's).
     let mut planes = ConvPlanes::new();
+    let stale_g = crate::conv::Window3d::cube(2, 13, 3, 1, 1, 1, 0).expect("a window");
+    planes.pack(&vec![X::from_i32(X::MAX); channels * stale_g.plane()], channels, &stale_g, X::MIN);
     planes.pack(&tx, channels, g, zx);
     let mut c = vec![0; cout * p];
     planes.product(&pa, QOut::I32(&mut c));
