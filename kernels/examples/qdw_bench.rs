@@ -1,23 +1,11 @@
 //! Kernel-only timing of the integer depthwise convolution (`qgemm::depthwise`) on
 //! MobileNetV2's int8 layers: `cargo run --release -p rivet-kernels --example qdw_bench`.
 //! Prints us per call (median of 31) for all of a layer's channels, uint8 in and out, and a
-//! hash of the output's bytes (to compare builds).
+//! hash of the output's bytes (to compare builds); with `I32` set, also the i32 sums' time.
 use rivet_kernels::conv::Window3d;
 use rivet_kernels::qgemm::depthwise::{DwRequants, QDepthwise, QDwPlanes};
-use std::time::Instant;
-
-fn med(mut f: impl FnMut()) -> f64 {
-    f();
-    let mut t: Vec<f64> = (0..31)
-        .map(|_| {
-            let s = Instant::now();
-            f();
-            s.elapsed().as_secs_f64() * 1e6
-        })
-        .collect();
-    t.sort_by(f64::total_cmp);
-    t[15]
-}
+#[path = "timing/mod.rs"]
+mod timing;
 
 fn main() {
     if !rivet_kernels::qgemm::depthwise::supported() {
@@ -55,13 +43,13 @@ fn main() {
         let rq = DwRequants { bias: Some(&bias), scales: &scales, zy: 7 };
         let mut y = vec![0u8; c * p];
         let mut scratch = Vec::new();
-        let t = med(|| dw.planes(&x, 3, 0..c, c, &g, QDwPlanes::U8(&mut y, rq), &mut scratch));
-        let mut y32 = vec![0i32; c * p];
-        let t32 = med(|| dw.planes(&x, 3, 0..c, c, &g, QDwPlanes::I32(&mut y32), &mut scratch));
+        let t = timing::median_us(|| dw.planes(&x, 3, 0..c, c, &g, QDwPlanes::U8(&mut y, rq), &mut scratch));
         if std::env::var_os("I32").is_some() {
+            let mut y32 = vec![0i32; c * p];
+            let t32 = timing::median_us(|| dw.planes(&x, 3, 0..c, c, &g, QDwPlanes::I32(&mut y32), &mut scratch));
             println!("  i32 sums: {t32:7.1} us");
         }
-        let hash = y.iter().fold(0xcbf29ce484222325u64, |h, &v| (h ^ v as u64).wrapping_mul(0x100000001b3));
+        let hash = timing::hash_bytes(&y);
         println!("{c:4} ch {hw:3}x{hw:<3} s{s}: {t:7.1} us  {:6.1} ns a plane  {hash:016x}", t * 1e3 / c as f64);
     }
 }

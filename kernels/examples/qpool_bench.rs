@@ -2,20 +2,8 @@
 //! int8 CNNs have: `cargo run --release -p rivet-kernels --example qpool_bench`. Prints
 //! us per call (median of 31) and a hash of the output (to compare builds).
 use rivet_kernels::conv::{max_pool_ints, Window3d};
-use std::time::Instant;
-
-fn med(mut f: impl FnMut()) -> f64 {
-    f();
-    let mut t: Vec<f64> = (0..31)
-        .map(|_| {
-            let s = Instant::now();
-            f();
-            s.elapsed().as_secs_f64() * 1e6
-        })
-        .collect();
-    t.sort_by(f64::total_cmp);
-    t[15]
-}
+#[path = "timing/mod.rs"]
+mod timing;
 
 fn main() {
     // (planes, input size, kernel, stride, padding): ResNet-18's, SqueezeNet's, and a
@@ -35,8 +23,8 @@ fn main() {
         let x: Vec<u8> = (0..c * hw * hw).map(|i| (i * 7919 % 251) as u8).collect();
         let mut y = vec![0u8; c * out * out];
         let mut row = Vec::new();
-        let t = med(|| max_pool_ints(&x, c, &g, &mut y, &mut row));
-        let hash = y.iter().fold(0xcbf29ce484222325u64, |h, &v| (h ^ v as u64).wrapping_mul(0x100000001b3));
+        let t = timing::median_us(|| max_pool_ints(&x, c, &g, &mut y, &mut row));
+        let hash = timing::hash_bytes(&y);
         println!("{c:4} x {hw:3}x{hw:<3} k{k} s{s} p{p}: {t:7.1} us  {hash:016x}");
     }
 }

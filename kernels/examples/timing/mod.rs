@@ -1,4 +1,5 @@
-//! Timing shared by the kernel examples.
+//! Timing shared by the kernel examples (each uses some of it).
+#![allow(dead_code)]
 
 use std::time::Instant;
 
@@ -14,4 +15,23 @@ pub fn best_us(batches: usize, iters: usize, mut f: impl FnMut()) -> f64 {
         })
         .fold(f64::INFINITY, f64::min)
         * 1e6
+}
+
+/// The median of 31 calls of `f` (after one to warm up), in microseconds.
+pub fn median_us(mut f: impl FnMut()) -> f64 {
+    f();
+    let mut t: Vec<f64> = (0..31)
+        .map(|_| {
+            let s = Instant::now();
+            f();
+            s.elapsed().as_secs_f64() * 1e6
+        })
+        .collect();
+    t.sort_by(f64::total_cmp);
+    t[15]
+}
+
+/// An FNV-1a hash of `bytes`' values, to compare builds' outputs.
+pub fn hash_bytes<T: Copy + Into<i64>>(bytes: &[T]) -> u64 {
+    bytes.iter().fold(0xcbf29ce484222325u64, |h, &v| (h ^ v.into() as u64).wrapping_mul(0x100000001b3))
 }
