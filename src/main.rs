@@ -13,7 +13,8 @@ const USAGE: &str = "usage:
       Rivet's outputs against ORT's and prints per-Run time for each.
   rivet profile [--model PATH] [--dim NAME=VALUE]... [--iters N] [--threads N] [--trace FILE] [--top N] [--precision P] [--no-fallback]
       Runs the model on the probe build of Rivet and prints the top N nodes (default 20)
-      by total time: time per Run (p50, p90, the probe's own calibrated cost subtracted;
+      by total time at the median Run (p50 x Runs, so that one Run held up by another
+      process does not reorder them): time per Run (p50, p90, the probe's own calibrated cost subtracted;
       RIVET_PROFILE_DISPATCH=0 turns timing off), output shape, allocations, bytes and ORT calls;
       then per-phase counts per Run and per node: calls, ns, allocations, bytes, ORT
       calls, statuses. CPU fallback stays on (the tables cover the nodes Rivet runs)

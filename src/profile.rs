@@ -70,7 +70,8 @@ pub fn member_table(after: &[(String, u64)], before: &[(String, u64)], runs: u64
     out
 }
 
-/// The `top` nodes by total time over `runs` Runs (by ORT calls and allocations when
+/// The `top` nodes by total time at their median Run over `runs` Runs (p50 times the
+/// timed Runs; its share of all of theirs; by ORT calls and allocations when
 /// untimed), one row each: time per Run (p50, p90; the probe's own cost, `costs` = (an
 /// empty node scope, one phase guard inside it) in ns, already subtracted and shown per
 /// Run), output shape, allocations, bytes and ORT calls per Run. Fused nodes are numbered
@@ -79,11 +80,19 @@ pub fn node_table(rows: &[NodeRow], runs: u64, top: usize, costs: (f64, f64)) ->
     let per = |v: u64| v as f64 / runs.max(1) as f64;
     let mut ran: Vec<&NodeRow> = rows.iter().filter(|r| r.stats.runs > 0).collect();
     let timed = ran.iter().any(|r| r.stats.timed > 0);
+    // A node's total time at its median Run: one Run held up by another process (a
+    // preempted thread can add milliseconds to a microsecond node) moves its sum, not
+    // its median, and had put a small pool above a convolution (a flaky probe_nodes).
+    let typical = |r: &NodeRow| r.stats.p50_ns * r.stats.timed as f64;
     ran.sort_by(|a, b| {
-        let key = |r: &NodeRow| if timed { r.stats.sum_ns } else { r.stats.ffi_calls + r.stats.allocs };
-        key(b).cmp(&key(a)).then_with(|| a.label.cmp(&b.label))
+        let order = if timed {
+            typical(b).total_cmp(&typical(a))
+        } else {
+            (b.stats.ffi_calls + b.stats.allocs).cmp(&(a.stats.ffi_calls + a.stats.allocs))
+        };
+        order.then_with(|| a.label.cmp(&b.label))
     });
-    let total_ns: u64 = ran.iter().map(|r| r.stats.sum_ns).sum();
+    let total_ns: f64 = ran.iter().map(|r| typical(r)).sum();
     let mut fused: Vec<&str> = Vec::new();
     let mut out = String::new();
     let _ = writeln!(
@@ -91,7 +100,7 @@ pub fn node_table(rows: &[NodeRow], runs: u64, top: usize, costs: (f64, f64)) ->
         "top {} of {} nodes by {} (per Run; times less the probe's own cost: {:.0} ns a node, {:.0} ns a phase guard inside)",
         top.min(ran.len()),
         ran.len(),
-        if timed { "total time" } else { "ORT calls and allocations" },
+        if timed { "total time at the median Run (p50 x Runs)" } else { "ORT calls and allocations" },
         costs.0,
         costs.1
     );
@@ -111,8 +120,7 @@ pub fn node_table(rows: &[NodeRow], runs: u64, top: usize, costs: (f64, f64)) ->
         let s = &r.stats;
         let shape = format!("{:?}", &s.dims[..(s.rank as usize).min(s.dims.len())]);
         let time = |v: f64| if s.timed > 0 { format!("{:.2}", v / 1000.0) } else { "-".to_string() };
-        let share =
-            if total_ns > 0 { format!("{:.1}%", 100.0 * s.sum_ns as f64 / total_ns as f64) } else { "-".into() };
+        let share = if total_ns > 0.0 { format!("{:.1}%", 100.0 * typical(r) / total_ns) } else { "-".into() };
         let probe_per_run = if s.timed > 0 { format!("{:.0}", s.probe_ns as f64 / s.timed as f64) } else { "-".into() };
         let _ = writeln!(
             out,
@@ -170,7 +178,8 @@ mod tests {
     #[test]
     fn nodes_are_listed_by_total_time_with_their_fused_node() {
         let mut rows = vec![
-            row("F1", "pool1", "MaxPool", 1_000, 100.0, 10),
+            // One Run of the pool held up for 5 ms: its sum is the largest, its median not.
+            row("F1", "pool1", "MaxPool", 5_001_000, 100.0, 10),
             row("F1", "conv1 (+relu1)", "Conv", 50_000, 5_000.0, 10),
             row("F2", "sig1", "Sigmoid", 9_000, 900.0, 10),
             row("F3", "other session", "Relu", 0, 0.0, 0),
