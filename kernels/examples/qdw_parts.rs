@@ -4,19 +4,8 @@
 //! 112x112 at stride 2). The whole tensor at once, out of cache: the op runs it in chunks
 //! that stay in L2.
 use rivet_kernels::conv::Window3d;
-use std::time::Instant;
-fn med(mut f: impl FnMut()) -> f64 {
-    f();
-    let mut t: Vec<f64> = (0..31)
-        .map(|_| {
-            let s = Instant::now();
-            f();
-            s.elapsed().as_secs_f64() * 1e6
-        })
-        .collect();
-    t.sort_by(f64::total_cmp);
-    t[15]
-}
+#[path = "timing/mod.rs"]
+mod timing;
 fn main() {
     let d: Vec<usize> = std::env::args().skip(1).filter_map(|a| a.parse().ok()).collect();
     let (c, hw, s) = match d[..] {
@@ -41,10 +30,11 @@ fn main() {
     let mut y = vec![0u8; c * p];
     let mut scratch = Vec::new();
     let none = rivet_kernels::Epilogue::default();
-    let t1 = med(|| rivet_kernels::qgemm::dequantize(&x, 1.0, 3, &mut xf));
-    let t2 =
-        med(|| rivet_kernels::depthwise::depthwise_planes(&xf, &wf, None, 0..c, c, &g, &mut yf, &none, &mut scratch));
-    let t3 = med(|| {
+    let t1 = timing::median_us(|| rivet_kernels::qgemm::dequantize(&x, 1.0, 3, &mut xf));
+    let t2 = timing::median_us(|| {
+        rivet_kernels::depthwise::depthwise_planes(&xf, &wf, None, 0..c, c, &g, &mut yf, &none, &mut scratch)
+    });
+    let t3 = timing::median_us(|| {
         for ch in 0..c {
             rivet_kernels::qgemm::requantize_float_sums(
                 &yf[ch * p..(ch + 1) * p],

@@ -216,7 +216,7 @@ pub(crate) fn qdw_planes<T: crate::qgemm::Q8>(
 }
 
 /// [`crate::pool::max_pool_ints`] on AVX-512 with VBMI for uint8 and int8 on the windows
-/// `pool::x86::max_bytes_avx512` takes: false, writing nothing, otherwise. `rows` is
+/// `pool::x86::bytes::max_bytes_avx512` takes: false, writing nothing, otherwise. `rows` is
 /// scratch.
 pub(crate) fn max_pool_bytes<T: crate::qgemm::QInt>(
     x: &[T],
@@ -226,8 +226,8 @@ pub(crate) fn max_pool_bytes<T: crate::qgemm::QInt>(
     rows: &mut Vec<T>,
 ) -> bool {
     #[cfg(target_arch = "x86_64")]
-    if crate::qgemm::depthwise::supported() && crate::pool::x86::max_bytes_fits(g) {
-        rows.resize(crate::pool::x86::max_bytes_row_len(g), T::from_i32(0));
+    if crate::qgemm::depthwise::supported() && crate::pool::x86::bytes::max_bytes_fits(g) {
+        rows.resize(crate::pool::x86::bytes::max_bytes_row_len(g), T::from_i32(0));
         let (Some(xb), Some(yb), Some(rb)) =
             (super::mem::bytes_of(x), super::mem::bytes_of_mut(y), super::mem::bytes_of_mut(rows))
         else {
@@ -236,7 +236,7 @@ pub(crate) fn max_pool_bytes<T: crate::qgemm::QInt>(
         // SAFETY: `depthwise::supported` says the detected level is AVX-512
         // (avx512f/dq/bw/vl) and the CPU has avx512vbmi: the features `max_bytes_avx512`
         // enables.
-        return unsafe { crate::pool::x86::max_bytes_avx512(xb, T::MIN < 0, planes, g, yb, rb) };
+        return unsafe { crate::pool::x86::bytes::max_bytes_avx512(xb, T::MIN < 0, planes, g, yb, rb) };
     }
     let _ = (x, planes, g, y, rows);
     false
