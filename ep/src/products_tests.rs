@@ -155,6 +155,8 @@ fn split_convolutions_give_the_unsplit_bits_on_every_path() {
         (2, 64, 128, 1, 40, 3, 1, 1),
         (1, 128, 128, 1, 28, 3, 1, 1),
         (2, 128, 32, 1, 28, 3, 1, 1),
+        // F(4x4, 3x3) split by tile rows (196 tiles of 4x4).
+        (1, 64, 64, 1, 56, 3, 1, 1),
         (2, 48, 80, 1, 21, 3, 2, 1),
         (2, 64, 96, 2, 20, 3, 1, 1),
         (2, 16, 96, 1, 56, 1, 1, 0),
@@ -220,7 +222,7 @@ fn split_convolutions_give_the_unsplit_bits_on_every_path() {
                         filters: &filters,
                         epilogue: nn::Epilogue { bias: nn::Bias::Rows(&bias), residual: res(block), ..epilogue },
                     };
-                    assert!(run.run(0..winograd::tiles(&g)[0], yn, &mut winograd::Scratch::default()));
+                    assert!(run.run(0..run.tiles()[0], yn, &mut winograd::Scratch::default()));
                 }
             } else if direct {
                 let mut packed = Vec::new();

@@ -44,7 +44,7 @@ pub(crate) fn convolution(
     if !filters.usable() {
         return false;
     }
-    let [th, _] = winograd::tiles(g);
+    let [th, _] = winograd::tiles(g, filters.side());
     for n in 0..xs[0] {
         let block = n * out_c * positions..(n + 1) * out_c * positions;
         let run = winograd::Winograd {
@@ -70,8 +70,8 @@ pub(crate) fn convolution(
             Some(false) => return false,
             None => {}
         }
-        let block_tiles = run.block(0).len() * winograd::tiles(g)[1];
-        if per_task >= out_c || per_task * in_c * winograd::POINTS * block_tiles < TASK_MIN_MACS {
+        let block_tiles = run.block(0).len() * run.tiles()[1];
+        if per_task >= out_c || per_task * in_c * run.points() * block_tiles < TASK_MIN_MACS {
             if !run.run(0..th, yn, &mut par.scratch().task(0).winograd) {
                 return false;
             }
@@ -117,9 +117,9 @@ const FEW_CHANNELS: usize = 64;
 /// nothing, where it does not split so; false (`y` not written) if an input is out of
 /// range. Gives the bits of the whole.
 fn by_tile_rows(run: &winograd::Winograd<'_>, y: &mut [f32], par: &dyn Parallel, least: usize) -> Option<bool> {
-    let [th, tw] = winograd::tiles(run.g);
+    let [th, tw] = run.tiles();
     let (cg, mg) = (run.input_channels(), y.len() / run.g.positions().max(1));
-    let macs = th * tw * cg * mg * winograd::POINTS;
+    let macs = th * tw * cg * mg * run.points();
     let tasks = cores().min(th * tw / least).min(th).min(macs / TASK_MIN_MACS);
     if tasks < 2 {
         return None;
@@ -127,7 +127,8 @@ fn by_tile_rows(run: &winograd::Winograd<'_>, y: &mut [f32], par: &dyn Parallel,
     let [_, out_h, out_w] = run.g.out;
     let (per, positions) = (th.div_ceil(tasks), run.g.positions());
     let tasks = th.div_ceil(per);
-    let rows = |i: usize| 2 * i * per..(2 * (i + 1) * per).min(out_h);
+    let side = run.side();
+    let rows = |i: usize| side * i * per..(side * (i + 1) * per).min(out_h);
     let in_range = AtomicBool::new(true);
     par.for_each_index(tasks, &|i, s| {
         let len = y.len() / out_h * rows(i).len();
@@ -164,7 +165,7 @@ const TASK_MIN_VALUES: usize = 1 << 16;
 /// (the same values as whole). Returns false if an input the block reads is out of range.
 fn input(run: &winograd::Winograd<'_>, block: std::ops::Range<usize>, v: &mut Vec<f32>, par: &dyn Parallel) -> bool {
     let cg = run.input_channels();
-    let values = winograd::POINTS * cg * block.len() * winograd::tiles(run.g)[1];
+    let values = run.points() * cg * block.len() * run.tiles()[1];
     let tasks = cores().min(values / TASK_MIN_VALUES).min(cg);
     if tasks < 2 {
         return run.input(block, v, &mut par.scratch().task(0).winograd.pad);

@@ -30,7 +30,7 @@ fn main() {
         let run = Winograd { x: &x, g: &g, filters: &f, epilogue: Epilogue::default() };
         let mut y = vec![0.0f32; c * g.positions()];
         let mut s = Scratch::default();
-        let th = winograd::tiles(&g)[0];
+        let th = run.tiles()[0];
         let whole = best(|| assert!(run.run(0..th, &mut y, &mut s)));
         let input = best(|| {
             let mut r0 = 0;
@@ -114,7 +114,7 @@ fn main() {
         // Split by tile rows instead: each thread transforms and multiplies its own rows.
         let mid = th / 2;
         let out_w = g.out[2];
-        let rows_a = (2 * mid).min(g.out[1]);
+        let rows_a = (run.side() * mid).min(g.out[1]);
         let mut ya = vec![0.0f32; c * rows_a * out_w];
         let mut yb = vec![0.0f32; c * (g.out[1] - rows_a) * out_w];
         let spatial_one = best(|| assert!(run.run(0..mid, &mut ya, &mut s)));

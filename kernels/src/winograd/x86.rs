@@ -10,7 +10,9 @@
 use std::arch::x86_64::*;
 use std::ops::Range;
 
-use super::{tiles, InputPart, Winograd, LIMIT_BITS, POINTS};
+use super::{InputPart, Winograd, LIMIT_BITS};
+
+mod f4;
 use crate::arch::mem::{load16, load_lanes, store_first};
 use crate::arch::Level;
 
@@ -24,14 +26,14 @@ pub(crate) fn padded_cols(tw: usize) -> usize {
 /// `next`: 16 tiles, the last chunk moved back over tiles done already (the same values
 /// written again) rather than masked, when the row has 16.
 #[inline(always)]
-fn chunk(next: usize, tw: usize) -> (usize, usize) {
+pub(super) fn chunk(next: usize, tw: usize) -> (usize, usize) {
     let tx0 = if tw >= 16 { next.min(tw - 16) } else { next };
     (tx0, (tw - tx0).min(16))
 }
 
 /// The 16 floats of `x` from `at`.
 #[inline(always)]
-fn at16(x: &[f32], at: usize) -> &[f32; 16] {
+pub(super) fn at16(x: &[f32], at: usize) -> &[f32; 16] {
     x[at..at + 16].try_into().expect("16 floats")
 }
 
@@ -60,21 +62,11 @@ pub(crate) fn input_avx512(
     v: InputPart<'_>,
     pad: &mut Vec<f32>,
 ) -> bool {
-    let g = w.g;
-    let [_, in_h, in_w] = g.input;
-    let [_, tw] = tiles(g);
-    let pb = block.len() * tw;
-    let (pt, pl) = (g.pad_begin[1], g.pad_begin[2]);
-    let cols = padded_cols(tw);
-    let prows = 2 * block.len() + 2;
-    // Padded row i is input row 2 * block.start + i - pt, column j input column j - pl;
-    // the rows and columns outside the input stay zero for every channel.
-    pad.clear();
-    pad.resize(prows * cols, 0.0);
-    let first = (2 * block.start) as isize - pt as isize;
-    // The padded rows in the input: 0 <= first + i < in_h.
-    let lo = (-first).clamp(0, prows as isize) as usize;
-    let rows = lo..(in_h as isize - first).clamp(lo as isize, prows as isize) as usize;
+    if w.side() == 4 {
+        return f4::input(w, block, chans, v, pad);
+    }
+    let [_, tw] = w.tiles();
+    let (pb, cols) = (block.len() * tw, padded_cols(tw));
     let evens = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     let odds = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
     // A padded row's horizontal transform (d0 - d2, d1 + d2, d2 - d1, d1 - d3 of its
@@ -87,16 +79,7 @@ pub(crate) fn input_avx512(
         let (d2, d3) = (_mm512_permutex2var_ps(l2, evens, h2), _mm512_permutex2var_ps(l2, odds, h2));
         [_mm512_sub_ps(d0, d2), _mm512_add_ps(d1, d2), _mm512_sub_ps(d2, d1), _mm512_sub_ps(d1, d3)]
     };
-    for (k, c) in chans.enumerate() {
-        let plane = &w.x[c * in_h * in_w..][..in_h * in_w];
-        for i in rows.clone() {
-            let src = (first + i as isize) as usize * in_w;
-            let row = &plane[src..src + in_w];
-            if !row_in_range(row) {
-                return false;
-            }
-            pad[i * cols + pl..][..in_w].copy_from_slice(row);
-        }
+    each_padded_channel(w, block.clone(), chans, pad, cols, |pad, k| {
         let mut next = 0;
         while next < tw {
             let (tx0, n) = chunk(next, tw);
@@ -122,6 +105,46 @@ pub(crate) fn input_avx512(
             }
             next = tx0 + n;
         }
+    })
+}
+
+/// The input side of both tile sizes: for each channel `k` of `chans`, the input rows the
+/// tile rows `block` read copied into `pad` (rows of `cols` columns: padded row `i` is
+/// input row `side * block.start + i - pad_top`, column `j` input column `j - pad_left`;
+/// the rows and columns outside the input stay zero for every channel), then
+/// `transform(pad, k)`. Returns false, stopping there, at a row out of range
+/// (`super::in_range`).
+#[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
+#[inline]
+pub(super) fn each_padded_channel(
+    w: &Winograd<'_>,
+    block: Range<usize>,
+    chans: Range<usize>,
+    pad: &mut Vec<f32>,
+    cols: usize,
+    mut transform: impl FnMut(&[f32], usize),
+) -> bool {
+    let g = w.g;
+    let [_, in_h, in_w] = g.input;
+    let (pt, pl) = (g.pad_begin[1], g.pad_begin[2]);
+    let prows = w.side() * block.len() + 2;
+    pad.clear();
+    pad.resize(prows * cols, 0.0);
+    let first = (w.side() * block.start) as isize - pt as isize;
+    // The padded rows in the input: 0 <= first + i < in_h.
+    let lo = (-first).clamp(0, prows as isize) as usize;
+    let rows = lo..(in_h as isize - first).clamp(lo as isize, prows as isize) as usize;
+    for (k, c) in chans.enumerate() {
+        let plane = &w.x[c * in_h * in_w..][..in_h * in_w];
+        for i in rows.clone() {
+            let src = (first + i as isize) as usize * in_w;
+            let row = &plane[src..src + in_w];
+            if !row_in_range(row) {
+                return false;
+            }
+            pad[i * cols + pl..][..in_w].copy_from_slice(row);
+        }
+        transform(pad, k);
     }
     true
 }
@@ -138,17 +161,65 @@ pub(crate) fn output_avx512(
     m: &[f32],
     y: &mut [f32],
 ) {
-    let g = w.g;
-    let mg = ch.len();
-    let [_, out_h, out_w] = g.out;
-    let [th, tw] = tiles(g);
-    let pb = block.len() * tw;
-    debug_assert!(block.end <= th);
-    let rows = y.len() / (mg * out_w).max(1);
-    let positions = g.positions();
+    if w.side() == 4 {
+        return f4::output(w, block, ch, row0, m, y);
+    }
+    let [_, out_h, out_w] = w.g.out;
     // Tile columns 0 and 1 interleaved: lanes 0..8 of both, then lanes 8..16.
     let low = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
     let high = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+    each_chunk(w, block, ch, row0, m, y, |p: &[__m512; 16], ty, tx0, yk| {
+        // Aᵀ M: rows m0 + m1 + m2 and m1 - m2 - m3; then the same on columns.
+        let s: [[__m512; 4]; 2] = std::array::from_fn(|u| {
+            std::array::from_fn(|c| {
+                let (m0, m1, m2, m3) = (p[c], p[4 + c], p[8 + c], p[12 + c]);
+                if u == 0 {
+                    _mm512_add_ps(_mm512_add_ps(m0, m1), m2)
+                } else {
+                    _mm512_sub_ps(_mm512_sub_ps(m1, m2), m3)
+                }
+            })
+        });
+        for (u, su) in s.iter().enumerate() {
+            let oy = 2 * ty + u;
+            if oy >= out_h {
+                break;
+            }
+            let left = _mm512_add_ps(_mm512_add_ps(su[0], su[1]), su[2]);
+            let right = _mm512_sub_ps(_mm512_sub_ps(su[1], su[2]), su[3]);
+            let valid = out_w - 2 * tx0;
+            let row = &mut yk[(oy - row0) * out_w + 2 * tx0..];
+            store_first(row, valid.min(16), _mm512_permutex2var_ps(left, low, right));
+            if valid > 16 {
+                store_first(&mut row[16..], (valid - 16).min(16), _mm512_permutex2var_ps(left, high, right));
+            }
+        }
+    });
+}
+
+/// The output side of both tile sizes: for each channel `k` of `ch` and each chunk of up
+/// to 16 tiles of a tile row of `block` (tile row `ty`, first tile `tx0`), the chunk's
+/// `P` points of `m` (`[P][ch.len()][pb]`, lanes past the chunk zero), given to
+/// `put(points, ty, tx0, channel k's rows of y)` to transform back and store; then the
+/// epilogue on the block's rows of the channel while they are in L1.
+#[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
+#[inline]
+pub(super) fn each_chunk<const P: usize>(
+    w: &Winograd<'_>,
+    block: Range<usize>,
+    ch: Range<usize>,
+    row0: usize,
+    m: &[f32],
+    y: &mut [f32],
+    mut put: impl FnMut(&[__m512; P], usize, usize, &mut [f32]),
+) {
+    let (g, mg, side) = (w.g, ch.len(), w.side());
+    let [_, out_h, out_w] = g.out;
+    let [th, tw] = w.tiles();
+    let pb = block.len() * tw;
+    debug_assert!(block.end <= th && P == w.points());
+    let rows = y.len() / (mg * out_w).max(1);
+    let positions = g.positions();
     for (k, channel) in ch.enumerate() {
         let yk = &mut y[k * rows * out_w..][..rows * out_w];
         for (t, ty) in block.clone().enumerate() {
@@ -157,7 +228,7 @@ pub(crate) fn output_avx512(
                 let (tx0, n) = chunk(next, tw);
                 let mask = ((1u32 << n) - 1) as u16;
                 let at = (t * tw + tx0) as isize;
-                let p: [__m512; POINTS] = std::array::from_fn(|xi| {
+                let p: [__m512; P] = std::array::from_fn(|xi| {
                     let row = &m[(xi * mg + k) * pb..][..pb];
                     if n == 16 {
                         load16(at16(row, at as usize))
@@ -165,36 +236,12 @@ pub(crate) fn output_avx512(
                         load_lanes(row, at, mask)
                     }
                 });
-                // Aᵀ M: rows m0 + m1 + m2 and m1 - m2 - m3; then the same on columns.
-                let s: [[__m512; 4]; 2] = std::array::from_fn(|u| {
-                    std::array::from_fn(|c| {
-                        let (m0, m1, m2, m3) = (p[c], p[4 + c], p[8 + c], p[12 + c]);
-                        if u == 0 {
-                            _mm512_add_ps(_mm512_add_ps(m0, m1), m2)
-                        } else {
-                            _mm512_sub_ps(_mm512_sub_ps(m1, m2), m3)
-                        }
-                    })
-                });
-                for (u, su) in s.iter().enumerate() {
-                    let oy = 2 * ty + u;
-                    if oy >= out_h {
-                        break;
-                    }
-                    let left = _mm512_add_ps(_mm512_add_ps(su[0], su[1]), su[2]);
-                    let right = _mm512_sub_ps(_mm512_sub_ps(su[1], su[2]), su[3]);
-                    let valid = out_w - 2 * tx0;
-                    let row = &mut yk[(oy - row0) * out_w + 2 * tx0..];
-                    store_first(row, valid.min(16), _mm512_permutex2var_ps(left, low, right));
-                    if valid > 16 {
-                        store_first(&mut row[16..], (valid - 16).min(16), _mm512_permutex2var_ps(left, high, right));
-                    }
-                }
+                put(&p, ty, tx0, yk);
                 next = tx0 + n;
             }
         }
         // The epilogue on the block's output rows of channel k while they are in L1.
-        let (first, last) = (2 * block.start, (2 * block.end).min(out_h));
+        let (first, last) = (side * block.start, (side * block.end).min(out_h));
         let part = &mut yk[(first - row0) * out_w..(last - row0) * out_w];
         w.epilogue.apply(Level::Avx512, part, part.len(), positions, channel..channel + 1, first * out_w..last * out_w);
     }
