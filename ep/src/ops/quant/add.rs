@@ -7,8 +7,10 @@
 //! clamped. So a `DequantizeLinear, DequantizeLinear -> Add -> QuantizeLinear` group that
 //! `fuse_qdq` turns into this op gives the bits the group gave; ORT's own kernel scales
 //! each input by `s / sc` instead and can differ by one step where a sum lands on a half.
-//! Equal shapes run a chunk at a time in L1 (one pass over memory instead of four, with
-//! no float tensor in between); broadcasting dequantizes both inputs whole first.
+//! Equal shapes run in one pass (no float tensor in between), dividing by C's scale as a
+//! product by its reciprocal corrected once where that was checked, at the first Run with
+//! these scales, to give every output the division gives (`qgemm::add_reciprocal`: it
+//! tries all 65,536 pairs of inputs); broadcasting dequantizes both inputs whole first.
 
 use std::sync::Arc;
 
@@ -50,12 +52,41 @@ pub fn qlinear_add(node: &NodeDesc, _output: usize) -> Result<Arc<dyn Op>, Strin
     Ok(Arc::new(QLinearAdd { at: slots::<8>(node) }))
 }
 
-/// The scratch of a broadcast addition: both inputs and the sum, as floats.
+/// The scratch of a broadcast addition: both inputs and the sum, as floats; and the
+/// reciprocal of C's scale for equal shapes (`qgemm::add_reciprocal`).
 #[derive(Default)]
 struct Floats {
     a: Vec<f32>,
     b: Vec<f32>,
     sum: Vec<f32>,
+    recip: Reciprocal,
+}
+
+/// `qgemm::add_reciprocal` for the last scales and zero points seen (their bits), made
+/// again when they change, up to [`Reciprocal::MOST`] times (scales that change on every
+/// Run then divide, rather than pay the check each Run).
+#[derive(Default)]
+struct Reciprocal {
+    key: Option<[u32; 6]>,
+    value: Option<f32>,
+    made: u32,
+}
+
+impl Reciprocal {
+    const MOST: u32 = 4;
+
+    fn of<T: QInt>(&mut self, p: [(f32, i32); 3]) -> Option<f32> {
+        let key = p.map(|(s, z)| [s.to_bits(), z as u32]).as_flattened().try_into().expect("six values");
+        if self.key != Some(key) {
+            self.value = None;
+            if self.made < Self::MOST {
+                self.made += 1;
+                self.key = Some(key);
+                self.value = qgemm::add_reciprocal::<T>(p[0], p[1], p[2]);
+            }
+        }
+        self.value
+    }
 }
 
 impl Op for QLinearAdd {
@@ -108,11 +139,12 @@ fn add<T: QInt>(
     if y.len() != plan.out_len() {
         return Err(format!("the output holds {} elements, the inputs broadcast to {}", y.len(), plan.out_len()));
     }
-    let Floats { a, b, sum } = floats;
+    let Floats { a, b, sum, recip } = floats;
     if plan.kind() == BroadcastKind::SameShape {
+        let recip = recip.of::<T>(p);
         // One pass (the same bits as the three ops': ResNet-18's 64 x 56 x 56 adds took
         // about 100 us as three passes, the sum's outside the widest build).
-        qgemm::add_requantize(xa, xb, (sa, za), (sb, zb), (sc, zc), y);
+        qgemm::add_requantize(xa, xb, (sa, za), (sb, zb), (sc, zc), recip, y);
         return Ok(());
     }
     a.resize(xa.len(), 0.0);
@@ -123,4 +155,24 @@ fn add<T: QInt>(
     binary_f32(BinaryOp::Add, plan, a, b, sum, 0);
     qgemm::quantize(sum, sc, zc, y);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Reciprocal;
+
+    #[test]
+    fn the_reciprocal_follows_the_scales_and_stops_after_a_few() {
+        let mut r = Reciprocal::default();
+        let p = |sy: f32| [(0.02, 3), (0.03, 130), (sy, 7)];
+        for _ in 0..3 {
+            assert_eq!(r.of::<u8>(p(0.25)), Some(4.0));
+        }
+        assert_eq!(r.of::<u8>(p(0.5)), Some(2.0), "new scales: made again");
+        assert_eq!(r.of::<i8>([(0.02, 3), (0.03, -100), (0.125, 7)]), Some(8.0));
+        assert_eq!(r.of::<u8>(p(0.25)), Some(4.0));
+        // The fifth change: divided from then on, never a reciprocal of other scales.
+        assert_eq!(r.of::<u8>(p(1.0)), None);
+        assert_eq!(r.of::<u8>(p(0.25)), None);
+    }
 }
