@@ -599,3 +599,28 @@ fn a_pointwise_split_on_another_plane_size_reuses_its_filters() {
         assert_eq!(differing(&got, &want), 0, "{h}x{wd}");
     }
 }
+
+/// A convolution whose input size changes between Runs takes its filters transformed for
+/// the new size's Winograd tiles (review found a 56x56 Run's F(4x4) filters read for a
+/// 200x4 input, whose rows hold one tile of 4: 43,718 of 51,200 outputs differed).
+#[test]
+fn winograd_filters_follow_the_input_size() {
+    use conv::{window_geometry, Padding};
+    let (in_c, out_c) = (64, 64);
+    let w = values(out_c * in_c * 9, 2);
+    let pads = Padding::Explicit([0, 1, 1, 0, 1, 1]);
+    let run = |par: &Serial, h: usize, wd: usize| {
+        let (g, _) = window_geometry([1, h, wd], [1, 3, 3], [1; 3], [1; 3], pads, false).unwrap();
+        assert!(winograd::fits(&g, in_c, out_c));
+        let x = values(in_c * h * wd, 1);
+        let mut y = vec![f32::NAN; out_c * g.positions()];
+        let packing = Some(Packing { key: 0, bf16: false });
+        convolution(&x, &w, None, &[1, in_c, h, wd], out_c, 1, &g, &mut y, par, packing, &nn::Epilogue::default());
+        (winograd::side(&g, in_c, out_c), y.iter().map(|v| v.to_bits()).collect::<Vec<_>>())
+    };
+    let used = Serial::default();
+    assert_eq!(run(&used, 56, 56).0, 4);
+    let (side, after) = run(&used, 200, 4);
+    assert_eq!(side, 2);
+    assert!(after == run(&Serial::default(), 200, 4).1, "the 200x4 Run read the 56x56 Run's filters");
+}

@@ -6,7 +6,7 @@ use rivet_kernels::{conv, nn, winograd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
-use crate::parallel::{cores, lock, packed_once, Parallel, MAX_TASKS};
+use crate::parallel::{cores, lock, packed_once_as, Parallel, MAX_TASKS};
 
 /// The least multiply-adds of a task's products in one block worth a split (about 20 us
 /// at one core's speed): each block's split is a ParallelFor of its own. At 2^23 the
@@ -40,7 +40,11 @@ pub(crate) fn convolution(
 ) -> bool {
     let (in_c, plane, positions) = (xs[1], g.plane(), g.positions());
     let mut cache = lock(&par.scratch().winograd);
-    let filters = packed_once(&mut cache, key, w, |f| winograd::transform_filters(w, out_c, in_c, g, f));
+    // (Transformed again for another tile size when the input's size changes: review found
+    // a 56x56 Run's F(4x4) filters read for a 200x4 input, whose rows have one tile of 4.)
+    let side = winograd::side(g, in_c, out_c);
+    let filters =
+        packed_once_as(&mut cache, key, w, side, |f| winograd::transform_filters_side(w, out_c, in_c, g, side, f));
     if !filters.usable() {
         return false;
     }
@@ -97,8 +101,9 @@ pub(crate) fn convolution(
     true
 }
 
-/// The least tiles a task of a split by tile rows takes: fewer leave its products' panels
-/// narrow, and a split by output channels does better.
+/// The least tiles (of 2x2 outputs; a tile of 4x4 counts four) a task of a split by tile
+/// rows takes: fewer leave its products' panels narrow, and a split by output channels
+/// does better.
 const ROWS_TASK_MIN_TILES: usize = 192;
 /// [`ROWS_TASK_MIN_TILES`] for a convolution of at most [`FEW_CHANNELS`] output channels
 /// (or whose split by them would be uneven). Two threads, 128->32 on 28x28 (98 tiles a
@@ -120,6 +125,8 @@ fn by_tile_rows(run: &winograd::Winograd<'_>, y: &mut [f32], par: &dyn Parallel,
     let [th, tw] = run.tiles();
     let (cg, mg) = (run.input_channels(), y.len() / run.g.positions().max(1));
     let macs = th * tw * cg * mg * run.points();
+    // (`least` counts tiles of 2x2: a tile of 4x4 holds four times the outputs.)
+    let least = (least * 4 / (run.side() * run.side())).max(1);
     let tasks = cores().min(th * tw / least).min(th).min(macs / TASK_MIN_MACS);
     if tasks < 2 {
         return None;

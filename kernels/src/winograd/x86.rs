@@ -2,15 +2,17 @@
 //! that `arch::dispatch` calls once an `Isa` proves the features; loads and stores go
 //! through `arch::mem`'s slice-taking helpers.
 //!
-//! Both run on 16 tiles of a tile row at a time. A tile's input columns are 2 apart, so a
-//! patch column is the even or the odd lanes of 32 inputs (two loads and a permute); the
-//! lanes outside the input row load zero, which is the padding. The outputs of 16 tiles
-//! are two rows of 32, the two columns of each tile interleaved by a permute.
+//! Both run on 16 tiles of a tile row at a time. In tiles of 2x2 (here; 4x4 in [`f4`]) a
+//! tile's input columns are 2 apart, so a patch column is the even or the odd lanes of 32
+//! inputs (two loads and a permute); the lanes outside the input row load zero, which is
+//! the padding. The outputs of 16 tiles are two rows of 32, the two columns of each tile
+//! interleaved by a permute. The padded rows' copy and the output loop are the two
+//! sizes' ([`each_padded_channel`], [`each_chunk`]).
 
 use std::arch::x86_64::*;
 use std::ops::Range;
 
-use super::{InputPart, Winograd, LIMIT_BITS};
+use super::{limit_bits, InputPart, Winograd};
 
 mod f4;
 use crate::arch::mem::{load16, load_lanes, store_first};
@@ -37,17 +39,18 @@ pub(super) fn at16(x: &[f32], at: usize) -> &[f32; 16] {
     x[at..at + 16].try_into().expect("16 floats")
 }
 
-/// Whether every value of `x` is finite and at most 2^64 in magnitude (`super::in_range`).
+/// Whether every value of `x` is finite and within the limit for tiles of `side`
+/// (`super::in_range`).
 #[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
-fn row_in_range(x: &[f32]) -> bool {
+fn row_in_range(x: &[f32], side: usize) -> bool {
     let (chunks, rest) = x.as_chunks::<16>();
-    let (magnitude, limit) = (_mm512_set1_epi32(0x7fff_ffff), _mm512_set1_epi32(LIMIT_BITS as i32));
+    let (magnitude, limit) = (_mm512_set1_epi32(0x7fff_ffff), _mm512_set1_epi32(limit_bits(side) as i32));
     let mut over = 0u16;
     for c in chunks {
         let bits = _mm512_and_si512(_mm512_castps_si512(load16(c)), magnitude);
         over |= _mm512_cmpgt_epu32_mask(bits, limit);
     }
-    over == 0 && super::in_range(rest)
+    over == 0 && super::in_range(rest, side)
 }
 
 /// `v` (point ξ's `[chans.len()][pb]` in `v[ξ]`): the transformed input of channels
@@ -139,7 +142,7 @@ pub(super) fn each_padded_channel(
         for i in rows.clone() {
             let src = (first + i as isize) as usize * in_w;
             let row = &plane[src..src + in_w];
-            if !row_in_range(row) {
+            if !row_in_range(row, w.side()) {
                 return false;
             }
             pad[i * cols + pl..][..in_w].copy_from_slice(row);
@@ -150,7 +153,7 @@ pub(super) fn each_padded_channel(
 }
 
 /// The outputs of channels `ch` in the tile rows `block` from their products `m`
-/// (`[16][ch.len()][pb]`), with the epilogue, into `y` (`[ch.len()][rows][out_w]`, its
+/// (`[points][ch.len()][pb]`), with the epilogue, into `y` (`[ch.len()][rows][out_w]`, its
 /// first row output row `row0`).
 #[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
 pub(crate) fn output_avx512(
