@@ -5,7 +5,6 @@
 //! the median microseconds a call of each path over 21 rounds, and the path the plugin
 //! takes (`winograd::fits`, `winograd::side`).
 
-use rivet_kernels::conv::{window_geometry, Padding};
 use rivet_kernels::direct::{pack_filters, pad_planes, source, Direct};
 use rivet_kernels::nn::Epilogue;
 use rivet_kernels::winograd::{self, Filters, Scratch, Winograd};
@@ -18,8 +17,7 @@ fn main() {
     let layers: Vec<[usize; 3]> =
         if d.len() >= 3 { d.chunks_exact(3).map(|l| [l[0], l[1], l[2]]).collect() } else { vec![[32, 32, 40]] };
     for [cin, cout, hw] in layers {
-        let pads = Padding::Explicit([0, 1, 1, 0, 1, 1]);
-        let (g, _) = window_geometry([1, hw, hw], [1, 3, 3], [1; 3], [1; 3], pads, false).unwrap();
+        let g = timing::square_window(hw, 3, 1, 1);
         let x: Vec<f32> = (0..cin * hw * hw).map(|i| ((i * 7919) % 1000) as f32 / 1000.0 - 0.5).collect();
         let w: Vec<f32> = (0..cout * cin * 9).map(|i| ((i * 104729) % 1000) as f32 / 1000.0 - 0.5).collect();
         let bias = vec![0.1f32; cout];

@@ -4,10 +4,12 @@
 //! Prints us per call (best of several batches), with `RIVET_KERNELS_LEVEL` choosing
 //! the build.
 
-use rivet_kernels::conv::Window3d;
 use rivet_kernels::depthwise::depthwise_planes;
 use rivet_kernels::nn::Epilogue;
 use std::time::Instant;
+
+#[path = "timing/mod.rs"]
+mod timing;
 
 fn main() {
     // (channels, plane side, kernel, stride)
@@ -34,14 +36,8 @@ fn main() {
     ];
     for (c, hw, k, s) in cases {
         let out = (hw + 2 * (k / 2) - k) / s + 1;
-        let g = Window3d {
-            input: [1, hw, hw],
-            out: [1, out, out],
-            kernel: [1, k, k],
-            stride: [1, s, s],
-            dilation: [1; 3],
-            pad_begin: [0, k / 2, k / 2],
-        };
+        let g = timing::square_window(hw, k, s, k / 2);
+        assert_eq!(g.out[2], out);
         let x: Vec<f32> = (0..c * hw * hw).map(|i| ((i * 7919) % 1000) as f32 / 1000.0 - 0.5).collect();
         let w: Vec<f32> = (0..c * k * k).map(|i| ((i * 104729) % 1000) as f32 / 1000.0 - 0.5).collect();
         let bias: Vec<f32> = (0..c).map(|i| i as f32 / c as f32).collect();

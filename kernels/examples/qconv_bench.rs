@@ -6,22 +6,12 @@
 //! the product into outputs out of cache (eight, in turn), as a model's layer writes them.
 //! `RIVET_AMX=off` for the VNNI tiles.
 
-use rivet_kernels::conv::Window3d;
 use rivet_kernels::qgemm::{ConvPlanes, QOut, QPackedA, Requant};
-use std::time::Instant;
 
-fn median_us(mut run: impl FnMut()) -> f64 {
-    run();
-    let mut t: Vec<f64> = (0..31)
-        .map(|_| {
-            let s = Instant::now();
-            run();
-            s.elapsed().as_secs_f64() * 1e6
-        })
-        .collect();
-    t.sort_by(f64::total_cmp);
-    t[15]
-}
+#[path = "timing/mod.rs"]
+mod timing;
+
+use timing::median_us;
 
 fn main() {
     let d: Vec<usize> = std::env::args().skip(1).filter_map(|a| a.parse().ok()).collect();
@@ -30,14 +20,8 @@ fn main() {
         _ => (64, 64, 56, 3, 1),
     };
     let out = (hw + 2 * (k / 2) - k) / s + 1;
-    let g = Window3d {
-        input: [1, hw, hw],
-        out: [1, out, out],
-        kernel: [1, k, k],
-        stride: [1, s, s],
-        dilation: [1; 3],
-        pad_begin: [0, k / 2, k / 2],
-    };
+    let g = timing::square_window(hw, k, s, k / 2);
+    assert_eq!(g.out[2], out);
     let x: Vec<u8> = (0..c * hw * hw).map(|i| (i * 7 % 251) as u8).collect();
     let w: Vec<i8> = (0..m * c * k * k).map(|i| ((i * 5 % 241) as i32 - 120) as i8).collect();
     let mut a = QPackedA::new();

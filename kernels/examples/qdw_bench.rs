@@ -2,7 +2,6 @@
 //! MobileNetV2's int8 layers: `cargo run --release -p rivet-kernels --example qdw_bench`.
 //! Prints us per call (median of 31) for all of a layer's channels, uint8 in and out, and a
 //! hash of the output's bytes (to compare builds); with `I32` set, also the i32 sums' time.
-use rivet_kernels::conv::Window3d;
 use rivet_kernels::qgemm::depthwise::{DwRequants, QDepthwise, QDwPlanes};
 #[path = "timing/mod.rs"]
 mod timing;
@@ -26,14 +25,8 @@ fn main() {
     ];
     for (c, hw, s) in layers {
         let out = (hw + 2 - 3) / s + 1;
-        let g = Window3d {
-            input: [1, hw, hw],
-            out: [1, out, out],
-            kernel: [1, 3, 3],
-            stride: [1, s, s],
-            dilation: [1; 3],
-            pad_begin: [0, 1, 1],
-        };
+        let g = timing::square_window(hw, 3, s, 1);
+        assert_eq!(g.out[2], out);
         let (plane, p) = (hw * hw, out * out);
         let x: Vec<u8> = (0..c * plane).map(|i| (i * 7 % 251) as u8).collect();
         let mut dw = QDepthwise::new();

@@ -3,7 +3,6 @@
 //! input height = width, stride of the 3x3 window; default MobileNetV2's 96 channels on
 //! 112x112 at stride 2). The whole tensor at once, out of cache: the op runs it in chunks
 //! that stay in L2.
-use rivet_kernels::conv::Window3d;
 #[path = "timing/mod.rs"]
 mod timing;
 fn main() {
@@ -13,14 +12,8 @@ fn main() {
         _ => (96, 112, 2),
     };
     let out = (hw + 2 - 3) / s + 1;
-    let g = Window3d {
-        input: [1, hw, hw],
-        out: [1, out, out],
-        kernel: [1, 3, 3],
-        stride: [1, s, s],
-        dilation: [1; 3],
-        pad_begin: [0, 1, 1],
-    };
+    let g = timing::square_window(hw, 3, s, 1);
+    assert_eq!(g.out[2], out);
     let plane = hw * hw;
     let p = out * out;
     let x: Vec<u8> = (0..c * plane).map(|i| (i * 7 % 251) as u8).collect();

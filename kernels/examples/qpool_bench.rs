@@ -1,7 +1,7 @@
 //! Kernel-only timing of the 8-bit max pool (`conv::max_pool_ints`) on the windows the
 //! int8 CNNs have: `cargo run --release -p rivet-kernels --example qpool_bench`. Prints
 //! us per call (median of 31) and a hash of the output (to compare builds).
-use rivet_kernels::conv::{max_pool_ints, Window3d};
+use rivet_kernels::conv::max_pool_ints;
 #[path = "timing/mod.rs"]
 mod timing;
 
@@ -12,14 +12,8 @@ fn main() {
         [(64, 112, 3, 2, 1), (64, 111, 3, 2, 0), (128, 55, 3, 2, 0), (192, 27, 3, 1, 1), (64, 56, 2, 2, 0)]
     {
         let out = (hw + 2 * p - k) / s + 1;
-        let g = Window3d {
-            input: [1, hw, hw],
-            out: [1, out, out],
-            kernel: [1, k, k],
-            stride: [1, s, s],
-            dilation: [1; 3],
-            pad_begin: [0, p, p],
-        };
+        let g = timing::square_window(hw, k, s, p);
+        assert_eq!(g.out[2], out);
         let x: Vec<u8> = (0..c * hw * hw).map(|i| (i * 7919 % 251) as u8).collect();
         let mut y = vec![0u8; c * out * out];
         let mut row = Vec::new();

@@ -1,7 +1,14 @@
-//! Timing shared by the kernel examples (each uses some of it).
+//! Timing and set-up shared by the kernel examples (each uses some of it).
 #![allow(dead_code)]
 
+use rivet_kernels::conv::{window_geometry, Padding, Window3d};
 use std::time::Instant;
+
+/// A `k` x `k` window at stride `s` on planes of `hw` x `hw`, padded by `p` on every side.
+pub fn square_window(hw: usize, k: usize, s: usize, p: usize) -> Window3d {
+    let pads = Padding::Explicit([0, p, p, 0, p, p]);
+    window_geometry([1, hw, hw], [1, k, k], [1, s, s], [1; 3], pads, false).expect("a window that fits its plane").0
+}
 
 /// The best of `batches` batches of `iters` calls of `f`, in microseconds per call.
 pub fn best_us(batches: usize, iters: usize, mut f: impl FnMut()) -> f64 {
