@@ -47,9 +47,11 @@ const FEW_ROWS: usize = 64;
 /// The least rows per task.
 const MIN_ROWS_PER_TASK: usize = 16;
 /// A matrix-vector product (one row: a decode step's projection) is split by columns from
-/// this many multiply-adds: it is bound by reading B (a megabyte here), and each core
-/// brings its own share of the memory bandwidth.
-const VECTOR_MIN_MACS: usize = 1 << 18;
+/// this many multiply-adds (a 256x256 weight, 256 KiB): it is bound by reading B, and each
+/// core brings its own share of the bandwidth. From 2^18 (a megabyte), Llama-tiny's
+/// decode step left its 256x688 MLP products (30 us each at one thread) whole and took
+/// 1.42x ORT's time at two threads; from 2^16, 0.97x (Rivet's own time 359 -> 311 us).
+const VECTOR_MIN_MACS: usize = 1 << 16;
 
 /// The least output channels a group and depth for which `bf16` runs a convolution on
 /// the GEMM by bfloat16 filters: its 14-row strips and 32-column panels need both (one

@@ -129,6 +129,13 @@ fn wide_weights_split_by_columns_and_the_rest_by_rows() {
         // part 64 rows evenly, 14-row ones do not.
         assert!(matches!(product(64, 256, 256).split(Some(8)), Split::Rows(32)));
         assert!(matches!(product(64, 1024, 256).split(Some(14)), Split::Columns(_)));
+        // A decode step's projections (one row) by columns from a 256x256 weight.
+        for (n, k) in [(688, 256), (256, 688), (256, 256)] {
+            assert!(matches!(packed(1, n, k), Split::Columns(_)), "1x{n}x{k}: {:?}", packed(1, n, k));
+        }
+        for (n, k) in [(64, 256), (128, 256)] {
+            assert_eq!(packed(1, n, k), Split::Whole, "1x{n}x{k}");
+        }
     }
     for (m, n, k) in [(128, 3072, 768), (128, 768, 3072), (128, 2304, 768), (65, 1040, 512)] {
         assert!(matches!(split(m, n, k), Split::Columns(_)), "{m}x{n}x{k}: {:?}", split(m, n, k));

@@ -1,18 +1,19 @@
 //! Kernel-only timing of the fused attention step (`attention::chain`) and of its parts
 //! run apart (packing K and V, Q · K^T with the scale, Softmax, P · V), per Run of `H`
-//! heads of `S` tokens by `D` (K stored as the exporters leave it, `[S, D]`):
-//! `cargo run --release -p rivet-kernels --example att_parts H S D` (ViT-S: 6 197 64).
+//! heads of `S` tokens by `D` over `L` keys (default `S`; K stored as the exporters leave
+//! it, `[L, D]`): `cargo run --release -p rivet-kernels --example att_parts H S D [L]`
+//! (ViT-S: 6 197 64; a decode step over 64 keys: 8 1 32 64).
 use rivet_kernels::attention::chain::{Chain, ChainScratch};
 use rivet_kernels::nn::{self, Epilogue, Gemm, GemmScratch, PackedB, Scale};
 use std::time::Instant;
 
 fn main() {
     let d: Vec<usize> = std::env::args().skip(1).map(|s| s.parse().expect("a number")).collect();
-    let (h, s, dd) = match d[..] {
-        [h, s, dd] => (h, s, dd),
-        _ => (6, 197, 64),
+    let (h, s, dd, l) = match d[..] {
+        [h, s, dd] => (h, s, dd, s),
+        [h, s, dd, l] => (h, s, dd, l),
+        _ => (6, 197, 64, 197),
     };
-    let l = s;
     let q: Vec<f32> = (0..h * s * dd).map(|i| ((i * 7 % 13) as f32 - 6.0) * 0.1).collect();
     let k: Vec<f32> = (0..h * l * dd).map(|i| ((i * 5 % 11) as f32 - 5.0) * 0.1).collect();
     let v: Vec<f32> = (0..h * l * dd).map(|i| ((i * 3 % 7) as f32 - 3.0) * 0.1).collect();
