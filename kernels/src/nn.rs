@@ -128,6 +128,16 @@ pub fn channel_chain(
 pub fn global_pool(x: &[f32], planes: usize, spatial: usize, max: bool, y: &mut [f32]) {
     assert_eq!(x.len(), planes * spatial);
     assert_eq!(y.len(), planes);
+    // Built for the widest instruction set: the same bits, the lanes in one register.
+    crate::arch::widest(
+        #[inline(always)]
+        || global_pool_planes(x, spatial, max, y),
+    );
+}
+
+/// [`global_pool`]'s planes, inlined into each instruction set's build.
+#[inline(always)]
+fn global_pool_planes(x: &[f32], spatial: usize, max: bool, y: &mut [f32]) {
     for (o, plane) in y.iter_mut().zip(x.chunks(spatial.max(1))) {
         *o = if spatial == 0 {
             if max {

@@ -31,17 +31,25 @@ pub enum ReduceOp {
 /// row into the output. Other layouts take a generic walk over `x`. Max and Min follow the
 /// same NaN rule on every path (a NaN counts only as a group's first element).
 pub fn reduce(x: &[f32], shape: &[usize], reduced: &[bool], op: ReduceOp, y: &mut [f32]) {
+    // The rows' loops built for the widest instruction set (the 16 lanes in one
+    // register): the same operations in the same order, the same bits on every build.
     match blocks(shape, reduced) {
-        Some((outer, group, 1)) => {
-            for (row, out) in x.chunks_exact(group).zip(y.iter_mut()).take(outer) {
-                *out = reduce_row(row, op);
-            }
-        }
-        Some((outer, group, inner)) if op != ReduceOp::LogSumExp => {
-            for (xs, ys) in x.chunks_exact(group * inner).zip(y.chunks_exact_mut(inner)).take(outer) {
-                reduce_rows(xs, inner, op, ys);
-            }
-        }
+        Some((outer, group, 1)) => crate::arch::widest(
+            #[inline(always)]
+            || {
+                for (row, out) in x.chunks_exact(group).zip(y.iter_mut()).take(outer) {
+                    *out = reduce_row(row, op);
+                }
+            },
+        ),
+        Some((outer, group, inner)) if op != ReduceOp::LogSumExp => crate::arch::widest(
+            #[inline(always)]
+            || {
+                for (xs, ys) in x.chunks_exact(group * inner).zip(y.chunks_exact_mut(inner)).take(outer) {
+                    reduce_rows(xs, inner, op, ys);
+                }
+            },
+        ),
         _ => reduce_walk(x, shape, reduced, op, y),
     }
 }
@@ -72,6 +80,7 @@ fn blocks(shape: &[usize], reduced: &[bool]) -> Option<(usize, usize, usize)> {
 }
 
 /// One contiguous, non-empty group, in 16 lanes (each lane takes every 16th element).
+#[inline(always)]
 fn reduce_row(x: &[f32], op: ReduceOp) -> f32 {
     let sum_of = |f: fn(f32) -> f32| crate::norm::lanes_sum_of(x, f);
     // Max / Min: every lane starts from the group's first element, so a NaN there stays,
@@ -119,6 +128,7 @@ fn reduce_row(x: &[f32], op: ReduceOp) -> f32 {
 
 /// `group = xs.len() / inner` rows of `inner` elements reduced into `y` (`inner` long),
 /// row after row: every output in the order of the walk, so the same bits.
+#[inline(always)]
 fn reduce_rows(xs: &[f32], inner: usize, op: ReduceOp, y: &mut [f32]) {
     let rows = xs.chunks_exact(inner);
     let fold = |y: &mut [f32], init: f32, f: fn(f32, f32) -> f32| {
@@ -253,6 +263,38 @@ fn reduce_walk(x: &[f32], shape: &[usize], reduced: &[bool], op: ReduceOp, y: &m
 #[cfg(test)]
 mod reduce_nan_tests {
     use super::*;
+
+    /// The widest instruction set's build of the rows' loops gives the bits of the
+    /// baseline build (this test's own, calling the rows directly), along rows and along
+    /// columns, for every op the loops take.
+    #[test]
+    fn reductions_give_the_same_bits_on_every_build() {
+        let (rows, cols) = (13usize, 70usize);
+        let mut x: Vec<f32> = (0..rows * cols).map(|i| ((i * 37 % 101) as f32 - 50.0) * 0.037).collect();
+        x[75] = f32::NAN;
+        let ops = [
+            ReduceOp::Sum,
+            ReduceOp::Mean,
+            ReduceOp::L1,
+            ReduceOp::SumSquare,
+            ReduceOp::L2,
+            ReduceOp::Max,
+            ReduceOp::Min,
+            ReduceOp::Prod,
+        ];
+        let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+        for op in ops {
+            let mut wide = vec![0.0f32; rows];
+            reduce(&x, &[rows, cols], &[false, true], op, &mut wide);
+            let base: Vec<f32> = x.chunks_exact(cols).map(|r| reduce_row(r, op)).collect();
+            assert_eq!(bits(&wide), bits(&base), "{op:?} along rows");
+            let mut wide = vec![0.0f32; cols];
+            reduce(&x, &[rows, cols], &[true, false], op, &mut wide);
+            let mut base = vec![0.0f32; cols];
+            reduce_rows(&x, cols, op, &mut base);
+            assert_eq!(bits(&wide), bits(&base), "{op:?} along columns");
+        }
+    }
 
     fn max_min(x: &[f32], shape: &[usize], reduced: &[bool], n_out: usize) -> (Vec<f32>, Vec<f32>) {
         let (mut mx, mut mn) = (vec![0.0; n_out], vec![0.0; n_out]);
