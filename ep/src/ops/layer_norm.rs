@@ -42,6 +42,12 @@ pub fn rms_norm(node: &NodeDesc, output: usize) -> Result<Arc<dyn Op>, String> {
     compile(node, output, true)
 }
 
+/// RMSNormalization over the last axis with `epsilon`, inputs x and the scale (named
+/// `names` in shape errors): the step `passes::fuse_rms_norm` makes of the decomposed form.
+pub(crate) fn rms_norm_last_axis(epsilon: f32, names: Vec<String>) -> Arc<dyn Op> {
+    Arc::new(Norm { axis: -1, epsilon, rms: true, names })
+}
+
 fn compile(node: &NodeDesc, output: usize, rms: bool) -> Result<Arc<dyn Op>, String> {
     claim::data_inputs(node, 2, if rms { 2 } else { 3 })?;
     claim::outputs(node, true)?;
