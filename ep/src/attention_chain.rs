@@ -201,7 +201,7 @@ impl AttentionChain {
 
 /// The element strides of a contiguous tensor of `shape` along the axes of a broadcast
 /// output of rank `rank` (right-aligned), 0 along an axis it broadcasts (or lacks).
-fn broadcast_strides(shape: &[usize], rank: usize) -> SmallVec<[usize; 8]> {
+pub(crate) fn broadcast_strides(shape: &[usize], rank: usize) -> SmallVec<[usize; 8]> {
     let mut strides: SmallVec<[usize; 8]> = SmallVec::from_elem(0, rank);
     let mut stride = 1;
     for (j, &n) in shape.iter().enumerate().rev() {

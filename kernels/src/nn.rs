@@ -123,6 +123,42 @@ pub fn channel_chain(
     }
 }
 
+/// Rotary position embedding in the rotate-half form the exporters write out (Llama's
+/// `x · cos + rotate_half(x) · sin`, rotate_half(x) = `[-x[h..], x[..h]]`, h = d / 2), one
+/// row of `d` outputs at a time: each row of `y` in turn from the rows of `x`, `cos` and
+/// `sin` that start where `rows` says. Each output is rounded as the unfused Mul, Neg, Mul
+/// and Add round it:
+/// `x[i] · cos[i]`, then `(±x[j]) · sin[i]`, then their sum, so the bits are theirs.
+/// Panics if `d` is odd or a row is out of its slice.
+pub fn rotate_half(
+    x: &[f32],
+    cos: &[f32],
+    sin: &[f32],
+    d: usize,
+    rows: impl Iterator<Item = [usize; 3]>,
+    y: &mut [f32],
+) {
+    assert!(d.is_multiple_of(2) && d > 0, "rotate_half: rows of an even, non-zero length");
+    let h = d / 2;
+    crate::arch::widest(
+        #[inline(always)]
+        || {
+            for (yr, [xa, ca, sa]) in y.chunks_exact_mut(d).zip(rows) {
+                let (xr, cr, sr) = (&x[xa..][..d], &cos[ca..][..d], &sin[sa..][..d]);
+                let (lo, hi) = yr.split_at_mut(h);
+                let (x1, x2) = xr.split_at(h);
+                let ((c1, c2), (s1, s2)) = (cr.split_at(h), sr.split_at(h));
+                for ((((o, &a), &b), &c), &s) in lo.iter_mut().zip(x1).zip(x2).zip(c1).zip(s1) {
+                    *o = a * c + (-b) * s;
+                }
+                for ((((o, &a), &b), &c), &s) in hi.iter_mut().zip(x2).zip(x1).zip(c2).zip(s2) {
+                    *o = a * c + b * s;
+                }
+            }
+        },
+    );
+}
+
 /// Global average or max pooling: `x` is `[planes, spatial]`, `y` is `[planes]`. The mean
 /// sums each plane as ReduceMean sums a row (16 lanes, then the tail).
 pub fn global_pool(x: &[f32], planes: usize, spatial: usize, max: bool, y: &mut [f32]) {

@@ -7,9 +7,12 @@ use std::sync::Arc;
 use super::claim::{bad_types, outputs};
 use super::op::util::{check_attrs, check_inputs};
 use super::{Op, RunIn, ShapeError, ShapeIn};
+use crate::attention_chain::broadcast_strides;
 use crate::data::{Data, DataMut};
 use crate::graph::{dtype, NodeDesc, Shape};
 use crate::node_attrs::int_attr;
+use rivet_kernels::{nn, Broadcast};
+use smallvec::SmallVec;
 
 #[derive(Debug)]
 struct Rotary {
@@ -119,5 +122,80 @@ impl Op for Rotary {
             }
         }
         Ok(())
+    }
+}
+
+/// Rotary embedding in the rotate-half form (`x · cos + rotate_half(x) · sin`), the step
+/// `passes::fuse_rope` makes of the exporters' Slice, Neg, Concat, Mul, Mul and Add:
+/// inputs x, cos and sin, broadcast to one another along every axis but the last, which
+/// is `2 * half` long in all three. The output has the unfused nodes' shape and bits
+/// (`rivet_kernels::nn::rotate_half`).
+#[derive(Debug)]
+pub(crate) struct RotateHalf {
+    pub half: usize,
+}
+
+impl RotateHalf {
+    /// The output's shape: the three inputs broadcast, each of the last axis' length.
+    fn out(&self, ins: &[&[usize]]) -> Result<Shape, String> {
+        let d = 2 * self.half;
+        for (k, s) in ins.iter().take(3).enumerate() {
+            if s.last() != Some(&d) {
+                return Err(format!("input {k} of shape {s:?}: the last axis must be {d} long"));
+            }
+        }
+        let xc = Broadcast::new(ins[0], ins[1]).map_err(|e| format!("x and cos: {e}"))?;
+        let all = Broadcast::new(xc.out_shape(), ins[2]).map_err(|e| format!("x and sin: {e}"))?;
+        Ok(Shape::from_slice(all.out_shape()))
+    }
+}
+
+impl Op for RotateHalf {
+    fn shape(&self, x: &ShapeIn<'_>) -> Result<Shape, ShapeError> {
+        Ok(self.out(x.shapes)?)
+    }
+
+    fn run(&self, x: RunIn<'_, '_>, out: &mut DataMut<'_>) -> Result<(), String> {
+        let shape = self.out(x.shapes)?;
+        let (DataMut::F32(y), [Data::F32(v), Data::F32(cos), Data::F32(sin)]) = (out, x.ins) else {
+            return Err("element types differ from the plan's".into());
+        };
+        let r = shape.len();
+        let strides = [0, 1, 2].map(|k| broadcast_strides(x.shapes[k], r));
+        let rows = Rows { dims: &shape[..r - 1], strides: &strides, index: SmallVec::from_elem(0, r - 1), at: [0; 3] };
+        nn::rotate_half(v, cos, sin, 2 * self.half, rows, y);
+        Ok(())
+    }
+}
+
+/// The rows of a broadcast output in order, as the element offsets of each of three
+/// operands' rows (`strides[k]`: operand k's element strides along the output's axes, 0
+/// where it broadcasts; the last axis, the rows' own, is not walked). Each step adds one
+/// stride and carries, where a division per axis cost more than the row's arithmetic.
+struct Rows<'a> {
+    dims: &'a [usize],
+    strides: &'a [SmallVec<[usize; 8]>; 3],
+    index: SmallVec<[usize; 8]>,
+    at: [usize; 3],
+}
+
+impl Iterator for Rows<'_> {
+    type Item = [usize; 3];
+
+    fn next(&mut self) -> Option<[usize; 3]> {
+        let row = self.at;
+        // The next row: the last axis that has not reached its end goes one on, the
+        // ones after it back to 0.
+        for a in (0..self.dims.len()).rev() {
+            self.index[a] += 1;
+            if self.index[a] < self.dims[a] {
+                self.at.iter_mut().zip(self.strides).for_each(|(o, s)| *o += s[a]);
+                return Some(row);
+            }
+            self.index[a] = 0;
+            self.at.iter_mut().zip(self.strides).for_each(|(o, s)| *o -= s[a] * (self.dims[a] - 1));
+        }
+        // Past the last row (the caller takes as many rows as the output has).
+        Some(row)
     }
 }

@@ -20,6 +20,7 @@ pub mod fuse_epilogues;
 pub mod fuse_gelu;
 pub mod fuse_qdq;
 pub mod fuse_rms_norm;
+pub mod fuse_rope;
 pub mod lower;
 pub mod mark_constant_weights;
 pub mod share_buffers;
@@ -40,6 +41,7 @@ pub const PASSES: &[Pass] = &[
     Pass { name: "fuse_attention", run: fuse_attention::run },
     Pass { name: "fuse_gelu", run: fuse_gelu::run },
     Pass { name: "fuse_rms_norm", run: fuse_rms_norm::run },
+    Pass { name: "fuse_rope", run: fuse_rope::run },
     Pass { name: "fuse_epilogues", run: fuse_epilogues::run },
     Pass { name: "fuse_channel_chain", run: fuse_channel_chain::run },
     // Before the buffers: a Concat's inputs are written in place only in static plans.
@@ -166,6 +168,7 @@ mod tests {
                 "fuse_attention",
                 "fuse_gelu",
                 "fuse_rms_norm",
+                "fuse_rope",
                 "fuse_epilogues",
                 "fuse_channel_chain",
                 "fix_shapes",
