@@ -3,7 +3,8 @@
 //! (best of several batches) and GFLOP/s. With `BF16` set, the bfloat16 kernel (its
 //! input's rounding, which each call needs, timed as the "copy"); with `AMX` set, the
 //! AMX one where it takes the case (the others are skipped); with `CASE` set, only the
-//! cases whose name contains it.
+//! cases whose name contains it; with `SHAPE="C M HW K S P"` (channels in and out, input
+//! height = width, kernel, stride, padding), that convolution alone.
 
 use rivet_kernels::conv::{window_geometry, Padding};
 use rivet_kernels::direct::{
@@ -56,7 +57,12 @@ fn main() {
         ("yolo 32->64 3x3 s2 p1 on 40", 32, 64, 40, 3, 2, 1),
     ];
     let only = std::env::var("CASE").ok();
-    for (name, cin, cout, hw, k, s, p) in cases {
+    // `SHAPE="C M HW K S P"`: that one convolution instead of the cases.
+    let shape: Option<Vec<usize>> =
+        std::env::var("SHAPE").ok().map(|s| s.split_whitespace().map(|v| v.parse().expect("a number")).collect());
+    let custom = shape.as_ref().map(|d| [("SHAPE", d[0], d[1], d[2], d[3], d[4], d[5])]);
+    let cases: &[Case] = custom.as_ref().map_or(&cases[..], |c| &c[..]);
+    for &(name, cin, cout, hw, k, s, p) in cases {
         if only.as_ref().is_some_and(|o| !name.contains(o.as_str())) {
             continue;
         }

@@ -5,7 +5,9 @@
 //! Prints the best and median GFLOP/s over repeated runs (default 512³, one thread).
 //! `--threads` also splits the rows over two threads with `gemm_rows`. The last rows time
 //! a B packed once (a constant weight, as the plugin holds it) for the float kernel and,
-//! where the CPU has AVX-512 BF16, as bfloat16 pairs for the `bf16` precision.
+//! where the CPU has AVX-512 BF16, as bfloat16 pairs for the `bf16` precision; `packed-AB`
+//! both operands packed beforehand. `--copies=N`: B packed N times, used in turn (read
+//! from past L2, as a model's weights are); `--cold-c=N`: C one of N buffers in turn.
 
 use rivet_kernels::{bf16_supported, gemm_rows_at, pack_b, pack_b_bf16, Gemm, GemmScratch, Level, PackedB};
 use std::time::Instant;
@@ -49,6 +51,69 @@ fn main() {
         let mut p = PackedB::new();
         assert!(pack_b_bf16(&mut p, n, k, &b, tb));
         packs.push(("bf16", p));
+    }
+    // `--copies=N`: as many packings of B, used in turn, so that each product reads B from
+    // beyond L2 as a model's weights are read (N x 4 MiB past a 2 MiB L2, say).
+    let copies: usize = args.iter().find_map(|a| a.strip_prefix("--copies=")).map_or(0, |n| n.parse().expect("N"));
+    if copies > 0 {
+        let packed: Vec<PackedB> = (0..copies)
+            .map(|_| {
+                let mut p = PackedB::new();
+                pack_b(&mut p, m, n, k, &b, tb);
+                p
+            })
+            .collect();
+        let mut s = GemmScratch::new();
+        let mut g_s: Vec<f64> = (0..21)
+            .map(|_| {
+                let t = Instant::now();
+                for r in 0..reps.max(copies) {
+                    let g = Gemm { packed_b: Some(&packed[r % copies]), ..Gemm::new(m, n, k, &a, ta, &b, tb) };
+                    g.compute(&mut s, 0..m, 0..n, &mut c);
+                }
+                flop * reps.max(copies) as f64 / t.elapsed().as_secs_f64() / 1e9
+            })
+            .collect();
+        g_s.sort_by(f64::total_cmp);
+        println!("{:<8} {:8.1} {:8.1}", format!("cold-B x{copies}"), g_s[20], g_s[10]);
+    }
+    // `--cold-c=N`: B packed once, C one of N buffers in turn (N x C past L2), as a model
+    // writes each product into a buffer it has not touched since the Run before.
+    let cold_c: usize = args.iter().find_map(|a| a.strip_prefix("--cold-c=")).map_or(0, |n| n.parse().expect("N"));
+    if cold_c > 0 {
+        let mut cs: Vec<Vec<f32>> = (0..cold_c).map(|_| vec![0.0f32; m * n]).collect();
+        let g = Gemm { packed_b: Some(&packs[0].1), ..Gemm::new(m, n, k, &a, ta, &b, tb) };
+        let mut s = GemmScratch::new();
+        let mut g_s: Vec<f64> = (0..21)
+            .map(|_| {
+                let t = Instant::now();
+                for r in 0..reps.max(cold_c) {
+                    g.compute(&mut s, 0..m, 0..n, &mut cs[r % cold_c]);
+                }
+                flop * reps.max(cold_c) as f64 / t.elapsed().as_secs_f64() / 1e9
+            })
+            .collect();
+        g_s.sort_by(f64::total_cmp);
+        println!("{:<8} {:8.1} {:8.1}", format!("cold-C x{cold_c}"), g_s[20], g_s[10]);
+    }
+    // Both operands packed beforehand (a packed A strip: one pointer for its rows).
+    {
+        let mut pa = rivet_kernels::PackedA::new();
+        let g0 = Gemm { packed_b: Some(&packs[0].1), ..Gemm::new(m, n, k, &a, ta, &b, tb) };
+        rivet_kernels::pack_a_for(&mut pa, &g0);
+        let g = Gemm { packed_a: Some(&pa), ..g0 };
+        let mut s = GemmScratch::new();
+        let mut g_s: Vec<f64> = (0..21)
+            .map(|_| {
+                let t = Instant::now();
+                for _ in 0..reps {
+                    g.compute(&mut s, 0..m, 0..n, &mut c);
+                }
+                flop * reps as f64 / t.elapsed().as_secs_f64() / 1e9
+            })
+            .collect();
+        g_s.sort_by(f64::total_cmp);
+        println!("{:<8} {:8.1} {:8.1}", "packed-AB", g_s[20], g_s[10]);
     }
     for (name, packed) in &packs {
         let g = Gemm { packed_b: Some(packed), ..Gemm::new(m, n, k, &a, ta, &b, tb) };
