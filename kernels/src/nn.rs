@@ -128,7 +128,8 @@ pub fn channel_chain(
 /// row of `d` outputs at a time: each row of `y` in turn from the rows of `x`, `cos` and
 /// `sin` that start where `rows` says. Each output is rounded as the unfused Mul, Neg, Mul
 /// and Add round it:
-/// `x[i] · cos[i]`, then `(±x[j]) · sin[i]`, then their sum, so the bits are theirs.
+/// `x[i] · cos[i]`, then `(±x[j]) · sin[i]`, then their sum, so the bits are theirs (but
+/// for which NaN the sum keeps when both products are NaN).
 /// Panics if `d` is odd or a row is out of its slice.
 pub fn rotate_half(
     x: &[f32],
@@ -164,7 +165,8 @@ pub fn rotate_half(
 pub fn global_pool(x: &[f32], planes: usize, spatial: usize, max: bool, y: &mut [f32]) {
     assert_eq!(x.len(), planes * spatial);
     assert_eq!(y.len(), planes);
-    // Built for the widest instruction set: the same bits, the lanes in one register.
+    // Built for the widest instruction set: the same values (a NaN's payload aside, as
+    // for the norms), the lanes in one register.
     crate::arch::widest(
         #[inline(always)]
         || global_pool_planes(x, spatial, max, y),

@@ -160,7 +160,10 @@ pub fn layer_norm(
     }
     let scale = &scale[..inner];
     // Built for the widest instruction set (the lanes' sums in one register): the same
-    // operations in the same order, so the same bits on every build. Kernel only, one
+    // operations in the same order, so the same values on every build, bit for bit but
+    // for a NaN's sign and payload (where two NaNs meet, LLVM's vector build may order an
+    // addition's or a product's operands otherwise, and x86 keeps the first operand's
+    // NaN: found by review). Kernel only, one
     // thread (Intel Xeon, AVX-512; `--example norm_bench`): RMS rows 64x256 5.6 -> 3.4-3.9
     // us, 197x384 23.0 -> 16.1; LayerNorm rows 64x256 9.7 -> 7.5, 197x384 39.8 -> 30.1.
     crate::arch::widest(
@@ -211,7 +214,8 @@ mod tests {
 
     /// The widest instruction set's build of the norms' rows gives the bits of the
     /// baseline build (this test's own, calling the rows directly): rows of 1 to 300
-    /// elements, about a large mean, NaN and infinities among them.
+    /// elements, about a large mean, NaN and infinities among them; a row with two NaNs
+    /// of different payloads gives NaN on both (which NaN may differ).
     #[test]
     fn the_norms_give_the_same_bits_on_every_build() {
         for inner in [1usize, 15, 16, 17, 64, 200, 300] {
@@ -231,6 +235,21 @@ mod tests {
                 let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
                 assert_eq!(bits(&wide), bits(&base), "inner {inner} rms {rms} bias {}", b.is_some());
             }
+        }
+        // Two NaNs of different payloads in one row: NaN either way, the rest of the rows
+        // bit for bit.
+        let mut x: Vec<f32> = (0..64).map(|i| i as f32 * 0.25 - 3.0).collect();
+        (x[0], x[16]) = (f32::from_bits(0x7fc0_1234), f32::from_bits(0xffc0_0000));
+        let scale = vec![1.5f32; 32];
+        for rms in [true, false] {
+            let (mut wide, mut base) = (vec![0.0f32; 64], vec![0.0f32; 64]);
+            layer_norm(&x, &scale, None, 32, 1e-5, rms, &mut wide);
+            layer_norm_rows(&x, &scale, None, 32, 1e-5, rms, &mut base);
+            assert!(wide[..32].iter().chain(&base[..32]).all(|v| v.is_nan()), "rms {rms}");
+            assert_eq!(
+                wide[32..].iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                base[32..].iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+            );
         }
     }
 

@@ -32,7 +32,8 @@ pub enum ReduceOp {
 /// same NaN rule on every path (a NaN counts only as a group's first element).
 pub fn reduce(x: &[f32], shape: &[usize], reduced: &[bool], op: ReduceOp, y: &mut [f32]) {
     // The rows' loops built for the widest instruction set (the 16 lanes in one
-    // register): the same operations in the same order, the same bits on every build.
+    // register): the same operations in the same order, the same values on every build
+    // (bit for bit but for which of two NaNs a sum or product keeps, as for the norms).
     match blocks(shape, reduced) {
         Some((outer, group, 1)) => crate::arch::widest(
             #[inline(always)]

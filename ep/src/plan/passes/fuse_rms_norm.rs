@@ -8,10 +8,11 @@
 //! Each of them is a pass over the activation (or a reduction of it); fused, the row is
 //! read twice and written once by the vectorised kernel of RMSNormalization
 //! (`rivet_kernels::nn::layer_norm`), split over the pool by rows. The chain's
-//! intermediates must be float32 buffers each read by the next node alone, `eps` a float32
-//! scalar constant, and `w` of the normalized axis' length (leading 1s allowed, no more
-//! axes than x), that length static in x's declared shape: then the fused step's output
-//! is the chain's, shape for shape. The step takes the Pow's place in the profile and names
+//! intermediates must be float32 buffers each read by the next node alone, `eps` (and the
+//! exponent 2, the 1 divided) a float32 constant of one element and no more axes than x,
+//! `w` of the normalized axis' length (leading 1s allowed, no more axes than x), that
+//! length static in x's declared shape, and the result declared as x is: then the fused
+//! step's output is the chain's, shape for shape. The step takes the Pow's place in the profile and names
 //! the others as folded. The bits are not the chain's (the kernel multiplies by the
 //! reciprocal where `Div(x, ·)` divides, and sums the squares in its own order), both
 //! within float32 rounding of the exact value.
@@ -109,9 +110,7 @@ fn find(plan: &Plan, graph: &GraphDesc, removed: &[bool], first: usize) -> Optio
     let step = &plan.steps[first];
     // The squares: Pow(x, 2) or Mul(x, x).
     let x = match step.inputs[..] {
-        [x, e] if plain(plan, first, Kernel::Binary(BinaryOp::Pow)) && scalar_constant(plan, graph, e) == Some(2.0) => {
-            x
-        }
+        [x, e] if plain(plan, first, Kernel::Binary(BinaryOp::Pow)) && scalar(plan, graph, e, x) == Some(2.0) => x,
         [x, y] if x == y && plain(plan, first, Kernel::Binary(BinaryOp::Mul)) => x,
         _ => return None,
     };
@@ -142,7 +141,7 @@ fn find(plan: &Plan, graph: &GraphDesc, removed: &[bool], first: usize) -> Optio
     }
     // + eps, its square root.
     let add = next(plan, removed, mean)?;
-    let epsilon = scalar_constant(plan, graph, other(plan, add, plan.steps[mean].output)?)?;
+    let epsilon = scalar(plan, graph, other(plan, add, plan.steps[mean].output)?, x)?;
     if !plain(plan, add, Kernel::Binary(BinaryOp::Add)) {
         return None;
     }
@@ -157,7 +156,7 @@ fn find(plan: &Plan, graph: &GraphDesc, removed: &[bool], first: usize) -> Optio
     let mut rest = vec![mean, add, sqrt, after];
     let normalized = match plan.steps[after].inputs[..] {
         [a, b] if a == x && b == root && plain(plan, after, div) => after,
-        [one, b] if b == root && plain(plan, after, div) && scalar_constant(plan, graph, one) == Some(1.0) => {
+        [one, b] if b == root && plain(plan, after, div) && scalar(plan, graph, one, x) == Some(1.0) => {
             times_x(plan, removed, after, x, &mut rest)?
         }
         [b] if b == root && plain(plan, after, Kernel::Unary(UnaryOp::Reciprocal)) => {
@@ -176,11 +175,23 @@ fn find(plan: &Plan, graph: &GraphDesc, removed: &[bool], first: usize) -> Optio
     if wd.len() > rank || *last != Dim::Fixed(d) || lead.iter().any(|l| *l != Dim::Fixed(1)) {
         return None;
     }
-    if !matches!(plan.values[plan.steps[scaled].output].slot, Slot::Buffer(_) | Slot::Output(_)) {
+    // The result has x's declared shape (belt and braces: no constant broadcast it).
+    let y = plan.steps[scaled].output;
+    if !matches!(plan.values[y].slot, Slot::Buffer(_) | Slot::Output(_))
+        || plan.values[y].declared != plan.values[x].declared
+    {
         return None;
     }
     rest.push(scaled);
     Some(Found { x, w, epsilon, rest })
+}
+
+/// The value of `v`, a float32 constant of one element of no more axes than x (one of
+/// more would broadcast the chain's output to a higher rank: found by review, a `[1, 1, 1]`
+/// eps on a `[4, 64]` x makes a `[1, 4, 64]` output).
+fn scalar(plan: &Plan, graph: &GraphDesc, v: ValueId, x: ValueId) -> Option<f32> {
+    let (vd, xd) = (plan.values[v].declared.as_ref()?, plan.values[x].declared.as_ref()?);
+    (vd.len() <= xd.len()).then(|| scalar_constant(plan, graph, v)).flatten()
 }
 
 /// The Mul of x by the reciprocal step `r`'s output, which reads it alone: its step,

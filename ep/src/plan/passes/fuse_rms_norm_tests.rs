@@ -23,6 +23,10 @@ struct Form {
     swapped: bool,
     /// x's last dim symbolic in the declared shapes.
     symbolic: bool,
+    /// eps declared of this shape (one element), and the output declared of this shape
+    /// (else x's).
+    eps: Vec<usize>,
+    y: Option<Vec<usize>>,
 }
 
 fn form(x: &[usize], w: &[usize]) -> Form {
@@ -36,6 +40,8 @@ fn form(x: &[usize], w: &[usize]) -> Form {
         keepdims: None,
         swapped: false,
         symbolic: false,
+        eps: vec![],
+        y: None,
     }
 }
 
@@ -58,7 +64,9 @@ fn chain(f: &Form) -> (GraphDesc, Inputs) {
     kept[r - 1] = 1;
     let t = |name: &str, s: &[usize]| v(name, &dims(s, false));
     let w = v("w", &dims(&f.w, false));
-    let (two, eps, one) = (f32_scalar("two", 2.0), f32_scalar("eps", EPS), f32_scalar("one", 1.0));
+    let (two, one) = (f32_scalar("two", 2.0), f32_scalar("one", 1.0));
+    let mut eps = f32_scalar("eps", EPS);
+    eps.dims = Some(f.eps.iter().map(|&n| Dim::Fixed(n)).collect());
     let pair = |a: &ValueDesc, b: &ValueDesc| if f.swapped { [b.clone(), a.clone()] } else { [a.clone(), b.clone()] };
     let mut nodes: Vec<NodeDesc> = Vec::new();
     nodes.push(match f.square_by_mul {
@@ -95,12 +103,14 @@ fn chain(f: &Form) -> (GraphDesc, Inputs) {
         }
         _ => nodes.push(node("div", "Div", 14, &[x.clone(), t("q", &kept)], t("n", &f.x))),
     }
-    nodes.push(node("mulw", "Mul", 14, &pair(&t("n", &f.x), &w), t("y", &f.x)));
+    let y = t("y", f.y.as_deref().unwrap_or(&f.x));
+    nodes.push(node("mulw", "Mul", 14, &pair(&t("n", &f.x), &w), y.clone()));
     let mut data = vec![];
     for (i, input) in inputs.iter().enumerate() {
         let shape: Vec<usize> = match i {
             0 => f.x.clone(),
             1 => f.w.clone(),
+            3 => f.eps.clone(),
             5 => vec![1],
             _ => vec![],
         };
@@ -118,7 +128,7 @@ fn chain(f: &Form) -> (GraphDesc, Inputs) {
         data.push((shape, values));
     }
     let constant_inputs = inputs.iter().map(|i| i.constant.is_some()).collect();
-    let g = GraphDesc { nodes, inputs, constant_inputs, outputs: vec![t("y", &f.x)], constants: vec![] };
+    let g = GraphDesc { nodes, inputs, constant_inputs, outputs: vec![y], constants: vec![] };
     (g, data)
 }
 
@@ -210,10 +220,14 @@ fn other_chains_are_left_as_they_are() {
         let plan = Plan::build("p", &g).unwrap();
         assert!(plan.steps.len() >= 6, "{:?}", plan.steps.iter().map(|s| &s.op_type).collect::<Vec<_>>());
     };
-    let changes: [fn(&mut Form); 5] = [
+    let changes: [fn(&mut Form); 7] = [
         // Not over the last axis, or not kept.
         |f| f.axis = 1,
         |f| f.keepdims = Some(0),
+        // An eps of more axes than x (it broadcasts the output to [1, 3, 4, 40]), and an
+        // output declared otherwise than x (found by review).
+        |f| f.eps = vec![1, 1, 1, 1],
+        |f| f.y = Some(vec![1, 3, 4, 40]),
         // A weight that broadcasts x further, or of one element.
         |f| f.w = vec![3, 1, 40],
         |f| f.w = vec![1],

@@ -9,8 +9,11 @@
 //! each output is rounded at the same two products and one sum. The chain's values must
 //! be float32 buffers each read by the next node alone (x, cos and sin may be read
 //! elsewhere), the Slices' parameters constants (steps 1, along the last axis), x's last
-//! axis static and even, and cos and sin of that last axis' length in their declared
-//! shapes. The step takes the first Slice's place and names the others as folded.
+//! axis static and even, cos and sin of that last axis' length in their declared shapes,
+//! and no rank above 8. The step takes the first Slice's place and names the others as
+//! folded. Bits: where both products of an output are NaN, the sum may keep the other
+//! NaN's payload than the unfused Add does (the compiler orders an addition's operands
+//! as it likes, and x86 keeps the first operand's NaN); every other output is the nodes'.
 
 use std::sync::Arc;
 
@@ -55,6 +58,10 @@ pub fn run(plan: &mut Plan, graph: &GraphDesc) -> Result<()> {
     drop_steps(plan, &removed, &absorbed_into);
     Ok(())
 }
+
+/// The highest rank fused: the step walks its rows with inline arrays of this many axes
+/// (rank 9 allocated on every Run, found by review; the unfused Slice refuses it anyway).
+const MAX_RANK: usize = 8;
 
 /// A chain found from its Concat.
 struct Found {
@@ -147,7 +154,7 @@ fn find(plan: &Plan, graph: &GraphDesc, removed: &[bool], concat: usize) -> Opti
     let x = plan.steps[s_hi].inputs.first().copied()?;
     let declared = plan.values[x].declared.as_ref()?;
     let (rank, d) = match declared.last()? {
-        Dim::Fixed(d) if d % 2 == 0 && *d > 0 => (declared.len(), *d),
+        Dim::Fixed(d) if d % 2 == 0 && *d > 0 && declared.len() <= MAX_RANK => (declared.len(), *d),
         _ => return None,
     };
     let axis = match node.attr("axis") {
@@ -183,8 +190,10 @@ fn find(plan: &Plan, graph: &GraphDesc, removed: &[bool], concat: usize) -> Opti
     let cos = other(plan, m_cos, x)?;
     // cos and sin of the last axis' length: the products broadcast along the others only.
     let last_is_d = |v: ValueId| {
+        let declared = plan.values[v].declared.as_ref();
         plan.values[v].elem_type == dtype::FLOAT
-            && plan.values[v].declared.as_ref().and_then(|s| s.last().cloned()) == Some(Dim::Fixed(d))
+            && declared.and_then(|s| s.last().cloned()) == Some(Dim::Fixed(d))
+            && declared.is_some_and(|s| s.len() <= MAX_RANK)
     };
     if !last_is_d(cos) || !last_is_d(sin) || [cos, sin].contains(&x) {
         return None;

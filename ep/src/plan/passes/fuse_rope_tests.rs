@@ -181,6 +181,8 @@ fn other_chains_are_left_as_they_are() {
         change(&mut f);
         left(&f);
     }
+    // Rank 9: the step's rows are walked with inline arrays of 8 axes (found by review).
+    left(&form(&[1, 1, 1, 1, 1, 2, 2, 10, 32], &[1, 1, 10, 32]));
     // The rotated half is also an output of the subgraph.
     let (mut g, _) = chain(&form(&[1, 4, 10, 32], &[1, 1, 10, 32]));
     g.outputs.push(g.nodes[3].outputs[0].clone().unwrap());
