@@ -33,17 +33,7 @@ fn main() {
         let mut s = GemmScratch::new();
         let mut run = |c: &mut [f32]| gemm_rows_at(level, &mut s, 0..m, m, n, k, 1.0, &a, ta, &b, tb, 0.0, c);
         run(&mut c);
-        let mut g: Vec<f64> = (0..21)
-            .map(|_| {
-                let t = Instant::now();
-                for _ in 0..reps {
-                    run(&mut c);
-                }
-                flop * reps as f64 / t.elapsed().as_secs_f64() / 1e9
-            })
-            .collect();
-        g.sort_by(f64::total_cmp);
-        println!("{:<8} {:8.1} {:8.1}", level.name(), g[20], g[10]);
+        report(level.name(), flop, reps, |_| run(&mut c));
     }
     let mut packs = vec![("packed-B", PackedB::new())];
     pack_b(&mut packs[0].1, m, n, k, &b, tb);
@@ -64,18 +54,10 @@ fn main() {
             })
             .collect();
         let mut s = GemmScratch::new();
-        let mut g_s: Vec<f64> = (0..21)
-            .map(|_| {
-                let t = Instant::now();
-                for r in 0..reps.max(copies) {
-                    let g = Gemm { packed_b: Some(&packed[r % copies]), ..Gemm::new(m, n, k, &a, ta, &b, tb) };
-                    g.compute(&mut s, 0..m, 0..n, &mut c);
-                }
-                flop * reps.max(copies) as f64 / t.elapsed().as_secs_f64() / 1e9
-            })
-            .collect();
-        g_s.sort_by(f64::total_cmp);
-        println!("{:<8} {:8.1} {:8.1}", format!("cold-B x{copies}"), g_s[20], g_s[10]);
+        report(&format!("cold-B x{copies}"), flop, reps.max(copies), |r| {
+            let g = Gemm { packed_b: Some(&packed[r % copies]), ..Gemm::new(m, n, k, &a, ta, &b, tb) };
+            g.compute(&mut s, 0..m, 0..n, &mut c);
+        });
     }
     // `--cold-c=N`: B packed once, C one of N buffers in turn (N x C past L2), as a model
     // writes each product into a buffer it has not touched since the Run before.
@@ -84,17 +66,9 @@ fn main() {
         let mut cs: Vec<Vec<f32>> = (0..cold_c).map(|_| vec![0.0f32; m * n]).collect();
         let g = Gemm { packed_b: Some(&packs[0].1), ..Gemm::new(m, n, k, &a, ta, &b, tb) };
         let mut s = GemmScratch::new();
-        let mut g_s: Vec<f64> = (0..21)
-            .map(|_| {
-                let t = Instant::now();
-                for r in 0..reps.max(cold_c) {
-                    g.compute(&mut s, 0..m, 0..n, &mut cs[r % cold_c]);
-                }
-                flop * reps.max(cold_c) as f64 / t.elapsed().as_secs_f64() / 1e9
-            })
-            .collect();
-        g_s.sort_by(f64::total_cmp);
-        println!("{:<8} {:8.1} {:8.1}", format!("cold-C x{cold_c}"), g_s[20], g_s[10]);
+        report(&format!("cold-C x{cold_c}"), flop, reps.max(cold_c), |r| {
+            g.compute(&mut s, 0..m, 0..n, &mut cs[r % cold_c])
+        });
     }
     // Both operands packed beforehand (a packed A strip: one pointer for its rows).
     {
@@ -103,32 +77,12 @@ fn main() {
         rivet_kernels::pack_a_for(&mut pa, &g0);
         let g = Gemm { packed_a: Some(&pa), ..g0 };
         let mut s = GemmScratch::new();
-        let mut g_s: Vec<f64> = (0..21)
-            .map(|_| {
-                let t = Instant::now();
-                for _ in 0..reps {
-                    g.compute(&mut s, 0..m, 0..n, &mut c);
-                }
-                flop * reps as f64 / t.elapsed().as_secs_f64() / 1e9
-            })
-            .collect();
-        g_s.sort_by(f64::total_cmp);
-        println!("{:<8} {:8.1} {:8.1}", "packed-AB", g_s[20], g_s[10]);
+        report("packed-AB", flop, reps, |_| g.compute(&mut s, 0..m, 0..n, &mut c));
     }
     for (name, packed) in &packs {
         let g = Gemm { packed_b: Some(packed), ..Gemm::new(m, n, k, &a, ta, &b, tb) };
         let mut s = GemmScratch::new();
-        let mut g_s: Vec<f64> = (0..21)
-            .map(|_| {
-                let t = Instant::now();
-                for _ in 0..reps {
-                    g.compute(&mut s, 0..m, 0..n, &mut c);
-                }
-                flop * reps as f64 / t.elapsed().as_secs_f64() / 1e9
-            })
-            .collect();
-        g_s.sort_by(f64::total_cmp);
-        println!("{name:<8} {:8.1} {:8.1}", g_s[20], g_s[10]);
+        report(name, flop, reps, |_| g.compute(&mut s, 0..m, 0..n, &mut c));
     }
     if threads {
         let level = Level::detected();
@@ -148,4 +102,20 @@ fn main() {
         }
         println!("2 threads (gemm_rows, spawn per call) best {best:.1}");
     }
+}
+
+/// Prints `name` with the best and the median GFLOP/s of 21 batches of `runs` calls of
+/// `run(i)` (`i` the call's index in its batch), each `flop` floating-point operations.
+fn report(name: &str, flop: f64, runs: usize, mut run: impl FnMut(usize)) {
+    let mut g: Vec<f64> = (0..21)
+        .map(|_| {
+            let t = Instant::now();
+            for i in 0..runs {
+                run(i);
+            }
+            flop * runs as f64 / t.elapsed().as_secs_f64() / 1e9
+        })
+        .collect();
+    g.sort_by(f64::total_cmp);
+    println!("{name:<8} {:8.1} {:8.1}", g[20], g[10]);
 }

@@ -2,8 +2,7 @@ use super::*;
 use crate::data::Data;
 use crate::exec::{execute, RunState, Serial, TensorIn};
 use crate::graph::{AttrValue, Dim, NodeDesc, Shape};
-use crate::plan::passes::test_graphs::{f32_scalar, node, v, OneOutput};
-use crate::plan::passes::PASSES;
+use crate::plan::passes::test_graphs::{build_without, f32_scalar, node, v, OneOutput};
 
 /// How the test graph's chain is written.
 #[derive(Clone)]
@@ -90,16 +89,6 @@ fn chain(f: &Form) -> GraphDesc {
     nodes.push(node("pv", "MatMul", 13, &[sym("p", masked_rank), vv], sym("y", out_rank)));
     let constant_inputs = inputs.iter().map(|i| i.constant.is_some()).collect();
     GraphDesc { nodes, inputs, constant_inputs, outputs: vec![sym("y", out_rank)], constants: vec![] }
-}
-
-/// The plan of `g` with every pass but `skip`.
-fn build_without(g: &GraphDesc, skip: &str) -> Plan {
-    let mut plan = crate::plan::passes::lower::run("p", g).unwrap();
-    for pass in PASSES.iter().filter(|p| p.name != skip) {
-        (pass.run)(&mut plan, g).unwrap();
-    }
-    plan.units = crate::plan::NodeUnit::of_steps(&plan.steps);
-    plan
 }
 
 /// Runs `plan` on seeded inputs of the shapes `f` gives (the mask with some -inf).

@@ -2,8 +2,7 @@ use super::*;
 use crate::data::Data;
 use crate::exec::{execute, RunState, Serial, TensorIn};
 use crate::graph::{AttrValue, NodeDesc, Shape, ValueDesc};
-use crate::plan::passes::test_graphs::{f32_scalar, i64_const, node, v, OneOutput};
-use crate::plan::passes::PASSES;
+use crate::plan::passes::test_graphs::{build_without, f32_scalar, i64_const, node, v, OneOutput};
 
 /// How the test graph writes the norm.
 #[derive(Clone)]
@@ -130,16 +129,6 @@ fn chain(f: &Form) -> (GraphDesc, Inputs) {
     let constant_inputs = inputs.iter().map(|i| i.constant.is_some()).collect();
     let g = GraphDesc { nodes, inputs, constant_inputs, outputs: vec![y], constants: vec![] };
     (g, data)
-}
-
-/// The plan of `g` with every pass but `skip`.
-fn build_without(g: &GraphDesc, skip: &str) -> Plan {
-    let mut plan = crate::plan::passes::lower::run("p", g).unwrap();
-    for pass in PASSES.iter().filter(|p| p.name != skip) {
-        (pass.run)(&mut plan, g).unwrap();
-    }
-    plan.units = crate::plan::NodeUnit::of_steps(&plan.steps);
-    plan
 }
 
 fn run(plan: &Plan, data: &[(Vec<usize>, Vec<f32>)]) -> Result<Vec<f32>> {

@@ -2,8 +2,7 @@ use super::*;
 use crate::data::Data;
 use crate::exec::{execute, RunState, Serial, TensorIn};
 use crate::graph::{NodeDesc, Shape, ValueDesc};
-use crate::plan::passes::test_graphs::{i64_const, node, v, OneOutput};
-use crate::plan::passes::PASSES;
+use crate::plan::passes::test_graphs::{build_without, i64_const, node, v, OneOutput};
 
 /// How the test graph writes the rotation.
 #[derive(Clone)]
@@ -104,16 +103,6 @@ fn chain(f: &Form) -> (GraphDesc, Vec<Input>) {
     let constant_inputs = values.iter().map(|i| i.constant.is_some()).collect();
     let g = GraphDesc { nodes, inputs: values, constant_inputs, outputs: vec![t("y", &f.x)], constants: vec![] };
     (g, inputs)
-}
-
-/// The plan of `g` with every pass but `skip`.
-fn build_without(g: &GraphDesc, skip: &str) -> Plan {
-    let mut plan = crate::plan::passes::lower::run("p", g).unwrap();
-    for pass in PASSES.iter().filter(|p| p.name != skip) {
-        (pass.run)(&mut plan, g).unwrap();
-    }
-    plan.units = crate::plan::NodeUnit::of_steps(&plan.steps);
-    plan
 }
 
 fn run(plan: &Plan, inputs: &[Input]) -> Result<Vec<f32>> {

@@ -11,6 +11,17 @@ pub fn lowered_then(g: &GraphDesc, pass: fn(&mut Plan, &GraphDesc) -> Result<()>
     plan
 }
 
+/// The plan of `g` with every pass but `skip` (a fusion's tests compare the plans built
+/// with and without it).
+pub fn build_without(g: &GraphDesc, skip: &str) -> Plan {
+    let mut plan = super::lower::run("p", g).unwrap();
+    for pass in super::PASSES.iter().filter(|p| p.name != skip) {
+        (pass.run)(&mut plan, g).unwrap();
+    }
+    plan.units = crate::plan::NodeUnit::of_steps(&plan.steps);
+    plan
+}
+
 pub fn v(name: &str, dims: &[Dim]) -> ValueDesc {
     ValueDesc {
         name: name.into(),
