@@ -16,7 +16,7 @@ use smallvec::SmallVec;
 
 use crate::data::{Data, DataMut};
 use crate::graph::Shape;
-use crate::ops::geometry::matmul_shape;
+use crate::ops::geometry::{broadcast_strides, matmul_shape};
 use crate::ops::{Op, RunIn, ShapeError, ShapeIn};
 use crate::parallel::{cores, lock, MAX_TASKS};
 use crate::products::{self, Extras, MatMul};
@@ -197,18 +197,6 @@ impl AttentionChain {
         products::matmul(probs, &shapes.masked, v, x.shapes[2], second, Extras::default(), y, x.par);
         Ok(())
     }
-}
-
-/// The element strides of a contiguous tensor of `shape` along the axes of a broadcast
-/// output of rank `rank` (right-aligned), 0 along an axis it broadcasts (or lacks).
-pub(crate) fn broadcast_strides(shape: &[usize], rank: usize) -> SmallVec<[usize; 8]> {
-    let mut strides: SmallVec<[usize; 8]> = SmallVec::from_elem(0, rank);
-    let mut stride = 1;
-    for (j, &n) in shape.iter().enumerate().rev() {
-        strides[rank - (shape.len() - j)] = if n == 1 { 0 } else { stride };
-        stride *= n;
-    }
-    strides
 }
 
 /// Where element `i` of a row-major index space of `dims` lies, with `strides` per axis.

@@ -3,6 +3,7 @@
 
 use rivet_kernels::conv::Window3d;
 use rivet_kernels::Broadcast;
+use smallvec::SmallVec;
 
 use crate::graph::{Shape, ShapeText};
 use crate::ops::params::*;
@@ -91,4 +92,16 @@ pub fn window_3d(w: &Window, input: [usize; 3], k: [usize; 3]) -> std::result::R
         AutoPad::SameLower => Padding::SameLower,
     };
     window_geometry(input, k, w.strides, w.dilations, padding, w.ceil_mode)
+}
+
+/// The element strides of a contiguous tensor of `shape` along the axes of a broadcast
+/// output of rank `rank` (right-aligned), 0 along an axis it broadcasts (or lacks).
+pub fn broadcast_strides(shape: &[usize], rank: usize) -> SmallVec<[usize; 8]> {
+    let mut strides: SmallVec<[usize; 8]> = SmallVec::from_elem(0, rank);
+    let mut stride = 1;
+    for (j, &n) in shape.iter().enumerate().rev() {
+        strides[rank - (shape.len() - j)] = if n == 1 { 0 } else { stride };
+        stride *= n;
+    }
+    strides
 }

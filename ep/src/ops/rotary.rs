@@ -5,9 +5,9 @@
 use std::sync::Arc;
 
 use super::claim::{bad_types, outputs};
+use super::geometry::broadcast_strides;
 use super::op::util::{check_attrs, check_inputs};
 use super::{Op, RunIn, ShapeError, ShapeIn};
-use crate::attention_chain::broadcast_strides;
 use crate::data::{Data, DataMut};
 use crate::graph::{dtype, NodeDesc, Shape};
 use crate::node_attrs::int_attr;
