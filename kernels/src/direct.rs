@@ -205,15 +205,22 @@ pub fn pad_rows(x: &[f32], g: &Window3d, src: Source, rows: std::ops::Range<usiz
     let half = src.cols / 2;
     for (r, out) in rows.zip(dst.chunks_exact_mut(src.cols)) {
         let (c, y) = (r / src.rows, r % src.rows);
-        out.fill(0.0);
         if y < pt || y - pt >= in_h {
+            out.fill(0.0);
             continue;
         }
         let row = &x[(c * in_h + y - pt) * in_w..][..in_w];
         if !src.split {
-            out[pl..][..in_w].copy_from_slice(row);
+            // The padding zeroed, the row copied: each element written once (zeroing the
+            // whole row first wrote the copied part twice).
+            let (left, rest) = out.split_at_mut(pl);
+            let (mid, right) = rest.split_at_mut(in_w);
+            left.fill(0.0);
+            mid.copy_from_slice(row);
+            right.fill(0.0);
             continue;
         }
+        out.fill(0.0);
         // Padded column j = pl + i goes to half j % 2 at j / 2: the row's even inputs to
         // one half and its odd ones to the other, as runs.
         let (even, odd) = out.split_at_mut(half);
