@@ -13,13 +13,13 @@
 
 use std::sync::Arc;
 
-use super::{drop_steps, sole_reader};
+use super::{drop_steps, float_buffer, sole_reader};
 use crate::attention_chain::AttentionChain;
 use crate::error::Result;
 use crate::graph::{dtype, GraphDesc};
 use crate::node_attrs::int_attr;
 use crate::ops::OpRef;
-use crate::plan::{Epilogue, Plan, Slot, ValueId};
+use crate::plan::{Epilogue, Plan, ValueId};
 use crate::registry::Kernel;
 use rivet_kernels::BinaryOp;
 
@@ -72,12 +72,6 @@ struct Found {
     m2: usize,
     mask: Option<ValueId>,
     rank: Option<usize>,
-}
-
-/// Whether `v` is a float32 buffer of the plan's (not an input, a constant or an output
-/// of the fused subgraph).
-fn float_buffer(plan: &Plan, v: ValueId) -> bool {
-    matches!(plan.values[v].slot, Slot::Buffer(_)) && plan.values[v].elem_type == dtype::FLOAT
 }
 
 fn find(plan: &Plan, graph: &GraphDesc, removed: &[bool], m1: usize) -> Option<Found> {

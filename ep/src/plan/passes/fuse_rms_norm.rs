@@ -17,7 +17,7 @@
 //! reciprocal where `Div(x, ·)` divides, and sums the squares in its own order), both
 //! within float32 rounding of the exact value.
 
-use super::{drop_steps, scalar_constant, sole_reader};
+use super::{drop_steps, float_buffer, other_input, scalar_constant, sole_reader};
 use crate::error::Result;
 use crate::graph::{dtype, Dim, GraphDesc};
 use crate::node_attrs::{const_i64, int_attr, ints_attr};
@@ -68,25 +68,10 @@ struct Found {
     rest: Vec<usize>,
 }
 
-/// Whether `v` is a float32 buffer of the plan's (not an input, a constant or an output
-/// of the fused subgraph).
-fn float_buffer(plan: &Plan, v: ValueId) -> bool {
-    matches!(plan.values[v].slot, Slot::Buffer(_)) && plan.values[v].elem_type == dtype::FLOAT
-}
-
 /// Whether step `s` is a plain float32 step of `kernel` (nothing fused into it yet).
 fn plain(plan: &Plan, s: usize, kernel: Kernel) -> bool {
     let step = &plan.steps[s];
     step.kernel == kernel && !step.typed && step.epilogue.is_none() && step.params.is_empty()
-}
-
-/// The operand of binary step `s` that is not `v`, when `v` is read once.
-fn other(plan: &Plan, s: usize, v: ValueId) -> Option<ValueId> {
-    match plan.steps[s].inputs[..] {
-        [a, b] if a == v && b != v => Some(b),
-        [a, b] if b == v && a != v => Some(a),
-        _ => None,
-    }
 }
 
 /// The one step reading `v` (a float32 buffer) after step `s`, if only one does.
@@ -141,7 +126,7 @@ fn find(plan: &Plan, graph: &GraphDesc, removed: &[bool], first: usize) -> Optio
     }
     // + eps, its square root.
     let add = next(plan, removed, mean)?;
-    let epsilon = scalar(plan, graph, other(plan, add, plan.steps[mean].output)?, x)?;
+    let epsilon = scalar(plan, graph, other_input(plan, add, plan.steps[mean].output)?, x)?;
     if !plain(plan, add, Kernel::Binary(BinaryOp::Add)) {
         return None;
     }
@@ -166,7 +151,7 @@ fn find(plan: &Plan, graph: &GraphDesc, removed: &[bool], first: usize) -> Optio
     };
     // Times the weight, of the last axis' length.
     let scaled = next(plan, removed, normalized)?;
-    let w = other(plan, scaled, plan.steps[normalized].output)?;
+    let w = other_input(plan, scaled, plan.steps[normalized].output)?;
     if !plain(plan, scaled, Kernel::Binary(BinaryOp::Mul)) || w == x || plan.values[w].elem_type != dtype::FLOAT {
         return None;
     }
@@ -198,7 +183,7 @@ fn scalar(plan: &Plan, graph: &GraphDesc, v: ValueId, x: ValueId) -> Option<f32>
 /// added to `rest`.
 fn times_x(plan: &Plan, removed: &[bool], r: usize, x: ValueId, rest: &mut Vec<usize>) -> Option<usize> {
     let m = next(plan, removed, r)?;
-    if !plain(plan, m, Kernel::Binary(BinaryOp::Mul)) || other(plan, m, plan.steps[r].output)? != x {
+    if !plain(plan, m, Kernel::Binary(BinaryOp::Mul)) || other_input(plan, m, plan.steps[r].output)? != x {
         return None;
     }
     rest.push(m);

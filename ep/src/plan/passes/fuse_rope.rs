@@ -17,13 +17,13 @@
 
 use std::sync::Arc;
 
-use super::{drop_steps, sole_reader};
+use super::{drop_steps, float_buffer, other_input, sole_reader};
 use crate::error::Result;
 use crate::graph::{dtype, AttrValue, Dim, GraphDesc};
 use crate::node_attrs::const_i64;
 use crate::ops::rotary::RotateHalf;
 use crate::ops::OpRef;
-use crate::plan::{Epilogue, Plan, Slot, ValueId};
+use crate::plan::{Epilogue, Plan, ValueId};
 use crate::registry::Kernel;
 use rivet_kernels::{BinaryOp, UnaryOp};
 
@@ -75,11 +75,6 @@ struct Found {
     add: usize,
 }
 
-/// Whether `v` is a float32 buffer of the plan's.
-fn float_buffer(plan: &Plan, v: ValueId) -> bool {
-    matches!(plan.values[v].slot, Slot::Buffer(_)) && plan.values[v].elem_type == dtype::FLOAT
-}
-
 /// The step writing `v`, not removed.
 fn writer(plan: &Plan, removed: &[bool], v: ValueId) -> Option<usize> {
     plan.steps.iter().enumerate().position(|(i, s)| !removed[i] && s.output == v)
@@ -93,15 +88,6 @@ fn plain(plan: &Plan, s: usize, kernel: Kernel, inputs: usize) -> bool {
         && step.epilogue.is_none()
         && step.params.is_empty()
         && step.inputs.len() == inputs
-}
-
-/// The operand of binary step `s` that is not `v`.
-fn other(plan: &Plan, s: usize, v: ValueId) -> Option<ValueId> {
-    match plan.steps[s].inputs[..] {
-        [a, b] if a == v && b != v => Some(b),
-        [a, b] if b == v && a != v => Some(a),
-        _ => None,
-    }
 }
 
 /// The input and the element range `(start, end)` of the last axis (of `rank`) that Slice
@@ -170,7 +156,7 @@ fn find(plan: &Plan, graph: &GraphDesc, removed: &[bool], concat: usize) -> Opti
     }
     // rotated · sin + x · cos.
     let m_sin = sole_reader(plan, removed, concat, c.output)?;
-    let sin = other(plan, m_sin, c.output)?;
+    let sin = other_input(plan, m_sin, c.output)?;
     let mul = Kernel::Binary(BinaryOp::Mul);
     if !plain(plan, m_sin, mul, 2) || !float_buffer(plan, plan.steps[m_sin].output) {
         return None;
@@ -179,7 +165,7 @@ fn find(plan: &Plan, graph: &GraphDesc, removed: &[bool], concat: usize) -> Opti
     if !plain(plan, add, Kernel::Binary(BinaryOp::Add), 2) {
         return None;
     }
-    let cos_term = other(plan, add, plan.steps[m_sin].output)?;
+    let cos_term = other_input(plan, add, plan.steps[m_sin].output)?;
     let m_cos = writer(plan, removed, cos_term)?;
     if !plain(plan, m_cos, mul, 2)
         || !float_buffer(plan, cos_term)
@@ -187,7 +173,7 @@ fn find(plan: &Plan, graph: &GraphDesc, removed: &[bool], concat: usize) -> Opti
     {
         return None;
     }
-    let cos = other(plan, m_cos, x)?;
+    let cos = other_input(plan, m_cos, x)?;
     // cos and sin of the last axis' length: the products broadcast along the others only.
     let last_is_d = |v: ValueId| {
         let declared = plan.values[v].declared.as_ref();

@@ -91,6 +91,22 @@ pub(crate) fn sole_reader(plan: &Plan, removed: &[bool], p: usize, v: crate::pla
     found
 }
 
+/// Whether `v` is a float32 buffer of the plan's (not an input, a constant or an output
+/// of the fused subgraph): an intermediate a fusion may drop.
+pub(crate) fn float_buffer(plan: &Plan, v: crate::plan::ValueId) -> bool {
+    matches!(plan.values[v].slot, crate::plan::Slot::Buffer(_))
+        && plan.values[v].elem_type == crate::graph::dtype::FLOAT
+}
+
+/// The input of two-input step `s` that is not `v`, when `v` is read once.
+pub(crate) fn other_input(plan: &Plan, s: usize, v: crate::plan::ValueId) -> Option<crate::plan::ValueId> {
+    match plan.steps[s].inputs[..] {
+        [a, b] if a == v && b != v => Some(b),
+        [a, b] if b == v && a != v => Some(a),
+        _ => None,
+    }
+}
+
 /// Whether `v` exists before step `p` runs: an input, a constant, or the output of an
 /// earlier step.
 pub(crate) fn ready_before(plan: &Plan, removed: &[bool], v: crate::plan::ValueId, p: usize) -> bool {
