@@ -620,12 +620,18 @@ fn apply_other(
             let packed_b = packed.as_ref().map(|cache| &cache[step.output].packed);
             products::product_with(p, ins[0], ins[1], products::Extras { packed_b, epilogue }, dst, par);
         }
-        Kernel::Conv { window, group } => {
+        Kernel::Conv { window, group, channels_last } => {
             let (xs, ws) = (shape(0), shape(1));
             let (g, _) = shapes::window_3d(&window, shapes::spatial(xs), shapes::spatial(ws))
                 .expect("checked by shape inference");
             let constant = step.constant_weights.then_some(products::Packing { key: step.output, bf16: step.bf16 });
-            products::convolution(x, ins[1], ins.get(2).copied(), xs, ws[0], group, &g, dst, par, constant, &epilogue);
+            let bias = ins.get(2).copied();
+            if channels_last.any() {
+                let conv = crate::channels_last_conv::Conv { x, w: ins[1], bias, xs, out_c: ws[0], group, g: &g };
+                crate::channels_last_conv::convolution(&conv, channels_last, dst, par, constant, &epilogue);
+            } else {
+                products::convolution(x, ins[1], bias, xs, ws[0], group, &g, dst, par, constant, &epilogue);
+            }
         }
         Kernel::Math(op) => dst.iter_mut().zip(x).for_each(|(o, &v)| *o = op.apply(v)),
         Kernel::Variadic { .. } => unreachable!("lowered by the plan"),

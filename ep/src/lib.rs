@@ -13,6 +13,7 @@ extern crate self as rivet_ep;
 pub mod abi;
 mod attention_chain;
 pub mod capability;
+mod channels_last_conv;
 pub mod data;
 mod direct_conv;
 pub mod error;

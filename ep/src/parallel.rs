@@ -144,6 +144,9 @@ pub struct RunScratch {
     /// Constant conv filters transformed for the Winograd kernel, by the Conv step's
     /// output value.
     pub(crate) winograd: Mutex<Vec<Packed<rivet_kernels::winograd::Filters>>>,
+    /// A channels-last convolution's input and output in the other layout, where its
+    /// kernels do not take it as it is stored (`channels_last_conv`).
+    pub(crate) relaid: Mutex<[Vec<f32>; 2]>,
 }
 
 /// A constant operand packed once, which tensor it was packed from (address and length
@@ -200,6 +203,7 @@ impl Default for RunScratch {
             weights: Mutex::default(),
             direct: Mutex::default(),
             winograd: Mutex::default(),
+            relaid: Mutex::default(),
         }
     }
 }

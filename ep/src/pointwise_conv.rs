@@ -108,7 +108,7 @@ pub(crate) fn convolution(
 /// NaN's sign on the generic build (its SiLU's vector loop and scalar tail treat a NaN
 /// differently, and the rows are now channel columns), and a subnormal Clip bound under
 /// denormals-as-zero (see the GEMM's `store_fused`).
-fn split_epilogue<'a>(
+pub(crate) fn split_epilogue<'a>(
     bias: Option<&'a [f32]>,
     epilogue: &nn::Epilogue<'a>,
     planes: std::ops::Range<usize>,

@@ -3,15 +3,7 @@
 use super::*;
 use crate::parallel::Serial;
 
-fn values(n: usize, seed: u64) -> Vec<f32> {
-    let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    (0..n)
-        .map(|_| {
-            s = s.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
-            ((s >> 40) as f32 / (1u64 << 23) as f32) * 2.0 - 1.0
-        })
-        .collect()
-}
+use rivet_kernels::test_values as values;
 
 #[test]
 fn split_products_give_the_unsplit_bits_with_and_without_beta() {

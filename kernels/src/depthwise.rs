@@ -74,6 +74,86 @@ pub fn split_planes(g: &Window3d, channels: usize) -> usize {
     1
 }
 
+/// The widest output rows on which a 3x3 depthwise convolution is stored channels last
+/// ([`takes_nhwc`]).
+const NHWC_MAX_ROW_3X3: usize = 16;
+
+/// Whether a depthwise convolution of `channels` channels on `g` is better stored
+/// channels last on this CPU: [`depthwise_from_nhwc`] and [`depthwise_rows_nhwc`] run it
+/// (AVX-512, a 3x3 or 5x5 window of column stride 1 or 2, undilated along the row, on one
+/// plane, whole blocks of 16 channels), on the planes where the NCHW path runs 5x5
+/// windows channels last too (transposing them: up to 56x56, or 112x112 at stride 2) and
+/// 3x3 ones on output rows of at most [`NHWC_MAX_ROW_3X3`]. On wider rows the row paths
+/// run 3x3 windows on the planes faster than the channels-last tiles (MobileNetV2, one
+/// thread, Xeon family 6 model 207, in-model: 96 channels at stride 2 on 112x112 254 ->
+/// 508 us, 144 on 56x56 188 -> 311; the whole model, paired against no channels-last
+/// blocks, 0.93 with 14x14 planes and smaller, 0.99-1.01 with the 28x28 ones too).
+pub fn takes_nhwc(g: &Window3d, channels: usize) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return crate::arch::Level::detected() == crate::arch::Level::Avx512
+        && nhwc::fits(g)
+        && (g.kernel[2] == 5 || g.out[2] <= NHWC_MAX_ROW_3X3)
+        && channels > 0
+        && channels.is_multiple_of(16);
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (g, channels);
+        false
+    }
+}
+
+/// A depthwise convolution of one image whose input `x` is stored channels last (`[H, W,
+/// channels]` under its `[channels, H, W]` shape): channels `blocks` (blocks of 16) into
+/// `y` (their planes), then `epilogue` (its rows are the image's channels from `row0`).
+/// Every output sums its taps in (h, w) order from 0, the padding ones as `w * 0`, then
+/// adds the bias, as the NCHW channels-last path does (the same bits). Returns false,
+/// writing nothing, where it does not run: off AVX-512, a window other than 3x3 or 5x5
+/// of column stride 1 or 2 on one plane, or channels not whole blocks of 16.
+#[allow(clippy::too_many_arguments)]
+pub fn depthwise_from_nhwc(
+    x: &[f32],
+    w: &[f32],
+    bias: Option<&[f32]>,
+    channels: usize,
+    blocks: Range<usize>,
+    g: &Window3d,
+    y: &mut [f32],
+    epilogue: (&Epilogue<'_>, usize),
+    scratch: &mut Vec<f32>,
+) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return crate::arch::depthwise_from_nhwc(x, w, bias, channels, blocks, g, y, epilogue, scratch);
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (x, w, bias, channels, blocks, g, y, epilogue, scratch);
+        false
+    }
+}
+
+/// [`depthwise_from_nhwc`] with the output stored channels last too: output rows `rows`
+/// of every channel into `y` (`[rows.len() · out_w, channels]`), then `act` (the same
+/// bits as applied to the planes). Returns false, writing nothing, where it does not run.
+#[allow(clippy::too_many_arguments)]
+pub fn depthwise_rows_nhwc(
+    x: &[f32],
+    w: &[f32],
+    bias: Option<&[f32]>,
+    channels: usize,
+    g: &Window3d,
+    rows: Range<usize>,
+    y: &mut [f32],
+    act: Option<crate::gemm::Activation>,
+    scratch: &mut Vec<f32>,
+) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return crate::arch::depthwise_rows_nhwc(x, w, bias, channels, g, rows, y, act, scratch);
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (x, w, bias, channels, g, rows, y, act, scratch);
+        false
+    }
+}
+
 /// Largest kernel height and width of the 2-D path.
 const MAX_K: usize = 7;
 /// Slack floats past each phase, so the last vector of a tap may read past its plane.

@@ -80,9 +80,10 @@ pub mod winograd;
 #[cfg(test)]
 mod binary_tests;
 
-/// Deterministic test values in [-1, 3) (mean 1).
-#[cfg(test)]
-pub(crate) fn test_values(n: usize, seed: u64) -> Vec<f32> {
+/// Deterministic test values in [-1, 3), mean 1 (a linear congruential walk from `seed`): the
+/// tests' inputs here, in the plugin's tests and in `tests/`.
+#[doc(hidden)]
+pub fn test_values(n: usize, seed: u64) -> Vec<f32> {
     let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
     (0..n)
         .map(|_| {

@@ -5,15 +5,7 @@
 
 use rivet_kernels::{pack_b_at, Activation, Bias, Epilogue, Gemm, GemmScratch, Level, PackedB, Scale, UnaryOp};
 
-fn values(n: usize, seed: u64) -> Vec<f32> {
-    let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    (0..n)
-        .map(|_| {
-            s = s.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
-            ((s >> 40) as f32 / (1u64 << 23) as f32) * 2.0 - 1.0
-        })
-        .collect()
-}
+use rivet_kernels::test_values as values;
 
 /// Column ranges starting on a panel of `nr`: the whole, every panel start to the end, and
 /// short ranges with ends inside, on and past a panel.

@@ -6,6 +6,23 @@ use rivet_kernels::{BinaryOp, UnaryOp};
 pub use crate::ops::math::MathOp;
 pub use crate::ops::params::*;
 
+/// Which of a Conv's input and output a plan stores channels last: `[N, H, W, C]` data
+/// under the declared `[N, C, H, W]` shape. Set by `passes::channels_last` on the
+/// convolutions of an inverted residual block (a 1x1 one, a depthwise one, a 1x1 one),
+/// whose values between them no other step reads.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ChannelsLast {
+    pub input: bool,
+    pub output: bool,
+}
+
+impl ChannelsLast {
+    /// Whether either is.
+    pub fn any(self) -> bool {
+        self.input || self.output
+    }
+}
+
 /// The kernel a plan step runs.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Kernel {
@@ -46,6 +63,8 @@ pub enum Kernel {
     Conv {
         window: Window,
         group: usize,
+        /// Set by `passes::channels_last` only.
+        channels_last: ChannelsLast,
     },
     Math(MathOp),
     /// Casts to ONNX element type `to` (half floats through f32; float to integer

@@ -256,7 +256,7 @@ pub static OPS: &[OpSpec] = &[
             if group < 1 {
                 return Err(format!("group {group}"));
             }
-            Ok(Kernel::Conv { window: window(n, false)?, group: group as usize })
+            Ok(Kernel::Conv { window: window(n, false)?, group: group as usize, channels_last: Default::default() })
         },
     },
     math!("Sin", 7..=22, MathOp::Sin),

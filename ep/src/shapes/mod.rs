@@ -251,7 +251,7 @@ pub fn infer_shape(
             let c = step.inputs.get(2).map(|&id| &shapes[id]);
             (gemm_shape(x, &shapes[step.inputs[1]], c, trans_a, trans_b).map_err(|e| fail(format_args!("{e}")))?, None)
         }
-        Kernel::Conv { window, group } => {
+        Kernel::Conv { window, group, .. } => {
             let w = &shapes[step.inputs[1]];
             if !(3..=5).contains(&x.len()) || w.len() != x.len() {
                 return Err(fail(format_args!("Conv needs 3-D to 5-D X and W alike, W is {}", ShapeText(w))));

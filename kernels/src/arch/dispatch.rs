@@ -364,6 +364,48 @@ pub(crate) fn depthwise_channels_last(
     unsafe { crate::depthwise::nhwc::channels_last(x, w, bias, planes, channels, g, y, epilogue, scratch) }
 }
 
+/// `depthwise::nhwc::from_nhwc` on AVX-512 CPUs; false (nothing written) on others.
+#[cfg(target_arch = "x86_64")]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn depthwise_from_nhwc(
+    x: &[f32],
+    w: &[f32],
+    bias: Option<&[f32]>,
+    channels: usize,
+    blocks: std::ops::Range<usize>,
+    g: &crate::conv::Window3d,
+    y: &mut [f32],
+    epilogue: (&crate::gemm::Epilogue<'_>, usize),
+    scratch: &mut Vec<f32>,
+) -> bool {
+    if Level::detected() != Level::Avx512 {
+        return false;
+    }
+    // SAFETY: this CPU has AVX-512 (checked above), the features `from_nhwc` enables.
+    unsafe { crate::depthwise::nhwc::from_nhwc(x, w, bias, channels, blocks, g, y, epilogue, scratch) }
+}
+
+/// `depthwise::nhwc::rows_nhwc` on AVX-512 CPUs; false (nothing written) on others.
+#[cfg(target_arch = "x86_64")]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn depthwise_rows_nhwc(
+    x: &[f32],
+    w: &[f32],
+    bias: Option<&[f32]>,
+    channels: usize,
+    g: &crate::conv::Window3d,
+    rows: std::ops::Range<usize>,
+    y: &mut [f32],
+    act: Option<crate::gemm::Activation>,
+    scratch: &mut Vec<f32>,
+) -> bool {
+    if Level::detected() != Level::Avx512 {
+        return false;
+    }
+    // SAFETY: this CPU has AVX-512 (checked above), the features `rows_nhwc` enables.
+    unsafe { crate::depthwise::nhwc::rows_nhwc(x, w, bias, channels, g, rows, y, act, scratch) }
+}
+
 /// Runs the 2-D depthwise path with the build for `isa`.
 #[inline]
 #[allow(clippy::too_many_arguments)]

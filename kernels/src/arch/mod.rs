@@ -37,6 +37,8 @@ pub(crate) use dispatch::{
     min_max, pair_bf16, pair_bf16_halves, pool, qdw_planes, qgemm_portable, qgemm_vnni, silu_inplace, softmax_rows,
     transpose_2d, transpose_block, unary, widest, winograd_input, winograd_output,
 };
+#[cfg(target_arch = "x86_64")]
+pub(crate) use dispatch::{depthwise_from_nhwc, depthwise_rows_nhwc};
 
 /// A kernel build; ordered from the most portable to the widest.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

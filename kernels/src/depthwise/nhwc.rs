@@ -127,6 +127,151 @@ pub(crate) fn channels_last(
     true
 }
 
+/// Whether a window takes the channels-last paths whose input is stored channels last
+/// ([`from_nhwc`], [`rows_nhwc`]): [`fits`]'s windows on planes of any size.
+pub(crate) fn fits_nhwc(g: &Window3d) -> bool {
+    let two_d = g.input[0] == 1 && g.kernel[0] == 1 && g.out[0] == 1 && g.pad_begin[0] == 0;
+    let window = matches!((g.kernel[1], g.kernel[2]), (3, 3) | (5, 5));
+    let strides = matches!(g.stride[2], 1 | 2) && g.dilation[2] == 1;
+    two_d && window && strides && g.positions() > 0 && g.plane() > 0
+}
+
+/// Padded rows `pr` of block `c0..c0 + 16` of one image's channels-last input `x` (`[h, w,
+/// channels]`) into `xp` (`pr.len()` rows of `wp` vectors): padded row `r` is input row
+/// `r - top`, its columns from `left`; zero where the padding is.
+fn fill_rows(x: &[f32], g: &Window3d, pad: Padded, channels: usize, c0: usize, pr: Range<usize>, xp: &mut [f32]) {
+    let (h, w) = (g.input[1], g.input[2]);
+    let row = pad.wp * LANES;
+    for (r, dst) in pr.zip(xp.chunks_exact_mut(row)) {
+        let Some(iy) = r.checked_sub(pad.top).filter(|&iy| iy < h) else {
+            dst.fill(0.0);
+            continue;
+        };
+        let (head, rest) = dst.split_at_mut(pad.left * LANES);
+        let (mid, tail) = rest.split_at_mut(w * LANES);
+        head.fill(0.0);
+        tail.fill(0.0);
+        let src = &x[iy * w * channels..][..w * channels];
+        for (d, s) in mid.chunks_exact_mut(LANES).zip(src.chunks_exact(channels)) {
+            d.copy_from_slice(&s[c0..c0 + LANES]);
+        }
+    }
+}
+
+/// A depthwise convolution of one image whose input `x` is stored channels last (`[h, w,
+/// channels]`), channels `blocks` (whole blocks of 16) into `y` (their planes, `[16 ·
+/// blocks.len(), positions]`), each plane's epilogue rows counted from `row0` (the
+/// image's first channel's). The same sums as [`channels_last`], each block's padded
+/// plane gathered from the channels-last rows instead of transposed from the planes.
+/// Returns false, writing nothing, unless the window [`fits_nhwc`] and the channels are
+/// whole blocks.
+#[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn from_nhwc(
+    x: &[f32],
+    w: &[f32],
+    bias: Option<&[f32]>,
+    channels: usize,
+    blocks: Range<usize>,
+    g: &Window3d,
+    y: &mut [f32],
+    (epilogue, row0): (&Epilogue<'_>, usize),
+    scratch: &mut Vec<f32>,
+) -> bool {
+    if !fits_nhwc(g) || channels == 0 || !channels.is_multiple_of(LANES) || blocks.end * LANES > channels {
+        return false;
+    }
+    let positions = g.positions();
+    assert_eq!(x.len(), g.plane() * channels, "depthwise: a channels-last image");
+    assert_eq!(y.len(), blocks.len() * LANES * positions, "depthwise: the blocks' planes");
+    let pad = Padded::of(g);
+    let taps = g.kernel[1] * g.kernel[2];
+    let (xp_len, yt_len) = (pad.hp * pad.wp * LANES, positions * LANES);
+    if scratch.len() < xp_len + yt_len + LANES {
+        scratch.resize(xp_len + yt_len + LANES, 0.0);
+    }
+    let skip = scratch.as_ptr().align_offset(64).min(LANES);
+    let (xp, yt) = scratch[skip..].split_at_mut(xp_len);
+    let yt = &mut yt[..yt_len];
+    for (b, ys) in blocks.zip(y.chunks_exact_mut(LANES * positions)) {
+        let c = b * LANES;
+        fill_rows(x, g, pad, channels, c, 0..pad.hp, xp);
+        let wb = &w[c * taps..][..LANES * taps];
+        let bias = bias.map_or(_mm512_setzero_ps(), |bs| load16(bs[c..][..LANES].try_into().expect("16 floats")));
+        block(xp, g, pad, wb, bias, yt);
+        transpose_avx512(yt, positions, LANES, ys);
+        epilogue.apply_rows(ys, positions, row0 + c..row0 + c + LANES);
+    }
+    true
+}
+
+/// Floats of a strip's padded rows [`rows_nhwc`] aims at (64 KiB).
+const STRIP_FLOATS: usize = 1 << 14;
+
+/// A depthwise convolution of one image with its input `x` and output both stored
+/// channels last (`[h, w, channels]`, `[out_h, out_w, channels]`): output rows `rows` of
+/// every channel into `y` (those rows, `[rows.len() · out_w, channels]`), then `act`.
+/// A strip of rows at a time, block by block: the block's padded input rows gathered,
+/// its outputs computed as [`channels_last`] computes them (the same sums), and stored
+/// into the rows 16 channels a position. Returns false, writing nothing, unless the
+/// window [`fits_nhwc`] and the channels are whole blocks.
+#[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn rows_nhwc(
+    x: &[f32],
+    w: &[f32],
+    bias: Option<&[f32]>,
+    channels: usize,
+    g: &Window3d,
+    rows: Range<usize>,
+    y: &mut [f32],
+    act: Option<crate::gemm::Activation>,
+    scratch: &mut Vec<f32>,
+) -> bool {
+    if !fits_nhwc(g) || channels == 0 || !channels.is_multiple_of(LANES) || rows.end > g.out[1] {
+        return false;
+    }
+    let ow = g.out[2];
+    assert_eq!(x.len(), g.plane() * channels, "depthwise: a channels-last image");
+    assert_eq!(y.len(), rows.len() * ow * channels, "depthwise: the rows' outputs");
+    let pad = Padded::of(g);
+    let taps = g.kernel[1] * g.kernel[2];
+    let (sy, reach) = (g.stride[1], (g.kernel[1] - 1) * g.dilation[1] + 1);
+    // Output rows a strip: its padded input rows within STRIP_FLOATS, at least one.
+    let fit = STRIP_FLOATS / (pad.wp * LANES);
+    let strip = (fit.saturating_sub(reach) / sy + 1).max(1);
+    let (xp_len, yt_len) = ((((strip - 1) * sy + reach) * pad.wp * LANES).max(LANES), strip * ow * LANES);
+    if scratch.len() < xp_len + yt_len + LANES {
+        scratch.resize(xp_len + yt_len + LANES, 0.0);
+    }
+    let skip = scratch.as_ptr().align_offset(64).min(LANES);
+    let (xp, yt) = scratch[skip..].split_at_mut(xp_len);
+    let mut oy = rows.start;
+    while oy < rows.end {
+        let n = strip.min(rows.end - oy);
+        let pr = oy * sy..(oy + n - 1) * sy + reach;
+        // The strip as a window of its own: its padded rows from `xp`'s first.
+        let gs = Window3d { out: [1, n, ow], ..*g };
+        let ps = Padded { hp: pr.len(), top: 0, ..pad };
+        let (xs, ys) = (&mut xp[..pr.len() * pad.wp * LANES], &mut yt[..n * ow * LANES]);
+        let out = &mut y[(oy - rows.start) * ow * channels..][..n * ow * channels];
+        for c in (0..channels).step_by(LANES) {
+            fill_rows(x, g, pad, channels, c, pr.clone(), xs);
+            let wb = &w[c * taps..][..LANES * taps];
+            let bias = bias.map_or(_mm512_setzero_ps(), |bs| load16(bs[c..][..LANES].try_into().expect("16 floats")));
+            block(xs, &gs, ps, wb, bias, ys);
+            if let Some(act) = &act {
+                act.apply(crate::arch::Level::Avx512, ys);
+            }
+            for (v, dst) in ys.chunks_exact(LANES).zip(out.chunks_exact_mut(channels)) {
+                dst[c..c + LANES].copy_from_slice(v);
+            }
+        }
+        oy += n;
+    }
+    true
+}
+
 /// Zeroes the padding of the `[hp, wp, 16]` plane `xp`.
 fn zero_borders(g: &Window3d, pad: Padded, xp: &mut [f32]) {
     let Padded { hp, wp, top, left } = pad;
@@ -344,5 +489,124 @@ mod tests {
             }
         }
         assert!(taken > 150, "{taken} windows taken");
+    }
+
+    /// The paths whose input (and output) are stored channels last give the bits of the
+    /// 2-D path on the planes, on windows of any size, split by channel blocks (input
+    /// only) or by output rows (both), with an activation.
+    #[test]
+    fn channels_last_storage_gives_the_2d_paths_bits() {
+        if Level::detected() != Level::Avx512 {
+            return;
+        }
+        let to_nhwc = |x: &[f32], c: usize, plane: usize| -> Vec<f32> {
+            (0..plane * c).map(|i| x[(i % c) * plane + i / c]).collect()
+        };
+        let mut taken = 0;
+        for k in [3, 5] {
+            for (h, w) in [(7, 7), (9, 13), (14, 14), (29, 31), (58, 57)] {
+                for stride in [[1, 1], [2, 2], [2, 1]] {
+                    for (top, left) in [(0, 0), (k / 2, k / 2), (1, 0)] {
+                        if h + top < k || w + left < k {
+                            continue;
+                        }
+                        let out = |len: usize, pad: usize, s: usize| (len + 2 * pad - k) / s + 1;
+                        let g = Window3d {
+                            input: [1, h, w],
+                            out: [1, out(h, top, stride[0]), out(w, left, stride[1])],
+                            kernel: [1, k, k],
+                            stride: [1, stride[0], stride[1]],
+                            dilation: [1, 1, 1],
+                            pad_begin: [0, top, left],
+                        };
+                        assert!(fits_nhwc(&g));
+                        let channels = 48;
+                        let taps = k * k;
+                        let x = crate::test_values(channels * g.plane(), (k * 31 + h * 7 + w) as u64);
+                        let wt = crate::test_values(channels * taps, 5);
+                        let bias = crate::test_values(channels, 6);
+                        let positions = g.positions();
+                        let act = crate::gemm::Activation::Silu;
+                        let e = Epilogue { act: Some(act), ..Epilogue::default() };
+                        let mut want = vec![f32::NAN; channels * positions];
+                        let args = (&x, &wt, Some(&bias[..]), 0..channels, channels, &g);
+                        depthwise_2d::<true>(
+                            args.0,
+                            args.1,
+                            args.2,
+                            args.3,
+                            args.4,
+                            args.5,
+                            &mut want,
+                            &e,
+                            &mut Vec::new(),
+                        );
+                        let xl = to_nhwc(&x, channels, g.plane());
+                        let bits = |v: &[f32]| v.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+                        // Input channels last, by blocks: 0..1 then 1..3.
+                        let mut got = vec![f32::NAN; channels * positions];
+                        let (first, rest) = got.split_at_mut(16 * positions);
+                        let mut scratch = Vec::new();
+                        let ok = crate::arch::depthwise_from_nhwc(
+                            &xl,
+                            &wt,
+                            Some(&bias),
+                            channels,
+                            0..1,
+                            &g,
+                            first,
+                            (&e, 0),
+                            &mut scratch,
+                        ) && crate::arch::depthwise_from_nhwc(
+                            &xl,
+                            &wt,
+                            Some(&bias),
+                            channels,
+                            1..3,
+                            &g,
+                            rest,
+                            (&e, 0),
+                            &mut scratch,
+                        );
+                        assert!(ok, "{g:?}");
+                        assert_eq!(bits(&got), bits(&want), "from channels last {g:?}");
+                        // Both channels last, by output rows in two parts.
+                        let ow = g.out[2];
+                        let mut got = vec![f32::NAN; channels * positions];
+                        let cut = g.out[1] / 2;
+                        let (a, b) = got.split_at_mut(cut * ow * channels);
+                        let ok = crate::arch::depthwise_rows_nhwc(
+                            &xl,
+                            &wt,
+                            Some(&bias),
+                            channels,
+                            &g,
+                            0..cut,
+                            a,
+                            Some(act),
+                            &mut scratch,
+                        ) && crate::arch::depthwise_rows_nhwc(
+                            &xl,
+                            &wt,
+                            Some(&bias),
+                            channels,
+                            &g,
+                            cut..g.out[1],
+                            b,
+                            Some(act),
+                            &mut scratch,
+                        );
+                        assert!(ok, "{g:?}");
+                        assert_eq!(
+                            bits(&got),
+                            bits(&to_nhwc(&want, channels, positions)),
+                            "channels last both ways {g:?}"
+                        );
+                        taken += 1;
+                    }
+                }
+            }
+        }
+        assert!(taken > 50, "{taken} windows taken");
     }
 }

@@ -11,6 +11,7 @@ use crate::graph::GraphDesc;
 use crate::plan::Plan;
 use crate::registry::Kernel;
 
+pub mod channels_last;
 pub mod drop_dead_steps;
 pub mod fix_shapes;
 pub mod fold_matmul_operands;
@@ -48,6 +49,9 @@ pub const PASSES: &[Pass] = &[
     Pass { name: "fix_shapes", run: fix_shapes::run },
     Pass { name: "share_buffers", run: share_buffers::run },
     Pass { name: "mark_constant_weights", run: mark_constant_weights::run },
+    // After the shapes are fixed and the constant filters marked; it changes no step or
+    // buffer, only how two convolutions store a value between them.
+    Pass { name: "channels_last", run: channels_last::run },
 ];
 
 /// Removes the steps flagged in `removed` (folded into step `absorbed_into[i]`), pointing
@@ -189,7 +193,8 @@ mod tests {
                 "fuse_channel_chain",
                 "fix_shapes",
                 "share_buffers",
-                "mark_constant_weights"
+                "mark_constant_weights",
+                "channels_last"
             ]
         );
     }
