@@ -55,6 +55,16 @@ pub(crate) fn convolution(
     }
 }
 
+/// Whether a 1x1 convolution of `positions` positions from `in_c` to `out_c` channels
+/// runs on the channels-last products: where the NCHW paths too run it as a GEMM over
+/// all its input channels (`pointwise_conv`, or the plain GEMM past 256 positions), so
+/// that each output sums its products in the same order. A plane of one position, or one
+/// input or output channel, they run otherwise (the direct kernel, or a matrix-vector
+/// product), in another order: found by review, 1-2 ulp apart.
+pub(crate) fn takes_pointwise(positions: usize, in_c: usize, out_c: usize) -> bool {
+    positions > 1 && in_c > 1 && out_c > 1
+}
+
 /// The most positions whose NCHW output a channels-last 1x1 convolution computes as
 /// `Y^T` and transposes: past them the plain product `W · X^T` fills the GEMM's panels
 /// (a projection to 24 channels on 56x56 ran 102 -> 238 us as `Y^T`, its 24 columns a
@@ -65,8 +75,8 @@ const TRANSPOSED_MAX_POSITIONS: usize = 256;
 /// from the constant filters), one image at a time: its rows are the channels-last
 /// output; from a channels-last input `X^T` is read as stored. An NCHW output is
 /// transposed from it into the planes, its epilogue split as `pointwise_conv` splits it.
-/// False (nothing written) for a channels-last output with a residual, which the plan
-/// never marks.
+/// False (nothing written) for a channels-last output with a residual, bfloat16 filters
+/// and what [`takes_pointwise`] refuses, which the plan never marks.
 fn pointwise(
     c: &Conv<'_>,
     layout: ChannelsLast,
@@ -75,10 +85,10 @@ fn pointwise(
     packing: Packing,
     epilogue: &nn::Epilogue<'_>,
 ) -> bool {
-    if layout.output && epilogue.residual.is_some() {
+    let (batch, k, p, n) = (c.xs[0], c.xs[1], c.g.positions(), c.out_c);
+    if (layout.output && epilogue.residual.is_some()) || packing.bf16 || !takes_pointwise(p, k, n) {
         return false;
     }
-    let (batch, k, p, n) = (c.xs[0], c.xs[1], c.g.positions(), c.out_c);
     let plain = !layout.output && p > TRANSPOSED_MAX_POSITIONS;
     let weights = (!plain).then(|| products::packed_weights(par, packing, (p, n, k), c.w, true));
     let packed_b = weights.as_ref().map(|w| &w[packing.key].packed);
@@ -248,6 +258,14 @@ mod tests {
             (1, 24, 24, 24, 9, 3, 1, true, false),
             (1, 16, 32, 4, 9, 3, 1, true, false),
             (1, 16, 32, 1, 6, 1, 1, false, false),
+            // Found by review: one position, one output channel (the NCHW paths' direct
+            // kernel and matrix-vector product sum in another order): the fallback.
+            (1, 16, 32, 1, 1, 1, 1, true, false),
+            (1, 64, 1, 1, 14, 1, 1, true, false),
+            (1, 64, 1, 1, 30, 1, 1, true, false),
+            // Past 256 positions and under `BF16_GEMM_MIN`: float32 filters on the NCHW
+            // paths even in bf16 (found by review).
+            (1, 24, 40, 1, 20, 1, 1, true, false),
         ];
         for (n, in_c, out_c, group, hw, k, stride, constant, residual) in cases {
             let pads = conv::Padding::Explicit([0, k / 2, k / 2, 0, k / 2, k / 2]);
@@ -259,27 +277,30 @@ mod tests {
             let bias = values(out_c, 3);
             let res = values(n * out_c * p, 4);
             let xs = [n, in_c, hw, hw];
-            let packing = constant.then_some(Packing { key: 0, bf16: false });
-            let epilogue = nn::Epilogue { act: relu, residual: residual.then_some(&res[..]), ..Default::default() };
-            let mut want = vec![0.0; n * out_c * p];
-            let par = Serial::default();
-            products::convolution(&x, &w, Some(&bias), &xs, out_c, group, &g, &mut want, &par, packing, &epilogue);
-            let bits = |v: &[f32]| v.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
-            for (input, output) in [(false, true), (true, false), (true, true)] {
-                if residual && output {
-                    continue; // never marked: the residual is NCHW
-                }
-                let xl = if input { to_nhwc(&x, in_c, plane) } else { x.clone() };
-                let c = Conv { x: &xl, w: &w, bias: Some(&bias), xs: &xs, out_c, group, g: &g };
-                let mut got = vec![f32::NAN; want.len()];
+            // Found by review: bfloat16 filters where the NCHW paths keep float32 ones.
+            for bf16 in [false, true] {
+                let packing = constant.then_some(Packing { key: 0, bf16 });
+                let epilogue = nn::Epilogue { act: relu, residual: residual.then_some(&res[..]), ..Default::default() };
+                let mut want = vec![0.0; n * out_c * p];
                 let par = Serial::default();
-                convolution(&c, ChannelsLast { input, output }, &mut got, &par, packing, &epilogue);
-                let expected = if output { to_nhwc(&want, out_c, p) } else { want.clone() };
-                assert_eq!(
-                    bits(&got),
-                    bits(&expected),
-                    "{in_c}->{out_c} g{group} {hw}x{hw} k{k} in {input} out {output}"
-                );
+                products::convolution(&x, &w, Some(&bias), &xs, out_c, group, &g, &mut want, &par, packing, &epilogue);
+                let bits = |v: &[f32]| v.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+                for (input, output) in [(false, true), (true, false), (true, true)] {
+                    if residual && output {
+                        continue; // never marked: the residual is NCHW
+                    }
+                    let xl = if input { to_nhwc(&x, in_c, plane) } else { x.clone() };
+                    let c = Conv { x: &xl, w: &w, bias: Some(&bias), xs: &xs, out_c, group, g: &g };
+                    let mut got = vec![f32::NAN; want.len()];
+                    let par = Serial::default();
+                    convolution(&c, ChannelsLast { input, output }, &mut got, &par, packing, &epilogue);
+                    let expected = if output { to_nhwc(&want, out_c, p) } else { want.clone() };
+                    assert_eq!(
+                        bits(&got),
+                        bits(&expected),
+                        "{in_c}->{out_c} g{group} {hw}x{hw} k{k} in {input} out {output} bf16 {bf16}"
+                    );
+                }
             }
         }
     }

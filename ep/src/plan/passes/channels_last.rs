@@ -9,7 +9,8 @@
 //! step reads one that does.
 //!
 //! A pair is marked only where the plan's shapes are fixed, the 1x1 convolution's filters
-//! are constant and its epilogue adds no residual (which is NCHW), and the depthwise
+//! are constant, its epilogue adds no residual (which is NCHW) and its product is one the
+//! NCHW paths also run as a GEMM (`channels_last_conv::takes_pointwise`), and the depthwise
 //! window runs on the channels-last kernels on this CPU (`depthwise::takes_nhwc`); a
 //! depthwise output goes channels last only when its epilogue is an activation alone.
 
@@ -78,7 +79,12 @@ fn depthwise_conv(plan: &Plan, d: usize) -> Option<(Window3d, usize)> {
 /// fixed shapes with constant filters.
 fn pointwise(plan: &Plan, p: usize) -> bool {
     let step = &plan.steps[p];
-    matches!(step.kernel, Kernel::Conv { group: 1, .. }) && window(plan, step).is_some_and(|(g, _)| g.is_pointwise())
+    let out_c = plan.fixed.as_ref().and_then(|f| f.shapes[step.output].get(1).copied());
+    matches!(step.kernel, Kernel::Conv { group: 1, .. })
+        && window(plan, step).is_some_and(|(g, xs)| {
+            g.is_pointwise()
+                && out_c.is_some_and(|n| crate::channels_last_conv::takes_pointwise(g.positions(), xs[1], n))
+        })
 }
 
 /// A float32 Conv step's window and input shape, when its shapes are fixed and its

@@ -175,3 +175,28 @@ fn other_blocks_keep_their_layout() {
     g.outputs = vec![y2];
     assert!(marks(&Plan::build("p", &g).unwrap()).iter().all(|m| !m.any()));
 }
+
+/// Found by review: a depthwise output that the fused node also returns stays NCHW (and
+/// its projection reads it so), a 1x1 convolution from or to one channel is not marked
+/// (the NCHW paths sum it in another order), and the bf16 precision puts every
+/// convolution back.
+#[test]
+fn returned_values_one_channel_projections_and_bf16_stay_nchw() {
+    let b = Block { n: 1, c: 16, e: 64, hw: 14, k: 3, stride: 1, se: false };
+    if !takes(&b) {
+        return;
+    }
+    let (mut g, _) = block(&b);
+    g.outputs.push(v("d2", &[f(1), f(64), f(14), f(14)]));
+    let plan = Plan::build("p", &g).unwrap();
+    assert_eq!(marks(&plan), [cl(false, true), cl(true, false), cl(false, false)]);
+    // One channel into the expansion and out of the projection: neither is a product the
+    // NCHW paths run as a GEMM over its channels, so nothing is marked.
+    let (g1, _) = block(&Block { c: 1, ..b });
+    assert!(marks(&Plan::build("p", &g1).unwrap()).iter().all(|m| !m.any()));
+    let (g2, _) = block(&b);
+    let mut plan = Plan::build("p", &g2).unwrap();
+    assert!(marks(&plan).iter().all(|m| m.any()));
+    plan.use_bf16();
+    assert!(marks(&plan).iter().all(|m| !m.any()));
+}

@@ -165,10 +165,17 @@ impl Plan {
     /// (marked by `mark_constant_weights`) runs on bfloat16 products with float32 sums,
     /// its weights packed once as bfloat16 where a bfloat16 kernel takes the product
     /// (`pack_b_bf16`, `direct::fits_bf16`). Other steps are unchanged.
+    /// Convolutions stored channels last (`channels_last`) go back to NCHW: which
+    /// convolution takes bfloat16 products is the NCHW paths' choice (`products::
+    /// convolution`), and those paths keep it (found by review: the channels-last 1x1
+    /// products took bfloat16 filters where the NCHW paths had kept float32 ones).
     pub fn use_bf16(&mut self) {
         for step in &mut self.steps {
             step.bf16 = step.constant_weights
                 && matches!(step.kernel, Kernel::MatMul { .. } | Kernel::Gemm { .. } | Kernel::Conv { .. });
+            if let Kernel::Conv { channels_last, .. } = &mut step.kernel {
+                *channels_last = Default::default();
+            }
         }
     }
 }
