@@ -95,14 +95,7 @@ pub(crate) fn channels_last(
     let pad = Padded::of(g);
     let taps = g.kernel[1] * g.kernel[2];
     let (xp_len, yt_len) = (pad.hp * pad.wp * LANES, positions.max(plane) * LANES);
-    // Both parts start on a cache line (whole vectors of 16 floats from there), so that
-    // no load or store of a vector spans two lines.
-    if scratch.len() < xp_len + yt_len + LANES {
-        scratch.resize(xp_len + yt_len + LANES, 0.0);
-    }
-    let skip = scratch.as_ptr().align_offset(64).min(LANES);
-    let (xp, yt) = scratch[skip..].split_at_mut(xp_len);
-    let yt = &mut yt[..yt_len];
+    let (xp, yt) = parts(scratch, xp_len, yt_len);
     // The borders once: each block writes only the interior.
     zero_borders(g, pad, xp);
     let first = planes.start;
@@ -119,7 +112,7 @@ pub(crate) fn channels_last(
             xp[((top + r) * wp + left) * LANES..][..w_in * LANES].copy_from_slice(row);
         }
         let wb = &w[c * taps..][..LANES * taps];
-        let bias = bias.map_or(_mm512_setzero_ps(), |bs| load16(bs[c..][..LANES].try_into().expect("16 floats")));
+        let bias = block_bias(bias, c);
         block(xp, g, pad, wb, bias, yt);
         transpose_avx512(&yt[..positions * LANES], positions, LANES, ys);
         epilogue.apply_rows(ys, positions, p..p + LANES);
@@ -187,17 +180,12 @@ pub(crate) fn from_nhwc(
     let pad = Padded::of(g);
     let taps = g.kernel[1] * g.kernel[2];
     let (xp_len, yt_len) = (pad.hp * pad.wp * LANES, positions * LANES);
-    if scratch.len() < xp_len + yt_len + LANES {
-        scratch.resize(xp_len + yt_len + LANES, 0.0);
-    }
-    let skip = scratch.as_ptr().align_offset(64).min(LANES);
-    let (xp, yt) = scratch[skip..].split_at_mut(xp_len);
-    let yt = &mut yt[..yt_len];
+    let (xp, yt) = parts(scratch, xp_len, yt_len);
     for (b, ys) in blocks.zip(y.chunks_exact_mut(LANES * positions)) {
         let c = b * LANES;
         fill_rows(x, g, pad, channels, c, 0..pad.hp, xp);
         let wb = &w[c * taps..][..LANES * taps];
-        let bias = bias.map_or(_mm512_setzero_ps(), |bs| load16(bs[c..][..LANES].try_into().expect("16 floats")));
+        let bias = block_bias(bias, c);
         block(xp, g, pad, wb, bias, yt);
         transpose_avx512(yt, positions, LANES, ys);
         epilogue.apply_rows(ys, positions, row0 + c..row0 + c + LANES);
@@ -241,11 +229,7 @@ pub(crate) fn rows_nhwc(
     let fit = STRIP_FLOATS / (pad.wp * LANES);
     let strip = (fit.saturating_sub(reach) / sy + 1).max(1);
     let (xp_len, yt_len) = ((((strip - 1) * sy + reach) * pad.wp * LANES).max(LANES), strip * ow * LANES);
-    if scratch.len() < xp_len + yt_len + LANES {
-        scratch.resize(xp_len + yt_len + LANES, 0.0);
-    }
-    let skip = scratch.as_ptr().align_offset(64).min(LANES);
-    let (xp, yt) = scratch[skip..].split_at_mut(xp_len);
+    let (xp, yt) = parts(scratch, xp_len, yt_len);
     let mut oy = rows.start;
     while oy < rows.end {
         let n = strip.min(rows.end - oy);
@@ -258,7 +242,7 @@ pub(crate) fn rows_nhwc(
         for c in (0..channels).step_by(LANES) {
             fill_rows(x, g, pad, channels, c, pr.clone(), xs);
             let wb = &w[c * taps..][..LANES * taps];
-            let bias = bias.map_or(_mm512_setzero_ps(), |bs| load16(bs[c..][..LANES].try_into().expect("16 floats")));
+            let bias = block_bias(bias, c);
             block(xs, &gs, ps, wb, bias, ys);
             if let Some(act) = &act {
                 act.apply(crate::arch::Level::Avx512, ys);
@@ -270,6 +254,25 @@ pub(crate) fn rows_nhwc(
         oy += n;
     }
     true
+}
+
+/// The padded input block (`xp_len` floats) and the block's outputs (`yt_len`) in
+/// `scratch`, grown to them: both from a cache line (whole vectors of 16 floats from
+/// there), so that no load or store of a vector spans two lines.
+fn parts(scratch: &mut Vec<f32>, xp_len: usize, yt_len: usize) -> (&mut [f32], &mut [f32]) {
+    if scratch.len() < xp_len + yt_len + LANES {
+        scratch.resize(xp_len + yt_len + LANES, 0.0);
+    }
+    let skip = scratch.as_ptr().align_offset(64).min(LANES);
+    let (xp, yt) = scratch[skip..].split_at_mut(xp_len);
+    (xp, &mut yt[..yt_len])
+}
+
+/// The biases of channels `c..c + 16` as a vector (zero without a bias).
+#[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
+#[inline]
+fn block_bias(bias: Option<&[f32]>, c: usize) -> __m512 {
+    bias.map_or(_mm512_setzero_ps(), |bs| load16(bs[c..][..LANES].try_into().expect("16 floats")))
 }
 
 /// Zeroes the padding of the `[hp, wp, 16]` plane `xp`.

@@ -17,7 +17,7 @@
 use super::sole_reader;
 use crate::error::Result;
 use crate::graph::GraphDesc;
-use crate::plan::{Plan, Slot, Step, ValueId};
+use crate::plan::{Plan, Step, ValueId};
 use crate::registry::{ChannelsLast, Kernel};
 use crate::shapes;
 use rivet_kernels::conv::Window3d;
@@ -62,7 +62,7 @@ pub fn run(plan: &mut Plan, _graph: &GraphDesc) -> Result<()> {
 
 /// A float32 value of the plan's own buffers, whole (not a part written in place).
 fn intermediate(plan: &Plan, v: ValueId) -> bool {
-    super::float_buffer(plan, v) && plan.values[v].part.is_none() && matches!(plan.values[v].slot, Slot::Buffer(_))
+    super::float_buffer(plan, v) && plan.values[v].part.is_none()
 }
 
 /// The window and channels of step `d` when it is a float32 depthwise convolution (one

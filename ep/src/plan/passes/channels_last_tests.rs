@@ -1,8 +1,8 @@
 use super::*;
 use crate::data::Data;
-use crate::exec::{execute, RunState, Serial, TensorIn};
+use crate::exec::TensorIn;
 use crate::graph::{AttrValue, Dim, GraphDesc, NodeDesc, Shape, ValueDesc};
-use crate::plan::passes::test_graphs::{build_without, node, v, OneOutput};
+use crate::plan::passes::test_graphs::{build_without, node, run_one, v};
 
 fn f(n: usize) -> Dim {
     Dim::Fixed(n)
@@ -89,10 +89,7 @@ fn run_plan(plan: &Plan, inputs: &[(ValueDesc, Vec<usize>)]) -> Vec<f32> {
             data: Data::F32(d),
         })
         .collect();
-    let mut y = Vec::new();
-    let mut state = RunState::new(plan);
-    execute(plan, &mut state, &tensors, &mut OneOutput(Some(&mut y)), &Serial::default()).unwrap();
-    y
+    run_one(plan, &tensors).unwrap()
 }
 
 /// The marks of the three convolutions, in order.

@@ -1,8 +1,8 @@
 use super::*;
 use crate::data::Data;
-use crate::exec::{execute, RunState, Serial, TensorIn};
+use crate::exec::TensorIn;
 use crate::graph::{AttrValue, Dim, NodeDesc, Shape};
-use crate::plan::passes::test_graphs::{build_without, f32_scalar, node, v, OneOutput};
+use crate::plan::passes::test_graphs::{build_without, f32_scalar, node, run_one, v};
 
 /// How the test graph's chain is written.
 #[derive(Clone)]
@@ -121,10 +121,7 @@ fn run(plan: &Plan, f: &Form) -> Result<Vec<f32>> {
         .zip(&data)
         .map(|(s, d)| TensorIn { elem_type: dtype::FLOAT, shape: Shape::from_slice(s), data: Data::F32(d) })
         .collect();
-    let mut y = Vec::new();
-    let mut state = RunState::new(plan);
-    execute(plan, &mut state, &inputs, &mut OneOutput(Some(&mut y)), &Serial::default())?;
-    Ok(y)
+    run_one(plan, &inputs)
 }
 
 /// The chain fuses into one step, and its output has the unfused plan's bits.

@@ -1,8 +1,8 @@
 use super::*;
 use crate::data::Data;
-use crate::exec::{execute, RunState, Serial, TensorIn};
+use crate::exec::TensorIn;
 use crate::graph::{AttrValue, NodeDesc, Shape, ValueDesc};
-use crate::plan::passes::test_graphs::{build_without, f32_scalar, i64_const, node, v, OneOutput};
+use crate::plan::passes::test_graphs::{build_without, f32_scalar, i64_const, node, run_one, v};
 
 /// How the test graph writes the norm.
 #[derive(Clone)]
@@ -141,10 +141,7 @@ fn run(plan: &Plan, data: &[(Vec<usize>, Vec<f32>)]) -> Result<Vec<f32>> {
             _ => TensorIn { elem_type: dtype::FLOAT, shape: Shape::from_slice(s), data: Data::F32(d) },
         })
         .collect();
-    let mut y = Vec::new();
-    let mut state = RunState::new(plan);
-    execute(plan, &mut state, &inputs, &mut OneOutput(Some(&mut y)), &Serial::default())?;
-    Ok(y)
+    run_one(plan, &inputs)
 }
 
 /// `x / sqrt(mean(x²) + eps) * w` in float64, row by row.

@@ -1,8 +1,8 @@
 use super::*;
 use crate::data::Data;
-use crate::exec::{execute, RunState, Serial, TensorIn};
+use crate::exec::TensorIn;
 use crate::graph::{NodeDesc, Shape, ValueDesc};
-use crate::plan::passes::test_graphs::{build_without, i64_const, node, v, OneOutput};
+use crate::plan::passes::test_graphs::{build_without, i64_const, node, run_one, v};
 
 /// How the test graph writes the rotation.
 #[derive(Clone)]
@@ -113,10 +113,7 @@ fn run(plan: &Plan, inputs: &[Input]) -> Result<Vec<f32>> {
             _ => TensorIn { elem_type: dtype::FLOAT, shape: Shape::from_slice(s), data: Data::F32(f) },
         })
         .collect();
-    let mut y = Vec::new();
-    let mut state = RunState::new(plan);
-    execute(plan, &mut state, &tensors, &mut OneOutput(Some(&mut y)), &Serial::default())?;
-    Ok(y)
+    run_one(plan, &tensors)
 }
 
 /// The chain fuses into one step with the unfused plan's bits.

@@ -93,6 +93,14 @@ pub fn conv(constant_w: bool) -> GraphDesc {
     }
 }
 
+/// One Run of `plan` on `inputs` on the calling thread: its one float32 output.
+pub fn run_one(plan: &Plan, inputs: &[crate::exec::TensorIn<'_>]) -> Result<Vec<f32>> {
+    let mut y = Vec::new();
+    let mut state = crate::exec::RunState::new(plan);
+    crate::exec::execute(plan, &mut state, inputs, &mut OneOutput(Some(&mut y)), &crate::exec::Serial::default())?;
+    Ok(y)
+}
+
 /// A Run's one float32 output, into the vector it holds (sized at the Run).
 pub struct OneOutput<'a>(pub Option<&'a mut Vec<f32>>);
 
