@@ -264,11 +264,23 @@ pub(crate) fn by_rows(
     par: &dyn Parallel,
     f: &RowWork<'_>,
 ) {
+    by_rows_of(y, (rows, row_len), rows.div_ceil(tasks.max(1)), par, f);
+}
+
+/// [`by_rows`] in ranges of `per` rows (the last may have fewer). Panics past
+/// [`BY_ROWS_MAX_CHANNELS`] channels or [`BY_ROWS_MAX_TASKS`] ranges.
+pub(crate) fn by_rows_of(
+    y: &mut [f32],
+    (rows, row_len): (usize, usize),
+    per: usize,
+    par: &dyn Parallel,
+    f: &RowWork<'_>,
+) {
     let positions = rows * row_len;
+    let per = per.max(1);
+    let tasks = rows.div_ceil(per);
     assert!(positions > 0 && y.len().is_multiple_of(positions), "by_rows: a channel's rows");
     assert!(y.len() / positions <= BY_ROWS_MAX_CHANNELS && tasks <= BY_ROWS_MAX_TASKS, "by_rows: too many");
-    let per = rows.div_ceil(tasks.max(1));
-    let tasks = rows.div_ceil(per);
     let mut parts: [Mutex<smallvec::SmallVec<[&mut [f32]; BY_ROWS_MAX_CHANNELS]>>; BY_ROWS_MAX_TASKS] =
         Default::default();
     for channel in y.chunks_mut(positions) {

@@ -156,6 +156,9 @@ fn split_convolutions_give_the_unsplit_bits_on_every_path() {
         (2, 128, 32, 1, 28, 3, 1, 1),
         // F(4x4, 3x3) split by tile rows (196 tiles of 4x4).
         (1, 64, 64, 1, 56, 3, 1, 1),
+        // The same with a last tile row of 2 output rows (54 = 13 * 4 + 2), each task's
+        // rows written in place.
+        (1, 64, 64, 1, 54, 3, 1, 1),
         (2, 48, 80, 1, 21, 3, 2, 1),
         (2, 64, 96, 2, 20, 3, 1, 1),
         (2, 16, 96, 1, 56, 1, 1, 0),

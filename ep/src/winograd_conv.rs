@@ -6,7 +6,9 @@ use rivet_kernels::{conv, nn, winograd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
-use crate::parallel::{cores, lock, packed_once_as, Parallel, MAX_TASKS};
+use crate::parallel::{
+    by_rows_of, cores, lock, packed_once_as, Parallel, BY_ROWS_MAX_CHANNELS, BY_ROWS_MAX_TASKS, MAX_TASKS,
+};
 
 /// The least multiply-adds of a task's products in one block worth a split (about 20 us
 /// at one core's speed): each block's split is a ParallelFor of its own. At 2^23 the
@@ -114,13 +116,14 @@ const ROWS_TASK_MIN_TILES_FEW: usize = 96;
 const FEW_CHANNELS: usize = 64;
 
 /// One image's convolution split over the pool by tile rows, where the plane has enough
-/// tiles for it (`least` a task): each task transforms its own rows'
-/// input, multiplies it by every filter and writes its rows of every output channel into
-/// its own scratch; then the parts are copied into `y` in place, split by channels. No
-/// task reads what another wrote until the copy, where a split by output channels has
-/// every task read the whole transformed input of each block. Returns None, doing
-/// nothing, where it does not split so; false (`y` not written) if an input is out of
-/// range. Gives the bits of the whole.
+/// tiles for it (`least` a task): each task transforms its own rows' input, multiplies
+/// it by every filter and writes its rows of every output channel. With at most
+/// [`BY_ROWS_MAX_CHANNELS`] output channels it writes them in place (`by_rows_of`);
+/// otherwise into its own scratch, the parts then copied into `y`, split by channels. No
+/// task reads what another wrote, where a split by output channels has every task read
+/// the whole transformed input of each block. Returns None, doing nothing, where it does
+/// not split so; false (`y` then partly written) if an input is out of range. Gives the
+/// bits of the whole.
 fn by_tile_rows(run: &winograd::Winograd<'_>, y: &mut [f32], par: &dyn Parallel, least: usize) -> Option<bool> {
     let [th, tw] = run.tiles();
     let (cg, mg) = (run.input_channels(), y.len() / run.g.positions().max(1));
@@ -135,8 +138,19 @@ fn by_tile_rows(run: &winograd::Winograd<'_>, y: &mut [f32], par: &dyn Parallel,
     let (per, positions) = (th.div_ceil(tasks), run.g.positions());
     let tasks = th.div_ceil(per);
     let side = run.side();
-    let rows = |i: usize| side * i * per..(side * (i + 1) * per).min(out_h);
     let in_range = AtomicBool::new(true);
+    if mg <= BY_ROWS_MAX_CHANNELS && tasks <= BY_ROWS_MAX_TASKS {
+        // Each task writes its rows of every channel in place: no copy, which at one
+        // thread (the tasks in turn) cost the split more than it gained.
+        by_rows_of(y, (out_h, out_w), side * per, par, &|rows, parts, s| {
+            let tiles = rows.start / side..rows.end.div_ceil(side);
+            if !run.run_rows(tiles, parts, &mut s.winograd) {
+                in_range.store(false, Ordering::Relaxed);
+            }
+        });
+        return Some(in_range.into_inner());
+    }
+    let rows = |i: usize| side * i * per..(side * (i + 1) * per).min(out_h);
     par.for_each_index(tasks, &|i, s| {
         let len = y.len() / out_h * rows(i).len();
         if s.out.len() < len {

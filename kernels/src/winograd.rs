@@ -240,12 +240,68 @@ pub struct Winograd<'a> {
     pub epilogue: Epilogue<'a>,
 }
 
+/// Where [`Winograd::output`] puts its channels' rows: one after the other in one slice
+/// (`[channels][rows][out_w]`), or each channel's in a slice of its own (the rows of a
+/// plane a task writes in place, see [`Winograd::run_rows`]).
+pub(crate) enum OutRows<'y, 'p> {
+    Whole(&'y mut [f32]),
+    Parts(&'y mut [&'p mut [f32]]),
+}
+
+impl<'p> OutRows<'_, 'p> {
+    /// The same rows, borrowed for a shorter while.
+    fn reborrow(&mut self) -> OutRows<'_, 'p> {
+        match self {
+            OutRows::Whole(y) => OutRows::Whole(y),
+            OutRows::Parts(parts) => OutRows::Parts(parts),
+        }
+    }
+
+    /// Rows a channel has, `channels` channels of rows of `out_w`. Panics unless every
+    /// channel has the same whole rows.
+    fn rows(&self, channels: usize, out_w: usize) -> usize {
+        let row = out_w.max(1);
+        match self {
+            OutRows::Whole(y) => {
+                assert_eq!(y.len() % (channels * row).max(1), 0, "winograd: output length");
+                y.len() / (channels * row).max(1)
+            }
+            OutRows::Parts(parts) => {
+                assert_eq!(parts.len(), channels, "winograd: a part per channel");
+                let len = parts.first().map_or(0, |p| p.len());
+                assert!(len % row == 0 && parts.iter().all(|p| p.len() == len), "winograd: output parts");
+                len / row
+            }
+        }
+    }
+
+    /// Channel `k`'s rows, `len` floats.
+    pub(crate) fn channel(&mut self, k: usize, len: usize) -> &mut [f32] {
+        match self {
+            OutRows::Whole(y) => &mut y[k * len..][..len],
+            OutRows::Parts(parts) => &mut parts[k][..len],
+        }
+    }
+}
+
 impl Winograd<'_> {
     /// Computes the outputs of tile rows `tiles` into `y`: output rows `side * tiles.start`
     /// up to `side * tiles.end` (or the last) of every channel, `[mg, rows, out_w]`.
     /// Returns false, `y` then only partly written, if an input is out of range
     /// ([`in_range`]). Panics on a length mismatch or off AVX-512.
     pub fn run(&self, tiles: Range<usize>, y: &mut [f32], s: &mut Scratch) -> bool {
+        self.run_into(tiles, OutRows::Whole(y), s)
+    }
+
+    /// [`Winograd::run`] with each output channel's rows in a slice of its own:
+    /// `parts[k]` holds output rows `side * tiles.start` up to `side * tiles.end` (or the
+    /// last) of channel `k`. A task of a split by tile rows writes them in place. The
+    /// same values as [`Winograd::run`].
+    pub fn run_rows(&self, tiles: Range<usize>, parts: &mut [&mut [f32]], s: &mut Scratch) -> bool {
+        self.run_into(tiles, OutRows::Parts(parts), s)
+    }
+
+    fn run_into(&self, tiles: Range<usize>, mut y: OutRows<'_, '_>, s: &mut Scratch) -> bool {
         let [th, _] = self.tiles();
         assert!(tiles.end <= th, "winograd: tile rows");
         // Blocks of equal rows (within one), as few as `block_rows` allows.
@@ -257,7 +313,7 @@ impl Winograd<'_> {
                 return false;
             }
             let row0 = self.side() * tiles.start;
-            self.output(block.clone(), 0..self.filters.mg, row0, &s.v, y, &mut s.m, &mut s.gemm);
+            self.output_into(block.clone(), 0..self.filters.mg, row0, &s.v, y.reborrow(), &mut s.m, &mut s.gemm);
             r0 = block.end;
         }
         true
@@ -356,13 +412,26 @@ impl Winograd<'_> {
         m: &mut Vec<f32>,
         gemm: &mut GemmScratch,
     ) {
+        self.output_into(block, ch, row0, v, OutRows::Whole(y), m, gemm);
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn output_into(
+        &self,
+        block: Range<usize>,
+        ch: Range<usize>,
+        row0: usize,
+        v: &[f32],
+        y: OutRows<'_, '_>,
+        m: &mut Vec<f32>,
+        gemm: &mut GemmScratch,
+    ) {
         let f = self.filters;
         let (mg, cg) = (f.mg, f.cg);
         let [_, out_h, out_w] = self.g.out;
         let (pb, side, points) = (block.len() * self.tiles()[1], self.side(), self.points());
         assert!(ch.end <= mg && row0 <= side * block.start && (side * block.end).min(out_h) >= row0, "winograd: part");
-        assert_eq!(y.len() % (ch.len() * out_w).max(1), 0, "winograd: output length");
-        let rows = y.len() / (ch.len() * out_w).max(1);
+        let rows = y.rows(ch.len(), out_w);
         assert!(row0 + rows >= (side * block.end).min(out_h), "winograd: output rows");
         self.epilogue.check(mg, self.g.positions());
         let v = &v[..points * cg * pb];
@@ -461,6 +530,19 @@ mod tests {
             let joined: Vec<u32> = pa.iter().chain(pb).map(|v| v.to_bits()).collect();
             assert_eq!(joined, whole.iter().map(|v| v.to_bits()).collect::<Vec<_>>(), "channel {k}");
         }
+        // The same split with each channel's rows written in place (`run_rows`, as a task
+        // of a split by tile rows does): the whole's bits.
+        let mut in_place = vec![f32::NAN; mg * positions];
+        let mut parts: Vec<&mut [f32]> = Vec::new();
+        let mut later: Vec<&mut [f32]> = Vec::new();
+        for plane in in_place.chunks_exact_mut(positions) {
+            let (first, rest) = plane.split_at_mut(rows_a * out_w);
+            parts.push(first);
+            later.push(rest);
+        }
+        assert!(run.run_rows(0..cut, &mut parts, &mut s) && run.run_rows(cut..th, &mut later, &mut s));
+        drop((parts, later));
+        assert!(in_place.iter().zip(&got).all(|(a, b)| a.to_bits() == b.to_bits()), "rows written in place");
         // The input transform by parts of 5 channels (the last shorter): the same bits.
         let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
         let block = run.block(th - 1);

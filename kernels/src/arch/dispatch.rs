@@ -591,7 +591,7 @@ pub(crate) fn winograd_output(
     ch: std::ops::Range<usize>,
     row0: usize,
     m: &[f32],
-    y: &mut [f32],
+    y: crate::winograd::OutRows<'_, '_>,
 ) {
     match isa.0 {
         #[cfg(target_arch = "x86_64")]

@@ -12,7 +12,7 @@
 use std::arch::x86_64::*;
 use std::ops::Range;
 
-use super::{limit_bits, InputPart, Winograd};
+use super::{limit_bits, InputPart, OutRows, Winograd};
 
 mod f4;
 use crate::arch::mem::{load16, load_lanes, store_first};
@@ -162,7 +162,7 @@ pub(crate) fn output_avx512(
     ch: Range<usize>,
     row0: usize,
     m: &[f32],
-    y: &mut [f32],
+    y: OutRows<'_, '_>,
 ) {
     if w.side() == 4 {
         return f4::output(w, block, ch, row0, m, y);
@@ -213,7 +213,7 @@ pub(super) fn each_chunk<const P: usize>(
     ch: Range<usize>,
     row0: usize,
     m: &[f32],
-    y: &mut [f32],
+    mut y: OutRows<'_, '_>,
     mut put: impl FnMut(&[__m512; P], usize, usize, &mut [f32]),
 ) {
     let (g, mg, side) = (w.g, ch.len(), w.side());
@@ -221,10 +221,10 @@ pub(super) fn each_chunk<const P: usize>(
     let [th, tw] = w.tiles();
     let pb = block.len() * tw;
     debug_assert!(block.end <= th && P == w.points());
-    let rows = y.len() / (mg * out_w).max(1);
+    let rows = y.rows(mg, out_w);
     let positions = g.positions();
     for (k, channel) in ch.enumerate() {
-        let yk = &mut y[k * rows * out_w..][..rows * out_w];
+        let yk = y.channel(k, rows * out_w);
         for (t, ty) in block.clone().enumerate() {
             let mut next = 0;
             while next < tw {

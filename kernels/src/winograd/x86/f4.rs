@@ -10,7 +10,7 @@
 use std::arch::x86_64::*;
 use std::ops::Range;
 
-use super::super::{InputPart, Winograd};
+use super::super::{InputPart, OutRows, Winograd};
 use super::{at16, chunk, each_chunk, each_padded_channel};
 use crate::arch::mem::{load16, store_first};
 
@@ -116,7 +116,14 @@ pub(crate) fn input(
 
 /// As `super::output_avx512`, in tiles of 4x4 outputs.
 #[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
-pub(crate) fn output(w: &Winograd<'_>, block: Range<usize>, ch: Range<usize>, row0: usize, m: &[f32], y: &mut [f32]) {
+pub(crate) fn output(
+    w: &Winograd<'_>,
+    block: Range<usize>,
+    ch: Range<usize>,
+    row0: usize,
+    m: &[f32],
+    y: OutRows<'_, '_>,
+) {
     let [_, out_h, out_w] = w.g.out;
     // Two vectors' lanes interleaved: lanes 0..8 of both, then lanes 8..16; then pairs of
     // lanes of two such interleavings, the first or the second half of each.
