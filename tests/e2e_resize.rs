@@ -223,6 +223,34 @@ fn sizes_and_scales_fed_at_run_match_ort() {
     }
 }
 
+/// One session, the sizes changed from Run to Run and back: each Run's tap tables are its
+/// own (the step keeps the last Run's tables for a Run of the same geometry).
+#[test]
+fn one_session_follows_the_sizes_from_run_to_run() {
+    for mode in ["nearest", "linear"] {
+        let model = ModelBuilder::new(13)
+            .input("x", FLOAT, &[Dim::Fixed(1), Dim::Fixed(3), Dim::Sym("H".into()), Dim::Sym("W".into())])
+            .input("sizes", INT64, &[Dim::Fixed(4)])
+            .node_with("Resize", "resize", &["x", "", "", "sizes"], &["y"], &[("mode", s(mode))])
+            .output("y", FLOAT, None)
+            .build();
+        let (mut rivet, mut ort) = (rivet_session(&model), common::ort_session(&model));
+        for (i, (h, w, oh, ow)) in
+            [(5, 6, 10, 12), (5, 6, 7, 9), (4, 9, 8, 18), (5, 6, 10, 12), (4, 9, 8, 18)].into_iter().enumerate()
+        {
+            let ins = [
+                x("x", &[1, 3, h, w], i as u64),
+                HostTensor::typed("sizes", E::Int64, &[4], vec![1.0, 3.0, oh as f64, ow as f64]),
+            ];
+            let want = harness::run(&mut ort, &ins).expect("ORT runs");
+            let got = harness::run(&mut rivet, &ins).expect("Rivet runs");
+            if let Err(e) = harness::compare(&got, &want, TOL.0, TOL.1) {
+                panic!("{mode}, Run {i} ({h}x{w} -> {oh}x{ow}): {e}");
+            }
+        }
+    }
+}
+
 #[test]
 fn resize_10_and_upsample_match_ort() {
     for mode in ["nearest", "linear"] {

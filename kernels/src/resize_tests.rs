@@ -34,7 +34,9 @@ fn input(n: usize) -> Vec<f32> {
 #[test]
 fn nearest_planes_match_the_passes_for_integer_and_fractional_factors() {
     let p = params(Interp::Nearest(Nearest::RoundPreferFloor), Coord::Asymmetric);
-    for &(h, w, oh, ow) in &[(3, 4, 6, 8), (3, 4, 9, 12), (5, 3, 7, 5), (4, 6, 2, 3)] {
+    // Doubled rows of 4, 8, 9, 16 and 21 columns: the pairs path in runs of 8 and the rest.
+    let cases = [(3, 4, 6, 8), (2, 8, 4, 16), (3, 9, 6, 18), (2, 16, 4, 32), (5, 21, 10, 42)];
+    for &(h, w, oh, ow) in cases.iter().chain(&[(3, 4, 9, 12), (5, 3, 7, 5), (4, 6, 2, 3)]) {
         let x = input(2 * h * w);
         let (rows, _, _) = table(&p, h, oh);
         let (cols, _, _) = table(&p, w, ow);

@@ -30,8 +30,28 @@ struct Tables {
     total: usize,
 }
 
+/// The geometry whose tables the scratch holds, and where they are: a Run on the same
+/// geometry as the last (every Run of a model of fixed shapes) reads them as they are.
+#[derive(Default)]
+struct Filled {
+    geo: Option<Geometry>,
+    axes: SmallVec<[Table; 8]>,
+    total: usize,
+}
+
 impl Tables {
     fn fill(op: &Resize, geo: &Geometry, scratch: &mut OpScratch) -> Tables {
+        let filled = scratch.state::<Filled>();
+        if filled.geo.as_ref() == Some(geo) {
+            return Tables { axes: filled.axes.clone(), total: filled.total };
+        }
+        filled.geo = None;
+        let tables = Self::compute(op, geo, scratch);
+        *scratch.state::<Filled>() = Filled { geo: Some(geo.clone()), axes: tables.axes.clone(), total: tables.total };
+        tables
+    }
+
+    fn compute(op: &Resize, geo: &Geometry, scratch: &mut OpScratch) -> Tables {
         let p = &op.params;
         let mut axes: SmallVec<[Table; 8]> = SmallVec::new();
         let (mut total, mut max_taps) = (0, 1);
@@ -41,9 +61,15 @@ impl Tables {
             total += taps * a.len_out;
             max_taps = max_taps.max(taps);
         }
-        scratch.usize.resize(total, 0);
-        scratch.f64.resize(max_taps, 0.0);
-        scratch.f32.resize(total, 0.0);
+        // Grown, never cut: the float32 path grows the weights' scratch past `total` for
+        // its intermediates, and cutting it here made every Run write them all again.
+        if scratch.usize.len() < total {
+            scratch.usize.resize(total, 0);
+        }
+        if scratch.f64.len() < max_taps {
+            scratch.f64.resize(max_taps, 0.0);
+        }
+        grow(&mut scratch.f32, total);
         for (a, t) in geo.iter().zip(axes.iter_mut()) {
             let n = t.taps * a.len_out;
             let (idx, w) = (&mut scratch.usize[t.at..][..n], &mut scratch.f32[t.at..][..n]);
@@ -72,8 +98,8 @@ pub(super) fn run(
         (Data::F32(x), DataMut::F32(y)) => {
             let order = pass_order(geo, &tables.axes);
             let mid = working_len(geo, &order, x.len());
-            scratch.f32.resize(tables.total + 2 * mid, 0.0);
-            let (weights, bufs) = scratch.f32.split_at_mut(tables.total);
+            grow(&mut scratch.f32, tables.total + 2 * mid);
+            let (weights, bufs) = scratch.f32[..tables.total + 2 * mid].split_at_mut(tables.total);
             let t = Tabled { geo, tables: &tables.axes, idx: &scratch.usize, weights };
             float(op, &t, &order, x, y, bufs, mid, par);
         }
@@ -88,8 +114,8 @@ pub(super) fn run(
             let order = pass_order(geo, &tables.axes);
             let mid = working_len(geo, &order, x.len());
             let (nx, ny) = (x.len(), y.len());
-            scratch.f32.resize(tables.total + 2 * mid + nx + ny, 0.0);
-            let (weights, rest) = scratch.f32.split_at_mut(tables.total);
+            grow(&mut scratch.f32, tables.total + 2 * mid + nx + ny);
+            let (weights, rest) = scratch.f32[..tables.total + 2 * mid + nx + ny].split_at_mut(tables.total);
             let (bufs, rest) = rest.split_at_mut(2 * mid);
             let (xf, yf) = rest.split_at_mut(nx);
             xf.iter_mut().zip(x).for_each(|(f, &h)| *f = f16_to_f32(h));
@@ -100,6 +126,14 @@ pub(super) fn run(
         _ => return Err("Resize runs this element type in nearest mode only".into()),
     }
     Ok(())
+}
+
+/// `v` grown to at least `len` (never cut: what a later Run's larger need wrote is kept,
+/// not written again).
+fn grow(v: &mut Vec<f32>, len: usize) {
+    if v.len() < len {
+        v.resize(len, 0.0);
+    }
 }
 
 /// Nearest as a gather, for any element type.
