@@ -587,10 +587,10 @@ fn apply_other(
             if dst.len() >= PARALLEL_MIN_LEN && tasks > 1 {
                 par.for_each_chunk(dst, outer.div_ceil(tasks) * per, &|start, part| {
                     let first = start / per;
-                    nn::transpose_part(x, s, &p, first..first + part.len() / per, part)
+                    nn::transpose_part_f32(x, s, &p, first..first + part.len() / per, part)
                 });
             } else {
-                nn::transpose(x, s, &p, dst);
+                nn::transpose_f32(x, s, &p, dst);
             }
         }
         Kernel::MatMul { trans_b } => {

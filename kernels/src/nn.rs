@@ -4,7 +4,10 @@
 //! (re-exported from `norm`), batch normalization, global pooling. Shapes are checked by the caller; these functions
 //! assume consistent lengths (and panic on a mismatch).
 
-pub use crate::movement::{expand, transpose, transpose_2d, transpose_block, transpose_outer, transpose_part};
+pub use crate::movement::{
+    expand, transpose, transpose_2d, transpose_block, transpose_f32, transpose_outer, transpose_part,
+    transpose_part_f32,
+};
 
 /// Concatenation along an axis: each input is `[outer, widths[i]]` (its axis length
 /// times the inner size), the output `[outer, sum(widths)]`.
