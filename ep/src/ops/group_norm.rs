@@ -99,7 +99,11 @@ impl Op for InstanceNorm {
         let spatial = s[2..].iter().product();
         match (x.ins, out) {
             ([Data::F32(v), Data::F32(scale), Data::F32(bias)], DataMut::F32(y)) => {
-                nn::instance_norm(v, scale, bias, self.epsilon, s[1], spatial, y);
+                let (e, channels, planes) = (self.epsilon, s[1], s[0] * s[1]);
+                crate::parallel::by_planes(v, y, planes, (spatial, spatial), x.par, &|p, xs, ys| {
+                    let len = p.len() * spatial;
+                    nn::instance_norm(&xs[..len], scale, bias, e, channels, spatial, p.start, &mut ys[..len]);
+                });
             }
             // A group per channel.
             ([Data::F64(v), Data::F64(scale), Data::F64(bias)], DataMut::F64(y)) => {
