@@ -123,6 +123,13 @@ fn geometry(spec: &ConvTranspose, x: &[usize], w: &[usize]) -> Result<Geometry, 
     Ok(Geometry { input, kernel, out, pad_begin, out_channels: w[1] * spec.group })
 }
 
+/// The product's columns and the GEMM's packing buffers, kept by the step between Runs.
+#[derive(Default)]
+struct Scratch {
+    cols: Vec<f32>,
+    gemm: rivet_kernels::nn::GemmScratch,
+}
+
 impl Op for ConvTranspose {
     fn halves_in_f32(&self) -> bool {
         true
@@ -149,6 +156,7 @@ impl Op for ConvTranspose {
             Some(b) => Some(b.f32().ok_or_else(mismatch)?),
             None => None,
         };
+        let scratch = x.scratch.state::<Scratch>();
         conv::conv_transpose(
             input,
             w,
@@ -166,6 +174,8 @@ impl Op for ConvTranspose {
                 out_channels: g.out_channels,
             },
             y,
+            &mut scratch.cols,
+            &mut scratch.gemm,
         );
         Ok(())
     }
