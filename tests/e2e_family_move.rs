@@ -134,3 +134,28 @@ fn an_expand_to_a_shape_that_does_not_broadcast_is_an_error_naming_the_node() {
     let out = harness::run(&mut s, &good).expect("still works");
     assert_eq!(out[0].data, [1.0, 2.0, 3.0, 4.0, 5.0, 6.0].repeat(2));
 }
+
+/// Pad in edge or wrap mode of an empty axis has no cells to repeat: an error naming the
+/// node, not a read past the input (wrap's was found by review), and the session keeps
+/// working.
+#[test]
+fn edge_and_wrap_padding_of_an_empty_axis_is_an_error_naming_the_node() {
+    for mode in ["edge", "wrap"] {
+        let model = ModelBuilder::new(19)
+            .input("x", FLOAT, &[Dim::Sym("N".into()), 3.into()])
+            .initializer_i64("pads", &[4], vec![1, 0, 1, 0])
+            .node_with("Pad", "border", &["x", "pads"], &["y"], &[("mode", Attr::Str(mode.into()))])
+            .output("y", FLOAT, None)
+            .build();
+        let mut s = harness::session(env(), &model, Arm::Rivet, &strict()).expect("Rivet session");
+        let empty = [HostTensor::typed("x", E::Float32, &[0, 3], vec![])];
+        let err = harness::run(&mut s, &empty).expect_err("an empty axis to pad");
+        assert!(
+            err.contains("node 'border' (Pad)") && err.contains("empty axis") && !err.contains("panicked"),
+            "{mode}: {err}"
+        );
+        let x = [HostTensor::typed("x", E::Float32, &[1, 3], vec![1.0, 2.0, 3.0])];
+        let out = harness::run(&mut s, &x).expect("still works");
+        assert_eq!(out[0].data, [1.0, 2.0, 3.0].repeat(3), "{mode}");
+    }
+}

@@ -148,8 +148,13 @@ impl Op for Pad {
         {
             return Err(format!("reflect pads {pads:?} must be smaller than the axes").into());
         }
-        if matches!(self.spec.mode, PadMode::Edge) && (0..rank).any(|a| s[a] == 0 && pads[a] + pads[a + rank] > 0) {
-            return Err("edge padding of an empty axis".into());
+        // Edge and wrap read the axis's cells for its padding: an empty axis has none
+        // (wrap of an empty axis read past the input, found by review).
+        if matches!(self.spec.mode, PadMode::Edge | PadMode::Wrap)
+            && (0..rank).any(|a| s[a] == 0 && pads[a] + pads[a + rank] > 0)
+        {
+            let mode = if self.spec.mode == PadMode::Edge { "edge" } else { "wrap" };
+            return Err(format!("{mode} padding of an empty axis").into());
         }
         Ok((0..rank).map(|a| s[a] + pads[a] + pads[a + rank]).collect())
     }
