@@ -42,7 +42,9 @@ impl Op for Tile {
     }
 }
 
-/// The output walks its index; each element reads the input at that index modulo its dims.
+/// The output row by row of its innermost axis: each row is its input row (the outer
+/// indices modulo the input's dims) copied once per repeat of the innermost axis. An
+/// index walk per element took 27x ORT's time on [1,64,8,8] repeated 4x4.
 struct Repeat<'a> {
     s: &'a [usize],
     o: &'a [usize],
@@ -51,15 +53,28 @@ struct Repeat<'a> {
 impl Move for Repeat<'_> {
     fn apply<T: Copy + Default + PartialEq + Send + Sync>(&self, x: &[T], y: &mut [T]) {
         let (s, o) = (self.s, self.o);
-        let rank = s.len();
+        let Some(last) = s.len().checked_sub(1) else {
+            // A scalar: itself.
+            if let (Some(v), Some(&x0)) = (y.first_mut(), x.first()) {
+                *v = x0;
+            }
+            return;
+        };
+        let (n, w) = (s[last], o[last]);
+        if n == 0 || w == 0 {
+            return;
+        }
         let mut index = [0usize; 8];
-        for v in y.iter_mut() {
+        for row in y.chunks_exact_mut(w) {
             let mut src = 0;
-            for a in 0..rank {
+            for a in 0..last {
                 src = src * s[a] + index[a] % s[a].max(1);
             }
-            *v = x[src];
-            for a in (0..rank).rev() {
+            let xs = &x[src * n..][..n];
+            for part in row.chunks_exact_mut(n) {
+                part.copy_from_slice(xs);
+            }
+            for a in (0..last).rev() {
                 index[a] += 1;
                 if index[a] < o[a] {
                     break;
@@ -67,5 +82,51 @@ impl Move for Repeat<'_> {
                 index[a] = 0;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Tile by its definition: output index modulo the input's dims, per element.
+    fn reference(x: &[u32], s: &[usize], o: &[usize]) -> Vec<u32> {
+        let n: usize = o.iter().product();
+        (0..n)
+            .map(|mut flat| {
+                let mut idx = vec![0; o.len()];
+                for a in (0..o.len()).rev() {
+                    idx[a] = flat % o[a];
+                    flat /= o[a];
+                }
+                x[idx.iter().zip(s).fold(0, |acc, (&i, &d)| acc * d + i % d)]
+            })
+            .collect()
+    }
+
+    /// Ranks 1 to 4, repeats of 1 to 3 on each axis (the innermost too), axes of one,
+    /// repeats of zero and a scalar: the rows against the definition.
+    #[test]
+    fn rows_give_the_definition() {
+        let cases: [(&[usize], &[usize]); 7] = [
+            (&[5], &[3]),
+            (&[2, 3], &[2, 1]),
+            (&[2, 3], &[1, 3]),
+            (&[1, 4, 2, 2], &[1, 1, 4, 4]),
+            (&[3, 1, 2], &[2, 3, 2]),
+            (&[2, 2], &[0, 2]),
+            (&[2, 3, 1], &[3, 2, 5]),
+        ];
+        for (s, r) in cases {
+            let o: Vec<usize> = s.iter().zip(r).map(|(&d, &k)| d * k).collect();
+            let x: Vec<u32> = (0..s.iter().product::<usize>() as u32).collect();
+            let want = reference(&x, s, &o);
+            let mut y = vec![u32::MAX; want.len()];
+            Repeat { s, o: &o }.apply(&x, &mut y);
+            assert_eq!(y, want, "{s:?} x {r:?}");
+        }
+        let mut y = [0u32];
+        Repeat { s: &[], o: &[] }.apply(&[7u32], &mut y);
+        assert_eq!(y, [7]);
     }
 }
