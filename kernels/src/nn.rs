@@ -263,6 +263,42 @@ mod tests {
         }
     }
 
+    /// CumSum row by row against one column at a time (the definition's order): forward
+    /// and reverse, inclusive and exclusive, -0.0 first (0 + -0 is +0), inner of 1 and 5.
+    #[test]
+    fn cumsum_rows_give_each_column_s_sums() {
+        for (outer, n, inner) in [(2, 7, 5), (1, 9, 1), (3, 1, 4), (2, 6, 3)] {
+            let len = outer * n * inner;
+            let x: Vec<f32> =
+                (0..len).map(|i| if i % 7 == 0 { -0.0 } else { ((i * 37 % 19) as f32) * 0.3 - 2.5 }).collect();
+            for exclusive in [false, true] {
+                for reverse in [false, true] {
+                    let mut want = vec![f32::NAN; len];
+                    for o in 0..outer {
+                        for i in 0..inner {
+                            let mut acc = 0.0f32;
+                            for step in 0..n {
+                                let k = if reverse { n - 1 - step } else { step };
+                                let at = (o * n + k) * inner + i;
+                                if exclusive {
+                                    want[at] = acc;
+                                    acc += x[at];
+                                } else {
+                                    acc += x[at];
+                                    want[at] = acc;
+                                }
+                            }
+                        }
+                    }
+                    let mut y = vec![f32::NAN; len];
+                    super::cumsum(&x, outer, n, inner, exclusive, reverse, 0.0, |a, b| a + b, &mut y);
+                    let same = y.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits());
+                    assert!(same, "{outer}x{n}x{inner} exclusive {exclusive} reverse {reverse}: {y:?} {want:?}");
+                }
+            }
+        }
+    }
+
     /// Every mode, ranks 1 to 4, pads on one side, both or neither, wider than the axis
     /// (but for Reflect), axes of one: the row walk against the definition.
     #[test]
@@ -709,20 +745,43 @@ pub fn cumsum<T: Copy>(
     add: impl Fn(T, T) -> T,
     y: &mut [T],
 ) {
+    // Row by row of the summed axis, each row from the one before it over all `inner`
+    // columns at once (a loop the compiler vectorises): each column still adds its
+    // elements in order from `zero`, the same operations as one column at a time, which
+    // strode `inner` elements a step (11x ORT's time on [1, 1024, 256] along axis 1).
+    if inner == 0 {
+        return;
+    }
     for o in 0..outer {
-        for i in 0..inner {
-            let mut acc = zero;
-            for step in 0..n {
-                let k = if reverse { n - 1 - step } else { step };
-                let at = (o * n + k) * inner + i;
-                if exclusive {
-                    y[at] = acc;
-                    acc = add(acc, x[at]);
-                } else {
-                    acc = add(acc, x[at]);
-                    y[at] = acc;
+        let mut prev: Option<usize> = None;
+        for step in 0..n {
+            let k = if reverse { n - 1 - step } else { step };
+            let at = (o * n + k) * inner;
+            match prev {
+                None => {
+                    let (row, xr) = (&mut y[at..at + inner], &x[at..at + inner]);
+                    if exclusive {
+                        row.fill(zero);
+                    } else {
+                        row.iter_mut().zip(xr).for_each(|(v, &xv)| *v = add(zero, xv));
+                    }
+                }
+                Some(p) => {
+                    // The row before in the walk: its sums, and (exclusive) its input.
+                    let (done, rest) = if p < at { y.split_at_mut(at) } else { (&mut [][..], &mut y[..]) };
+                    let (before, row): (&[T], &mut [T]) = if p < at {
+                        (&done[p..p + inner], &mut rest[..inner])
+                    } else {
+                        let (head, tail) = rest.split_at_mut(p);
+                        (&tail[..inner], &mut head[at..at + inner])
+                    };
+                    let xr = if exclusive { &x[p..p + inner] } else { &x[at..at + inner] };
+                    for ((v, &b), &xv) in row.iter_mut().zip(before).zip(xr) {
+                        *v = add(b, xv);
+                    }
                 }
             }
+            prev = Some(at);
         }
     }
 }
