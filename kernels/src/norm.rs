@@ -9,12 +9,12 @@ pub fn softmax(x: &[f32], y: &mut [f32], outer: usize, n: usize, inner: usize, l
         return;
     }
     if inner == 1 {
-        if log {
+        if crate::arch::softmax_rows(x, y, n, log) {
+            // Done, in three passes a row.
+        } else if log {
             for (xr, yr) in x.chunks_exact(n).zip(y.chunks_exact_mut(n)) {
                 softmax_row(xr, yr, log);
             }
-        } else if crate::arch::softmax_rows(x, y, n) {
-            // Done, in three passes a row.
         } else {
             // Blocks of whole rows, about BLOCK elements, each with one Exp call.
             let rows = (BLOCK / n).max(1);
@@ -69,7 +69,7 @@ pub(crate) fn scale_terms(y: &mut [f32], inv: f32) {
 }
 
 /// Softmax terms below this are 0: just above `e^-87` (see [`above_underflow`]).
-const FLUSH: f32 = 1.65e-38;
+pub(crate) const FLUSH: f32 = 1.65e-38;
 
 /// Elements of one block of [`softmax_rows_in_place`]: rows of 64 (attention's scores
 /// at 64 keys) called the vectorised Exp 64 times as often as the work needed, one call
@@ -253,22 +253,34 @@ mod tests {
         }
     }
 
-    /// Rows in blocks with one Exp call, or on AVX-512 row by row in three passes, give
-    /// each row's own softmax, bit for bit (rows of 64 and of 197, whose ends fall inside
-    /// the Exp kernel's blocks, -inf and NaN in; a NaN's payload may differ).
+    /// Rows in blocks with one Exp call, or on AVX-512 row by row in three passes (also
+    /// for LogSoftmax), give each row's own softmax, bit for bit: rows of 1 to 197, whose
+    /// ends fall inside the Exp kernel's blocks and the AVX-512 rows' masked tails, with
+    /// -inf, NaN, terms flushed to 0 (more than 87 below the maximum), a row whose
+    /// maximum is +0 and -0, and one of -inf only (a NaN's payload may differ).
     #[test]
     fn softmax_in_blocks_of_rows_gives_each_rows_bits() {
-        for n in [64usize, 197, 5] {
-            let rows = 3 * BLOCK / n + 2;
+        for n in [64usize, 197, 5, 1, 16, 17, 31] {
+            let rows = 3 * BLOCK / n + 6;
             let mut x: Vec<f32> = (0..rows * n).map(|i| ((i * 37 % 101) as f32 - 50.0) * 0.17).collect();
-            x[3] = f32::NEG_INFINITY;
-            x[n + 1] = f32::NAN;
-            let mut blocks = vec![0.0; x.len()];
-            softmax(&x, &mut blocks, rows, n, 1, false);
-            let mut one = vec![0.0; n];
-            for (r, got) in blocks.chunks(n).enumerate() {
-                softmax_row(&x[r * n..][..n], &mut one, false);
-                assert!(got.iter().zip(&one).all(|(a, b)| a.to_bits() == b.to_bits()), "n {n} row {r}");
+            x[3 % n] = f32::NEG_INFINITY;
+            x[n + n / 2] = f32::NAN;
+            x[2 * n + n - 1] = 120.0;
+            for (j, v) in x[3 * n..4 * n].iter_mut().enumerate() {
+                *v = if j % 2 == 0 { -0.0 } else { 0.0 };
+            }
+            x[3 * n + n / 3] = -3.0;
+            x[4 * n..5 * n].fill(f32::NEG_INFINITY);
+            for log in [false, true] {
+                let mut blocks = vec![0.0; x.len()];
+                softmax(&x, &mut blocks, rows, n, 1, log);
+                let mut one = vec![0.0; n];
+                for (r, got) in blocks.chunks(n).enumerate() {
+                    softmax_row(&x[r * n..][..n], &mut one, log);
+                    let same =
+                        got.iter().zip(&one).all(|(a, b)| a.to_bits() == b.to_bits() || a.is_nan() && b.is_nan());
+                    assert!(same, "n {n} row {r} log {log}: {got:?} vs {one:?}");
+                }
             }
         }
     }

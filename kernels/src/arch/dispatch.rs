@@ -45,15 +45,15 @@ pub(crate) fn unary(isa: Isa, op: &UnaryOp, io: Io<'_>) {
     }
 }
 
-/// Softmax of each row of `n` elements of `x` into `y` where the CPU has AVX-512 (see
+/// Softmax (LogSoftmax when `log`) of each row of `n` elements of `x` into `y` where the CPU has AVX-512 (see
 /// `simd::softmax_rows_avx512`): whether it ran (the caller runs its passes if not).
-pub(crate) fn softmax_rows(x: &[f32], y: &mut [f32], n: usize) -> bool {
+pub(crate) fn softmax_rows(x: &[f32], y: &mut [f32], n: usize, log: bool) -> bool {
     assert!(x.len() == y.len() && n > 0 && x.len().is_multiple_of(n), "softmax rows: lengths");
     #[cfg(target_arch = "x86_64")]
     if Level::detected() == Level::Avx512 {
         // SAFETY: the CPU has AVX-512 (detected), with avx2 and fma, the features
         // `softmax_rows_avx512` enables.
-        unsafe { x86::softmax_rows_avx512(x, y, n) };
+        unsafe { x86::softmax_rows_avx512(x, y, n, log) };
         return true;
     }
     false

@@ -196,43 +196,82 @@ pub(crate) fn silu_avx2(io: Io<'_>) {
     })
 }
 
-/// Softmax of each row of `n` elements of `x` into `y`, AVX-512 build: per row the
-/// maximum, then in one pass the terms `e^max(x - max, -87)` (NaN kept; see
-/// `norm::above_underflow`) by `k16::exp` unclamped, whose range that is, with their sum
-/// in 16 lanes as `norm::lanes_sum` makes it, then the scale: the bits of
-/// `norm::softmax_row` (a NaN where it has one, its payload maybe another: review found a
-/// row of two NaNs give the first's payload twice) in three passes where it took six (a copy, the difference, `e^x`,
-/// the sum), with no call per row.
+/// Softmax (or, with `log`, LogSoftmax) of each row of `n` elements of `x` into `y`,
+/// AVX-512 build, in registers with no call per row and masked loads and stores for a
+/// row's last `n % 16`: the row's maximum; then the terms `e^max(x - max, -87)` (NaN
+/// kept; see `norm::above_underflow`) by `k16::exp` unclamped, whose range that is, with
+/// their sum in 16 lanes as `norm::lanes_sum` makes it (the lanes in order, then the
+/// tail); then the terms scaled as `norm::scale_terms` does, or for `log` `x - max -
+/// ln(sum)`. The bits of `norm::softmax_row` (a NaN where it has one, its payload maybe
+/// another: review found a row of two NaNs give the first's payload twice). The maximum
+/// is reduced across lanes in another order than `lanes_max`'s; that can only pick the
+/// other sign of a zero maximum, which changes no output: every term is `e^(x - max)`
+/// with `e^(+0) = e^(-0)`, and such a row has two zero terms, so `log` subtracts
+/// `ln(sum) >= ln 2` from `+0` and `-0` alike.
 #[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
-pub(crate) fn softmax_rows_avx512(x: &[f32], y: &mut [f32], n: usize) {
-    let arg = |b: &[f32; 16], max: f32| {
-        let mut d = [0.0f32; 16];
-        for (d, &v) in d.iter_mut().zip(b) {
-            *d = crate::norm::above_underflow(v - max);
-        }
-        d
-    };
+pub(crate) fn softmax_rows_avx512(x: &[f32], y: &mut [f32], n: usize, log: bool) {
+    use super::mem::{load16, load_lanes, store16, store_first};
+    let tail = n % 16;
+    let mask = ((1u32 << tail) - 1) as __mmask16;
+    let (floor, flush) = (_mm512_set1_ps(-87.0), _mm512_set1_ps(crate::norm::FLUSH));
     for (xr, yr) in x.chunks_exact(n).zip(y.chunks_exact_mut(n)) {
-        let max = crate::norm::lanes_max(xr);
-        // The lanes in a register: kept as an array, they were summed one float at a time.
+        let (xc, xt) = xr.as_chunks::<16>();
+        // `max_ps(v, m)` is m where v is NaN: NaN ignored, as by `lanes_max`.
+        let mut m = _mm512_set1_ps(f32::NEG_INFINITY);
+        for b in xc {
+            m = _mm512_max_ps(load16(b), m);
+        }
+        if tail > 0 {
+            m = _mm512_mask_max_ps(m, mask, load_lanes(xt, 0, mask), m);
+        }
+        let max = _mm512_set1_ps(_mm512_reduce_max_ps(m));
+        // `max_ps(floor, d)` is d where d is NaN, as `above_underflow` keeps it.
+        let term = |v: __m512| k16::exp_v::<false>(_mm512_max_ps(floor, _mm512_sub_ps(v, max)));
         let mut acc = _mm512_setzero_ps();
-        let mut xc = xr.chunks_exact(16);
-        let mut yc = yr.chunks_exact_mut(16);
-        for (xb, yb) in (&mut xc).zip(&mut yc) {
-            let e = k16::exp::<false>(&arg(xb.try_into().expect("16"), max));
-            acc = _mm512_add_ps(acc, load16(&e));
-            yb.copy_from_slice(&e);
+        let (yc, yt) = yr.as_chunks_mut::<16>();
+        for (xb, yb) in xc.iter().zip(yc.iter_mut()) {
+            let e = term(load16(xb));
+            acc = _mm512_add_ps(acc, e);
+            if !log {
+                store16(yb, e);
+            }
         }
-        let lanes = store16(acc);
-        let (xt, yt) = (xc.remainder(), yc.into_remainder());
-        if !xt.is_empty() {
-            let mut pad = [0.0f32; 16];
-            pad[..xt.len()].copy_from_slice(xt);
-            yt.copy_from_slice(&k16::exp::<false>(&arg(&pad, max))[..xt.len()]);
+        let mut tail_terms = [0.0f32; 16];
+        if tail > 0 {
+            let e = term(load_lanes(xt, 0, mask));
+            store16(&mut tail_terms, e);
+            if !log {
+                store_first(yt, tail, e);
+            }
         }
-        // As `lanes_sum`: the lanes in order, then the tail.
-        let sum = lanes.iter().sum::<f32>() + yr.as_chunks::<16>().1.iter().sum::<f32>();
-        crate::norm::scale_terms(yr, 1.0 / sum);
+        let mut lanes = [0.0f32; 16];
+        store16(&mut lanes, acc);
+        let sum = lanes.iter().sum::<f32>() + tail_terms[..tail].iter().sum::<f32>();
+        let (yc, yt) = yr.as_chunks_mut::<16>();
+        if log {
+            // `x - max - ln(sum)`, as `softmax_row` makes it.
+            let ln = _mm512_set1_ps(sum.ln());
+            let out = |v: __m512| _mm512_sub_ps(_mm512_sub_ps(v, max), ln);
+            for (xb, yb) in xc.iter().zip(yc.iter_mut()) {
+                store16(yb, out(load16(xb)));
+            }
+            if tail > 0 {
+                store_first(yt, tail, out(load_lanes(xt, 0, mask)));
+            }
+        } else {
+            // A term below FLUSH is 0 before the multiply (NaN is not below it).
+            let inv = _mm512_set1_ps(1.0 / sum);
+            let out =
+                |e: __m512| _mm512_mul_ps(_mm512_maskz_mov_ps(_mm512_cmp_ps_mask::<_CMP_NLT_UQ>(e, flush), e), inv);
+            for yb in yc.iter_mut() {
+                let v = out(load16(yb));
+                store16(yb, v);
+            }
+            if tail > 0 {
+                let v = out(load_lanes(yt, 0, mask));
+                store_first(yt, tail, v);
+            }
+        }
     }
 }
 

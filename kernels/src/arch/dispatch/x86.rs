@@ -22,8 +22,8 @@ pub(super) unsafe fn unary_avx2(op: &UnaryOp, io: Io<'_>) {
 /// # Safety
 /// The CPU must support avx512f, avx512dq, avx512bw, avx512vl, avx2 and fma.
 #[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
-pub(super) unsafe fn softmax_rows_avx512(x: &[f32], y: &mut [f32], n: usize) {
-    simd::softmax_rows_avx512(x, y, n)
+pub(super) unsafe fn softmax_rows_avx512(x: &[f32], y: &mut [f32], n: usize, log: bool) {
+    simd::softmax_rows_avx512(x, y, n, log)
 }
 
 /// # Safety

@@ -64,13 +64,19 @@ fn mantissa_coarse(x: __m512) -> (__m512, __m512) {
 #[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
 #[inline]
 pub(super) fn exp<const CLAMP: bool>(x: &[f32; 16]) -> [f32; 16] {
-    let mut x = load(x);
+    store(exp_v::<CLAMP>(load(x)))
+}
+
+/// [`exp`] in a register.
+#[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
+#[inline]
+pub(super) fn exp_v<const CLAMP: bool>(mut x: __m512) -> __m512 {
     if CLAMP {
         // A NaN in the second operand passes.
         x = _mm512_min_ps(c(X_MAX), _mm512_max_ps(c(X_MIN), x));
     }
     let (v, kf) = mantissa(x);
-    store(_mm512_scalef_ps(v, kf))
+    _mm512_scalef_ps(v, kf)
 }
 
 /// Whether every `|x|` is at most 87: `vrangeps` keeps the largest
