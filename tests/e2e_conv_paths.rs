@@ -79,6 +79,31 @@ fn strided_pointwise_convolutions_match_ort() {
     }
 }
 
+/// Convolutions whose kernel is their stride (ViT's patches, ConvNeXt's 4x4 stem) run as
+/// pointwise convolutions of their patches' taps (`conv::patchified`): 1-D, 2-D and 3-D,
+/// batched, square and not, input rows and columns past the last patch, planes for the
+/// transposed product and for the plain one, fused with a residual.
+#[test]
+fn patch_convolutions_match_ort() {
+    // (x shape, output channels, kernel = strides)
+    let cases: Vec<(Vec<i64>, i64, Vec<i64>)> = vec![
+        (vec![1, 3, 224, 224], 192, vec![16, 16]),
+        (vec![2, 3, 64, 64], 96, vec![4, 4]),
+        (vec![1, 5, 19, 37], 24, vec![3, 5]),
+        (vec![2, 4, 50], 16, vec![5]),
+        (vec![1, 2, 4, 6, 7], 8, vec![2, 3, 3]),
+    ];
+    for (xs, out_c, kernel) in cases {
+        let mut ws = vec![out_c, xs[1]];
+        ws.extend(&kernel);
+        let mut out = vec![xs[0], out_c];
+        out.extend(xs[2..].iter().zip(&kernel).map(|(&n, &k)| n / k));
+        let attrs = [("kernel_shape", Attr::Ints(kernel.clone())), ("strides", Attr::Ints(kernel.clone()))];
+        let (model, inputs) = conv_chain(&xs, &ws, &attrs, &out, 70);
+        assert_matches_ort(&model, &inputs, 1e-4, 1e-5, &format!("Conv chain {xs:?} -> {out_c}, patches {kernel:?}"));
+    }
+}
+
 /// Inputs the Winograd transforms cannot carry (an inf would become `inf - inf`, values
 /// near `f32::MAX` overflow inside them) take another path: the outputs are ORT's, infs
 /// where ORT has them and no NaN.

@@ -444,6 +444,44 @@ pub fn subsample(x: &[f32], planes: usize, g: &Window3d, y: &mut [f32]) {
     }
 }
 
+/// For a window whose kernel is its stride on every axis (ViT's 16x16 patches at stride
+/// 16), more than one tap, no padding or dilation, with outputs: the pointwise window on
+/// the output's planes that the convolution is on its input's patches, each patch's taps
+/// made channels (tap `t = (kd * kh + ky) * kw + kx` of input channel `c` is channel
+/// `c * taps + t`, the filters' own order; [`gather_patches`] makes those planes). Every
+/// output reads inside the input (a kernel equal to the stride without padding tiles it).
+pub fn patchified(g: &Window3d) -> Option<Window3d> {
+    let inside = (0..3).all(|a| g.out[a] > 0 && g.out[a] * g.stride[a] <= g.input[a]);
+    let plain = g.pad_begin == [0; 3] && g.dilation == [1; 3];
+    (g.kernel == g.stride && g.kernel != [1; 3] && plain && inside).then_some(Window3d {
+        input: g.out,
+        kernel: [1; 3],
+        stride: [1; 3],
+        ..*g
+    })
+}
+
+/// The patches a [`patchified`] window reads, of `planes` planes of `x`, into `y`: per
+/// input plane, one plane of the output's size per tap. Each input row a patch row reads
+/// is `out_w` patches of `kw` taps, transposed into the `kw` taps' planes in 16x16
+/// register blocks.
+pub fn gather_patches(x: &[f32], planes: usize, g: &Window3d, y: &mut [f32]) {
+    let ([_, in_h, in_w], [out_d, out_h, out_w], [kd, kh, kw]) = (g.input, g.out, g.kernel);
+    let (plane, positions, taps) = (g.plane(), g.positions(), kd * kh * kw);
+    assert!(x.len() >= planes * plane && y.len() >= planes * taps * positions, "gather_patches: lengths");
+    for (src, dst) in x.chunks_exact(plane).zip(y.chunks_exact_mut(taps * positions)).take(planes) {
+        for zd in 0..out_d {
+            for (dz, zh, dy) in
+                (0..kd).flat_map(|dz| (0..out_h).flat_map(move |zh| (0..kh).map(move |dy| (dz, zh, dy))))
+            {
+                let row = &src[((zd * kd + dz) * in_h + zh * kh + dy) * in_w..][..out_w * kw];
+                let first = (dz * kh + dy) * kw * positions + (zd * out_h + zh) * out_w;
+                crate::movement::transpose_block(row, (out_w, kw, kw), &mut dst[first..], positions);
+            }
+        }
+    }
+}
+
 mod transpose;
 pub use transpose::{conv_transpose, ConvTransposeDims};
 
@@ -472,6 +510,39 @@ mod tests {
         assert!(none([1, 5, 7], [1, 2, 2], [0, 0, 0, 0, 0, 1]).is_some(), "the last output reads inside");
         let empty = Window3d { input: [1, 0, 7], out: [1, 0, 4], stride: [1, 2, 2], ..g };
         assert!(subsampled(&empty).is_none());
+    }
+
+    /// A window whose kernel is its stride reads its patches' taps as channels of a
+    /// pointwise window on the output's planes: the gathered planes against the index
+    /// definition, on 2 and 3 spatial axes, with input rows and columns past the last patch.
+    #[test]
+    fn a_window_tiled_by_its_kernel_reads_its_patches_as_channels() {
+        for (input, kernel) in [([1, 9, 35], [1, 4, 16]), ([5, 6, 7], [2, 3, 2]), ([1, 32, 32], [1, 16, 16])] {
+            let (g, _) = window_geometry(input, kernel, kernel, [1; 3], Padding::Explicit([0; 6]), false).unwrap();
+            let sub = patchified(&g).expect("a kernel equal to its stride");
+            assert!(sub.is_pointwise() && sub.input == g.out && sub.out == g.out);
+            let (plane, positions, taps) = (g.plane(), g.positions(), kernel.iter().product::<usize>());
+            let x: Vec<f32> = (0..2 * plane).map(|i| i as f32).collect();
+            let mut y = vec![f32::NAN; 2 * taps * positions];
+            gather_patches(&x, 2, &g, &mut y);
+            for (i, &v) in y.iter().enumerate() {
+                let (q, t, p) = (i / (taps * positions), i / positions % taps, i % positions);
+                let (zd, zh, zw) = (p / (g.out[1] * g.out[2]), p / g.out[2] % g.out[1], p % g.out[2]);
+                let (dz, dy, dx) = (t / (kernel[1] * kernel[2]), t / kernel[2] % kernel[1], t % kernel[2]);
+                let at = ((zd * kernel[0] + dz) * input[1] + zh * kernel[1] + dy) * input[2] + zw * kernel[2] + dx;
+                assert_eq!(v, x[q * plane + at], "plane {q} tap {t} position {p} of {input:?} by {kernel:?}");
+            }
+        }
+        // Padding, a dilation, a stride other than the kernel or a 1x1 kernel: not this path.
+        let none = |kernel: [usize; 3], stride: [usize; 3], dil: [usize; 3], pads: [usize; 6]| {
+            let (g, _) = window_geometry([1, 8, 8], kernel, stride, dil, Padding::Explicit(pads), false).unwrap();
+            patchified(&g)
+        };
+        assert!(none([1, 2, 2], [1, 2, 2], [1; 3], [0; 6]).is_some());
+        assert!(none([1, 2, 2], [1, 2, 2], [1; 3], [0, 1, 1, 0, 1, 1]).is_none());
+        assert!(none([1, 2, 2], [1, 2, 2], [1, 2, 2], [0; 6]).is_none());
+        assert!(none([1, 2, 2], [1, 1, 2], [1; 3], [0; 6]).is_none());
+        assert!(none([1; 3], [1; 3], [1; 3], [0; 6]).is_none());
     }
 
     use super::*;
