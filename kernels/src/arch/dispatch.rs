@@ -59,6 +59,21 @@ pub(crate) fn softmax_rows(x: &[f32], y: &mut [f32], n: usize, log: bool) -> boo
     false
 }
 
+/// Softmax (LogSoftmax when `log`) along an axis of `n` elements `inner` apart of each
+/// `n * inner` block of `x` into `y`, where the CPU has AVX-512 (see
+/// `simd::softmax_cols_avx512`): whether it ran (the caller runs its loops if not).
+pub(crate) fn softmax_cols(x: &[f32], y: &mut [f32], n: usize, inner: usize, log: bool) -> bool {
+    assert!(x.len() == y.len() && n > 0 && inner > 0 && x.len().is_multiple_of(n * inner), "softmax cols: lengths");
+    #[cfg(target_arch = "x86_64")]
+    if Level::detected() == Level::Avx512 {
+        // SAFETY: the CPU has AVX-512 (detected), with avx2 and fma, the features
+        // `softmax_cols_avx512` enables.
+        unsafe { x86::softmax_cols_avx512(x, y, n, inner, log) };
+        return true;
+    }
+    false
+}
+
 /// SiLU (`x * sigmoid(x)`, the Sigmoid op's value times x) in place with the build for
 /// `isa`: one pass on the SIMD builds; the portable one runs Sigmoid on a copy of each
 /// chunk, then multiplies.

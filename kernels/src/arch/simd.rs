@@ -275,6 +275,66 @@ pub(crate) fn softmax_rows_avx512(x: &[f32], y: &mut [f32], n: usize, log: bool)
     }
 }
 
+/// [`softmax_rows_avx512`] along an axis of `n` elements `inner` apart (a Softmax over a
+/// channel axis: YOLO's box distributions, segmentation heads), 16 columns a vector: each
+/// column gets the bits its row would get there (the columns transposed into rows). Row
+/// `k`'s term goes to the sum of lane `k % 16` of the rows path, kept here in 16 vectors
+/// (one per lane, over 16 columns), then the lanes in order and the tail, as there.
+#[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
+pub(crate) fn softmax_cols_avx512(x: &[f32], y: &mut [f32], n: usize, inner: usize, log: bool) {
+    use super::mem::{load_lanes, store_first};
+    let (floor, flush) = (_mm512_set1_ps(-87.0), _mm512_set1_ps(crate::norm::FLUSH));
+    let full = n / 16 * 16;
+    for (xo, yo) in x.chunks_exact(n * inner).zip(y.chunks_exact_mut(n * inner)) {
+        for c0 in (0..inner).step_by(16) {
+            let w = (inner - c0).min(16);
+            let mask = ((1u32 << w) - 1) as __mmask16;
+            let load = |v: &[f32], k: usize| load_lanes(v, (k * inner + c0) as isize, mask);
+            let mut max = _mm512_set1_ps(f32::NEG_INFINITY);
+            for k in 0..n {
+                // NaN ignored, as by `lanes_max` (see the rows).
+                max = _mm512_mask_max_ps(max, mask, load(xo, k), max);
+            }
+            let term = |v: __m512| k16::exp_v::<false>(_mm512_max_ps(floor, _mm512_sub_ps(v, max)));
+            let mut lanes = [_mm512_setzero_ps(); 16];
+            for block in (0..full).step_by(16) {
+                for (l, lane) in lanes.iter_mut().enumerate() {
+                    let k = block + l;
+                    let e = term(load(xo, k));
+                    *lane = _mm512_add_ps(*lane, e);
+                    if !log {
+                        store_first(&mut yo[k * inner + c0..], w, e);
+                    }
+                }
+            }
+            let mut tail = _mm512_set1_ps(-0.0);
+            for k in full..n {
+                let e = term(load(xo, k));
+                tail = _mm512_add_ps(tail, e);
+                if !log {
+                    store_first(&mut yo[k * inner + c0..], w, e);
+                }
+            }
+            let sum = _mm512_add_ps(lanes.iter().fold(_mm512_set1_ps(-0.0), |s, &l| _mm512_add_ps(s, l)), tail);
+            if log {
+                let mut sums = [0.0f32; 16];
+                super::mem::store16(&mut sums, sum);
+                let ln = super::mem::load16(&sums.map(f32::ln));
+                for k in 0..n {
+                    store_first(&mut yo[k * inner + c0..], w, _mm512_sub_ps(_mm512_sub_ps(load(xo, k), max), ln));
+                }
+            } else {
+                let inv = _mm512_div_ps(_mm512_set1_ps(1.0), sum);
+                for k in 0..n {
+                    let e = load(yo, k);
+                    let kept = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask::<_CMP_NLT_UQ>(e, flush), e);
+                    store_first(&mut yo[k * inner + c0..], w, _mm512_mul_ps(kept, inv));
+                }
+            }
+        }
+    }
+}
+
 /// GELU (tanh form), AVX-512 build.
 #[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
 pub(crate) fn gelu_tanh_avx512(io: Io<'_>) {

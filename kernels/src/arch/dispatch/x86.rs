@@ -29,6 +29,13 @@ pub(super) unsafe fn softmax_rows_avx512(x: &[f32], y: &mut [f32], n: usize, log
 /// # Safety
 /// The CPU must support avx512f, avx512dq, avx512bw, avx512vl, avx2 and fma.
 #[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
+pub(super) unsafe fn softmax_cols_avx512(x: &[f32], y: &mut [f32], n: usize, inner: usize, log: bool) {
+    simd::softmax_cols_avx512(x, y, n, inner, log)
+}
+
+/// # Safety
+/// The CPU must support avx512f, avx512dq, avx512bw, avx512vl, avx2 and fma.
+#[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
 pub(super) unsafe fn run_avx512<R>(f: impl FnOnce() -> R) -> R {
     f()
 }
