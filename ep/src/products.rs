@@ -120,13 +120,23 @@ pub(crate) fn convolution(
             xs[..2].iter().copied().chain(sub.input.into_iter().skip(3 - (xs.len() - 2))).collect();
         return convolution(&sampled[..len], w, bias, &xs_sub, out_c, group, &sub, y, par, constant, epilogue);
     }
-    if let Some(sub) = conv::patchified(g).filter(|_| group == 1) {
-        // A window tiled by its kernel (ViT's patches: 3->384 channels of 16x16 at stride
-        // 16 on 224x224) ran on the im2col GEMM, its 196 positions leaving an eighth of its
-        // last 32-wide panel empty and its patches gathered into the panels every Run:
-        // 1,245 us against ORT's 895 in ViT-small (one thread). Its patches gathered as
-        // channels, it is a pointwise convolution of 768 channels, which takes the
-        // transposed product for such planes (`pointwise_conv`).
+    // A window tiled by its kernel (ViT's patches: 3->384 channels of 16x16 at stride 16
+    // on 224x224) that the direct kernel does not take (strides past 2, or a shallow
+    // depth) ran on the im2col GEMM, its 196 positions leaving an eighth of its last
+    // 32-wide panel empty and its patches gathered into the panels every Run: 1,245 us
+    // against ORT's 895 in ViT-small (one thread). Its patches gathered as channels, it
+    // is a pointwise convolution of 768 channels, which takes the transposed product for
+    // such planes (`pointwise_conv`). The direct kernel's (2x2 at stride 2 on many
+    // channels: ConvNeXt's and U-Net's downsampling) were 10-49% slower this way (review),
+    // and float32 only: with bf16 the pointwise window could take the AMX direct kernel,
+    // whose filters packed for it (`taps` channels a tap) would share their cache entry
+    // with the same convolution's on a padded Run (`auto_pad` SAME on another size),
+    // packed for `taps` taps a channel (review).
+    let patches = conv::patchified(g).filter(|_| {
+        let kk = in_c * g.kernel.iter().product::<usize>();
+        group == 1 && !constant.is_some_and(|c| c.bf16) && !direct::fits(g, out_c, kk)
+    });
+    if let Some(sub) = patches {
         let taps = g.kernel.iter().product::<usize>();
         let mut gathered = lock(&par.scratch().sampled);
         let len = planes * taps * sub.plane();
