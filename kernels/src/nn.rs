@@ -263,6 +263,29 @@ mod tests {
         }
     }
 
+    /// The AVX-512 plane gives the portable plane's bits (its float64 lanes' sums in the
+    /// same tree and order): planes shorter than the 32 lanes, of whole lane rows, with a
+    /// rest, a constant one (variance 0), large offsets; NaN where the portable has one.
+    #[test]
+    fn instance_planes_give_the_portable_planes_bits() {
+        for (len, offset) in [(1usize, 0.0f32), (31, 1.0), (32, -2.0), (37, 1e4), (100, 0.5), (3141, -7.0), (64, 3.0)] {
+            let mut x: Vec<f32> = (0..len).map(|i| ((i * 7919 % 1009) as f32) * 0.01 + offset).collect();
+            if len == 64 {
+                x.fill(3.0);
+            }
+            for (scale, bias) in [(0.5f32, 0.25f32), (-2.0, 1e-3)] {
+                let (mut fast, mut portable) = (vec![0.0; len], vec![0.0; len]);
+                if !crate::arch::instance_plane(&x, &mut fast, scale, bias, 1e-5) {
+                    return;
+                }
+                super::instance_plane(&x, &mut portable, scale, bias, 1e-5);
+                let same =
+                    fast.iter().zip(&portable).all(|(a, b)| a.to_bits() == b.to_bits() || a.is_nan() && b.is_nan());
+                assert!(same, "plane of {len} (+{offset}), scale {scale}");
+            }
+        }
+    }
+
     /// CumSum row by row against one column at a time (the definition's order): forward
     /// and reverse, inclusive and exclusive, -0.0 first (0 + -0 is +0), inner of 1 and 5.
     #[test]
@@ -541,19 +564,26 @@ pub fn instance_norm(
     }
     for (p, (xs, ys)) in x.chunks(spatial).zip(y.chunks_mut(spatial)).enumerate() {
         let c = (first + p) % channels;
-        crate::arch::widest(
-            #[inline(always)]
-            || {
-                let mean = lane_sum(xs, |v| v) / spatial as f64;
-                let var = lane_sum(xs, |v| (v - mean) * (v - mean)) / spatial as f64;
-                let g = f64::from(scale[c]) / (var + f64::from(epsilon)).sqrt();
-                let (mean, b) = (mean as f32, bias[c]);
-                let g = g as f32;
-                for (o, &v) in ys.iter_mut().zip(xs) {
-                    *o = (v - mean) * g + b;
-                }
-            },
-        );
+        if !crate::arch::instance_plane(xs, ys, scale[c], bias[c], epsilon) {
+            crate::arch::widest(
+                #[inline(always)]
+                || instance_plane(xs, ys, scale[c], bias[c], epsilon),
+            );
+        }
+    }
+}
+
+/// One plane of [`instance_norm`], portable: the mean and the variance summed in float64
+/// ([`lane_sum`]), then `(x - mean) * g + bias` in float32.
+#[inline(always)]
+fn instance_plane(xs: &[f32], ys: &mut [f32], scale: f32, bias: f32, epsilon: f32) {
+    let n = xs.len() as f64;
+    let mean = lane_sum(xs, |v| v) / n;
+    let var = lane_sum(xs, |v| (v - mean) * (v - mean)) / n;
+    let g = (f64::from(scale) / (var + f64::from(epsilon)).sqrt()) as f32;
+    let mean = mean as f32;
+    for (o, &v) in ys.iter_mut().zip(xs) {
+        *o = (v - mean) * g + bias;
     }
 }
 

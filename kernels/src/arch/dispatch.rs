@@ -59,6 +59,21 @@ pub(crate) fn softmax_rows(x: &[f32], y: &mut [f32], n: usize, log: bool) -> boo
     false
 }
 
+/// One plane of instance normalization (`xs` into `ys`, its channel's `scale` and
+/// `bias`) where the CPU has AVX-512 (see `simd::instance_plane_avx512`): whether it
+/// ran (the caller runs the portable plane if not).
+pub(crate) fn instance_plane(xs: &[f32], ys: &mut [f32], scale: f32, bias: f32, epsilon: f32) -> bool {
+    assert_eq!(xs.len(), ys.len(), "instance plane: lengths");
+    #[cfg(target_arch = "x86_64")]
+    if Level::detected() == Level::Avx512 {
+        // SAFETY: the CPU has AVX-512 (detected), with avx2 and fma, the features
+        // `instance_plane_avx512` enables.
+        unsafe { x86::instance_plane_avx512(xs, ys, scale, bias, epsilon) };
+        return true;
+    }
+    false
+}
+
 /// Softmax (LogSoftmax when `log`) along an axis of `n` elements `inner` apart of each
 /// `n * inner` block of `x` into `y`, where the CPU has AVX-512 (see
 /// `simd::softmax_cols_avx512`): whether it ran (the caller runs its loops if not).

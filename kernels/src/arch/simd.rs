@@ -335,6 +335,49 @@ pub(crate) fn softmax_cols_avx512(x: &[f32], y: &mut [f32], n: usize, inner: usi
     }
 }
 
+/// One plane of instance normalization, AVX-512 build: the float64 sums of
+/// `nn::lane_sum` (element `i` into lane `i % 32`, the 32 lanes four vectors of 8, then
+/// halved in the same tree, then the rest in order), the mean's and the variance's, then
+/// `(x - mean) * g + bias` in float32: the portable plane's operations in its order, so
+/// its bits (LLVM had kept the portable plane's float64 lanes in two-lane registers).
+#[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
+pub(crate) fn instance_plane_avx512(xs: &[f32], ys: &mut [f32], scale: f32, bias: f32, epsilon: f32) {
+    use super::mem::{load16, load8, load_lanes, store16, store_first};
+    let sum = |f: &dyn Fn(__m512d) -> __m512d, g: &dyn Fn(f64) -> f64| -> f64 {
+        let (chunks, rest) = xs.as_chunks::<32>();
+        let mut a = [_mm512_setzero_pd(); 4];
+        for c in chunks {
+            let (eights, _) = c.as_chunks::<8>();
+            for (a, e) in a.iter_mut().zip(eights) {
+                *a = _mm512_add_pd(*a, f(_mm512_cvtps_pd(load8(e))));
+            }
+        }
+        // Lane j plus lane j + 16, j + 8, j + 4, j + 2, j + 1.
+        let h16 = [_mm512_add_pd(a[0], a[2]), _mm512_add_pd(a[1], a[3])];
+        let h8 = _mm512_add_pd(h16[0], h16[1]);
+        let h4 = _mm256_add_pd(_mm512_castpd512_pd256(h8), _mm512_extractf64x4_pd::<1>(h8));
+        let h2 = _mm_add_pd(_mm256_castpd256_pd128(h4), _mm256_extractf128_pd::<1>(h4));
+        let h1 = _mm_add_sd(h2, _mm_unpackhi_pd(h2, h2));
+        rest.iter().fold(_mm_cvtsd_f64(h1), |s, &v| s + g(f64::from(v)))
+    };
+    let n = xs.len() as f64;
+    let mean = sum(&|v| v, &|v| v) / n;
+    let m = _mm512_set1_pd(mean);
+    let var = sum(&|v| _mm512_mul_pd(_mm512_sub_pd(v, m), _mm512_sub_pd(v, m)), &|v| (v - mean) * (v - mean)) / n;
+    let g = (f64::from(scale) / (var + f64::from(epsilon)).sqrt()) as f32;
+    let (mean, g, b) = (_mm512_set1_ps(mean as f32), _mm512_set1_ps(g), _mm512_set1_ps(bias));
+    let out = |v: __m512| _mm512_add_ps(_mm512_mul_ps(_mm512_sub_ps(v, mean), g), b);
+    let (xc, xt) = xs.as_chunks::<16>();
+    let (yc, yt) = ys.as_chunks_mut::<16>();
+    for (x, y) in xc.iter().zip(yc.iter_mut()) {
+        store16(y, out(load16(x)));
+    }
+    if !xt.is_empty() {
+        let mask = ((1u32 << xt.len()) - 1) as __mmask16;
+        store_first(yt, xt.len(), out(load_lanes(xt, 0, mask)));
+    }
+}
+
 /// GELU (tanh form), AVX-512 build.
 #[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
 pub(crate) fn gelu_tanh_avx512(io: Io<'_>) {

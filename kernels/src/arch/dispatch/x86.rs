@@ -36,6 +36,13 @@ pub(super) unsafe fn softmax_cols_avx512(x: &[f32], y: &mut [f32], n: usize, inn
 /// # Safety
 /// The CPU must support avx512f, avx512dq, avx512bw, avx512vl, avx2 and fma.
 #[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
+pub(super) unsafe fn instance_plane_avx512(xs: &[f32], ys: &mut [f32], scale: f32, bias: f32, epsilon: f32) {
+    simd::instance_plane_avx512(xs, ys, scale, bias, epsilon)
+}
+
+/// # Safety
+/// The CPU must support avx512f, avx512dq, avx512bw, avx512vl, avx2 and fma.
+#[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
 pub(super) unsafe fn run_avx512<R>(f: impl FnOnce() -> R) -> R {
     f()
 }
