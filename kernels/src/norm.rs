@@ -5,7 +5,9 @@
 pub fn softmax(x: &[f32], y: &mut [f32], outer: usize, n: usize, inner: usize, log: bool) {
     assert_eq!(x.len(), outer * n * inner);
     assert_eq!(y.len(), x.len());
-    if n == 0 {
+    // No element (an axis after this one of size 0 included: review found the column
+    // kernel's checks panic on it).
+    if n == 0 || x.is_empty() {
         return;
     }
     if inner == 1 {
@@ -25,7 +27,7 @@ pub fn softmax(x: &[f32], y: &mut [f32], outer: usize, n: usize, inner: usize, l
         }
         return;
     }
-    if crate::arch::softmax_cols(x, y, n, inner, log) {
+    if inner >= COLS_MIN && crate::arch::softmax_cols(x, y, n, inner, log) {
         // Done, 16 columns a vector.
         return;
     }
@@ -71,6 +73,11 @@ fn softmax_row(x: &[f32], y: &mut [f32], log: bool) {
 pub(crate) fn scale_terms(y: &mut [f32], inv: f32) {
     y.iter_mut().for_each(|o| *o = if *o < FLUSH { 0.0 } else { *o } * inv);
 }
+
+/// The fewest columns (`inner`) the column kernel takes: with 2 of its 16 lanes used,
+/// its three passes over every row took 1.2-1.7x the scalar loop's time ([1,100000,2],
+/// review); at 3 they were even, from 4 on 1.7-17x faster.
+const COLS_MIN: usize = 4;
 
 /// Softmax terms below this are 0: just above `e^-87` (see [`above_underflow`]).
 pub(crate) const FLUSH: f32 = 1.65e-38;
@@ -290,14 +297,20 @@ mod tests {
     }
 
     /// Along an axis other than the last (`inner` > 1), each column gets the bits its row
-    /// gets along the last axis, the columns transposed into rows (on AVX-512; elsewhere
-    /// within rounding): axes of 1 to 40 elements, 2 to 35 columns (a masked last
-    /// vector), with -inf, NaN, terms flushed to 0 and a column whose maximum is +0 and -0.
+    /// gets along the last axis, the columns transposed into rows (on AVX-512, from
+    /// `COLS_MIN` columns; elsewhere within rounding): axes of 1 to 40 elements, 4 to 35
+    /// columns (a masked last vector), with -inf, NaN, terms flushed to 0 and a column
+    /// whose maximum is +0 and -0; and tensors of no element.
     #[test]
     fn softmax_along_a_middle_axis_gives_its_rows_bits() {
         let avx512 = crate::arch::Level::detected() == crate::arch::Level::Avx512;
+        // No element: an axis after this one, or before it, of size 0.
+        for (outer, n, inner) in [(2usize, 3usize, 0usize), (0, 3, 4), (0, 3, 1)] {
+            softmax(&[], &mut [], outer, n, inner, false);
+            softmax(&[], &mut [], outer, n, inner, true);
+        }
         for (outer, n, inner) in
-            [(2usize, 17usize, 3usize), (1, 40, 16), (3, 5, 35), (1, 1, 7), (2, 16, 2), (1, 33, 20)]
+            [(2usize, 17usize, 4usize), (1, 40, 16), (3, 5, 35), (1, 1, 7), (2, 16, 5), (1, 33, 20)]
         {
             let len = outer * n * inner;
             let mut x: Vec<f32> = (0..len).map(|i| ((i * 37 % 101) as f32 - 50.0) * 0.17).collect();
