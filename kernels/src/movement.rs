@@ -55,6 +55,40 @@ pub fn transpose_block(x: &[f32], (rows, cols, ldx): (usize, usize, usize), y: &
     crate::arch::transpose_block(crate::arch::isa(), x, (rows, cols, ldx), y, ldy);
 }
 
+/// SpaceToDepth of `x` (`[n, c, h, w]`) by blocks of 2 into `y` (`[n, 4 c, h / 2, w /
+/// 2]`, block offset `(by, bx)` of channel `ci` in channel `(2 by + bx) c + ci`): each
+/// input row split into its even and odd elements, the two channels of its `by`, in one
+/// pass the compiler vectorises with permutes (the 6-D transpose gathered each output row
+/// from a stride of 2: 1.44x ORT's time on [1,16,160,160]). Panics unless `h` and `w` are
+/// even and the lengths match.
+pub fn space_to_depth_2(x: &[f32], [n, c, h, w]: [usize; 4], y: &mut [f32]) {
+    assert!(h % 2 == 0 && w % 2 == 0, "space_to_depth_2: the blocks must divide the image");
+    assert!(x.len() == n * c * h * w && y.len() == x.len(), "space_to_depth_2: lengths");
+    if x.is_empty() {
+        return;
+    }
+    let (ow, plane) = (w / 2, h / 2 * (w / 2));
+    for (img, xi) in x.chunks_exact(c * h * w).enumerate() {
+        let yi = &mut y[img * c * h * w..][..c * h * w];
+        for (ci, xc) in xi.chunks_exact(h * w).enumerate() {
+            for (r, row) in xc.chunks_exact(w).enumerate() {
+                let (oy, by) = (r / 2, r % 2);
+                let at = |bx: usize| ((2 * by + bx) * c + ci) * plane + oy * ow;
+                let (lo, hi) = yi.split_at_mut(at(1));
+                let (even, odd) = (&mut lo[at(0)..][..ow], &mut hi[..ow]);
+                crate::arch::widest(
+                    #[inline(always)]
+                    || {
+                        for ((e, o), pair) in even.iter_mut().zip(odd.iter_mut()).zip(row.as_chunks::<2>().0) {
+                            (*e, *o) = (pair[0], pair[1]);
+                        }
+                    },
+                );
+            }
+        }
+    }
+}
+
 /// `y = transpose(x, perm)` for `x` of `shape` (row-major), rank ≤ 8.
 pub fn transpose<T: Copy>(x: &[T], shape: &[usize], perm: &[usize], y: &mut [T]) {
     transpose_with(x, shape, perm, y, tiled);

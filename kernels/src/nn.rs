@@ -5,7 +5,7 @@
 //! assume consistent lengths (and panic on a mismatch).
 
 pub use crate::movement::{
-    expand, transpose, transpose_2d, transpose_block, transpose_f32, transpose_outer, transpose_part,
+    expand, space_to_depth_2, transpose, transpose_2d, transpose_block, transpose_f32, transpose_outer, transpose_part,
     transpose_part_f32,
 };
 

@@ -90,7 +90,15 @@ impl Op for DepthSpace {
     }
 
     fn run(&self, x: RunIn<'_, '_>, out: &mut DataMut<'_>) -> Result<(), String> {
-        let (dims, perm) = self.view(x.shapes[0]);
+        let s = x.shapes[0];
+        if let (Mode::ToDepth, 2, data::Data::F32(xf), DataMut::F32(yf)) = (self.mode, self.block, x.ins[0], &mut *out)
+        {
+            // Float32 by 2x2 blocks (YOLOv5's Focus): each input row split into its two
+            // channels in one vectorised pass.
+            rivet_kernels::nn::space_to_depth_2(xf, [s[0], s[1], s[2], s[3]], yf);
+            return Ok(());
+        }
+        let (dims, perm) = self.view(s);
         move_any(x.ins[0], out, &Permute { dims, perm })
     }
 }
@@ -142,6 +150,20 @@ mod tests {
         let (dims, perm) = op.view(shape);
         move_any(crate::data::Data::F32(x), &mut DataMut::F32(&mut y), &Permute { dims, perm }).unwrap();
         (out, y)
+    }
+
+    /// Float32 SpaceToDepth by 2x2 blocks, row by row, gives the 6-D transpose's output:
+    /// one and several channels and images, rows of fewer and more than 16 blocks.
+    #[test]
+    fn space_to_depth_by_rows_is_the_transpose() {
+        for shape in [[1usize, 3, 4, 6], [2, 16, 12, 36], [1, 1, 8, 64], [2, 5, 2, 2]] {
+            let op = DepthSpace { mode: Mode::ToDepth, block: 2 };
+            let x: Vec<f32> = (0..shape.iter().product::<usize>()).map(|v| v as f32).collect();
+            let (_, want) = run(&op, &shape, &x);
+            let mut got = vec![f32::NAN; x.len()];
+            rivet_kernels::nn::space_to_depth_2(&x, shape, &mut got);
+            assert_eq!(got, want, "{shape:?}");
+        }
     }
 
     #[test]
