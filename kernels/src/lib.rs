@@ -50,6 +50,7 @@ pub mod attention;
 mod binary;
 pub mod boxes;
 mod broadcast;
+mod channel_norm;
 pub mod conv;
 pub mod deform;
 pub mod depthwise;
