@@ -103,6 +103,14 @@ pub(crate) fn convolution(
     true
 }
 
+/// The least multiply-adds of a task's products in a split by tile rows: half of
+/// [`TASK_MIN_MACS`], since each task also transforms its own rows' input and output,
+/// which at few channels cost more than the products (YOLO's 32->32 channels on 40x40,
+/// 3.7 M multiply-adds in tiles of 4x4, one thread on AMD Zen 4: 256 us of which the
+/// products at peak would take 65) and which a split by channels repeats or serialises.
+/// At 2^21 that convolution ran whole on one core at two threads.
+const ROWS_TASK_MIN_MACS: usize = 1 << 20;
+
 /// The least tiles (of 2x2 outputs; a tile of 4x4 counts four) a task of a split by tile
 /// rows takes: fewer leave its products' panels narrow, and a split by output channels
 /// does better.
@@ -130,7 +138,7 @@ fn by_tile_rows(run: &winograd::Winograd<'_>, y: &mut [f32], par: &dyn Parallel,
     let macs = th * tw * cg * mg * run.points();
     // (`least` counts tiles of 2x2: a tile of 4x4 holds four times the outputs.)
     let least = (least * 4 / (run.side() * run.side())).max(1);
-    let tasks = cores().min(th * tw / least).min(th).min(macs / TASK_MIN_MACS);
+    let tasks = cores().min(th * tw / least).min(th).min(macs / ROWS_TASK_MIN_MACS);
     if tasks < 2 {
         return None;
     }
