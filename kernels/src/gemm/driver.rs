@@ -261,14 +261,16 @@ pub(crate) fn run<const MR: usize, const NR: usize, const MID: usize>(
                         }
                         APanel::Packed(&*a_pack)
                     }
-                    // A stored m×k: the strip's rows are read where they are, no copy.
-                    None if a_in_place && rows_computed == mr => {
+                    // A stored m×k: the strip's rows are read where they are, no copy,
+                    // unless they share one L1 set ([`operands::rows_share_a_set`]).
+                    None if a_in_place && rows_computed == mr && !operands::rows_share_a_set(k, mr) => {
                         let strip = &job.a[i0 * k + p0..(i0 + mr - 1) * k + p0 + kc];
                         APanel::Rows(StridedRows::new(strip, mr, k, kc))
                     }
-                    // A last strip of fewer rows than its kernel computes: the rows are
-                    // copied as they are (a contiguous copy, not a packing's transpose),
-                    // the last repeated; the repeats' sums are never stored.
+                    // A last strip of fewer rows than its kernel computes, or one whose
+                    // rows share an L1 set: the rows are copied as they are (a contiguous
+                    // copy, not a packing's transpose), `kc` apart, the last repeated; the
+                    // repeats' sums are never stored.
                     None if a_in_place => {
                         let rows = &mut a_pack[..kc].as_flattened_mut()[..rows_computed * kc];
                         for (r, row) in rows.chunks_exact_mut(kc).enumerate() {

@@ -207,8 +207,11 @@ fn edge_tiles_around_every_microkernel() {
         (1, 100, 300),
         (100, 1, 300),
         (9, 7, 600),
-        // A depth of 1024: rows 4 KiB apart, read in place on the x86 tiles.
+        // A depth of 1024: rows 4 KiB apart, read in place on the x86 tiles (8 x 48: 8
+        // rows), or on the 14-row tile copied `kc` apart first (`rows_share_a_set`).
         (29, 65, 1024),
+        (28, 64, 1024),
+        (30, 64, 2048),
         // Last strips of 5 to 8 rows on the 14-row tile: AVX-512's 8-row kernel (a 1x1
         // convolution's 49 positions, 64 tokens), across a depth block too.
         (22, 40, 30),
