@@ -446,8 +446,9 @@ fn clean_values(n: usize, seed: u64) -> Vec<f32> {
     values(n, seed).into_iter().map(|v| if v == 0.0 || v.is_nan() { 0.25 } else { v }).collect()
 }
 
-/// Max windows of width stride 2, or 1 on rows of 16 outputs or more, with 2 or 3 taps
-/// and up to 3 rows take the AVX-512 build's columns-first path, which merges a window's
+/// Max windows of width stride 2 with 2 or 3 taps and up to 3 rows, or 1 on rows of 16
+/// outputs or more with 2 to 5 taps and up to 5 rows (YOLO's SPPF pools 5x5/1) take the
+/// AVX-512 build's columns-first path, which merges a window's
 /// taps in another order than (h, w): on planes with no NaN and no -0 it gives the
 /// definition's bits and leaves no plane to the in-order paths. Rectangular planes of 1
 /// to 3 chunks a row, the first vector masked by the padding or not, ceil mode, row
@@ -458,8 +459,8 @@ fn stride_1_and_2_max_windows_columns_first_give_the_definitions_bits() {
     use super::x86::{columns::Columns, PLANES_IN_ORDER};
     let mut taken = 0;
     for (in_h, in_w) in [(5, 9), (13, 13), (27, 40), (9, 70)] {
-        for (kh, kw, sh, dh, sw) in (1..=3).flat_map(|kh| {
-            (2..=3).flat_map(move |kw| {
+        for (kh, kw, sh, dh, sw) in (1..=5).flat_map(|kh| {
+            (2..=5).flat_map(move |kw| {
                 (1..=3).flat_map(move |sh| (1..=2).flat_map(move |dh| (1..=2).map(move |sw| (kh, kw, sh, dh, sw))))
             })
         }) {
@@ -476,8 +477,9 @@ fn stride_1_and_2_max_windows_columns_first_give_the_definitions_bits() {
                     dilation: [1, dh, 1],
                     pad_begin: [0, pt, pl],
                 };
-                if sw == 1 && g.out[2] < 16 {
-                    // Small planes of width stride 1 stay on the flat same-size path.
+                if sw == 1 && g.out[2] < 16 || sw == 2 && (kh > 3 || kw > 3) {
+                    // Small planes of width stride 1 stay on the flat same-size path, and
+                    // windows past 3x3 at width stride 2 on the others.
                     assert!(Columns::new(&g).is_none(), "{g:?}");
                     continue;
                 }
@@ -520,6 +522,8 @@ fn a_nan_or_a_negative_zero_a_window_reads_leaves_its_plane_to_the_in_order_path
         (40, 3, 2, 0, 1),
         (18, 3, 1, 1, 0),
         (33, 2, 1, 0, 1),
+        (20, 5, 1, 2, 0),
+        (17, 4, 1, 1, 1),
     ];
     for (len, k, stride, pad, extra) in windows {
         let g = Window3d::cube(2, len, k, stride, 1, pad, extra).unwrap();

@@ -1,4 +1,4 @@
-//! [`Columns`]: Max windows of width stride 1 or 2 and 2 or 3 taps, columns first.
+//! [`Columns`]: Max windows of width stride 1 (2 to 5 taps) or 2 (2 or 3), columns first.
 
 use std::arch::x86_64::*;
 
@@ -17,26 +17,29 @@ const COLUMN_VECTORS: usize = 2 * MAX_CHUNKS + 1;
 const MAX_OUT_ROWS: usize = 1024;
 
 /// One output row's window: its first input row and how many are in range (`dh` apart,
-/// at most 3; 0 for a window wholly in the padding).
+/// at most 5; 0 for a window wholly in the padding).
 #[derive(Clone, Copy)]
 struct Rows {
     first: u32,
     count: u8,
 }
 
-/// Max windows of 2-D planes, width stride 1 or 2 with 2 or 3 undilated taps and up to 3
-/// rows (the 3x3/2, 2x2/2 and 3x3/1 pools of the CNNs): for each output row, the maximum
+/// Max windows of 2-D planes, width stride 2 with 2 or 3 undilated taps and up to 3 rows,
+/// or 1 with 2 to 5 and up to 5 (the 3x3/2, 2x2/2, 3x3/1 and 5x5/1 pools of the CNNs and
+/// YOLO's SPPF): for each output row, the maximum
 /// of its in-range input rows is taken column by column, 16 columns a vector, and the
 /// width taps are then, at stride 2, the even and odd lanes of pairs of those vectors
 /// (and the even ones moved down a lane for a third tap), at stride 1 a vector and the
-/// next one shifted down 1 and 2 lanes. Per 16 outputs of a 3x3/2 window: 6 loads, 2
+/// next one shifted down 1 to 4 lanes. Per 16 outputs of a 3x3/2 window: 6 loads, 2
 /// permutes, a lane shift and 6 maxes, nothing stored between the two steps.
 /// `max_rows` took each input row's width maxima first (a permute per row), stored them
 /// and then merged the rows'. Kernel only (`pool_bench`), us: 256 planes of 27x27
 /// 50.6 -> 31; 128 of 55x55 70 -> 51; 480 of 27x27 97 -> 54-60; 2x2/2 on 512 of 28x28
 /// 103 -> 59, of 14x14 50 -> 23. Planes past L2 (64 of 112x112) stay bound by memory:
 /// 149-170 -> 137. Stride 1 (3x3, `same_size` before): 256 planes of 27x27 100 -> 65,
-/// 64 of 112x112 540 -> 220.
+/// 64 of 112x112 540 -> 220. 5x5/1 (YOLO's SPPF), through the plugin, one thread, AMD
+/// Zen 4, us against ORT's (`same_size` before): 128 planes of 20x20 74 -> 42-43 (ORT
+/// 45-48), 256 of 20x20 136 -> 78 (85), 64 of 40x40 147 -> 54 (80).
 ///
 /// The maximum is of the same taps in another order, so the bits are the (h, w) order's
 /// unless the order shows: a NaN must win, and of +0 and -0 the first must. Every element
@@ -75,7 +78,13 @@ impl Columns {
         // overhead outweighs the loads saved, and `same_size` runs a plane as one flat row
         // (1024 planes of 7x7, 3x3/1: 35.5 us there, 44.7 here; 512 of 13x13 48.6 and 42.4).
         let strides = sw == 2 || (sw == 1 && out_w >= 16);
-        let fits = two_d && strides && matches!(kw, 2 | 3) && dw == 1 && (1..=3).contains(&kh) && pad < 16;
+        // Stride 1 up to 5x5 (YOLO's SPPF pools 5x5/1 three times in a row: 1.54x ORT's
+        // time on `same_size`'s 25 masked loads per 16 outputs), stride 2 up to 3x3.
+        let taps = match sw {
+            1 => (2..=5).contains(&kw) && (1..=5).contains(&kh),
+            _ => matches!(kw, 2 | 3) && (1..=3).contains(&kh),
+        };
+        let fits = two_d && strides && taps && dw == 1 && pad < 16;
         let sizes = in_h > 0 && in_w > 0 && out_h > 0 && out_w > 0 && in_w < 1 << 24 && in_h < 1 << 24;
         if !fits || !sizes || out_w.div_ceil(16) > MAX_CHUNKS || out_h > MAX_OUT_ROWS || dh >= 1 << 24 {
             return None;
@@ -132,7 +141,9 @@ impl Columns {
         for (p, (src, dst)) in x.chunks_exact(plane).zip(y.chunks_exact_mut(positions)).take(planes).enumerate() {
             let shows = match (self.kw, self.sw) {
                 (2, 1) => self.plane::<2, 1>(&reads, src, dst),
-                (_, 1) => self.plane::<3, 1>(&reads, src, dst),
+                (3, 1) => self.plane::<3, 1>(&reads, src, dst),
+                (4, 1) => self.plane::<4, 1>(&reads, src, dst),
+                (_, 1) => self.plane::<5, 1>(&reads, src, dst),
                 (2, _) => self.plane::<2, 2>(&reads, src, dst),
                 _ => self.plane::<3, 2>(&reads, src, dst),
             };
@@ -158,6 +169,8 @@ impl Columns {
                 1 => self.row::<K, S, 1>(reads, &RowStack::new(rows, dh * in_w, in_w).expect(IN_PLANE), out),
                 2 => self.row::<K, S, 2>(reads, &RowStack::new(rows, dh * in_w, in_w).expect(IN_PLANE), out),
                 3 => self.row::<K, S, 3>(reads, &RowStack::new(rows, dh * in_w, in_w).expect(IN_PLANE), out),
+                4 => self.row::<K, S, 4>(reads, &RowStack::new(rows, dh * in_w, in_w).expect(IN_PLANE), out),
+                5 => self.row::<K, S, 5>(reads, &RowStack::new(rows, dh * in_w, in_w).expect(IN_PLANE), out),
                 _ => {
                     // No row in range: the window is empty.
                     out.fill(f32::NEG_INFINITY);
@@ -195,13 +208,19 @@ impl Columns {
         let mut low = column(0);
         for c in 0..out_w.div_ceil(16) {
             if S == 1 {
-                // Width stride 1: output lane l's taps are lanes l, l + 1 (and l + 2) of
-                // the vector and the next one.
+                // Width stride 1: output lane l's taps are lanes l to l + K - 1 of the
+                // vector and the next one.
                 let high = column(c + 1);
                 let (l, h) = (_mm512_castps_si512(low), _mm512_castps_si512(high));
                 let mut acc = _mm512_max_ps(_mm512_castsi512_ps(_mm512_alignr_epi32::<1>(h, l)), low);
-                if K == 3 {
+                if K >= 3 {
                     acc = _mm512_max_ps(_mm512_castsi512_ps(_mm512_alignr_epi32::<2>(h, l)), acc);
+                }
+                if K >= 4 {
+                    acc = _mm512_max_ps(_mm512_castsi512_ps(_mm512_alignr_epi32::<3>(h, l)), acc);
+                }
+                if K == 5 {
+                    acc = _mm512_max_ps(_mm512_castsi512_ps(_mm512_alignr_epi32::<4>(h, l)), acc);
                 }
                 store_first(&mut out[16 * c..], (out_w - 16 * c).min(16), acc);
                 low = high;
