@@ -626,3 +626,54 @@ fn winograd_filters_follow_the_input_size() {
     assert_eq!(side, 2);
     assert!(after == run(&Serial::default(), 200, 4).1, "the 200x4 Run read the 56x56 Run's filters");
 }
+
+/// Convolutions of one output row of 128 outputs or more (Whisper's 1-D ones) run on the
+/// GEMM, not the direct kernel, split by whole strips of output channels: the bits of the
+/// whole GEMM convolution (`conv::conv`), with a residual or with the bias and Relu in
+/// the tiles' stores, on a first and a second Run (filters packed, then cached).
+#[test]
+fn one_row_convolutions_split_by_channels_give_the_whole_gemm_bits() {
+    use conv::{window_geometry, Padding};
+    // (batch, in_c, out_c, length, kernel, stride)
+    for (batch, in_c, out_c, len, k, s) in [(1, 80, 96, 200, 3, 1), (2, 64, 80, 600, 3, 2), (1, 48, 64, 300, 5, 1)] {
+        let pads = Padding::Explicit([0, 0, k / 2, 0, 0, k / 2]);
+        let (g, _) = window_geometry([1, 1, len], [1, 1, k], [1, 1, s], [1; 3], pads, false).unwrap();
+        assert!(one_row_on_gemm(&g, 1), "{g:?}");
+        let (kk, positions, plane) = (in_c * k, g.positions(), g.plane());
+        let (x, w) = (values(batch * in_c * plane, 1), values(out_c * kk, 2));
+        let bias: Vec<f32> = values(out_c, 3)
+            .iter()
+            .enumerate()
+            .map(|(i, &v)| if i % 2 == 1 { v - 2.0 * kk as f32 } else { v })
+            .collect();
+        let residual = values(batch * out_c * positions, 4);
+        for with_residual in [true, false] {
+            let epilogue = nn::Epilogue {
+                act: Some(nn::Activation::Unary(rivet_kernels::UnaryOp::Relu)),
+                residual: with_residual.then_some(&residual[..]),
+                ..nn::Epilogue::default()
+            };
+            let mut filters = Vec::new();
+            conv::pack_filters(&w, in_c, out_c, 1, &g, false, &mut filters);
+            let mut want = vec![0.0; batch * out_c * positions];
+            let (mut col, mut scratch) = (Vec::new(), nn::GemmScratch::new());
+            let f = Some(filters.as_slice());
+            conv::conv(&x, &w, Some(&bias), batch, in_c, out_c, 1, &g, &mut want, &mut col, &mut scratch, f, &epilogue);
+            let par = Recording::default();
+            for run in ["first", "second"] {
+                let mut got = vec![f32::NAN; want.len()];
+                let xs = [batch, in_c, len];
+                let packing = Some(Packing { key: 0, bf16: false });
+                convolution(&x, &w, Some(&bias), &xs, out_c, 1, &g, &mut got, &par, packing, &epilogue);
+                let same = got.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits());
+                assert!(same, "{batch}x{in_c}->{out_c} k{k}/{s} on {len}, residual {with_residual}, {run} Run");
+            }
+            // Split by whole channel strips where there are cores to split over.
+            let chunks = par.chunks.lock().expect("unpoisoned");
+            if cores() > 1 {
+                assert!(chunks.iter().all(|&c| c < out_c * positions && c % positions == 0), "{chunks:?}");
+                assert!(!chunks.is_empty());
+            }
+        }
+    }
+}
