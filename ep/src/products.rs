@@ -189,8 +189,7 @@ pub(crate) fn convolution(
     // GEMM: one thread, 272->272 in 4 groups on 14x14 took 1.78x ORT's time on the direct
     // kernel and 1.25x there, 68->272 1.84x and 1.29x, 544->136 on 7x7 1.40x and 1.31x.
     let grouped_pointwise = group > 1 && g.is_pointwise();
-    let direct = !grouped_pointwise && !one_row_on_gemm(g, group) && direct::fits(g, mg, kk);
-    if let (Some(key), false, true) = (constant, bf16, direct) {
+    if let (Some(key), false, true) = (constant, bf16, !grouped_pointwise && direct::fits(g, mg, kk)) {
         return direct_conv::convolution(
             x,
             w,
@@ -224,22 +223,6 @@ pub(crate) fn convolution(
             conv::conv(x, w, bias, xs[0], xs[1], out_c, group, g, y, &mut s.col, &mut s.gemm, filters, epilogue)
         });
     }
-}
-
-/// The least outputs from which a convolution of one output row (1-D: Whisper's and
-/// wav2vec's) runs on the GEMM, its im2col packed straight from the input, rather than
-/// on the direct kernel: a row of outputs is one long strip of the GEMM's panels, where
-/// the direct kernel streams every filter block's depth past L1 for each tile of 6
-/// outputs. Through the plugin, one thread, AMD Zen 4, us (ORT): 80->384 channels of
-/// k3 on 200 475 -> 424 (413-421); 80->768 on 3000 14,567 -> 10,686 (10,460-11,779);
-/// 768->768 k3/2 on 3000 64,280 -> 53,747 (54,370-60,796); but 384->384 k3/2 on 200
-/// (100 outputs) 1,028 -> 1,120 (1,080-1,092), which keeps the direct kernel.
-const ONE_ROW_GEMM_MIN: usize = 128;
-
-/// Whether a convolution of `group` groups on `g` is one of one output row that runs on
-/// the GEMM ([`ONE_ROW_GEMM_MIN`]); [`one_row_by_channels`] splits it.
-fn one_row_on_gemm(g: &conv::Window3d, group: usize) -> bool {
-    group == 1 && g.out[0] * g.out[1] == 1 && g.positions() >= ONE_ROW_GEMM_MIN && !g.is_pointwise()
 }
 
 /// The most strips of filters (tiles of output channels) for which a 1x1 convolution
@@ -331,9 +314,6 @@ fn conv_in_parallel(call: &GemmConv<'_>, y: &mut [f32]) -> bool {
     let (in_c, cg, mg) = (xs[1], xs[1] / group, out_c / group);
     let kk = cg * g.kernel.iter().product::<usize>();
     let (rows, out_w, positions, plane) = (g.out[0] * g.out[1], g.out[2], g.positions(), g.plane());
-    if let (true, Some(filters)) = (one_row_on_gemm(g, group), filters) {
-        return one_row_by_channels(call, y, &filters[0]);
-    }
     let tasks = cores().min(rows);
     // Where the GEMM reads the input (B) of a 1x1 convolution without packing it, or packs
     // it once for all the tasks (`packs_input`), a split by output channels costs nothing
@@ -415,43 +395,6 @@ fn conv_in_parallel(call: &GemmConv<'_>, y: &mut [f32]) -> bool {
             let residual = epilogue.residual.map(|r| &r[block]);
             nn::Epilogue { bias: nn::Bias::None, residual, ..*epilogue }.apply_rows(yg, positions, 0..mg);
         }
-    }
-    true
-}
-
-/// A convolution of one output row ([`one_row_on_gemm`], `filters` its packed filters)
-/// split over the pool by output channels, whole strips of the filters a task, each
-/// task's channels written in place with the bias and epilogue in the store. Each task
-/// packs the im2col panels it multiplies (at one thread, where the tasks run in turn,
-/// twice the whole's packing: 2-3% of such a convolution's time). Returns false, doing
-/// nothing, when it is too small to split. The row split cannot take it: it has one row.
-fn one_row_by_channels(call: &GemmConv<'_>, y: &mut [f32], filters: &nn::PackedA) -> bool {
-    let GemmConv { x, w, bias, xs, out_c, g, par, epilogue, .. } = *call;
-    let in_c = xs[1];
-    let kk = in_c * g.kernel.iter().product::<usize>();
-    let (positions, plane) = (g.positions(), g.plane());
-    let per = out_c.div_ceil(cores()).next_multiple_of(filters.strip_rows().max(1));
-    if cores() < 2 || per >= out_c || out_c * positions * kk < PARALLEL_MIN_MACS * 16 {
-        return false;
-    }
-    for n in 0..xs[0] {
-        let block = n * out_c * positions..(n + 1) * out_c * positions;
-        let epilogue = nn::Epilogue {
-            bias: bias.map_or(nn::Bias::None, nn::Bias::Rows),
-            residual: epilogue.residual.map(|r| &r[block.clone()]),
-            ..*epilogue
-        };
-        let source = conv::Im2col { x: &x[n * in_c * plane..][..in_c * plane], g, first_row: 0 };
-        let product = nn::Gemm {
-            packed_a: Some(filters),
-            epilogue,
-            im2col: Some(source),
-            ..nn::Gemm::new(out_c, positions, kk, w, false, &[], false)
-        };
-        par.for_each_task(&mut y[block], per * positions, &|start, part, s| {
-            let r0 = start / positions;
-            product.compute(&mut s.gemm, r0..r0 + part.len() / positions, 0..positions, part);
-        });
     }
     true
 }
