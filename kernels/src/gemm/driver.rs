@@ -262,8 +262,9 @@ pub(crate) fn run<const MR: usize, const NR: usize, const MID: usize>(
                         APanel::Packed(&*a_pack)
                     }
                     // A stored m×k: the strip's rows are read where they are, no copy,
-                    // unless they share one L1 set ([`operands::rows_share_a_set`]).
-                    None if a_in_place && rows_computed == mr && !operands::rows_share_a_set(k, mr) => {
+                    // unless they share one L1 set for panels enough to pay for a copy
+                    // ([`operands::copies_a_strip`]).
+                    None if a_in_place && rows_computed == mr && !operands::copies_a_strip(k, mr, nc) => {
                         let strip = &job.a[i0 * k + p0..(i0 + mr - 1) * k + p0 + kc];
                         APanel::Rows(StridedRows::new(strip, mr, k, kc))
                     }

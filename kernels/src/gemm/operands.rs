@@ -52,6 +52,19 @@ pub(super) fn rows_share_a_set(k: usize, rows: usize) -> bool {
     k.is_multiple_of(L1_SET_STRIDE) && rows > L1_WAYS
 }
 
+/// The least columns of a block whose strips [`copies_a_strip`] copies: below them a
+/// strip feeds too few panels to pay for its copy (found by review, B packed, one thread,
+/// new / old time: 8192x32x1024 1.29-1.43, 4096x8x4096 1.40, 8192x64x1024 1.11-1.14, but
+/// 8192x128x1024 0.97 and 8192x256x1024 0.88).
+const COPY_MIN_COLUMNS: usize = 128;
+
+/// Whether the driver copies a strip of `rows` rows of A read in place for a column
+/// block `nc` wide: its rows share an L1 set ([`rows_share_a_set`]) and the block has
+/// [`COPY_MIN_COLUMNS`] columns or more.
+pub(super) fn copies_a_strip(k: usize, rows: usize, nc: usize) -> bool {
+    rows_share_a_set(k, rows) && nc >= COPY_MIN_COLUMNS
+}
+
 /// Whether `run` reads B's full panels where they are instead of packing them (for the
 /// builds that ask): B stored k×n, not made from an image. Packing costs a read and a
 /// write of B per product, which only many strips of A share; reading a panel's rows at

@@ -208,10 +208,12 @@ fn edge_tiles_around_every_microkernel() {
         (100, 1, 300),
         (9, 7, 600),
         // A depth of 1024: rows 4 KiB apart, read in place on the x86 tiles (8 x 48: 8
-        // rows), or on the 14-row tile copied `kc` apart first (`rows_share_a_set`).
+        // rows; 14 x 32 for fewer than 128 columns), or on the 14-row tile copied `kc`
+        // apart first (`copies_a_strip`).
         (29, 65, 1024),
-        (28, 64, 1024),
-        (30, 64, 2048),
+        (28, 96, 1024),
+        (28, 128, 1024),
+        (42, 160, 2048),
         // Last strips of 5 to 8 rows on the 14-row tile: AVX-512's 8-row kernel (a 1x1
         // convolution's 49 positions, 64 tokens), across a depth block too.
         (22, 40, 30),
