@@ -559,6 +559,37 @@ fn a_nan_or_a_negative_zero_a_window_reads_leaves_its_plane_to_the_in_order_path
     assert!(checked > 1000, "{checked}");
 }
 
+/// Planes that each hold a -0 or a NaN (a min-pool written -MaxPool(-x) after a Relu has
+/// a -0 in every plane) go to the in-order paths as one run, their setup made once, with
+/// the definition's bits; a clean plane after them pools columns first again.
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn a_run_of_planes_with_nan_or_negative_zero_goes_in_order_in_one_call() {
+    use super::x86::{PLANES_IN_ORDER, RUNS_IN_ORDER};
+    if !Level::supported().contains(&Level::Avx512) {
+        return;
+    }
+    for (len, k, stride, pad) in [(20, 5, 1, 2), (19, 4, 1, 0), (27, 3, 2, 0), (18, 3, 1, 1)] {
+        let g = Window3d::cube(2, len, k, stride, 1, pad, 0).unwrap();
+        let pad_end = [0, pad, pad];
+        let planes = 5;
+        let mut x = clean_values(planes * g.plane(), len as u64);
+        // Planes 0-2 a -0, a NaN and a -0 in their middle; planes 3-4 clean.
+        for (p, v) in [(0, -0.0), (1, f32::NAN), (2, -0.0)] {
+            x[p * g.plane() + g.plane() / 2] = v;
+        }
+        let mut want = vec![0.0; planes * g.positions()];
+        reference(&x, planes, &g, Pool::Max, pad_end, &mut want);
+        let mut got = vec![f32::NAN; planes * g.positions()];
+        PLANES_IN_ORDER.with(|n| n.set(0));
+        RUNS_IN_ORDER.with(|n| n.set(0));
+        pool_at(Level::Avx512, &x, planes, &g, Pool::Max, pad_end, &mut got);
+        assert!(same_bits(&got, &want), "{g:?}");
+        assert_eq!(PLANES_IN_ORDER.with(|n| n.get()), 3, "{g:?}");
+        assert_eq!(RUNS_IN_ORDER.with(|n| n.get()), 1, "{g:?}");
+    }
+}
+
 /// Fewer planes in x or y than asked for pool those they hold and leave the rest, at every
 /// level, as the in-order paths always did (found by review: the columns-first path
 /// sliced x past its end); a row dilation of 0 is refused by that path, not divided by.
