@@ -159,6 +159,8 @@ fn split_convolutions_give_the_unsplit_bits_on_every_path() {
         // The same with a last tile row of 2 output rows (54 = 13 * 4 + 2), each task's
         // rows written in place.
         (1, 64, 64, 1, 54, 3, 1, 1),
+        // SqueezeNet's first fires: Winograd where AVX-512 runs in halves (Zen 4).
+        (1, 16, 64, 1, 55, 3, 1, 1),
         (2, 48, 80, 1, 21, 3, 2, 1),
         (2, 64, 96, 2, 20, 3, 1, 1),
         (2, 16, 96, 1, 56, 1, 1, 0),

@@ -48,6 +48,19 @@ const MIN_CHANNELS: usize = 16;
 /// with Relu on 55x55 (SqueezeNet's first fires) through the plugin: 460 us here, 395 on
 /// the direct kernel (ORT 306-316).
 const MIN_IN_CHANNELS: usize = 32;
+/// [`MIN_IN_CHANNELS`] on a CPU that runs AVX-512 in halves ([`arch::avx512_in_halves`],
+/// AMD Zen 4): there the direct kernel's multiply-adds cost twice Intel's and a depth of
+/// 16 gains on the Winograd kernel. Kernel only, one thread, Zen 4, SqueezeNet's first
+/// fires (16->64 channels on 55x55, median of 21 interleaved rounds): F(4x4, 3x3) 400 us,
+/// F(2x2) 471-475, direct 614-616.
+fn min_in_channels() -> usize {
+    if arch::avx512_in_halves() {
+        MIN_CHANNELS
+    } else {
+        MIN_IN_CHANNELS
+    }
+}
+
 /// The fewest tiles: a smaller plane leaves the GEMM's panels mostly empty. Up to
 /// [`FEW_TILES`] of them, only a product of [`MIN_CHANNELS_FEW`] output channels or more
 /// gains: one thread, 128->32 channels on 14x14 (49 tiles) ran 1.40x ORT's time here and
@@ -68,7 +81,7 @@ pub fn fits(g: &Window3d, cg: usize, mg: usize) -> bool {
         && g.stride == [1; 3]
         && g.dilation == [1; 3]
         && g.pad_begin[0] == 0
-        && cg >= MIN_IN_CHANNELS
+        && cg >= min_in_channels()
         && mg >= MIN_CHANNELS
         && tiles(g, 2)[1] >= 2
         && tiles(g, 2)[0] * tiles(g, 2)[1] >= MIN_TILES
@@ -698,6 +711,20 @@ mod tests {
         let narrow =
             window_geometry([1, 400, 4], [1, 3, 3], [1; 3], [1; 3], Padding::Explicit([0, 1, 1, 0, 1, 1]), false);
         assert_eq!(side(&narrow.unwrap().0, 64, 64), 2);
+    }
+
+    /// A depth of 16 (SqueezeNet's first fires) takes the Winograd kernel where AVX-512
+    /// runs in halves (AMD Zen 4), the direct kernel elsewhere; 32 everywhere, 15 nowhere.
+    #[test]
+    fn a_depth_of_16_takes_winograd_where_avx512_runs_in_halves() {
+        if Level::detected() != Level::Avx512 {
+            return;
+        }
+        let pads = Padding::Explicit([0, 1, 1, 0, 1, 1]);
+        let g = window_geometry([1, 55, 55], [1, 3, 3], [1; 3], [1; 3], pads, false).unwrap().0;
+        assert_eq!(fits(&g, 16, 64), arch::avx512_in_halves());
+        assert!(fits(&g, 32, 64));
+        assert!(!fits(&g, 15, 64));
     }
 
     #[test]

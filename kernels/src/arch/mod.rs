@@ -94,6 +94,33 @@ impl Level {
     }
 }
 
+/// Whether this CPU runs AVX-512 on 256-bit halves: AMD's Zen 4 (family 0x19 with
+/// AVX-512), whose 512-bit multiply-adds take both of its 256-bit pipes, one a cycle
+/// where Intel's AVX-512 cores make two. Kernels that trade multiply-adds for loads and
+/// shuffles (Winograd's) pay off on shallower products there. Asked once.
+pub fn avx512_in_halves() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        static HALVES: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        *HALVES.get_or_init(|| {
+            if Level::detected() != Level::Avx512 {
+                return false;
+            }
+            // "AuthenticAMD" in ebx, edx, ecx of leaf 0; the family in leaf 1's eax.
+            let vendor = std::arch::x86_64::__cpuid(0);
+            let amd = (vendor.ebx, vendor.edx, vendor.ecx) == (0x6874_7541, 0x6974_6e65, 0x444d_4163);
+            let eax = std::arch::x86_64::__cpuid(1).eax;
+            let base = (eax >> 8) & 0xf;
+            let family = if base == 0xf { base + ((eax >> 20) & 0xff) } else { base };
+            amd && family == 0x19
+        })
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
 /// Proof that the CPU supports a level: only [`isa`] and [`isa_at`] build one,
 /// and neither exceeds [`Level::detected`]. The dispatch relies on it to call
 /// `#[target_feature]` code soundly.
