@@ -23,9 +23,9 @@ pub(super) fn keeps_a(job: &Job<'_>, nc_max: usize, parts: usize, mr: usize) -> 
 /// additions a depth step where packing it costs a transposing copy (0.43 ns a float:
 /// 112 us for a 512x512 A), and its rows, as many streams into L1 as the tile has rows,
 /// cost nothing measurable on Intel (12 ways), even 4 KiB apart in one L1 set; on AMD
-/// Zen 4 (8 ways) such strips are copied first ([`rows_share_a_set`]). Kernel-only, B packed, AVX-512, one
-/// thread, GFLOP/s packed -> in place: 512³ 145 -> 171, 500x384x384 132 -> 167,
-/// 64x256x1024 116 -> 162, 512x512x1024 136 -> 169; through the plugin 512³ took 2,089
+/// Zen 4 (8 ways) the driver copies such strips first ([`copies_a_strip`]). Kernel-only,
+/// B packed, AVX-512, one thread, GFLOP/s packed -> in place: 512³ 145 -> 171,
+/// 500x384x384 132 -> 167, 64x256x1024 116 -> 162, 512x512x1024 136 -> 169; through the plugin 512³ took 2,089
 /// -> 1,764 us (ORT 1,704). Packing had won before the view, when a strip was 14 row
 /// slices, each bounds-checked every step.
 pub(super) fn reads_a_in_place(g: &Gemm<'_>) -> bool {
@@ -42,8 +42,8 @@ const L1_WAYS: usize = 8;
 /// Whether a strip of `rows` rows of A stored m×k, read in place, would have all its
 /// rows in one L1 set at every step of depth (`k` a multiple of [`L1_SET_STRIDE`]) and
 /// more of them than the set holds: each step's loads then evict one another, and the
-/// driver copies the strip's rows `kc` apart instead (a contiguous copy, about 1% of the
-/// multiply-adds' time; the sums are the same). Kernel-only, B packed, AVX-512, one
+/// driver copies the strip's rows `kc` apart instead where that pays ([`copies_a_strip`]:
+/// a contiguous copy, about 1% of the multiply-adds' time; the sums are the same). Kernel-only, B packed, AVX-512, one
 /// thread, AMD Zen 4 (peak 117 GFLOP/s): 64x256xK on the 14 x 32 tile ran 111-115
 /// GFLOP/s at K = 512, 768, 1088, 1152 and 1280 but 89 at K = 1024 (56x256x1024: 86);
 /// the 8 x 48 tile's 8 rows (64x240x1024) 114. Packing those strips instead (the

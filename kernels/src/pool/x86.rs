@@ -246,27 +246,30 @@ fn same_plane<const MODE: u8>(src: &[f32], dst: &mut [f32], reads: &MaskedTaps<'
 /// Whether `x` holds a NaN.
 #[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
 fn has_nan(x: &[f32]) -> bool {
-    let mut nan = 0u16;
-    let mut chunks = x.chunks_exact(16);
-    for c in &mut chunks {
-        let v = load16(c.try_into().unwrap());
-        nan |= _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(v, v);
-    }
-    nan != 0 || chunks.remainder().iter().any(|v| v.is_nan())
+    holds::<false>(x)
 }
 
 /// Whether `x` holds a NaN or a -0 (anywhere: [`Columns`] checks only what its windows
 /// read, so a plane this passes may still pool columns first).
 #[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
 fn order_may_show(x: &[f32]) -> bool {
+    holds::<true>(x)
+}
+
+/// Whether `x` holds a NaN, or with `NEGATIVE_ZERO` a NaN or a -0.
+#[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
+#[inline]
+fn holds<const NEGATIVE_ZERO: bool>(x: &[f32]) -> bool {
     let (mut found, negative_zero) = (0u16, _mm512_set1_epi32(i32::MIN));
     let mut chunks = x.chunks_exact(16);
     for c in &mut chunks {
         let v = load16(c.try_into().unwrap());
-        found |=
-            _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(v, v) | _mm512_cmpeq_epi32_mask(_mm512_castps_si512(v), negative_zero);
+        found |= _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(v, v);
+        if NEGATIVE_ZERO {
+            found |= _mm512_cmpeq_epi32_mask(_mm512_castps_si512(v), negative_zero);
+        }
     }
-    found != 0 || chunks.remainder().iter().any(|v| v.is_nan() || v.to_bits() == 0x8000_0000)
+    found != 0 || chunks.remainder().iter().any(|v| v.is_nan() || NEGATIVE_ZERO && v.to_bits() == 0x8000_0000)
 }
 
 /// Chunks of 16 outputs a row of [`rows`] may have.
