@@ -72,7 +72,7 @@ const MIN_CHANNELS_FEW: usize = 64;
 /// Whether a convolution of `cg` input and `mg` output channels (one group) on `g` runs
 /// here on this CPU: AVX-512, a 3x3 kernel on two spatial axes, stride and dilation 1, two
 /// tiles a row or more (a block of one tile would be a matrix-vector product, summed in
-/// another order). Its inputs must also pass [`in_range`].
+/// another order). Its inputs must also be within the filters' [`Filters::input_limit`].
 pub fn fits(g: &Window3d, cg: usize, mg: usize) -> bool {
     Level::detected() == Level::Avx512
         && g.input[0] == 1
@@ -121,7 +121,8 @@ pub fn side(g: &Window3d, cg: usize, mg: usize) -> usize {
 /// sums of their coefficients' magnitudes, squared: 262 times F(2x2)'s growth, about
 /// 2^8): 2^60, the same headroom (found by review: inputs of ±2^64 in a pattern of two
 /// signs each and one weight of 2^60 gave NaN on F(4x4) and 2.1e37 on im2col). Inputs or
-/// filters past it (inf and NaN among them) take another path.
+/// filters past it (inf and NaN among them) take another path. The inputs' limit is also
+/// bound by the filters' magnitude and depth ([`input_limit_bits`]).
 pub(crate) fn limit_bits(side: usize) -> u32 {
     if side == 4 {
         0x5d80_0000 // 2^60
@@ -130,9 +131,40 @@ pub(crate) fn limit_bits(side: usize) -> u32 {
     }
 }
 
+/// How much the input and output transforms of tiles of `side` can grow a value: the
+/// sums of the coefficients' magnitudes of a row of each transform, squared for two axes
+/// (F(2x2, 3x3): 4 and 9; F(4x4, 3x3): 49 and 124).
+fn growth(side: usize) -> f64 {
+    if side == 4 {
+        49.0 * 124.0
+    } else {
+        4.0 * 9.0
+    }
+}
+
+/// The largest magnitude of an input, as bits, that filters whose transformed rows sum
+/// to at most `u_sum` in magnitude (the largest over points and output channels of
+/// `Σ_c |U[ξ][m][c]|`) take in tiles of `side`: [`limit_bits`], and small enough that no
+/// transformed input, sum of products or output can pass 2^126 (so finite, with room
+/// for the rounding), whatever the signs. Each limit alone let both near it overflow
+/// (review, 2026-12-07: inputs and weights of ±2^60, 20 -> 16 channels, gave infs and
+/// NaNs where the direct sum's largest output is 7.2e37).
+pub(crate) fn input_limit_bits(side: usize, u_sum: f64) -> u32 {
+    let bound = 2f64.powi(126) / (growth(side) * u_sum);
+    // Rounded down into f32 (a quotient past f32's range bounds nothing).
+    let limit = bound as f32;
+    let limit = if f64::from(limit) > bound { f32::from_bits(limit.to_bits() - 1) } else { limit };
+    limit_bits(side).min(limit.to_bits())
+}
+
 /// Whether every value of `x` is finite and within [`limit_bits`] for tiles of `side`.
 pub fn in_range(x: &[f32], side: usize) -> bool {
-    x.iter().map(|v| v.to_bits() & 0x7fff_ffff).max().unwrap_or(0) <= limit_bits(side)
+    within(x, limit_bits(side))
+}
+
+/// Whether every value of `x` is finite and of a magnitude within `limit` (as bits).
+pub(crate) fn within(x: &[f32], limit: u32) -> bool {
+    x.iter().map(|v| v.to_bits() & 0x7fff_ffff).max().unwrap_or(0) <= limit
 }
 
 /// Tile rows and tiles per row of `g`'s output in tiles of `side` x `side` outputs.
@@ -160,6 +192,8 @@ pub struct Filters {
     side: usize,
     /// Whether the weights pass [`in_range`].
     usable: bool,
+    /// The inputs' largest magnitude, as bits ([`input_limit_bits`]).
+    input_limit: u32,
 }
 
 impl Filters {
@@ -171,6 +205,12 @@ impl Filters {
     /// The output tiles' side: 2 (F(2x2, 3x3)) or 4 (F(4x4, 3x3)).
     pub fn side(&self) -> usize {
         self.side
+    }
+
+    /// The largest magnitude of an input these filters take, as bits: past it (or at an
+    /// inf or a NaN) the convolution takes another path.
+    pub fn input_limit(&self) -> u32 {
+        self.input_limit
     }
 
     /// Points of a transformed tile: 16 or 36.
@@ -226,6 +266,9 @@ pub fn transform_filters_side(w: &[f32], mg: usize, cg: usize, g: &Window3d, sid
         pack_a(packed, mg, cols, cg, &f.raw[xi * mg * cg..][..mg * cg], false);
     }
     (f.mg, f.cg, f.usable) = (mg, cg, in_range(w, side));
+    let u_sum =
+        f.raw.chunks_exact(cg.max(1)).map(|row| row.iter().map(|u| f64::from(u.abs())).sum()).fold(0.0, f64::max);
+    f.input_limit = if f.usable { input_limit_bits(side, u_sum) } else { 0 };
 }
 
 /// A transformed input's part for some input channels: point ξ's rows in `[ξ]` (the
@@ -301,7 +344,7 @@ impl Winograd<'_> {
     /// Computes the outputs of tile rows `tiles` into `y`: output rows `side * tiles.start`
     /// up to `side * tiles.end` (or the last) of every channel, `[mg, rows, out_w]`.
     /// Returns false, `y` then only partly written, if an input is out of range
-    /// ([`in_range`]). Panics on a length mismatch or off AVX-512.
+    /// ([`Filters::input_limit`]). Panics on a length mismatch or off AVX-512.
     pub fn run(&self, tiles: Range<usize>, y: &mut [f32], s: &mut Scratch) -> bool {
         self.run_into(tiles, OutRows::Whole(y), s)
     }
@@ -359,7 +402,7 @@ impl Winograd<'_> {
 
     /// The transformed input of the tile rows `block` (at most [`block_rows`] of them),
     /// into `v`; `pad` is working memory. Returns false if an input the block reads is
-    /// out of range ([`in_range`]).
+    /// out of range ([`Filters::input_limit`]).
     pub fn input(&self, block: Range<usize>, v: &mut Vec<f32>, pad: &mut Vec<f32>) -> bool {
         let cg = self.filters.cg;
         let mut parts = self.input_parts(block.clone(), v, cg);
@@ -398,7 +441,7 @@ impl Winograd<'_> {
 
     /// The transformed input of input channels `chans` in the tile rows `block`, into
     /// `v` (a part from [`Winograd::input_parts`]); `pad` is working memory. Returns false
-    /// if an input the part reads is out of range ([`in_range`]). Every part gives the
+    /// if an input the part reads is out of range ([`Filters::input_limit`]). Every part gives the
     /// same values it gives whole.
     pub fn input_part(&self, block: Range<usize>, chans: Range<usize>, v: InputPart<'_>, pad: &mut Vec<f32>) -> bool {
         let pb = block.len() * self.tiles()[1];
@@ -605,10 +648,56 @@ mod tests {
             let ran = f.usable() && run.run(0..run.tiles()[0], &mut y, &mut Scratch::default());
             (ran, y.iter().all(|v| v.is_finite()))
         };
+        // (Inputs of 2^64 with a weight of 2^60 are within each one's limit, but their
+        // products' transforms could overflow for other signs: refused.)
         let (big_x, big_w) = (2f32.powi(64), 2f32.powi(60));
-        assert_eq!(case(big_x, big_w, 2), (true, true));
-        assert!(!case(big_x, big_w, 4).0, "F(4x4) took inputs past its limit");
-        assert_eq!(case(big_x / 16.0, big_w / 16.0, 4), (true, true));
+        assert!(!case(big_x, big_w, 2).0, "F(2x2) took inputs past its limit");
+        assert_eq!(case(big_x / 256.0, big_w, 2), (true, true));
+        assert!(!case(big_x, big_w / 2f32.powi(40), 4).0, "F(4x4) took inputs past its limit");
+        assert_eq!(case(big_x / 1024.0, big_w / 16.0, 4), (true, true));
+    }
+
+    /// Inputs and weights each within its own limit but both large: the transformed sums
+    /// would overflow where the direct sum is finite, so the inputs' limit falls with the
+    /// filters' magnitude and depth (review, 2026-12-07: ±2^60 both, 20 -> 16 channels,
+    /// gave infs and NaNs). Random signs, so the direct sums stay below f32's range.
+    #[test]
+    fn large_inputs_and_large_weights_together_stay_finite_or_are_refused() {
+        if Level::detected() != Level::Avx512 {
+            return;
+        }
+        let pads = Padding::Explicit([0, 1, 1, 0, 1, 1]);
+        let (g, _) = window_geometry([1, 56, 56], [1, 3, 3], [1; 3], [1; 3], pads, false).unwrap();
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut sign = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            if seed & 1 == 0 {
+                1.0f32
+            } else {
+                -1.0
+            }
+        };
+        for (cg, side, x_mag, w_mag, runs) in [
+            (20, 4, 2f32.powi(60), 2f32.powi(60), false),
+            (20, 2, 2f32.powi(60), 2f32.powi(60), false),
+            (64, 4, 2f32.powi(50), 2f32.powi(60), false),
+            (64, 4, 2f32.powi(50), 2f32.powi(50), true),
+            (20, 2, 2f32.powi(64), 2f32.powi(40), true),
+        ] {
+            let mg = 16;
+            let x: Vec<f32> = (0..cg * 56 * 56).map(|_| x_mag * sign()).collect();
+            let w: Vec<f32> = (0..mg * cg * 9).map(|_| w_mag * sign()).collect();
+            let mut f = Filters::default();
+            transform_filters_side(&w, mg, cg, &g, side, &mut f);
+            let run = Winograd { x: &x, g: &g, filters: &f, epilogue: Epilogue::default() };
+            let mut y = vec![0.0; mg * g.positions()];
+            let ran = f.usable() && run.run(0..run.tiles()[0], &mut y, &mut Scratch::default());
+            let what = format!("{cg} channels, tiles of {side}, x {x_mag:e}, w {w_mag:e}");
+            assert_eq!(ran, runs, "{what}");
+            assert!(!ran || y.iter().all(|v| v.is_finite()), "{what}: an output not finite");
+        }
     }
 
     #[test]

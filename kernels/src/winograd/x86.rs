@@ -12,7 +12,7 @@
 use std::arch::x86_64::*;
 use std::ops::Range;
 
-use super::{limit_bits, InputPart, OutRows, Winograd};
+use super::{InputPart, OutRows, Winograd};
 
 mod f4;
 use crate::arch::mem::{load16, load_lanes, store_first};
@@ -39,18 +39,18 @@ pub(super) fn at16(x: &[f32], at: usize) -> &[f32; 16] {
     x[at..at + 16].try_into().expect("16 floats")
 }
 
-/// Whether every value of `x` is finite and within the limit for tiles of `side`
-/// (`super::in_range`).
+/// Whether every value of `x` is finite and of a magnitude within `limit` (as bits; the
+/// filters' `input_limit`).
 #[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
-fn row_in_range(x: &[f32], side: usize) -> bool {
+fn row_in_range(x: &[f32], limit: u32) -> bool {
     let (chunks, rest) = x.as_chunks::<16>();
-    let (magnitude, limit) = (_mm512_set1_epi32(0x7fff_ffff), _mm512_set1_epi32(limit_bits(side) as i32));
+    let (magnitude, limit_v) = (_mm512_set1_epi32(0x7fff_ffff), _mm512_set1_epi32(limit as i32));
     let mut over = 0u16;
     for c in chunks {
         let bits = _mm512_and_si512(_mm512_castps_si512(load16(c)), magnitude);
-        over |= _mm512_cmpgt_epu32_mask(bits, limit);
+        over |= _mm512_cmpgt_epu32_mask(bits, limit_v);
     }
-    over == 0 && super::in_range(rest, side)
+    over == 0 && super::within(rest, limit)
 }
 
 /// `v` (point ξ's `[chans.len()][pb]` in `v[ξ]`): the transformed input of channels
@@ -142,7 +142,7 @@ pub(super) fn each_padded_channel(
         for i in rows.clone() {
             let src = (first + i as isize) as usize * in_w;
             let row = &plane[src..src + in_w];
-            if !row_in_range(row, w.side()) {
+            if !row_in_range(row, w.filters.input_limit()) {
                 return false;
             }
             pad[i * cols + pl..][..in_w].copy_from_slice(row);
