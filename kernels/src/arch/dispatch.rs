@@ -468,6 +468,30 @@ pub(crate) fn depthwise_2d(
     }
 }
 
+/// The direct convolution's unsplit padded rows ([`crate::direct::pad_rows`]) with the
+/// build for `isa`: true where it ran (AVX-512), false (nothing written) where the
+/// caller's portable loop is to.
+#[inline]
+pub(crate) fn pad_rows(
+    isa: Isa,
+    x: &[f32],
+    g: &crate::conv::Window3d,
+    src: crate::direct::Source,
+    rows: std::ops::Range<usize>,
+    dst: &mut [f32],
+) -> bool {
+    match isa.0 {
+        #[cfg(target_arch = "x86_64")]
+        Level::Avx512 => {
+            // SAFETY: an `Isa` never exceeds `Level::detected()`, so this CPU has
+            // avx512f/dq/bw/vl, avx2 and fma, the features `pad_rows_avx512` enables.
+            unsafe { crate::direct::x86::pad_rows_avx512(x, g, src, rows, dst) };
+            true
+        }
+        _ => false,
+    }
+}
+
 /// Runs the float pools with the build for `isa`.
 #[inline]
 pub(crate) fn pool(

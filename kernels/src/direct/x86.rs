@@ -5,11 +5,12 @@
 use std::arch::x86_64::*;
 use std::ops::Range;
 
-use super::{Direct, Out, BLOCK};
+use super::{Direct, Out, Source, BLOCK};
 
 pub(crate) mod bf16;
-use crate::arch::mem::{fma_taps, load16, prefetch_l2, store16, store_first, Window};
+use crate::arch::mem::{fma_taps, load16, load_lanes, prefetch_l2, store16, store_first, Window};
 use crate::arch::Level;
+use crate::conv::Window3d;
 use crate::gemm::Activation;
 use crate::UnaryOp;
 
@@ -64,6 +65,50 @@ impl Geo {
             kx_step: g.dilation[2],
             positions,
             row_len: cols_in,
+        }
+    }
+}
+
+/// [`super::pad_rows`] for unsplit rows (`src.split` false): each 16 floats of a padded
+/// row made by one masked load of its input row and one store, no call per row. At a plane
+/// of 10x10 (160 channels, 1,920 padded rows) the portable loop's calls to copy and fill
+/// took 15 us, 8 ns a row. The same floats.
+#[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
+pub(crate) fn pad_rows_avx512(x: &[f32], g: &Window3d, src: Source, rows: Range<usize>, dst: &mut [f32]) {
+    let [_, in_h, in_w] = g.input;
+    let (pt, pl) = (g.pad_begin[1], g.pad_begin[2]);
+    debug_assert!(!src.split && pl + in_w <= src.cols);
+    let zero = _mm512_setzero_ps();
+    let zeros = |out: &mut [f32]| {
+        for part in out.chunks_mut(16) {
+            store_first(part, part.len(), zero);
+        }
+    };
+    // (The channel and row counted along, not divided out of each row's index.)
+    let (mut c, mut y) = (rows.start / src.rows.max(1), rows.start % src.rows.max(1));
+    for out in dst.chunks_exact_mut(src.cols) {
+        let inside = y >= pt && y - pt < in_h;
+        let at = (c * in_h + y.wrapping_sub(pt)) * in_w;
+        y += 1;
+        if y == src.rows {
+            (c, y) = (c + 1, 0);
+        }
+        if !inside {
+            zeros(out);
+            continue;
+        }
+        // Each 16 floats of the padded row in one masked load: lanes before column `pl`
+        // or past the input row's end masked off (zero).
+        let row = &x[at..][..in_w];
+        for (j, part) in out.chunks_mut(16).enumerate() {
+            let (lo, hi) = (pl.saturating_sub(16 * j), (pl + in_w).saturating_sub(16 * j).min(16));
+            let v = if lo == 0 && hi == 16 {
+                load16(row[16 * j - pl..][..16].try_into().expect("16 floats"))
+            } else {
+                let mask = (((1u32 << hi) - 1) & !((1u32 << lo.min(hi)) - 1)) as u16;
+                load_lanes(row, (16 * j) as isize - pl as isize, mask)
+            };
+            store_first(part, part.len(), v);
         }
     }
 }
