@@ -185,6 +185,30 @@ const CHUNK_TAPS: usize = 1024;
 /// loop of nothing but such steps reaches 157 from L1, 143 from L2, 205 with the filters
 /// in registers).
 const CHUNK_STEPS: usize = 144;
+/// [`CHUNK_STEPS`] on a CPU that runs AVX-512 in halves ([`crate::arch::avx512_in_halves`],
+/// AMD Zen 4, 32 KiB of L1) for filters of at most [`FILTERS_IN_L2`]: there a step's 4
+/// filter vectors per 24 multiply-adds take 24 cycles, not 12, and come from L2 fast
+/// enough (a chunk of 144 steps, 36 KiB at 4 blocks, did not fit its L1 anyway), while
+/// each chunk's channel loop ended every 16 steps and each tile's sums went out to
+/// `carry` and back. Kernel only (`--example direct_bench`, one thread, Zen 4 family 25
+/// model 17, the filters in cache), us at 144 -> 1152: 64->64 3x3 on 56x56 2368 -> 2135,
+/// 160->64 on 10x10 183 -> 165, 96->48 on 20x20 334 -> 294, 32->64 at stride 2 on 40x40
+/// 152 -> 142; 576 steps gained a little less, 2304 and a whole depth the same.
+const CHUNK_STEPS_HALVES: usize = 1152;
+/// The most bytes of packed filters that take [`CHUNK_STEPS_HALVES`]: larger ones come
+/// from L3 or memory on every Run of a model, and there the long chunks lost (Inception
+/// v2's 3x3 convolutions of 192-224 channels on 7x7, 1.5 MB of filters, 6-11% slower
+/// in the model, one thread) where YOLO's (74-442 KB) gained 5-10%.
+const FILTERS_IN_L2: usize = 512 << 10;
+
+/// The steps of depth per chunk of the float tiles of `d` on this CPU.
+fn chunk_steps(d: &Direct<'_>) -> usize {
+    if crate::arch::avx512_in_halves() && std::mem::size_of_val(d.w) <= FILTERS_IN_L2 {
+        CHUNK_STEPS_HALVES
+    } else {
+        CHUNK_STEPS
+    }
+}
 
 /// The outputs of channels `ch` (at most `NB` blocks) into `y` (their rows).
 #[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
@@ -195,7 +219,7 @@ fn block_rows<const NB: usize, const S: usize>(
     mut y: Out<'_, '_>,
     carry: &mut Vec<f32>,
 ) {
-    let blocks = Blocks::<NB>::of(d, geo, &ch, CHUNK_STEPS);
+    let blocks = Blocks::<NB>::of(d, geo, &ch, chunk_steps(d));
     let carry = blocks.carry(geo, carry);
     let b = blocks.bias.as_ref();
     let (taps, all) = (geo.kh * geo.kw, d.w.as_chunks::<BLOCK>().0);
@@ -696,5 +720,36 @@ fn wide_epilogue(d: &Direct<'_>, geo: &Geo, ch: &Range<usize>, at: Range<usize>,
         if let Some(act) = &ep.after {
             act.apply(Level::Avx512, out);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::conv::{window_geometry, Padding};
+
+    /// Where AVX-512 runs in halves (AMD Zen 4) the float tiles sum the depth in chunks
+    /// of 1152 steps when the filters fit in L2, else (and on other CPUs) of 144.
+    #[test]
+    fn long_depth_chunks_where_avx512_runs_in_halves_and_the_filters_fit_l2() {
+        let pads = Padding::Explicit([0, 1, 1, 0, 1, 1]);
+        let (g, _) = window_geometry([1, 10, 10], [1, 3, 3], [1; 3], [1; 3], pads, false).unwrap();
+        let direct = |w: &[f32]| -> usize {
+            let d = Direct {
+                x: &[],
+                src: super::super::source(&g, 160),
+                cg: 160,
+                g: &g,
+                w,
+                bias: None,
+                epilogue: crate::gemm::Epilogue::default(),
+            };
+            chunk_steps(&d)
+        };
+        // YOLO's 160 -> 64 channels (368 KiB of filters) and a 1.5 MiB convolution.
+        let (small, large) = (vec![0.0; 64 * 160 * 9], vec![0.0; 224 * 192 * 9]);
+        let long = if crate::arch::avx512_in_halves() { CHUNK_STEPS_HALVES } else { CHUNK_STEPS };
+        assert_eq!(direct(&small), long);
+        assert_eq!(direct(&large), CHUNK_STEPS);
     }
 }
