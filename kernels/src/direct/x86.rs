@@ -87,8 +87,8 @@ pub(crate) fn pad_rows_avx512(x: &[f32], g: &Window3d, src: Source, rows: Range<
     // (The channel and row counted along, not divided out of each row's index.)
     let (mut c, mut y) = (rows.start / src.rows.max(1), rows.start % src.rows.max(1));
     for out in dst.chunks_exact_mut(src.cols) {
-        let inside = y >= pt && y - pt < in_h;
-        let at = (c * in_h + y.wrapping_sub(pt)) * in_w;
+        let (cy, inside) = (c, y >= pt && y - pt < in_h);
+        let iy = y.wrapping_sub(pt);
         y += 1;
         if y == src.rows {
             (c, y) = (c + 1, 0);
@@ -99,7 +99,7 @@ pub(crate) fn pad_rows_avx512(x: &[f32], g: &Window3d, src: Source, rows: Range<
         }
         // Each 16 floats of the padded row in one masked load: lanes before column `pl`
         // or past the input row's end masked off (zero).
-        let row = &x[at..][..in_w];
+        let row = &x[(cy * in_h + iy) * in_w..][..in_w];
         for (j, part) in out.chunks_mut(16).enumerate() {
             let (lo, hi) = (pl.saturating_sub(16 * j), (pl + in_w).saturating_sub(16 * j).min(16));
             let v = if lo == 0 && hi == 16 {
@@ -201,9 +201,17 @@ const CHUNK_STEPS_HALVES: usize = 1152;
 /// in the model, one thread) where YOLO's (74-442 KB) gained 5-10%.
 const FILTERS_IN_L2: usize = 512 << 10;
 
+/// The most floats of a (padded) input plane that take [`CHUNK_STEPS_HALVES`]: a tile
+/// reads its rows of each of a chunk's channels, and on larger planes the rows of a long
+/// chunk's channels left the caches between neighbouring tiles (review: 512->16 and
+/// 384->16 3x3 at stride 2 on 112x112, 6.8-10.5% slower kernel only; 64->64 on 56x56,
+/// 58x58 padded, gained 10%).
+const PLANE_MAX_HALVES: usize = 64 * 64;
+
 /// The steps of depth per chunk of the float tiles of `d` on this CPU.
 fn chunk_steps(d: &Direct<'_>) -> usize {
-    if crate::arch::avx512_in_halves() && std::mem::size_of_val(d.w) <= FILTERS_IN_L2 {
+    let (filters, plane) = (std::mem::size_of_val(d.w), d.src.rows * d.src.cols);
+    if crate::arch::avx512_in_halves() && filters <= FILTERS_IN_L2 && plane <= PLANE_MAX_HALVES {
         CHUNK_STEPS_HALVES
     } else {
         CHUNK_STEPS
@@ -729,17 +737,19 @@ mod tests {
     use crate::conv::{window_geometry, Padding};
 
     /// Where AVX-512 runs in halves (AMD Zen 4) the float tiles sum the depth in chunks
-    /// of 1152 steps when the filters fit in L2, else (and on other CPUs) of 144.
+    /// of 1152 steps when the filters fit in L2 and the planes are small, else (and on
+    /// other CPUs) of 144.
     #[test]
     fn long_depth_chunks_where_avx512_runs_in_halves_and_the_filters_fit_l2() {
         let pads = Padding::Explicit([0, 1, 1, 0, 1, 1]);
         let (g, _) = window_geometry([1, 10, 10], [1, 3, 3], [1; 3], [1; 3], pads, false).unwrap();
-        let direct = |w: &[f32]| -> usize {
+        let (big, _) = window_geometry([1, 112, 112], [1, 3, 3], [1, 2, 2], [1; 3], pads, false).unwrap();
+        let chunk = |g: &Window3d, w: &[f32]| -> usize {
             let d = Direct {
                 x: &[],
-                src: super::super::source(&g, 160),
+                src: super::super::source(g, 160),
                 cg: 160,
-                g: &g,
+                g,
                 w,
                 bias: None,
                 epilogue: crate::gemm::Epilogue::default(),
@@ -749,7 +759,9 @@ mod tests {
         // YOLO's 160 -> 64 channels (368 KiB of filters) and a 1.5 MiB convolution.
         let (small, large) = (vec![0.0; 64 * 160 * 9], vec![0.0; 224 * 192 * 9]);
         let long = if crate::arch::avx512_in_halves() { CHUNK_STEPS_HALVES } else { CHUNK_STEPS };
-        assert_eq!(direct(&small), long);
-        assert_eq!(direct(&large), CHUNK_STEPS);
+        assert_eq!(chunk(&g, &small), long);
+        assert_eq!(chunk(&g, &large), CHUNK_STEPS);
+        // A 112x112 plane (114x114 padded) keeps the short chunks.
+        assert_eq!(chunk(&big, &small), CHUNK_STEPS);
     }
 }
