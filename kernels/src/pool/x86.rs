@@ -344,6 +344,13 @@ impl RowTaps {
         if !matches!(sw, 1 | 2) || kw == 0 || kw > MAX_KW || chunks > MAX_CHUNKS || in_w >= 1 << 24 {
             return None;
         }
+        // Taps that reach past a row of up to 2^24 inputs, from either side, are never
+        // read: a window that far apart (a dilation near 2^63) goes to the other paths
+        // rather than wrap the offsets (a debug build panicked on the overflow here).
+        let reach = (kw - 1).checked_mul(dw);
+        if reach.is_none_or(|r| r >= 1 << 40) || g.pad_begin[2] >= 1 << 40 {
+            return None;
+        }
         let mut t = RowTaps { offsets: [0; MAX_KW], masks: [0; ROW_MASKS], kw, vectors: chunks * sw, in_w };
         for (tw, off) in t.offsets.iter_mut().enumerate().take(kw) {
             *off = (tw * dw) as isize - g.pad_begin[2] as isize;
