@@ -69,46 +69,29 @@ impl Geo {
     }
 }
 
-/// [`super::pad_rows`] for unsplit rows (`src.split` false): each 16 floats of a padded
-/// row made by one masked load of its input row and one store, no call per row. At a plane
-/// of 10x10 (160 channels, 1,920 padded rows) the portable loop's calls to copy and fill
-/// took 15 us, 8 ns a row. The same floats.
+/// [`super::pad_rows`] for unsplit rows (`src.split` false) of up to 16 floats: each
+/// padded row made by one masked load of its input row (the lanes before column `pl` and
+/// past the row's end masked off, so zero) and one store, no call per row. At a plane of
+/// 10x10 (160 channels, 1,920 padded rows) the portable loop's calls to copy and fill
+/// took 15 us, 8 ns a row. The same floats. Panics on wider rows.
 #[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
 pub(crate) fn pad_rows_avx512(x: &[f32], g: &Window3d, src: Source, rows: Range<usize>, dst: &mut [f32]) {
     let [_, in_h, in_w] = g.input;
     let (pt, pl) = (g.pad_begin[1], g.pad_begin[2]);
-    debug_assert!(!src.split && pl + in_w <= src.cols);
-    let zero = _mm512_setzero_ps();
-    let zeros = |out: &mut [f32]| {
-        for part in out.chunks_mut(16) {
-            store_first(part, part.len(), zero);
-        }
-    };
+    assert!(!src.split && src.cols <= 16 && pl + in_w <= src.cols, "pad_rows_avx512: rows of up to 16 floats");
+    let mask = (((1u32 << (pl + in_w)) - 1) & !((1u32 << pl) - 1)) as u16;
     // (The channel and row counted along, not divided out of each row's index.)
     let (mut c, mut y) = (rows.start / src.rows.max(1), rows.start % src.rows.max(1));
     for out in dst.chunks_exact_mut(src.cols) {
-        let (cy, inside) = (c, y >= pt && y - pt < in_h);
-        let iy = y.wrapping_sub(pt);
+        let v = if y >= pt && y - pt < in_h {
+            load_lanes(&x[(c * in_h + y - pt) * in_w..][..in_w], -(pl as isize), mask)
+        } else {
+            _mm512_setzero_ps()
+        };
+        store_first(out, out.len(), v);
         y += 1;
         if y == src.rows {
             (c, y) = (c + 1, 0);
-        }
-        if !inside {
-            zeros(out);
-            continue;
-        }
-        // Each 16 floats of the padded row in one masked load: lanes before column `pl`
-        // or past the input row's end masked off (zero).
-        let row = &x[(cy * in_h + iy) * in_w..][..in_w];
-        for (j, part) in out.chunks_mut(16).enumerate() {
-            let (lo, hi) = (pl.saturating_sub(16 * j), (pl + in_w).saturating_sub(16 * j).min(16));
-            let v = if lo == 0 && hi == 16 {
-                load16(row[16 * j - pl..][..16].try_into().expect("16 floats"))
-            } else {
-                let mask = (((1u32 << hi) - 1) & !((1u32 << lo.min(hi)) - 1)) as u16;
-                load_lanes(row, (16 * j) as isize - pl as isize, mask)
-            };
-            store_first(part, part.len(), v);
         }
     }
 }
@@ -747,7 +730,7 @@ mod tests {
         let chunk = |g: &Window3d, w: &[f32]| -> usize {
             let d = Direct {
                 x: &[],
-                src: super::super::source(g, 160),
+                src: crate::direct::source(g, 160),
                 cg: 160,
                 g,
                 w,
