@@ -276,6 +276,23 @@ fn conv_cases() -> Vec<ConvCase> {
             vec![24, 1, 3, 3],
             vec![("group", Attr::Int(24)), ("pads", Attr::Ints(vec![1, 1, 1, 1]))],
         ),
+        // Small planes of many channels: QLinearConv's channels-last product (a batch; a
+        // stride of 2; channels off the quads, 36 positions: three strips, one partial).
+        (vec![2, 64, 7, 7], vec![128, 64, 3, 3], vec![("pads", Attr::Ints(vec![1, 1, 1, 1]))]),
+        (
+            vec![1, 96, 14, 13],
+            vec![160, 96, 3, 3],
+            vec![("strides", Attr::Ints(vec![2, 2])), ("pads", Attr::Ints(vec![1, 1, 1, 1]))],
+        ),
+        (vec![1, 66, 6, 6], vec![130, 66, 3, 3], vec![("pads", Attr::Ints(vec![1, 1, 1, 1]))]),
+        // Read through the taps (65 to 256 positions; uint8 input, weights' zero points
+        // 0): a batch, and dilations with uneven pads.
+        (vec![2, 64, 12, 12], vec![128, 64, 3, 3], vec![("pads", Attr::Ints(vec![1, 1, 1, 1]))]),
+        (
+            vec![1, 64, 15, 11],
+            vec![128, 64, 3, 3],
+            vec![("dilations", Attr::Ints(vec![2, 1])), ("pads", Attr::Ints(vec![2, 1, 1, 0]))],
+        ),
     ]
 }
 

@@ -6,7 +6,9 @@
 //! the product into outputs out of cache (eight, in turn), as a model's layer writes them.
 //! `RIVET_AMX=off` for the VNNI tiles.
 
-use rivet_kernels::qgemm::{ConvPlanes, QOut, QPackedA, Requant};
+use rivet_kernels::qgemm::{
+    conv_nhwc, conv_taps, from_channels_last, to_channels_last, ConvPlanes, ConvTaps, QOut, QPackedA, QPackedB, Requant,
+};
 
 #[path = "timing/mod.rs"]
 mod timing;
@@ -45,4 +47,24 @@ fn main() {
         ops / product / 1e3
     );
     println!("  into cold outputs: product {cold:.1} us");
+    // Channels last: the same values, the weights packed as B, the positions as rows.
+    let xt: Vec<u8> = (0..c * hw * hw).map(|i| x[(i % c) * hw * hw + i / c]).collect();
+    let mut b = QPackedB::new();
+    b.pack_nhwc_weights(&w, m, c, k * k, &[0]);
+    let mut scratch = QPackedA::new();
+    let rq = Requant { scale: &scale, per_row: false, bias: None, zy: 7 };
+    let p = out * out;
+    let nhwc = median_us(|| conv_nhwc(&xt, c, &g, 3, &b, 0..p, QOut::U8(&mut y, rq), &mut scratch));
+    println!("  channels last: product with its im2col {nhwc:.1} us ({:.0} GOP/s)", ops / nhwc / 1e3);
+    let mut taps = ConvTaps::new();
+    taps.prepare(&g, c);
+    let direct = median_us(|| conv_taps(&xt, 3, &taps, &b, 0..p, QOut::U8(&mut y, rq), &mut scratch));
+    println!("  channels last, through its taps: {direct:.1} us ({:.0} GOP/s)", ops / direct / 1e3);
+    let im2col = median_us(|| scratch.pack_nhwc_rows(&xt, c, &g, 3, 0..p, false));
+    println!("  its im2col alone (every row at once): {im2col:.1} us");
+    let mut xt2 = xt.clone();
+    let mut yt = vec![0u8; m * p];
+    let tin = median_us(|| to_channels_last(&x, c, hw * hw, &mut xt2));
+    let tout = median_us(|| from_channels_last(&y, m, p, &mut yt));
+    println!("  its transposes: input {tin:.1} us, output {tout:.1} us");
 }

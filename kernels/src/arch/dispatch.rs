@@ -228,6 +228,29 @@ pub(crate) fn qgemm_vnni(
     }
 }
 
+/// A channels-last convolution's product read through its taps (see
+/// `qgemm::nhwc::conv_taps`). Panics on a CPU without AVX-512 VNNI.
+#[allow(clippy::too_many_arguments)]
+#[inline]
+pub(crate) fn qconv_taps(
+    x: &[u8],
+    zrow: &[u8],
+    taps: &crate::qgemm::nhwc::ConvTaps,
+    a: &crate::qgemm::QPackedA,
+    rows: std::ops::Range<usize>,
+    b: &crate::qgemm::QPackedB,
+    out: &mut crate::qgemm::QOut<'_>,
+    place: crate::qgemm::Place,
+) {
+    assert!(crate::qgemm::vnni_supported(), "qgemm: a VNNI product on a CPU without AVX-512 VNNI");
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: `vnni_supported` says the detected level is AVX-512 (avx512f/dq/bw/vl) and
+    // the CPU has avx512vnni: the features `conv_taps_avx512` enables.
+    unsafe {
+        crate::qgemm::x86::conv_taps_avx512(x, zrow, taps, a, rows, b, out, place)
+    }
+}
+
 /// The planes of an 8-bit depthwise convolution (see `qgemm::depthwise`): on AVX-512
 /// VNNI with VBMI where the CPU has them, else in plain integers.
 #[inline]

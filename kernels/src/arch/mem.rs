@@ -56,6 +56,37 @@ pub(crate) fn load16i(x: &[i32; 16]) -> __m512i {
     unsafe { _mm512_loadu_si512(x.as_ptr().cast()) }
 }
 
+/// Adds to `acc[r]` (two vectors of 16 i32) the products of row `r`'s quads (four
+/// unsigned bytes each, read from `rows[r]`) by the quads of `bs` (two vectors of 16
+/// columns' signed bytes a quad): one `vpdpbusd` a vector, each row's quad broadcast.
+/// Every row's reach is checked once, before the first quad.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
+#[inline]
+pub(crate) fn dpbusd_rows<const R: usize>(acc: &mut [[__m512i; 2]; R], rows: &[&[u8]; R], bs: &[[i32; 16]]) {
+    let quads = bs.len() / 2;
+    assert!(rows.iter().all(|r| r.len() >= 4 * quads), "a row shorter than its quads");
+    let at = rows.map(|r| r.as_ptr());
+    // (The sums in a local: through `acc` they went to memory around every read.)
+    let mut local = *acc;
+    for (q, bq) in bs.chunks_exact(2).enumerate() {
+        if q % 16 == 0 {
+            for &p in &at {
+                // (A hint: no access; the address may lie past the row.)
+                _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(4 * q + 128).cast());
+            }
+        }
+        let (b0, b1) = (load16i(&bq[0]), load16i(&bq[1]));
+        for (sums, &p) in local.iter_mut().zip(&at) {
+            // SAFETY: each row holds at least `4 · quads` bytes (asserted above) and `q <
+            // quads`: the four bytes at `4 q` are in it; the read has no alignment needs.
+            let a = _mm512_set1_epi32(unsafe { p.add(4 * q).cast::<i32>().read_unaligned() });
+            sums[0] = _mm512_dpbusd_epi32(sums[0], a, b0);
+            sums[1] = _mm512_dpbusd_epi32(sums[1], a, b1);
+        }
+    }
+    *acc = local;
+}
+
 /// Loads 64 bytes.
 #[target_feature(enable = "avx512f")]
 #[inline]

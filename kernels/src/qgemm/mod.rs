@@ -10,6 +10,7 @@
 mod conv;
 pub mod depthwise;
 mod implicit;
+pub(crate) mod nhwc;
 mod packed;
 #[cfg(test)]
 mod packed_tests;
@@ -17,6 +18,7 @@ mod packed_tests;
 pub(crate) mod x86;
 
 pub use implicit::{ConvPlanes, ProductScratch};
+pub use nhwc::{conv_nhwc, conv_taps, from_channels_last, to_channels_last, ConvTaps};
 pub(crate) use packed::{portable_body, Place};
 pub use packed::{qgemm, qgemm_rows, vnni_supported, QOut, QPackedA, QPackedB, Requant, MR, NR, Q8};
 

@@ -40,14 +40,33 @@ pub trait Q8: QInt {
     fn signed(self) -> i8 {
         (self.to_i32() + Self::TO_UNSIGNED - 128) as i8
     }
+    /// Eight values' bytes as they are stored (little-endian), and back.
+    fn load8(v: &[Self; 8]) -> u64;
+    fn store8(w: u64, v: &mut [Self; 8]);
 }
 
 impl Q8 for u8 {
     const TO_UNSIGNED: i32 = 0;
+    #[inline(always)]
+    fn load8(v: &[u8; 8]) -> u64 {
+        u64::from_le_bytes(*v)
+    }
+    #[inline(always)]
+    fn store8(w: u64, v: &mut [u8; 8]) {
+        *v = w.to_le_bytes();
+    }
 }
 
 impl Q8 for i8 {
     const TO_UNSIGNED: i32 = 128;
+    #[inline(always)]
+    fn load8(v: &[i8; 8]) -> u64 {
+        u64::from_le_bytes(v.map(|b| b as u8))
+    }
+    #[inline(always)]
+    fn store8(w: u64, v: &mut [i8; 8]) {
+        *v = w.to_le_bytes().map(|b| b as i8);
+    }
 }
 
 /// Whether this CPU runs the AVX-512 VNNI tiles (else a portable tile runs the same
@@ -121,6 +140,20 @@ impl QPackedA {
         QPackedA::default()
     }
 
+    /// An A of `m` rows of depth `k` (`real_k` of them values) with zero point `za`
+    /// (unsigned), whose bytes the tiles read elsewhere (`nhwc::ConvTaps`): no units, and
+    /// row sums of 0 (its products' weights have zero points of 0).
+    pub(crate) fn rows_only(&mut self, m: usize, (k, real_k): (usize, usize), za: i32) {
+        self.m = m;
+        self.k = k;
+        self.real_k = real_k;
+        self.zero.clear();
+        self.zero.push(za);
+        self.units.reset(0, [0; 16]);
+        self.row_sums.clear();
+        self.row_sums.resize(m, 0);
+    }
+
     pub fn rows(&self) -> usize {
         self.m
     }
@@ -174,6 +207,16 @@ impl QPackedB {
 
     pub(crate) fn panel_len(&self) -> usize {
         2 * quads(self.k)
+    }
+
+    /// The depth of the product (its real depth: the multiply-adds a column takes).
+    pub fn k_depth(&self) -> usize {
+        self.real_k
+    }
+
+    /// Whether every column's zero point is 0 (as packed: 0 for int8, 128 for uint8).
+    pub fn zero_points_zero(&self) -> bool {
+        self.zero.iter().all(|&z| z == 0)
     }
 
     /// Packs B (k×n, row `r` at `b[r * ldb..]`) with zero points `zb` (one, or one per
@@ -278,7 +321,8 @@ pub struct Requant<'a> {
     /// column of B (a matrix product's).
     pub scale: &'a [f32],
     pub per_row: bool,
-    /// One int32 per row of A (a convolution's bias).
+    /// A convolution's bias: one int32 per row of A when `per_row` (its output channels
+    /// as rows), else one per column of B (its output channels as columns).
     pub bias: Option<&'a [i32]>,
     pub zy: i32,
 }
@@ -377,7 +421,7 @@ pub(crate) fn qgemm_placed(
     if let QOut::U8(_, rq) | QOut::I8(_, rq) = &out {
         let want = if rq.per_row { a.m } else { b.n };
         assert!(rq.scale.len() == 1 || rq.scale.len() == want, "qgemm: one scale, or one per row or column");
-        assert!(rq.bias.is_none_or(|bias| rq.per_row && bias.len() == a.m), "qgemm: a bias is one per row");
+        assert!(rq.bias.is_none_or(|bias| bias.len() == want), "qgemm: a bias is one per row or column");
     }
     if rows.is_empty() || cols.is_empty() {
         return;
@@ -416,7 +460,11 @@ pub(crate) struct TileOut<'a> {
     pub requant: Option<&'a TileRequant>,
     /// The columns' scales (read unless the requantization is per row).
     pub scale_cols: &'a [f32; NR],
+    /// The columns' biases (zero unless the requantization is per column and has one).
+    pub bias_cols: &'a [i32; NR],
     pub ldc: usize,
+    /// The tile's first row in A.
+    pub row: usize,
     /// Rows of the tile (at most MR) and columns (at most NR).
     pub h: usize,
     pub w: usize,
@@ -464,7 +512,7 @@ impl TileOut<'_> {
             let scaled = |j: usize| {
                 let rq = self.requant.expect("requantizing");
                 let scale = if rq.per_row { rq.scale_rows[r] } else { self.scale_cols[j] };
-                (value(j).wrapping_add(rq.bias[r]) as f32 * scale, rq.zy)
+                (value(j).wrapping_add(rq.bias[r]).wrapping_add(self.bias_cols[j]) as f32 * scale, rq.zy)
             };
             match &mut self.c {
                 Dst::I32(c) => c[r * ldc..r * ldc + n].iter_mut().zip(kept).for_each(|(o, &j)| *o = value(j)),
@@ -515,6 +563,8 @@ pub(crate) fn for_each_tile<const P: usize>(
     let zb_all = [b.zero.first().copied().unwrap_or(0); NR];
     let col_scales = requant.filter(|rq| !rq.per_row).map(|rq| rq.scale);
     let scale_all = [col_scales.filter(|s| s.len() == 1).map_or(1.0, |s| s[0]); NR];
+    let col_bias = requant.filter(|rq| !rq.per_row).and_then(|rq| rq.bias);
+    let no_bias = [0; NR];
     // A panel's `NR` values of `v` from column `j0`, in place, or copied (zeros past `w`)
     // into `pad` when `v` ends before them.
     fn panel_of<'v, T: Copy + Default>(v: &'v [T], j0: usize, w: usize, pad: &'v mut [T; NR]) -> &'v [T; NR] {
@@ -549,8 +599,8 @@ pub(crate) fn for_each_tile<const P: usize>(
             for r in 0..h {
                 if rq.per_row {
                     scale_rows[r] = fat(rq.scale, i0 + r);
+                    bias[r] = rq.bias.map_or(0, |b| b[i0 + r]);
                 }
-                bias[r] = rq.bias.map_or(0, |b| b[i0 + r]);
             }
             TileRequant { per_row: rq.per_row, scale_rows, bias, zy: rq.zy }
         });
@@ -565,7 +615,9 @@ pub(crate) fn for_each_tile<const P: usize>(
         for s in (first..last).step_by(P) {
             // (A depth of 0 has strips of no chunks.)
             let count = P.min(last - s);
-            let strips = &a.units[s * strip_len..(s + count) * strip_len];
+            // (An A of rows only, `QPackedA::rows_only`, has no units: its tiles read
+            // their rows elsewhere.)
+            let strips = a.units.get(s * strip_len..(s + count) * strip_len).unwrap_or(&[]);
             let parts: [Option<Strip>; P] = std::array::from_fn(|i| (i < count).then(|| strip_of(s + i)));
             let mut j0 = b0;
             while j0 < b1 {
@@ -579,6 +631,8 @@ pub(crate) fn for_each_tile<const P: usize>(
                     Some(sc) if sc.len() > 1 => panel_of(sc, j0, w, &mut scale_pad),
                     _ => &scale_all,
                 };
+                let mut bias_pad = [0; NR];
+                let bias_cols = col_bias.map_or(&no_bias, |bias| panel_of(bias, j0, w, &mut bias_pad));
                 // Each strip's rows of C, from its tile's first element (a strip's rows
                 // end before the next strip's: w <= ldc).
                 let (col, w_out, keep) = match place.kept {
@@ -611,7 +665,9 @@ pub(crate) fn for_each_tile<const P: usize>(
                         c,
                         requant: part.requant.as_ref(),
                         scale_cols,
+                        bias_cols,
                         ldc,
+                        row: part.i0,
                         h: part.h,
                         w: w_out,
                         keep,

@@ -1,3 +1,4 @@
+use super::nhwc::ConvTaps;
 use super::packed::{portable, Place};
 use super::*;
 
@@ -138,6 +139,7 @@ fn conv_case_of<X: Q8, W: Q8>(g: &crate::conv::Window3d, channels: usize, cout: 
     let mut c = vec![0; cout * p];
     qgemm(&pa, &pb, 0..p, QOut::I32(&mut c), p);
     assert_eq!(c, want, "{g:?}, {channels} channels, x from {} w from {}", X::MIN, W::MIN);
+    nhwc_case(g, (&tx, &tw), (channels, cout), (zx, &zw), &want);
     if !ConvPlanes::fits(g) {
         return;
     }
@@ -505,4 +507,124 @@ fn products_on_kept_grid_columns_write_the_kept_columns_of_the_whole_product() {
         qgemm_placed(&pa, 0..m, &pb, 0..n, QOut::I8(&mut z, rq), place);
         assert_eq!(z.iter().map(|&v| v as i32).collect::<Vec<_>>(), want, "dispatched i8 {label}");
     }
+}
+
+/// The channels-last product (`nhwc`) of a convolution whose NCHW sums are `want`: the
+/// same sums transposed, whole and split into two row ranges, in blocks of one strip and
+/// of the default size; requantized per column (scale and bias per output channel) as
+/// the NCHW product requantizes per row.
+fn nhwc_case<X: Q8, W: Q8>(
+    g: &crate::conv::Window3d,
+    (tx, tw): (&[X], &[W]),
+    (channels, cout): (usize, usize),
+    (zx, zw): (i32, &[i32]),
+    want: &[i32],
+) {
+    let (plane, p) = (g.plane(), g.positions());
+    let taps: usize = g.kernel.iter().product();
+    let label = format!("nhwc {g:?}, {channels} channels, x from {} w from {}", X::MIN, W::MIN);
+    let xt: Vec<X> = (0..plane * channels).map(|i| tx[(i % channels) * plane + i / channels]).collect();
+    let want_t: Vec<i32> = (0..p * cout).map(|i| want[(i % cout) * p + i / cout]).collect();
+    // Weights packed after another pack (the buffers reused).
+    let mut pb = QPackedB::new();
+    pb.pack_nhwc_weights(&[W::from_i32(W::MAX); 3 * 5 * 2], 3, 5, 2, &[W::MIN]);
+    pb.pack_nhwc_weights(tw, cout, channels, taps, zw);
+    let mut scratch = QPackedA::new();
+    for block in [MR, 2 * MR, 1000 * MR] {
+        let mut c = vec![i32::MIN; p * cout];
+        super::nhwc::conv_nhwc_blocks(&xt, channels, g, zx, &pb, 0..p, QOut::I32(&mut c), &mut scratch, block);
+        assert_eq!(c, want_t, "{label}, blocks of {block}");
+    }
+    let half = (p / 2).next_multiple_of(MR).min(p);
+    let mut c = vec![i32::MIN; p * cout];
+    let (lo, hi) = c.split_at_mut(half * cout);
+    conv_nhwc(&xt, channels, g, zx, &pb, 0..half, QOut::I32(lo), &mut scratch);
+    conv_nhwc(&xt, channels, g, zx, &pb, half..p, QOut::I32(hi), &mut scratch);
+    assert_eq!(c, want_t, "{label}, split at {half}");
+    let scale: Vec<f32> = (0..cout).map(|i| 0.002 * (i + 1) as f32).collect();
+    let bias: Vec<i32> = (0..cout).map(|i| i as i32 * 37 - 50).collect();
+    taps_case(g, (&xt, tw), (channels, cout), zx, (&scale, &bias), &label);
+    for (scale, bias) in [(&scale[..], Some(&bias[..])), (&scale[..1], None)] {
+        let rq = Requant { scale, per_row: false, bias, zy: 3 };
+        let at = |v: &[f32], i: usize| if v.len() == 1 { v[0] } else { v[i] };
+        let expect = |i: usize| {
+            let o = i % cout;
+            let v = want_t[i].wrapping_add(bias.map_or(0, |b| b[o])) as f32 * at(scale, o);
+            (requantize::<u8>(v, 3), requantize::<i8>(v, 3))
+        };
+        let mut y = vec![0u8; p * cout];
+        conv_nhwc(&xt, channels, g, zx, &pb, 0..p, QOut::U8(&mut y, rq), &mut scratch);
+        let mut z = vec![0i8; p * cout];
+        conv_nhwc(&xt, channels, g, zx, &pb, 0..p, QOut::I8(&mut z, rq), &mut scratch);
+        for i in 0..p * cout {
+            assert_eq!((y[i], z[i]), expect(i), "{label}, requantized, element {i}");
+        }
+    }
+}
+
+#[test]
+fn byte_transposes_match_the_definition_on_every_edge() {
+    let mut seed = 17;
+    for (rows, cols) in [(1, 1), (8, 8), (7, 9), (16, 24), (17, 33), (3, 64), (64, 5), (0, 4)] {
+        let x: Vec<u8> = (0..rows * cols).map(|_| byte(&mut seed) as u8).collect();
+        let xi: Vec<i8> = x.iter().map(|&b| b as i8).collect();
+        let mut y = vec![0u8; rows * cols];
+        let mut yi = vec![0i8; rows * cols];
+        to_channels_last(&x, rows, cols, &mut y);
+        to_channels_last(&xi, rows, cols, &mut yi);
+        for r in 0..rows {
+            for c in 0..cols {
+                assert_eq!(y[c * rows + r], x[r * cols + c], "{rows}x{cols} at {r}, {c}");
+                assert_eq!(yi[c * rows + r], xi[r * cols + c], "i8 {rows}x{cols} at {r}, {c}");
+            }
+        }
+        let mut z = vec![0u8; rows * cols];
+        from_channels_last(&y, rows, cols, &mut z);
+        assert_eq!(z, x, "{rows}x{cols} back");
+    }
+}
+
+/// The channels-last product read through its taps (`ConvTaps`, uint8 images of whole
+/// channel quads, weights' zero points 0) against the same product on its im2col: the
+/// same sums and bytes, whole and split at a strip, after taps made for another window.
+fn taps_case<X: Q8, W: Q8>(
+    g: &crate::conv::Window3d,
+    (xt, tw): (&[X], &[W]),
+    (channels, cout): (usize, usize),
+    zx: i32,
+    (scale, bias): (&[f32], &[i32]),
+    label: &str,
+) {
+    let Some(x) = (0..xt.len()).map(|i| (X::MIN == 0).then(|| xt[i].to_i32() as u8)).collect::<Option<Vec<u8>>>()
+    else {
+        return;
+    };
+    if !ConvTaps::fits(g, channels) || !vnni_supported() {
+        return;
+    }
+    let (p, taps) = (g.positions(), g.kernel.iter().product::<usize>());
+    // Zero points of 0 (as shifted): 0 for int8 weights, 128 for uint8.
+    let mut pb = QPackedB::new();
+    pb.pack_nhwc_weights(tw, cout, channels, taps, &[128 + W::MIN]);
+    let mut scratch = QPackedA::new();
+    let mut ct = ConvTaps::new();
+    let other = crate::conv::Window3d::cube(2, 5, 3, 1, 1, 1, 0).expect("a window");
+    ct.prepare(&other, 8);
+    ct.prepare(g, channels);
+    let mut want = vec![0i32; p * cout];
+    conv_nhwc(&x, channels, g, zx, &pb, 0..p, QOut::I32(&mut want), &mut scratch);
+    let mut got = vec![i32::MIN; p * cout];
+    conv_taps(&x, zx, &ct, &pb, 0..p, QOut::I32(&mut got), &mut scratch);
+    assert_eq!(got, want, "taps {label}");
+    let half = (p / 2).next_multiple_of(MR).min(p);
+    let mut got = vec![i32::MIN; p * cout];
+    let (lo, hi) = got.split_at_mut(half * cout);
+    conv_taps(&x, zx, &ct, &pb, 0..half, QOut::I32(lo), &mut scratch);
+    conv_taps(&x, zx, &ct, &pb, half..p, QOut::I32(hi), &mut scratch);
+    assert_eq!(got, want, "taps {label}, split at {half}");
+    let rq = Requant { scale, per_row: false, bias: Some(bias), zy: 5 };
+    let (mut y, mut z) = (vec![0u8; p * cout], vec![1u8; p * cout]);
+    conv_nhwc(&x, channels, g, zx, &pb, 0..p, QOut::U8(&mut y, rq), &mut scratch);
+    conv_taps(&x, zx, &ct, &pb, 0..p, QOut::U8(&mut z, rq), &mut scratch);
+    assert_eq!(y, z, "taps u8 {label}");
 }

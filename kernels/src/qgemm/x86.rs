@@ -8,7 +8,8 @@
 
 use super::packed::{for_each_tile, Dst, Place, QOut, QPackedA, QPackedB, TileOut, CHUNK, MR, NR};
 use crate::arch::mem::{
-    copy_first_bytes_xor, load16, load16i, load64_bytes, store16, store32_bytes, store_first_bytes, store_first_i32,
+    copy_first_bytes_xor, dpbusd_rows, load16, load16i, load64_bytes, store16, store32_bytes, store_first_bytes,
+    store_first_i32,
 };
 use std::arch::x86_64::*;
 use std::ops::Range;
@@ -49,6 +50,54 @@ pub(crate) fn qgemm_avx512(
     for_each_tile::<1>(a, rows, b, cols, out, place, |strip, panel, _, [out]| {
         tile_rows(small, strip, panel, quads, out.expect("a strip"))
     });
+}
+
+/// `out` = the product of `a` (rows only: `QPackedA::rows_only`) and `b` whose rows are
+/// read in place from a channels-last uint8 image `x` through `taps` (`nhwc::ConvTaps`):
+/// row `r` of strip `s`, tap `t` is the `4 · quads` bytes at `x[offset]`, or `zrow`
+/// (the zero point) where the offset is `ConvTaps::PAD`. Every tile sums all 14 rows (a
+/// partial strip's last rows read `zrow`) and stores its `h`.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn conv_taps_avx512(
+    x: &[u8],
+    zrow: &[u8],
+    taps: &super::nhwc::ConvTaps,
+    a: &QPackedA,
+    rows: Range<usize>,
+    b: &QPackedB,
+    out: &mut QOut<'_>,
+    place: Place,
+) {
+    let (quads, count) = (taps.quads(), taps.taps());
+    assert!(x.len() >= taps.image_len() && zrow.len() >= 4 * quads, "qgemm: the image is shorter than its taps");
+    assert!(b.k == 4 * quads * count && a.k == b.k, "qgemm: the weights' depth is not the taps'");
+    for_each_tile::<1>(a, rows, b, 0..b.n, out, place, |_, panel, _, [out]| {
+        let out = out.expect("a strip");
+        let offsets = taps.strip(out.row / MR);
+        let panel = &panel[..2 * quads * count];
+        tile_taps(x, zrow, offsets, quads, panel, out)
+    });
+}
+
+/// One tile of [`conv_taps_avx512`]: 14 rows × 32 columns over every tap, each row's
+/// bytes of a tap one slice (`arch::mem::dpbusd_rows` checks its reach once).
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
+#[inline]
+fn tile_taps(x: &[u8], zrow: &[u8], offsets: &[[u32; MR]], quads: usize, panel: &[[i32; 16]], out: TileOut<'_>) {
+    let mut acc = [[_mm512_setzero_si512(); 2]; MR];
+    let len = 4 * quads;
+    for (t, offs) in offsets.iter().enumerate() {
+        let mut rows: [&[u8]; MR] = [&zrow[..len]; MR];
+        for (row, &o) in rows.iter_mut().zip(offs) {
+            if o != super::nhwc::ConvTaps::PAD {
+                *row = &x[o as usize..o as usize + len];
+            }
+        }
+        dpbusd_rows(&mut acc, &rows, &panel[2 * t * quads..2 * (t + 1) * quads]);
+    }
+    let h = out.h;
+    store(&acc[..h], out);
 }
 
 /// Panels whose tiles run under one tile configuration (loading it and releasing the
@@ -240,8 +289,10 @@ struct Terms<'a> {
     zb0: i32,
     k: i32,
     bias: Option<&'a [i32; MR]>,
-    /// `za·cb` for every row (when the rows share `za`).
+    /// `za·cb` less the columns' biases, for every row (when the rows share `za`).
     col: [__m512i; 2],
+    /// The columns' biases.
+    bias_cols: [__m512i; 2],
     /// The columns' sums and zero points (for the general case).
     cb: [__m512i; 2],
     zb: [__m512i; 2],
@@ -257,13 +308,15 @@ impl<'a> Terms<'a> {
         let cb = [load16i(&half(out.col_sums, 0)), load16i(&half(out.col_sums, 1))];
         let zb = [load16i(&half(out.zb, 0)), load16i(&half(out.zb, 1))];
         let za0 = _mm512_set1_epi32(out.za[0]);
+        let bias_cols = [load16i(&half(out.bias_cols, 0)), load16i(&half(out.bias_cols, 1))];
         Terms {
             row_sums: out.row_sums,
             za: out.za,
             zb0: out.zb[0],
             k: out.k,
             bias: out.requant.map(|rq| &rq.bias),
-            col: [_mm512_mullo_epi32(za0, cb[0]), _mm512_mullo_epi32(za0, cb[1])],
+            col: std::array::from_fn(|h| _mm512_sub_epi32(_mm512_mullo_epi32(za0, cb[h]), bias_cols[h])),
+            bias_cols,
             cb,
             zb,
             shared: out.one_za && out.one_zb,
@@ -288,6 +341,7 @@ impl<'a> Terms<'a> {
         std::array::from_fn(|h| {
             let col = _mm512_mullo_epi32(za, self.cb[h]);
             let row = _mm512_mullo_epi32(self.zb[h], t);
+            let bias = _mm512_add_epi32(bias, self.bias_cols[h]);
             _mm512_add_epi32(_mm512_sub_epi32(_mm512_sub_epi32(s[h], col), row), bias)
         })
     }

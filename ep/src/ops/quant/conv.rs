@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use rivet_kernels::conv::Window3d;
 use rivet_kernels::qgemm::depthwise::{DwRequants, QDepthwise, QDwPlanes};
-use rivet_kernels::qgemm::{self, qgemm, ConvPlanes, ProductScratch, QOut, QPackedA, Requant};
+use rivet_kernels::qgemm::{self, qgemm, ConvPlanes, ConvTaps, ProductScratch, QOut, QPackedA, Requant};
 
 use super::super::op::util::{bad_types, check_attrs, check_inputs, input, input_type, output_type};
 use super::super::{Op, RunIn, ShapeError, ShapeIn};
@@ -282,6 +282,20 @@ impl Op for QConv {
         if depthwise {
             return run_depthwise(packs, x.ins[ix], (batch, c, plane, p), &geo, zx, (bias, zy), out, x.par);
         }
+        if self.qlinear && g == 1 && channels_last_wins(&geo, c, m) {
+            let w = x.ins[iw];
+            let key = w_key.map(|(at, len, _)| (at, len, 1));
+            if key.is_none() || packs.nhwc_key != key {
+                packs.nhwc_key = None;
+                match w {
+                    Data::U8(w) => packs.nhwc.pack_nhwc_weights(w, m, c, taps, &packs.zero),
+                    Data::I8(w) => packs.nhwc.pack_nhwc_weights(w, m, c, taps, &packs.zero),
+                    _ => return Err("the weights are not uint8 or int8".into()),
+                }
+                packs.nhwc_key = key;
+            }
+            return channels_last(packs, x.ins[ix], (batch, c, plane, p), &geo, zx, (bias, zy), out, x.par);
+        }
         let Packs { groups, b, planes, scales, tasks: task_scratch, .. } = packs;
         // One depth plane: the product straight from the input's phase planes.
         let implicit = ConvPlanes::fits(&geo) && cg > 0;
@@ -314,6 +328,134 @@ impl Op for QConv {
         }
         Ok(())
     }
+}
+
+/// Whether a QLinearConv of `c` to `m` channels on `geo` runs faster on the channels-last
+/// product with its input and output transposed around it (0.27 ns a byte each way) than
+/// on the phase planes: output planes of up to 16x16 of many channels, where the planes'
+/// grid and panel copies cost most and the transposes least. Kernel only, one thread, AMD
+/// Zen 4 (`--example qconv_bench`, us, planes with their pack / channels last with its
+/// transposes, through the taps or on an im2col): 256 -> 256 3x3 on 14x14 609 / 545
+/// (taps), 512 -> 512 on 7x7 676 / 544 (im2col), 256 -> 512 stride 2 on 14x14 405 / 325
+/// (im2col); where it loses: 128 -> 128 on 28x28 622 / 597 (a gain within noise), 64 ->
+/// 64 on 56x56 646 / 704, 64 -> 128 stride 2 on 56x56 346 / 380. A 1x1 window's product
+/// is too shallow for its transposes (960 -> 160 on 7x7 62 / 63).
+fn channels_last_wins(geo: &Window3d, c: usize, m: usize) -> bool {
+    let taps: usize = geo.kernel.iter().product();
+    taps > 1 && geo.positions() <= 256 && m >= 128 && c >= 64 && rivet_kernels::qgemm::vnni_supported()
+}
+
+/// Output planes up to this many positions take the channels-last product on an im2col
+/// (its blocks reused by every panel of many output channels: 512 -> 512 3x3 on 7x7 530
+/// us, through the taps 576); larger ones read through their taps where they can.
+const IM2COL_MAX_POSITIONS: usize = 64;
+
+/// An 8-bit image made channels last, or a channels-last output, as its element type.
+#[derive(Debug, Default)]
+pub(super) enum Bytes {
+    #[default]
+    None,
+    U8(Vec<u8>),
+    I8(Vec<i8>),
+}
+
+impl Bytes {
+    fn u8(&mut self, len: usize) -> &mut [u8] {
+        if !matches!(self, Bytes::U8(_)) {
+            *self = Bytes::U8(Vec::new());
+        }
+        let Bytes::U8(v) = self else { unreachable!("made above") };
+        v.resize(len, 0);
+        v
+    }
+
+    fn i8(&mut self, len: usize) -> &mut [i8] {
+        if !matches!(self, Bytes::I8(_)) {
+            *self = Bytes::I8(Vec::new());
+        }
+        let Bytes::I8(v) = self else { unreachable!("made above") };
+        v.resize(len, 0);
+        v
+    }
+}
+
+/// A QLinearConv of one group on the channels-last product: each image's input made
+/// channels last, the product's positions split over the pool by whole strips (each task
+/// with its own im2col), and the output made channels first again.
+#[allow(clippy::too_many_arguments)]
+fn channels_last(
+    packs: &mut Packs,
+    input: Data<'_>,
+    (batch, c, plane, p): (usize, usize, usize, usize),
+    geo: &Window3d,
+    zx: i32,
+    (bias, zy): (Option<&[i32]>, i32),
+    out: &mut DataMut<'_>,
+    par: &dyn crate::parallel::Parallel,
+) -> Result<(), String> {
+    let Packs { nhwc, xt, yt, nhwc_tasks, scales, taps, .. } = packs;
+    let through_taps =
+        p > IM2COL_MAX_POSITIONS && matches!(input, Data::U8(_)) && ConvTaps::fits(geo, c) && nhwc.zero_points_zero();
+    if through_taps {
+        taps.prepare(geo, c);
+    }
+    let taps = &*taps;
+    let m = nhwc.cols();
+    let strips = p.div_ceil(qgemm::MR);
+    let k = nhwc.k_depth();
+    let tasks = crate::parallel::cores().min(m * p * k / TASK_MIN_MACS).min(strips).clamp(1, MAX_CONV_TASKS);
+    if nhwc_tasks.len() < tasks {
+        nhwc_tasks.resize_with(tasks, Default::default);
+    }
+    let per = strips.div_ceil(tasks) * qgemm::MR;
+    let rq = Requant { scale: scales, per_row: false, bias, zy };
+    for n in 0..batch {
+        macro_rules! image {
+            ($x:expr, $xt:expr, $y:expr, $yt:expr, $kind:ident, $bytes:expr) => {{
+                let x = &$x[n * c * plane..(n + 1) * c * plane];
+                rivet_kernels::qgemm::to_channels_last(x, c, plane, $xt);
+                let xt = &*$xt;
+                let parts: [Mutex<Option<(Range<usize>, QOut<'_>)>>; MAX_CONV_TASKS] =
+                    std::array::from_fn(|_| Mutex::new(None));
+                let (mut rest, mut r0, mut count) = (&mut $yt[..], 0, 0);
+                while r0 < p {
+                    let r1 = (r0 + per).min(p);
+                    let (part, tail) = std::mem::take(&mut rest).split_at_mut((r1 - r0) * m);
+                    *lock(&parts[count]) = Some((r0..r1, QOut::$kind(part, rq)));
+                    (rest, r0, count) = (tail, r1, count + 1);
+                }
+                let scratch = &nhwc_tasks[..];
+                let run = |i: usize| {
+                    if let Some((rows, part)) = lock(&parts[i]).take() {
+                        let scratch = &mut lock(&scratch[i]);
+                        match $bytes(xt) {
+                            Some(x) if through_taps => qgemm::conv_taps(x, zx, taps, nhwc, rows, part, scratch),
+                            _ => qgemm::conv_nhwc(xt, c, geo, zx, nhwc, rows, part, scratch),
+                        }
+                    }
+                };
+                if count < 2 {
+                    run(0);
+                } else {
+                    par.for_each_index(count, &|i, _| run(i));
+                }
+                rivet_kernels::qgemm::from_channels_last(&*$yt, m, p, &mut $y[n * m * p..(n + 1) * m * p]);
+            }};
+        }
+        match (input, &mut *out) {
+            (Data::U8(x), DataMut::U8(y)) => image!(x, xt.u8(c * plane), y, yt.u8(m * p), U8, Some),
+            (Data::U8(x), DataMut::I8(y)) => image!(x, xt.u8(c * plane), y, yt.i8(m * p), I8, Some),
+            (Data::I8(x), DataMut::U8(y)) => image!(x, xt.i8(c * plane), y, yt.u8(m * p), U8, no_bytes),
+            (Data::I8(x), DataMut::I8(y)) => image!(x, xt.i8(c * plane), y, yt.i8(m * p), I8, no_bytes),
+            _ => return Err("the input or output is not uint8 or int8".into()),
+        }
+    }
+    Ok(())
+}
+
+/// No uint8 view of an int8 image (it runs on the im2col).
+fn no_bytes(_: &[i8]) -> Option<&[u8]> {
+    None
 }
 
 /// The most tasks a quantized convolution splits into.

@@ -117,6 +117,14 @@ struct Packs {
     /// The same weights for the integer depthwise kernel, when their differences fit
     /// int8 (else empty: the float route).
     qdw: rivet_kernels::qgemm::depthwise::QDepthwise,
+    /// A convolution's weights for the channels-last product (`conv::channels_last`), the
+    /// key of their data, its input and output made channels last, and each task's im2col.
+    nhwc: QPackedB,
+    nhwc_key: Option<(usize, usize, usize)>,
+    taps: rivet_kernels::qgemm::ConvTaps,
+    xt: conv::Bytes,
+    yt: conv::Bytes,
+    nhwc_tasks: Vec<std::sync::Mutex<QPackedA>>,
 }
 
 /// Where an 8-bit tensor's data is and how long: the key of a packed constant.
