@@ -691,3 +691,91 @@ fn float16_quantize_and_dequantize_match_ort() {
         assert_matches_ort(&model, &inputs, 0.0, 0.0, &what);
     }
 }
+
+/// A uint8 constant tensor as a Constant node.
+fn const_node(b: ModelBuilder, name: &str, code: i32, shape: &[i64], data: &[f64]) -> ModelBuilder {
+    let bytes: Vec<u8> = data
+        .iter()
+        .flat_map(|&v| match code {
+            FLOAT => (v as f32).to_le_bytes().to_vec(),
+            UINT8 => vec![v as u8],
+            INT8 => vec![v as i8 as u8],
+            INT32 => (v as i32).to_le_bytes().to_vec(),
+            _ => unreachable!(),
+        })
+        .collect();
+    b.node_with(
+        "Constant",
+        &format!("const_{name}"),
+        &[],
+        &[name],
+        &[("value", Attr::Tensor(code, shape.to_vec(), bytes))],
+    )
+}
+
+/// QLinearConv -> QLinearConv -> com.microsoft QLinearAdd (of both convolutions' outputs)
+/// -> QLinearConv, 64 channels of 3x3 on 10x10, a batch of 2: the values between them go
+/// channels last (`passes::channels_last_int8`). With `add_out` the addition's output is
+/// the graph's (channels first: both its inputs relaid), else the last convolution's. The
+/// addition's scales are equal, so that ORT's kernel and the three ops' arithmetic agree.
+fn channels_last_chain(add_out: bool) -> (Vec<u8>, Vec<HostTensor>) {
+    let xs = [2i64, 64, 10, 10];
+    let ws = [64i64, 64, 3, 3];
+    let mut b = ModelBuilder::new(13).domain_opset("com.microsoft", 1).input("x", UINT8, &dims(&xs));
+    b = const_node(b, "s_act", FLOAT, &[], &[0.05]);
+    b = const_node(b, "z_act", UINT8, &[], &[100.0]);
+    for (i, name) in ["c1", "c2", "c3"].into_iter().enumerate() {
+        b = const_node(b, &format!("{name}_w"), INT8, &ws, &ints(INT8, 60 + i as u64, len(&ws)));
+        let sw: Vec<f64> = (0..64).map(|k| 0.0005 + 0.00001 * k as f64).collect();
+        b = const_node(b, &format!("{name}_sw"), FLOAT, &[64], &sw);
+        b = const_node(b, &format!("{name}_zw"), INT8, &[64], &[0.0; 64]);
+        let bias: Vec<f64> = (0..64).map(|k| (k * 37 % 200) as f64 - 100.0).collect();
+        b = const_node(b, &format!("{name}_b"), INT32, &[64], &bias);
+    }
+    let conv = |b: ModelBuilder, name: &str, x: &str, y: &str| {
+        let ins = [
+            x,
+            "s_act",
+            "z_act",
+            &format!("{name}_w"),
+            &format!("{name}_sw"),
+            &format!("{name}_zw"),
+            "s_act",
+            "z_act",
+            &format!("{name}_b"),
+        ];
+        b.node_with("QLinearConv", name, &ins, &[y], &[("pads", Attr::Ints(vec![1; 4]))])
+    };
+    b = conv(b, "c1", "x", "a");
+    b = conv(b, "c2", "a", "bb");
+    b = b.node_in_domain_with(
+        "com.microsoft",
+        "QLinearAdd",
+        "add",
+        &["a", "s_act", "z_act", "bb", "s_act", "z_act", "s_act", "z_act"],
+        &["s"],
+        &[],
+    );
+    if add_out {
+        b = b.output("s", UINT8, None);
+    } else {
+        b = conv(b, "c3", "s", "y");
+        b = b.output("y", UINT8, None);
+    }
+    (b.build(), vec![tensor("x", UINT8, &xs, ints(UINT8, 59, len(&xs)))])
+}
+
+#[test]
+fn quantized_convolutions_and_additions_between_them_store_channels_last_as_ort_computes() {
+    for add_out in [false, true] {
+        let (model, inputs) = channels_last_chain(add_out);
+        for threads in [1, 2] {
+            let want = common::rivet_run_at(&model, &inputs, threads, 2);
+            let what =
+                format!("channels-last chain (the addition's output the graph's: {add_out}) at {threads} threads");
+            assert_matches_ort(&model, &inputs, 0.0, 0.0, &what);
+            let again = common::rivet_run_at(&model, &inputs, threads, 1);
+            assert!(common::same_first_output_bits(&want, &again), "{what}: Runs differ");
+        }
+    }
+}

@@ -130,6 +130,26 @@ pub trait Op: Send + Sync + fmt::Debug {
         let _ = (chain, folded);
         None
     }
+    /// Whether this op can read and write 8-bit `[N, C, H, W]` data stored channels last
+    /// (`passes::channels_last_int8`), given its inputs' and output's fixed shapes:
+    /// `None` it cannot; `Some(faster)` it takes either layout on the inputs
+    /// [`channels_last_inputs`](Self::channels_last_inputs) marks and on its output
+    /// (converting what its kernel does not take), `faster` when its kernel runs faster
+    /// on channels-last data.
+    fn channels_last_use(&self, shapes: &[&[usize]], out: &[usize]) -> Option<bool> {
+        let _ = (shapes, out);
+        None
+    }
+    /// The inputs (bit `k`: input `k`) that may be stored channels last.
+    fn channels_last_inputs(&self) -> u32 {
+        0
+    }
+    /// This op with the inputs `inputs` marks (bit `k`: input `k`) and, when `output`,
+    /// its output stored channels last.
+    fn with_channels_last(&self, inputs: u32, output: bool) -> Option<OpRef> {
+        let _ = (inputs, output);
+        None
+    }
 }
 
 /// A per-channel chain on an op's `[N, C, ...]` output: a Mul and an Add by operands of

@@ -19,18 +19,20 @@ use rivet_kernels::{binary_f32, BinaryOp, Broadcast, BroadcastKind};
 
 use super::super::elementwise::broadcast_shape;
 use super::super::op::util::{bad_types, check_attrs, check_inputs, input, input_type, output_type};
-use super::super::{Op, RunIn, ShapeError, ShapeIn};
+use super::super::{Op, OpRef, RunIn, ShapeError, ShapeIn};
 use super::{is_q8, scalar_float, scalar_int, slots};
 use crate::data::{Data, DataMut};
 use crate::graph::dtype::FLOAT;
 use crate::graph::{NodeDesc, Shape};
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct QLinearAdd {
     /// Where each of the node's inputs is among a Run's (an absent zero point moves the
     /// later inputs down: read from fixed positions, B would be A's scale. ORT's own
     /// type inference refuses such a node today, but the schema allows it).
     at: [Option<usize>; 8],
+    /// A, B and C stored channels last (`passes::channels_last_int8`; equal shapes only).
+    cl: [bool; 3],
 }
 
 pub fn qlinear_add(node: &NodeDesc, _output: usize) -> Result<Arc<dyn Op>, String> {
@@ -49,7 +51,7 @@ pub fn qlinear_add(node: &NodeDesc, _output: usize) -> Result<Arc<dyn Op>, Strin
             "uint8 or int8 (all of one type) with float32 scales and zero points of that type",
         ));
     }
-    Ok(Arc::new(QLinearAdd { at: slots::<8>(node) }))
+    Ok(Arc::new(QLinearAdd { at: slots::<8>(node), cl: [false; 3] }))
 }
 
 /// The scratch of a broadcast addition: both inputs and the sum, as floats; and the
@@ -60,6 +62,9 @@ struct Floats {
     b: Vec<f32>,
     sum: Vec<f32>,
     recip: Reciprocal,
+    /// Inputs A and B in the other layout than C's, relaid (`QLinearAdd::cl`).
+    relaid: [Vec<u8>; 2],
+    relaid_i8: [Vec<i8>; 2],
 }
 
 /// `qgemm::add_reciprocal` for the last scales and zero points seen (their bits), made
@@ -103,6 +108,20 @@ impl Op for QLinearAdd {
         broadcast_shape(&[x.shapes[a], x.shapes[b]])
     }
 
+    fn channels_last_use(&self, shapes: &[&[usize]], out: &[usize]) -> Option<bool> {
+        let (a, b) = (self.at[0]?, self.at[3]?);
+        (out.len() == 4 && *shapes.get(a)? == out && *shapes.get(b)? == out).then_some(false)
+    }
+
+    fn channels_last_inputs(&self) -> u32 {
+        self.at[0].map_or(0, |a| 1 << a) | self.at[3].map_or(0, |b| 1 << b)
+    }
+
+    fn with_channels_last(&self, inputs: u32, output: bool) -> Option<OpRef> {
+        let on = |k: usize| self.at[k].is_some_and(|i| inputs & (1 << i) != 0);
+        Some(OpRef(Arc::new(QLinearAdd { cl: [on(0), on(3), output], ..self.clone() })))
+    }
+
     fn run(&self, x: RunIn<'_, '_>, out: &mut DataMut<'_>) -> Result<(), String> {
         let at = |k: usize| self.at[k].ok_or_else(|| format!("input {k} is missing"));
         let zero = |k: usize, what: &str| {
@@ -117,9 +136,52 @@ impl Op for QLinearAdd {
         let (ia, ib) = (at(0)?, at(3)?);
         let plan = Broadcast::new(x.shapes[ia], x.shapes[ib]).map_err(|e| format!("input 3: {e}"))?;
         let floats = x.scratch.state::<Floats>();
+        // An input stored in the other layout than C is relaid into C's first (the plan
+        // marks only equal `[N, C, H, W]` shapes).
+        let [cl_a, cl_b, cl_c] = self.cl;
+        let relay = cl_a != cl_c || cl_b != cl_c;
+        let s = x.shapes[ia];
+        if relay && (s.len() != 4 || x.shapes[ib] != s || x.out_shape != s) {
+            return Err(format!("inputs of shapes {s:?} and {:?} stored in different layouts", x.shapes[ib]));
+        }
+        let (img, ch, plane) = if relay { (s[1] * s[2] * s[3], s[1], s[2] * s[3]) } else { (0, 0, 0) };
+        // Input `$v` (stored channels last when `$own`) in C's layout: itself, or relaid
+        // into `$buf`.
+        macro_rules! relaid {
+            ($v:expr, $buf:expr, $own:expr) => {{
+                if $own != cl_c {
+                    $buf.resize($v.len(), 0);
+                    for (src, dst) in $v.chunks(img.max(1)).zip($buf.chunks_mut(img.max(1))) {
+                        if cl_c {
+                            qgemm::to_channels_last(src, ch, plane, dst);
+                        } else {
+                            qgemm::from_channels_last(src, ch, plane, dst);
+                        }
+                    }
+                }
+            }};
+        }
         match (x.ins[ia], x.ins[ib], out) {
-            (Data::U8(xa), Data::U8(xb), DataMut::U8(y)) => add(xa, xb, y, &plan, [a, b, c], floats),
-            (Data::I8(xa), Data::I8(xb), DataMut::I8(y)) => add(xa, xb, y, &plan, [a, b, c], floats),
+            (Data::U8(xa), Data::U8(xb), DataMut::U8(y)) => {
+                let [mut ta, mut tb] = std::mem::take(&mut floats.relaid);
+                relaid!(xa, ta, cl_a);
+                relaid!(xb, tb, cl_b);
+                let xa = if cl_a != cl_c { &ta[..] } else { xa };
+                let xb = if cl_b != cl_c { &tb[..] } else { xb };
+                let r = add(xa, xb, y, &plan, [a, b, c], floats);
+                floats.relaid = [ta, tb];
+                r
+            }
+            (Data::I8(xa), Data::I8(xb), DataMut::I8(y)) => {
+                let [mut ta, mut tb] = std::mem::take(&mut floats.relaid_i8);
+                relaid!(xa, ta, cl_a);
+                relaid!(xb, tb, cl_b);
+                let xa = if cl_a != cl_c { &ta[..] } else { xa };
+                let xb = if cl_b != cl_c { &tb[..] } else { xb };
+                let r = add(xa, xb, y, &plan, [a, b, c], floats);
+                floats.relaid_i8 = [ta, tb];
+                r
+            }
             _ => Err("element types differ from the plan's".into()),
         }
     }
@@ -139,7 +201,7 @@ fn add<T: QInt>(
     if y.len() != plan.out_len() {
         return Err(format!("the output holds {} elements, the inputs broadcast to {}", y.len(), plan.out_len()));
     }
-    let Floats { a, b, sum, recip } = floats;
+    let Floats { a, b, sum, recip, .. } = floats;
     if plan.kind() == BroadcastKind::SameShape {
         let recip = recip.of::<T>(p);
         // One pass (the same bits as the three ops': ResNet-18's 64 x 56 x 56 adds took

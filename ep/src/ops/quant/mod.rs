@@ -122,6 +122,10 @@ struct Packs {
     nhwc: QPackedB,
     nhwc_key: Option<(usize, usize, usize)>,
     taps: rivet_kernels::qgemm::ConvTaps,
+    /// A run marked channels last on a convolution that does not take it: its input made
+    /// channels first, and its output before it is made channels last.
+    relaid_x: conv::Bytes,
+    relaid_y: conv::Bytes,
     xt: conv::Bytes,
     yt: conv::Bytes,
     nhwc_tasks: Vec<std::sync::Mutex<QPackedA>>,

@@ -12,6 +12,7 @@ use crate::plan::Plan;
 use crate::registry::Kernel;
 
 pub mod channels_last;
+pub mod channels_last_int8;
 pub mod drop_dead_steps;
 pub mod fix_shapes;
 pub mod fold_matmul_operands;
@@ -52,6 +53,9 @@ pub const PASSES: &[Pass] = &[
     // After the shapes are fixed and the constant filters marked; it changes no step or
     // buffer, only how two convolutions store a value between them.
     Pass { name: "channels_last", run: channels_last::run },
+    // The same for 8-bit activations between quantized convolutions: only the ops the
+    // steps run change.
+    Pass { name: "channels_last_int8", run: channels_last_int8::run },
 ];
 
 /// Removes the steps flagged in `removed` (folded into step `absorbed_into[i]`), pointing
@@ -201,7 +205,8 @@ mod tests {
                 "fix_shapes",
                 "share_buffers",
                 "mark_constant_weights",
-                "channels_last"
+                "channels_last",
+                "channels_last_int8"
             ]
         );
     }
