@@ -57,31 +57,50 @@ pub(crate) fn load16i(x: &[i32; 16]) -> __m512i {
 }
 
 /// Adds to `acc[r]` (two vectors of 16 i32) the products of row `r`'s quads (four
-/// unsigned bytes each, read from `rows[r]`) by the quads of `bs` (two vectors of 16
-/// columns' signed bytes a quad): one `vpdpbusd` a vector, each row's quad broadcast.
-/// Every row's reach is checked once, before the first quad.
+/// unsigned bytes each) by the quads of `panel` (two vectors of 16 columns' signed bytes
+/// a quad), tap by tap: tap `t`'s `quads` quads of row `r` are the bytes of `x` at
+/// `offsets[t][r]`, or of `zrow` where that is `pad`, against the panel's quads from `t ·
+/// quads`. One `vpdpbusd` a vector, each row's quad broadcast; the sums stay in
+/// registers over every tap (through `acc`, they went to memory around each read). Every
+/// row's reach is checked once a tap, before its first quad.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
 #[inline]
-pub(crate) fn dpbusd_rows<const R: usize>(acc: &mut [[__m512i; 2]; R], rows: &[&[u8]; R], bs: &[[i32; 16]]) {
-    let quads = bs.len() / 2;
-    assert!(rows.iter().all(|r| r.len() >= 4 * quads), "a row shorter than its quads");
-    let at = rows.map(|r| r.as_ptr());
-    // (The sums in a local: through `acc` they went to memory around every read.)
+pub(crate) fn dpbusd_taps<const R: usize>(
+    acc: &mut [[__m512i; 2]; R],
+    (x, zrow, pad): (&[u8], &[u8], u32),
+    offsets: &[[u32; R]],
+    quads: usize,
+    panel: &[[i32; 16]],
+) {
+    let len = 4 * quads;
+    assert!(zrow.len() >= len && panel.len() >= 2 * quads * offsets.len(), "taps past their rows or panel");
     let mut local = *acc;
-    for (q, bq) in bs.chunks_exact(2).enumerate() {
-        if q % 16 == 0 {
-            for &p in &at {
-                // (A hint: no access; the address may lie past the row.)
-                _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(4 * q + 128).cast());
+    for (t, offs) in offsets.iter().enumerate() {
+        let mut at = [zrow.as_ptr(); R];
+        for (p, &o) in at.iter_mut().zip(offs) {
+            if o != pad {
+                // (The slice checks the reach: `len` bytes from `o` inside `x`.)
+                *p = x[o as usize..o as usize + len].as_ptr();
             }
         }
-        let (b0, b1) = (load16i(&bq[0]), load16i(&bq[1]));
-        for (sums, &p) in local.iter_mut().zip(&at) {
-            // SAFETY: each row holds at least `4 · quads` bytes (asserted above) and `q <
-            // quads`: the four bytes at `4 q` are in it; the read has no alignment needs.
-            let a = _mm512_set1_epi32(unsafe { p.add(4 * q).cast::<i32>().read_unaligned() });
-            sums[0] = _mm512_dpbusd_epi32(sums[0], a, b0);
-            sums[1] = _mm512_dpbusd_epi32(sums[1], a, b1);
+        let bs = &panel[2 * t * quads..2 * (t + 1) * quads];
+        for (q, bq) in bs.chunks_exact(2).enumerate() {
+            if q % 16 == 0 {
+                for &p in &at {
+                    // (A hint: no access; the address may lie past the row.)
+                    _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(4 * q + 128).cast());
+                }
+            }
+            let (b0, b1) = (load16i(&bq[0]), load16i(&bq[1]));
+            for (sums, &p) in local.iter_mut().zip(&at) {
+                // SAFETY: each row pointer starts `len = 4 · quads` readable bytes (a
+                // slice of `x` of that length, or `zrow`, asserted at least that long)
+                // and `q < quads`: the four bytes at `4 q` are in it; the read has no
+                // alignment needs.
+                let a = _mm512_set1_epi32(unsafe { p.add(4 * q).cast::<i32>().read_unaligned() });
+                sums[0] = _mm512_dpbusd_epi32(sums[0], a, b0);
+                sums[1] = _mm512_dpbusd_epi32(sums[1], a, b1);
+            }
         }
     }
     *acc = local;

@@ -15,9 +15,9 @@
 //! quantizer writes them) needs no im2col at all: [`conv_taps`] has each tile read its
 //! rows' taps in place, through offsets made once a window ([`ConvTaps`]; the padding
 //! reads a row of the zero point). Kernel only, one thread, AMD Zen 4, us (im2col / taps
-//! / the phase planes with their pack): 64 -> 64 3x3 on 56x56 720 / 598 / 646, 256 ->
-//! 256 on 14x14 547 / 518 / 609, 512 -> 512 on 7x7 531 / 576 / 676 (there the im2col's
-//! blocks, reused by 16 panels, win). The image and the output are transposed to and
+//! / the phase planes with their pack): 64 -> 64 3x3 on 56x56 725 / 548 / 648, 128 ->
+//! 128 on 28x28 588 / 521 / 624, 256 -> 256 on 14x14 545 / 507 / 609, 512 -> 512 on 7x7
+//! 532 / 573 / 680 (there the im2col's blocks, reused by 16 panels, win). The image and the output are transposed to and
 //! from channels last by [`to_channels_last`] and [`from_channels_last`] (0.27 ns a
 //! byte), until the plan keeps them so between convolutions.
 

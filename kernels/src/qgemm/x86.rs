@@ -8,7 +8,7 @@
 
 use super::packed::{for_each_tile, Dst, Place, QOut, QPackedA, QPackedB, TileOut, CHUNK, MR, NR};
 use crate::arch::mem::{
-    copy_first_bytes_xor, dpbusd_rows, load16, load16i, load64_bytes, store16, store32_bytes, store_first_bytes,
+    copy_first_bytes_xor, dpbusd_taps, load16, load16i, load64_bytes, store16, store32_bytes, store_first_bytes,
     store_first_i32,
 };
 use std::arch::x86_64::*;
@@ -80,22 +80,13 @@ pub(crate) fn conv_taps_avx512(
     });
 }
 
-/// One tile of [`conv_taps_avx512`]: 14 rows × 32 columns over every tap, each row's
-/// bytes of a tap one slice (`arch::mem::dpbusd_rows` checks its reach once).
+/// One tile of [`conv_taps_avx512`]: 14 rows × 32 columns over every tap
+/// (`arch::mem::dpbusd_taps` checks each row's reach once a tap).
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
 #[inline]
 fn tile_taps(x: &[u8], zrow: &[u8], offsets: &[[u32; MR]], quads: usize, panel: &[[i32; 16]], out: TileOut<'_>) {
     let mut acc = [[_mm512_setzero_si512(); 2]; MR];
-    let len = 4 * quads;
-    for (t, offs) in offsets.iter().enumerate() {
-        let mut rows: [&[u8]; MR] = [&zrow[..len]; MR];
-        for (row, &o) in rows.iter_mut().zip(offs) {
-            if o != super::nhwc::ConvTaps::PAD {
-                *row = &x[o as usize..o as usize + len];
-            }
-        }
-        dpbusd_rows(&mut acc, &rows, &panel[2 * t * quads..2 * (t + 1) * quads]);
-    }
+    dpbusd_taps(&mut acc, (x, zrow, super::nhwc::ConvTaps::PAD), offsets, quads, panel);
     let h = out.h;
     store(&acc[..h], out);
 }

@@ -379,8 +379,9 @@ fn channels_last_wins(geo: &Window3d, c: usize, m: usize) -> bool {
 /// are already stored channels last (no transposes): the product has 64 output channels
 /// or more (fewer leave most of each tile's 32 columns empty) and 16 input channels or
 /// more. Kernel only, one thread, AMD Zen 4, us, phase planes with their pack / channels
-/// last: 64 -> 64 3x3 on 56x56 646 / 598, 128 -> 128 on 28x28 622 / 544, 256 -> 256 on
-/// 14x14 609 / 518, 512 -> 512 on 7x7 676 / 531, 64 -> 128 stride 2 on 56x56 346 / 299.
+/// last: 64 -> 64 3x3 on 56x56 648 / 548, 128 -> 128 on 28x28 624 / 521, 256 -> 256 on
+/// 14x14 609 / 507, 512 -> 512 on 7x7 680 / 532, 64 -> 128 stride 2 on 56x56 345 / 274,
+/// the 1x1 64 -> 128 stride 2 on 56x56 67 / 52.
 fn channels_last_native(geo: &Window3d, c: usize, m: usize) -> bool {
     geo.kernel[0] == 1 && m >= 64 && c >= 16 && rivet_kernels::qgemm::vnni_supported()
 }
