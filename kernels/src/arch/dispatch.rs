@@ -228,6 +228,22 @@ pub(crate) fn qgemm_vnni(
     }
 }
 
+/// The transpose of `x` (`rows` × `cols` bytes) into `y` on the AVX-512 build where the CPU
+/// has it: the rows and columns it did (`qgemm::x86::transpose_bytes_avx512`), or none.
+#[inline]
+pub(crate) fn transpose_bytes<T: crate::qgemm::Q8>(x: &[T], dims: (usize, usize), y: &mut [T]) -> (usize, usize) {
+    #[cfg(target_arch = "x86_64")]
+    if Level::detected() == Level::Avx512 {
+        if let (Some(x), Some(y)) = (crate::arch::mem::bytes_of(x), crate::arch::mem::bytes_of_mut(y)) {
+            // SAFETY: the detected level is AVX-512, so this CPU has avx512f/bw, the
+            // features `transpose_bytes_avx512` enables.
+            return unsafe { crate::qgemm::x86::transpose_bytes_avx512(x, dims, y) };
+        }
+    }
+    let _ = (x, dims, y);
+    (0, 0)
+}
+
 /// A channels-last convolution's product read through its taps (see
 /// `qgemm::nhwc::conv_taps`). Panics on a CPU without AVX-512 VNNI.
 #[allow(clippy::too_many_arguments)]

@@ -106,6 +106,14 @@ pub(crate) fn dpbusd_taps<const R: usize>(
     *acc = local;
 }
 
+/// Stores a vector as eight u64 lanes.
+#[target_feature(enable = "avx512f")]
+#[inline]
+pub(crate) fn store8_u64(x: &mut [u64; 8], v: __m512i) {
+    // SAFETY: `x` is 64 writable bytes; the store has no alignment requirement.
+    unsafe { _mm512_storeu_si512(x.as_mut_ptr().cast(), v) }
+}
+
 /// Loads 64 bytes.
 #[target_feature(enable = "avx512f")]
 #[inline]

@@ -35,8 +35,8 @@ pub(crate) use dispatch::STREAM_MIN;
 pub(crate) use dispatch::{
     binary, depthwise_2d, direct, direct_bf16, gemm, gemm_bf16, gemm_bf16_a, gemm_pack_a, gemm_pack_b, instance_plane,
     max_pool_bytes, min_max, pad_rows, pair_bf16, pair_bf16_halves, pool, qconv_taps, qdw_planes, qgemm_portable,
-    qgemm_vnni, silu_inplace, softmax_cols, softmax_rows, transpose_2d, transpose_block, unary, widest, winograd_input,
-    winograd_output,
+    qgemm_vnni, silu_inplace, softmax_cols, softmax_rows, transpose_2d, transpose_block, transpose_bytes, unary,
+    widest, winograd_input, winograd_output,
 };
 #[cfg(target_arch = "x86_64")]
 pub(crate) use dispatch::{depthwise_from_nhwc, depthwise_rows_nhwc};

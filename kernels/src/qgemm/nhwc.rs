@@ -17,9 +17,10 @@
 //! reads a row of the zero point). Kernel only, one thread, AMD Zen 4, us (im2col / taps
 //! / the phase planes with their pack): 64 -> 64 3x3 on 56x56 725 / 548 / 648, 128 ->
 //! 128 on 28x28 588 / 521 / 624, 256 -> 256 on 14x14 545 / 507 / 609, 512 -> 512 on 7x7
-//! 532 / 573 / 680 (there the im2col's blocks, reused by 16 panels, win). The image and the output are transposed to and
-//! from channels last by [`to_channels_last`] and [`from_channels_last`] (0.27 ns a
-//! byte), until the plan keeps them so between convolutions.
+//! 532 / 573 / 680 (there the im2col's blocks, reused by 16 panels, win). Where the
+//! plan does not keep the image and the output channels last between convolutions
+//! (`passes::channels_last_int8`), [`to_channels_last`] and [`from_channels_last`]
+//! transpose them (0.09 ns a byte on AVX-512).
 
 use std::ops::Range;
 
@@ -331,11 +332,15 @@ pub fn from_channels_last<T: Q8>(x: &[T], channels: usize, plane: usize, y: &mut
     transpose_bytes(x, (plane, channels), y);
 }
 
-/// `y` (`cols` × `rows`) = the transpose of `x` (`rows` × `cols`) of bytes: blocks of
-/// 8 x 8 as eight u64 transposed by three rounds of masked swaps (0.05-0.1 ns a byte
-/// where a byte at a time took 0.43), the edges a byte at a time.
+/// `y` (`cols` × `rows`) = the transpose of `x` (`rows` × `cols`) of bytes: on AVX-512
+/// eight rows of 64 bytes a step (`qgemm::x86::transpose_bytes_avx512`: 200 KB in 18 us,
+/// 0.09 ns a byte), elsewhere and at its edges blocks of 8 x 8 as eight u64 transposed by
+/// three rounds of masked swaps (0.27 ns a byte, where a byte at a time took 0.43), the
+/// last edges a byte at a time.
 fn transpose_bytes<T: Q8>(x: &[T], (rows, cols): (usize, usize), y: &mut [T]) {
     assert!(x.len() >= rows * cols && y.len() >= rows * cols, "qgemm: a transpose's operands are short");
+    // The AVX-512 build's part (rows in eights, columns in 64s), then the rest here.
+    let (_, done_cols) = crate::arch::transpose_bytes(x, (rows, cols), y);
     /// Rows `i` and `i + step` (`step` = `shift / 8`) of each pair swap their off-diagonal
     /// blocks of `step` bytes.
     #[inline(always)]
@@ -354,7 +359,7 @@ fn transpose_bytes<T: Q8>(x: &[T], (rows, cols): (usize, usize), y: &mut [T]) {
         #[inline(always)]
         || {
             for r0 in (0..r8).step_by(8) {
-                for c0 in (0..c8).step_by(8) {
+                for c0 in (done_cols..c8).step_by(8) {
                     let mut v: [u64; 8] = std::array::from_fn(|i| {
                         let at = (r0 + i) * cols + c0;
                         T::load8(x[at..at + 8].try_into().expect("8 bytes"))

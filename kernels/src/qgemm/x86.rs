@@ -8,8 +8,8 @@
 
 use super::packed::{for_each_tile, Dst, Place, QOut, QPackedA, QPackedB, TileOut, CHUNK, MR, NR};
 use crate::arch::mem::{
-    copy_first_bytes_xor, dpbusd_taps, load16, load16i, load64_bytes, store16, store32_bytes, store_first_bytes,
-    store_first_i32,
+    copy_first_bytes_xor, dpbusd_taps, load16, load16i, load64_bytes, store16, store32_bytes, store8_u64,
+    store_first_bytes, store_first_i32,
 };
 use std::arch::x86_64::*;
 use std::ops::Range;
@@ -89,6 +89,52 @@ fn tile_taps(x: &[u8], zrow: &[u8], offsets: &[[u32; MR]], quads: usize, panel: 
     dpbusd_taps(&mut acc, (x, zrow, super::nhwc::ConvTaps::PAD), offsets, quads, panel);
     let h = out.h;
     store(&acc[..h], out);
+}
+
+/// `y` (`cols` × `rows` bytes) = the transpose of `x` (`rows` × `cols`) on its first
+/// `rows / 8 · 8` rows and `cols / 64 · 64` columns, which it returns (the caller does
+/// the rest): eight rows of 64 bytes a step, each u64 lane of the eight vectors one 8 x 8
+/// block, transposed by three rounds of masked swaps between the vectors (the rounds of
+/// `nhwc::transpose_bytes`, eight blocks at once), then each block's rows stored where
+/// their columns go.
+#[target_feature(enable = "avx512f,avx512bw")]
+pub(crate) fn transpose_bytes_avx512(x: &[u8], (rows, cols): (usize, usize), y: &mut [u8]) -> (usize, usize) {
+    assert!(x.len() >= rows * cols && y.len() >= rows * cols, "qgemm: a transpose's operands are short");
+    let (r8, c64) = (rows / 8 * 8, cols / 64 * 64);
+    #[target_feature(enable = "avx512f")]
+    #[inline]
+    fn swap(v: &mut [__m512i; 8], step: usize, shift: u32, mask: i64) {
+        let m = _mm512_set1_epi64(mask);
+        let sh = _mm_cvtsi32_si128(shift as i32);
+        for i in 0..8 {
+            if i & step == 0 {
+                let t = _mm512_and_si512(_mm512_xor_si512(_mm512_srl_epi64(v[i], sh), v[i + step]), m);
+                v[i + step] = _mm512_xor_si512(v[i + step], t);
+                v[i] = _mm512_xor_si512(v[i], _mm512_sll_epi64(t, sh));
+            }
+        }
+    }
+    let mut lanes = [0u64; 8];
+    for r0 in (0..r8).step_by(8) {
+        for c0 in (0..c64).step_by(64) {
+            let mut v: [__m512i; 8] = std::array::from_fn(|i| {
+                let at = (r0 + i) * cols + c0;
+                load64_bytes(x[at..at + 64].try_into().expect("64 bytes"))
+            });
+            swap(&mut v, 1, 8, 0x00ff_00ff_00ff_00ff);
+            swap(&mut v, 2, 16, 0x0000_ffff_0000_ffff);
+            swap(&mut v, 4, 32, 0xffff_ffff);
+            // Lane k of vector j: column c0 + 8 k + j, rows r0..r0 + 8.
+            for (j, &vj) in v.iter().enumerate() {
+                store8_u64(&mut lanes, vj);
+                for (k, lane) in lanes.iter().enumerate() {
+                    let at = (c0 + 8 * k + j) * rows + r0;
+                    y[at..at + 8].copy_from_slice(&lane.to_le_bytes());
+                }
+            }
+        }
+    }
+    (r8, c64)
 }
 
 /// Panels whose tiles run under one tile configuration (loading it and releasing the

@@ -359,31 +359,33 @@ impl Op for QConv {
     }
 }
 
-/// Whether a QLinearConv of `c` to `m` channels on `geo` runs faster on the channels-last
-/// product with its input and output transposed around it (0.27 ns a byte each way) than
-/// on the phase planes: output planes of up to 16x16 of many channels, where the planes'
-/// grid and panel copies cost most and the transposes least. Kernel only, one thread, AMD
-/// Zen 4 (`--example qconv_bench`, us, planes with their pack / channels last with its
-/// transposes, through the taps or on an im2col): 256 -> 256 3x3 on 14x14 609 / 545
-/// (taps), 512 -> 512 on 7x7 676 / 544 (im2col), 256 -> 512 stride 2 on 14x14 405 / 325
-/// (im2col); where it loses: 128 -> 128 on 28x28 622 / 597 (a gain within noise), 64 ->
-/// 64 on 56x56 646 / 704, 64 -> 128 stride 2 on 56x56 346 / 380. A 1x1 window's product
-/// is too shallow for its transposes (960 -> 160 on 7x7 62 / 63).
+/// Whether a QLinearConv of `c` to `m` channels on `geo` (one group, 2-D), its input and
+/// output stored channels first, runs faster on the channels-last product with both
+/// transposed around it (0.09 ns a byte each way) than on the phase planes: where the
+/// product is native there (`channels_last_native`) and its window wider than 1x1 (a 1x1
+/// product is too shallow for its transposes). Kernel only, one thread, AMD Zen 4
+/// (`--example qconv_bench`), us, phase planes with their pack / channels last with its
+/// transposes: 64 -> 64 3x3 on 56x56 648 / 584, 128 -> 128 on 28x28 624 / 557, 256 ->
+/// 256 on 14x14 609 / 517, 512 -> 512 on 7x7 680 / 540, 32 -> 64 on 112x112 1371 / 1305;
+/// 1x1: 256 -> 64 on 56x56 339 / 381.
 fn channels_last_wins(geo: &Window3d, c: usize, m: usize) -> bool {
     let taps: usize = geo.kernel.iter().product();
-    taps > 1 && geo.positions() <= 256 && m >= 128 && c >= 64 && rivet_kernels::qgemm::vnni_supported()
+    taps > 1 && channels_last_native(geo, c, m)
 }
 
 /// Whether a QLinearConv of one group, `c` to `m` channels on the 2-D window `geo`, runs
 /// faster on the channels-last product than on the phase planes when its input and output
 /// are already stored channels last (no transposes): the product has 64 output channels
-/// or more (fewer leave most of each tile's 32 columns empty) and 16 input channels or
-/// more. Kernel only, one thread, AMD Zen 4, us, phase planes with their pack / channels
-/// last: 64 -> 64 3x3 on 56x56 648 / 548, 128 -> 128 on 28x28 624 / 521, 256 -> 256 on
-/// 14x14 609 / 507, 512 -> 512 on 7x7 680 / 532, 64 -> 128 stride 2 on 56x56 345 / 274,
-/// the 1x1 64 -> 128 stride 2 on 56x56 67 / 52.
+/// or more (fewer leave most of each tile's 32 columns empty), 16 input channels or more
+/// and a depth (channels × taps) of 128 or more (a shallower one spends its time in the
+/// stores). Kernel only, one thread, AMD Zen 4, us, phase planes with their pack /
+/// channels last: 64 -> 64 3x3 on 56x56 648 / 548, 128 -> 128 on 28x28 624 / 521, 256 ->
+/// 256 on 14x14 609 / 507, 512 -> 512 on 7x7 680 / 532, 64 -> 128 stride 2 on 56x56 345
+/// / 274, 1x1: 1024 -> 256 on 14x14 285 / 235, 256 -> 64 on 56x56 339 / 273; left on the
+/// planes: 64 -> 256 1x1 on 56x56 408 / 416, 16 -> 96 1x1 on 112x112 357 / 385.
 fn channels_last_native(geo: &Window3d, c: usize, m: usize) -> bool {
-    geo.kernel[0] == 1 && m >= 64 && c >= 16 && rivet_kernels::qgemm::vnni_supported()
+    let taps: usize = geo.kernel.iter().product();
+    geo.kernel[0] == 1 && m >= 64 && c >= 16 && c * taps >= 128 && rivet_kernels::qgemm::vnni_supported()
 }
 
 impl QConv {
