@@ -779,3 +779,62 @@ fn quantized_convolutions_and_additions_between_them_store_channels_last_as_ort_
         }
     }
 }
+
+/// QLinearConv shaped for the channels-last product read through its taps (a uint8 input
+/// of 64 channels, 144 positions, 128 output channels) but with weights whose zero points
+/// are not 0: they need the rows' sums, so the product runs on its im2col (found by
+/// review: nothing checked that these go there).
+#[test]
+fn channels_last_convolutions_with_weight_zero_points_match_ort() {
+    let (xs, ws) = ([1i64, 64, 12, 12], [128i64, 64, 3, 3]);
+    let mut compared = 0;
+    for (wt, per_channel) in [(UINT8, false), (UINT8, true), (INT8, false), (INT8, true)] {
+        let n = if per_channel { 128 } else { 1 };
+        let zw: Vec<f64> =
+            (0..n).map(|k| if wt == UINT8 { 120.0 + (k % 9) as f64 } else { (k % 7) as f64 - 3.0 }).collect();
+        let zw = if wt == INT8 && !per_channel { vec![5.0] } else { zw };
+        let sw: Vec<f64> = (0..n).map(|k| 0.0005 + 0.00001 * k as f64).collect();
+        let sshape: Vec<i64> = if per_channel { vec![128] } else { vec![] };
+        let model = One::new(13)
+            .input("x", UINT8, &dims(&xs))
+            .constant("sx", FLOAT, &[], &[0.05])
+            .constant("zx", UINT8, &[], &[100.0])
+            .constant("w", wt, &ws, &ints(wt, 71, len(&ws)))
+            .constant("sw", FLOAT, &sshape, &sw)
+            .constant("zw", wt, &sshape, &zw)
+            .constant("sy", FLOAT, &[], &[0.1])
+            .constant("zy", UINT8, &[], &[110.0])
+            .node("QLinearConv", &[("pads", Attr::Ints(vec![1; 4]))], &[("y", UINT8)]);
+        let inputs = [tensor("x", UINT8, &xs, ints(UINT8, 72, len(&xs)))];
+        let what = format!("QLinearConv {wt} weights, zero points {:?}..", &zw[..zw.len().min(3)]);
+        compared += usize::from(matches_ort_if_it_runs(&model, &inputs, &what));
+    }
+    assert!(compared >= 2, "only {compared} cases ran on ORT");
+}
+
+/// One session whose weights are a graph input, run with other weights on each Run: the
+/// channels-last product packs them again every time (found by review: every test ran
+/// each session with the same weights).
+#[test]
+fn channels_last_convolutions_repack_weights_given_at_each_run() {
+    let (xs, ws) = ([1i64, 64, 12, 12], [128i64, 64, 3, 3]);
+    let model = One::new(13)
+        .input("x", UINT8, &dims(&xs))
+        .constant("sx", FLOAT, &[], &[0.05])
+        .constant("zx", UINT8, &[], &[100.0])
+        .input("w", INT8, &dims(&ws))
+        .constant("sw", FLOAT, &[], &[0.001])
+        .constant("zw", INT8, &[], &[0.0])
+        .constant("sy", FLOAT, &[], &[0.1])
+        .constant("zy", UINT8, &[], &[110.0])
+        .node("QLinearConv", &[("pads", Attr::Ints(vec![1; 4]))], &[("y", UINT8)]);
+    let mut rivet = common::rivet_session(&model);
+    let mut ort = ort_session(&model);
+    for seed in [80, 81, 82] {
+        let inputs =
+            [tensor("x", UINT8, &xs, ints(UINT8, 79, len(&xs))), tensor("w", INT8, &ws, ints(INT8, seed, len(&ws)))];
+        let got = harness::run(&mut rivet, &inputs).expect("Rivet runs");
+        let want = harness::run(&mut ort, &inputs).expect("ORT runs");
+        harness::compare(&got, &want, 0.0, 0.0).unwrap_or_else(|e| panic!("weights of seed {seed}: {e}"));
+    }
+}

@@ -264,7 +264,11 @@ impl Op for QConv {
         // taps · 255², exact in float32 (and read back exactly) while that is below 2^22:
         // up to 64 taps.
         let depthwise = cg == 1 && mg == 1 && taps * 255 * 255 < 1 << 22 && plane > 0;
-        let w_key = data_key(x.ins[iw]).filter(|_| constant(iw) && constant(izw)).map(|(at, len)| (at, len, 0));
+        // The channels-last product (its weights packed as B below); not a depthwise one.
+        let cl_path = !depthwise && self.qlinear && g == 1 && (marked || channels_last_wins(&geo, c, m));
+        // (The path is part of the key: the other path's weights are not packed.)
+        let w_key =
+            data_key(x.ins[iw]).filter(|_| constant(iw) && constant(izw)).map(|(at, len)| (at, len, cl_path as usize));
         let packs = x.scratch.state::<Packs>();
         if w_key.is_none() || packs.key != w_key {
             // Each group's output channels' weights, one A a group.
@@ -288,7 +292,7 @@ impl Op for QConv {
                 let wf = &packs.wf;
                 packs.qdw.pack(m, &geo, |ch, t| wf[ch * taps + t] as i32);
             }
-            packs.groups.resize_with(if depthwise { 0 } else { g }, QPackedA::new);
+            packs.groups.resize_with(if depthwise || cl_path { 0 } else { g }, QPackedA::new);
             for (grp, a) in packs.groups.iter_mut().enumerate() {
                 let zero = if zw_per { &packs.zero[grp * mg..(grp + 1) * mg] } else { &packs.zero[..] };
                 match sub(x.ins[iw], grp * mg * k, mg * k)? {
@@ -310,9 +314,9 @@ impl Op for QConv {
         if depthwise {
             return run_depthwise(packs, x.ins[ix], (batch, c, plane, p), &geo, zx, (bias, zy), out, x.par);
         }
-        if self.qlinear && g == 1 && (marked || channels_last_wins(&geo, c, m)) {
+        if cl_path {
             let w = x.ins[iw];
-            let key = w_key.map(|(at, len, _)| (at, len, 1));
+            let key = w_key;
             if key.is_none() || packs.nhwc_key != key {
                 packs.nhwc_key = None;
                 match w {
