@@ -224,10 +224,17 @@ impl Op for QConv {
     }
 
     fn run(&self, x: RunIn<'_, '_>, out: &mut DataMut<'_>) -> Result<(), String> {
+        self.run_as(x, out, (self.cl_input, self.cl_output))
+    }
+}
+
+impl QConv {
+    /// [`Op::run`] with the input and output stored as `(cl_input, cl_output)` say.
+    fn run_as(&self, x: RunIn<'_, '_>, out: &mut DataMut<'_>, layout: (bool, bool)) -> Result<(), String> {
         let [ix, izx, iw, izw] = self.slots();
         let (xs, ws) = (x.shapes[ix], x.shapes[iw]);
         let (geo, _) = self.geometry(xs, ws)?;
-        let marked = self.cl_input || self.cl_output;
+        let marked = layout.0 || layout.1;
         if marked && !(self.qlinear && self.group == 1 && channels_last_native(&geo, xs[1], ws[0])) {
             return self.run_relaid(x, out);
         }
@@ -326,7 +333,6 @@ impl Op for QConv {
                 }
                 packs.nhwc_key = key;
             }
-            let layout = (self.cl_input, self.cl_output);
             return channels_last(packs, x.ins[ix], (batch, c, plane, p), &geo, zx, (bias, zy), out, x.par, layout);
         }
         let Packs { groups, b, planes, scales, tasks: task_scratch, .. } = packs;
@@ -396,8 +402,9 @@ impl QConv {
     /// A run marked channels last whose convolution does not take that layout (not one
     /// the plan marks; kept for any that would be): the input made channels first, the
     /// convolution as unmarked, its output made channels last.
+    /// (The unmarked run is `run_as` with both layouts channels first: a copy of the op
+    /// would clone its attributes on every Run, found by review.)
     fn run_relaid(&self, x: RunIn<'_, '_>, out: &mut DataMut<'_>) -> Result<(), String> {
-        let plain = QConv { cl_input: false, cl_output: false, ..self.clone() };
         let [ix, ..] = self.slots();
         let xs = x.shapes[ix];
         let (batch, c, plane) = (xs[0], xs[1], xs[2..].iter().product::<usize>());
@@ -440,7 +447,7 @@ impl QConv {
                 DataMut::I8(y) => DataMut::I8(yout.i8(y.len())),
                 _ => return Err("the output is not uint8 or int8".into()),
             };
-            let result = plain.run(inner, &mut y);
+            let result = self.run_as(inner, &mut y, (false, false));
             match (&y, out) {
                 (DataMut::U8(t), DataMut::U8(y)) => {
                     each(&mut |_, o| qgemm::to_channels_last(&t[o.clone()], m, p, &mut y[o]))
@@ -452,7 +459,7 @@ impl QConv {
             }
             result
         } else {
-            plain.run(inner, out)
+            self.run_as(inner, out, (false, false))
         };
         let packs = x.scratch.state::<Packs>();
         (packs.relaid_x, packs.relaid_y) = (xin, yout);

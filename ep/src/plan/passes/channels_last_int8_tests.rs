@@ -6,11 +6,16 @@ fn typed(name: &str, elem_type: i32, dims: &[usize]) -> ValueDesc {
     ValueDesc { elem_type, ..v(name, &dims.iter().map(|&d| Dim::Fixed(d)).collect::<Vec<_>>()) }
 }
 
-/// x -> c1 -> a; a -> c2 -> b; (a, b) -> add -> s; s -> c3 -> y; a -> dq -> f: QLinearConv
-/// 3x3 of `m` channels on 8x8, com.microsoft QLinearAdd, DequantizeLinear. `dq` reads `a`
-/// when `dq_reads_a`, else `b`... (see the cases).
+/// x -> c1 -> a; a -> c2 -> b; (a, b) -> add -> s; s -> c3 -> y: QLinearConv 3x3 of `m`
+/// channels on 8x8 and com.microsoft QLinearAdd; with `extra_reader`, a DequantizeLinear
+/// of that value too (a graph output).
 fn qgraph(m: usize, extra_reader: Option<&str>) -> (GraphDesc, Vec<String>) {
-    let u8v = |n: &str, c: usize| typed(n, dtype::UINT8, &[1, c, 8, 8]);
+    qgraph_of(1, 8, m, extra_reader)
+}
+
+/// [`qgraph`] on a batch of `n` planes of `hw` x `hw`.
+fn qgraph_of(n: usize, hw: usize, m: usize, extra_reader: Option<&str>) -> (GraphDesc, Vec<String>) {
+    let u8v = |name: &str, c: usize| typed(name, dtype::UINT8, &[n, c, hw, hw]);
     let (x, a, b, s, y) = (u8v("x", 64), u8v("a", m), u8v("b", m), u8v("s", m), u8v("y", m));
     let scale = |n: &str| typed(n, dtype::FLOAT, &[]);
     let zero = |n: &str| typed(n, dtype::UINT8, &[]);
@@ -42,7 +47,7 @@ fn qgraph(m: usize, extra_reader: Option<&str>) -> (GraphDesc, Vec<String>) {
     if let Some(read) = extra_reader {
         let (sd, zd) = (scale("sd"), zero("zd"));
         inputs.extend([sd.clone(), zd.clone()]);
-        let f = typed("f", dtype::FLOAT, &[1, m, 8, 8]);
+        let f = typed("f", dtype::FLOAT, &[n, m, hw, hw]);
         let src = [&a, &b, &s].into_iter().find(|t| t.name == read).expect("a value of the graph").clone();
         nodes.push(node("dq", "DequantizeLinear", 13, &[src, sd, zd], f.clone()));
         outputs.push(f);
@@ -94,4 +99,49 @@ fn marked_steps_run_ops_that_store_channels_last() {
         let touches = marks[s.output] || s.inputs.iter().any(|&v| marks[v]);
         assert_eq!(s.op != t.op, touches, "step {}", s.node_name);
     }
+}
+
+/// A value the plan must keep channels first though convolutions and additions read it:
+/// a graph output, one read as another convolution's weights, one read by an addition
+/// that broadcasts (found by review: none of these had a test).
+#[test]
+fn graph_outputs_weights_and_broadcast_operands_stay_channels_first() {
+    if !rivet_kernels::qgemm::vnni_supported() {
+        return;
+    }
+    let value = |g: &GraphDesc, name: &str| -> ValueDesc {
+        let all = g.nodes.iter().flat_map(|n| n.outputs.iter().flatten()).chain(&g.inputs);
+        all.into_iter().find(|v| v.name == name).expect("a value of the graph").clone()
+    };
+    // `a` also a graph output.
+    let (mut g, _) = qgraph(64, None);
+    g.outputs.push(value(&g, "a"));
+    assert_eq!(marked(&g), ["b", "s"], "a graph output");
+    // `a` (a batch of 64 planes of 3x3) also the weights of a convolution of `b` (64 to
+    // 64 channels, 3x3: one that takes channels last on its input).
+    let (mut g, _) = qgraph_of(64, 3, 64, None);
+    let scale = typed("c4_s", dtype::FLOAT, &[]);
+    let zero = typed("c4_z", dtype::UINT8, &[]);
+    g.inputs.extend([scale.clone(), zero.clone()]);
+    let out = typed("c4_y", dtype::UINT8, &[64, 64, 3, 3]);
+    let (a, b) = (value(&g, "a"), value(&g, "b"));
+    let inputs = [b, scale.clone(), zero.clone(), a, scale.clone(), zero.clone(), scale, zero];
+    let mut c4 = node("c4", "QLinearConv", 10, &inputs, out.clone());
+    c4.attrs = vec![("pads".into(), crate::graph::AttrValue::Ints(vec![1; 4]))];
+    g.nodes.push(c4);
+    g.outputs.push(out);
+    assert_eq!(marked(&g), ["b", "s"], "a read as weights");
+    // `b` also read by an addition that broadcasts a per-channel operand.
+    let (mut g, _) = qgraph(64, None);
+    let per_channel = typed("pc", dtype::UINT8, &[1, 64, 1, 1]);
+    let (s2, z2) = (typed("s2", dtype::FLOAT, &[]), typed("z2", dtype::UINT8, &[]));
+    g.inputs.extend([per_channel.clone(), s2.clone(), z2.clone()]);
+    let t = typed("t", dtype::UINT8, &[1, 64, 8, 8]);
+    let b = value(&g, "b");
+    let ins = [b, s2.clone(), z2.clone(), per_channel, s2.clone(), z2.clone(), s2, z2];
+    let mut add = node("add2", "QLinearAdd", 1, &ins, t.clone());
+    add.domain = "com.microsoft".into();
+    g.nodes.push(add);
+    g.outputs.push(t);
+    assert_eq!(marked(&g), ["a", "s"], "b read by a broadcasting addition");
 }
