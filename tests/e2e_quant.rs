@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::quant::{dims, ints, len, matches_ort_if_it_runs, tensor, to_quantize, One};
+use common::quant::{constant_node, dims, ints, len, matches_ort_if_it_runs, tensor, to_quantize, One};
 use common::{assert_matches_ort, env, ort_session, strict};
 use rivet::harness::{self, Arm, HostTensor, SessionOpts};
 use rivet::model::{Attr, Dim, ModelBuilder, FLOAT, FLOAT16, INT16, INT32, INT8, UINT16, UINT8};
@@ -692,27 +692,6 @@ fn float16_quantize_and_dequantize_match_ort() {
     }
 }
 
-/// A uint8 constant tensor as a Constant node.
-fn const_node(b: ModelBuilder, name: &str, code: i32, shape: &[i64], data: &[f64]) -> ModelBuilder {
-    let bytes: Vec<u8> = data
-        .iter()
-        .flat_map(|&v| match code {
-            FLOAT => (v as f32).to_le_bytes().to_vec(),
-            UINT8 => vec![v as u8],
-            INT8 => vec![v as i8 as u8],
-            INT32 => (v as i32).to_le_bytes().to_vec(),
-            _ => unreachable!(),
-        })
-        .collect();
-    b.node_with(
-        "Constant",
-        &format!("const_{name}"),
-        &[],
-        &[name],
-        &[("value", Attr::Tensor(code, shape.to_vec(), bytes))],
-    )
-}
-
 /// QLinearConv -> QLinearConv -> com.microsoft QLinearAdd (of both convolutions' outputs)
 /// -> QLinearConv, 64 channels of 3x3 on 10x10, a batch of 2: the values between them go
 /// channels last (`passes::channels_last_int8`). With `add_out` the addition's output is
@@ -722,15 +701,15 @@ fn channels_last_chain(add_out: bool) -> (Vec<u8>, Vec<HostTensor>) {
     let xs = [2i64, 64, 10, 10];
     let ws = [64i64, 64, 3, 3];
     let mut b = ModelBuilder::new(13).domain_opset("com.microsoft", 1).input("x", UINT8, &dims(&xs));
-    b = const_node(b, "s_act", FLOAT, &[], &[0.05]);
-    b = const_node(b, "z_act", UINT8, &[], &[100.0]);
+    b = constant_node(b, "s_act", FLOAT, &[], &[0.05]);
+    b = constant_node(b, "z_act", UINT8, &[], &[100.0]);
     for (i, name) in ["c1", "c2", "c3"].into_iter().enumerate() {
-        b = const_node(b, &format!("{name}_w"), INT8, &ws, &ints(INT8, 60 + i as u64, len(&ws)));
+        b = constant_node(b, &format!("{name}_w"), INT8, &ws, &ints(INT8, 60 + i as u64, len(&ws)));
         let sw: Vec<f64> = (0..64).map(|k| 0.0005 + 0.00001 * k as f64).collect();
-        b = const_node(b, &format!("{name}_sw"), FLOAT, &[64], &sw);
-        b = const_node(b, &format!("{name}_zw"), INT8, &[64], &[0.0; 64]);
+        b = constant_node(b, &format!("{name}_sw"), FLOAT, &[64], &sw);
+        b = constant_node(b, &format!("{name}_zw"), INT8, &[64], &[0.0; 64]);
         let bias: Vec<f64> = (0..64).map(|k| (k * 37 % 200) as f64 - 100.0).collect();
-        b = const_node(b, &format!("{name}_b"), INT32, &[64], &bias);
+        b = constant_node(b, &format!("{name}_b"), INT32, &[64], &bias);
     }
     let conv = |b: ModelBuilder, name: &str, x: &str, y: &str| {
         let ins = [

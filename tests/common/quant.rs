@@ -78,21 +78,7 @@ impl One {
     }
     /// A constant input (a Constant node, which ORT folds into an initializer).
     pub fn constant(mut self, name: &str, code: i32, shape: &[i64], data: &[f64]) -> Self {
-        let bytes: Vec<u8> = data
-            .iter()
-            .flat_map(|&v| match code {
-                FLOAT => (v as f32).to_le_bytes().to_vec(),
-                FLOAT16 => f16_bits(v as f32).to_le_bytes().to_vec(),
-                UINT8 => vec![v as u8],
-                INT8 => vec![v as i8 as u8],
-                UINT16 => (v as u16).to_le_bytes().to_vec(),
-                INT16 => (v as i16).to_le_bytes().to_vec(),
-                INT32 => (v as i32).to_le_bytes().to_vec(),
-                _ => unreachable!(),
-            })
-            .collect();
-        let value = Attr::Tensor(code, shape.to_vec(), bytes);
-        self.b = self.b.node_with("Constant", &format!("const_{name}"), &[], &[name], &[("value", value)]);
+        self.b = constant_node(self.b, name, code, shape, data);
         self.inputs.push(name.into());
         self
     }
@@ -122,6 +108,26 @@ impl One {
         }
         b.build()
     }
+}
+
+/// `b` with a Constant node `const_{name}` giving `name` the tensor of type `code`,
+/// `shape` and values `data`.
+pub fn constant_node(b: ModelBuilder, name: &str, code: i32, shape: &[i64], data: &[f64]) -> ModelBuilder {
+    let bytes: Vec<u8> = data
+        .iter()
+        .flat_map(|&v| match code {
+            FLOAT => (v as f32).to_le_bytes().to_vec(),
+            FLOAT16 => f16_bits(v as f32).to_le_bytes().to_vec(),
+            UINT8 => vec![v as u8],
+            INT8 => vec![v as i8 as u8],
+            UINT16 => (v as u16).to_le_bytes().to_vec(),
+            INT16 => (v as i16).to_le_bytes().to_vec(),
+            INT32 => (v as i32).to_le_bytes().to_vec(),
+            _ => unreachable!(),
+        })
+        .collect();
+    let value = Attr::Tensor(code, shape.to_vec(), bytes);
+    b.node_with("Constant", &format!("const_{name}"), &[], &[name], &[("value", value)])
 }
 
 /// Compares with ORT where ORT's CPU EP has a kernel for the model (it lacks some type

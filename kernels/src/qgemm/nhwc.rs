@@ -90,46 +90,37 @@ impl QPackedA {
                     let row = strip * strip_len + r;
                     // Quad `q` of the row's depth: unit `row + (q / 16) · MR`, word `q % 16`
                     // (every tap starts on a quad: `cq` is a multiple of 4).
-                    let mut t = 0;
-                    for t0 in 0..g.kernel[0] {
-                        let s0 = g.source(0, at[0], t0);
-                        for t1 in 0..g.kernel[1] {
-                            let s1 = s0.and_then(|s| Some(s * g.input[1] + g.source(1, at[1], t1)?));
-                            for t2 in 0..g.kernel[2] {
-                                let src = s1.and_then(|s| Some(s * g.input[2] + g.source(2, at[2], t2)?));
-                                let q0 = t * words;
-                                t += 1;
-                                match src {
-                                    Some(s) if c.is_multiple_of(4 * CHUNK) => {
-                                        // Whole units, one 64-byte move each.
-                                        let src = x[s * c..s * c + c].as_chunks::<64>().0;
-                                        for (u, bytes) in src.iter().enumerate() {
-                                            units[row + (q0 / CHUNK + u) * MR] = std::array::from_fn(|j| {
-                                                i32::from_le_bytes(std::array::from_fn(|l| bytes[4 * j + l].unsigned()))
-                                            });
-                                        }
-                                    }
-                                    Some(s) => {
-                                        let src = &x[s * c..s * c + c];
-                                        for j in 0..words {
-                                            let byte = |l: usize| src.get(4 * j + l).map_or(0, |v| v.unsigned());
-                                            let q = q0 + j;
-                                            units[row + (q / CHUNK) * MR][q % CHUNK] =
-                                                i32::from_le_bytes([byte(0), byte(1), byte(2), byte(3)]);
-                                        }
-                                    }
-                                    None => {
-                                        for j in 0..words {
-                                            let q = q0 + j;
-                                            let byte = |l: usize| if 4 * j + l < c { za as u8 } else { 0 };
-                                            units[row + (q / CHUNK) * MR][q % CHUNK] =
-                                                i32::from_le_bytes([byte(0), byte(1), byte(2), byte(3)]);
-                                        }
-                                    }
+                    each_tap(g, at, |t, src| {
+                        let q0 = t * words;
+                        match src {
+                            Some(s) if c.is_multiple_of(4 * CHUNK) => {
+                                // Whole units, one 64-byte move each.
+                                let src = x[s * c..s * c + c].as_chunks::<64>().0;
+                                for (u, bytes) in src.iter().enumerate() {
+                                    units[row + (q0 / CHUNK + u) * MR] = std::array::from_fn(|j| {
+                                        i32::from_le_bytes(std::array::from_fn(|l| bytes[4 * j + l].unsigned()))
+                                    });
+                                }
+                            }
+                            Some(s) => {
+                                let src = &x[s * c..s * c + c];
+                                for j in 0..words {
+                                    let byte = |l: usize| src.get(4 * j + l).map_or(0, |v| v.unsigned());
+                                    let q = q0 + j;
+                                    units[row + (q / CHUNK) * MR][q % CHUNK] =
+                                        i32::from_le_bytes([byte(0), byte(1), byte(2), byte(3)]);
+                                }
+                            }
+                            None => {
+                                for j in 0..words {
+                                    let q = q0 + j;
+                                    let byte = |l: usize| if 4 * j + l < c { za as u8 } else { 0 };
+                                    units[row + (q / CHUNK) * MR][q % CHUNK] =
+                                        i32::from_le_bytes([byte(0), byte(1), byte(2), byte(3)]);
                                 }
                             }
                         }
-                    }
+                    });
                     // Depths past k: zero (the AMX tiles read whole chunks).
                     for q in taps * words..chunks * CHUNK {
                         units[row + (q / CHUNK) * MR][q % CHUNK] = 0;
@@ -250,19 +241,11 @@ impl ConvTaps {
         for pos in 0..p {
             let at = [pos / (o1 * o2), pos / o2 % o1, pos % o2];
             let (strip, r) = (pos / MR, pos % MR);
-            let mut t = 0;
-            for t0 in 0..g.kernel[0] {
-                let s0 = g.source(0, at[0], t0);
-                for t1 in 0..g.kernel[1] {
-                    let s1 = s0.and_then(|s| Some(s * g.input[1] + g.source(1, at[1], t1)?));
-                    for t2 in 0..g.kernel[2] {
-                        if let Some(s) = s1.and_then(|s| Some(s * g.input[2] + g.source(2, at[2], t2)?)) {
-                            self.offsets[strip * taps + t][r] = (s * channels) as u32;
-                        }
-                        t += 1;
-                    }
+            each_tap(g, at, |t, source| {
+                if let Some(s) = source {
+                    self.offsets[strip * taps + t][r] = (s * channels) as u32;
                 }
-            }
+            });
         }
         self.taps = taps;
         self.image_len = g.plane() * channels;
@@ -319,6 +302,24 @@ pub fn conv_taps(
     scratch.rows_only(rows.end, (c * taps_count, c * taps_count), zx);
     crate::arch::qconv_taps(x, &zrow, taps, scratch, rows, b, &mut out, Place { ldc: n, kept: None });
     scratch.reorder = zrow;
+}
+
+/// Calls `f(t, source)` for each tap `t` of output position `at` (its coordinates on
+/// `g.out`), in the order of the window's taps: `source` is the input position the tap
+/// reads (its index in `g.input`'s positions), or `None` in the padding.
+#[inline(always)]
+fn each_tap(g: &Window3d, at: [usize; 3], mut f: impl FnMut(usize, Option<usize>)) {
+    let mut t = 0;
+    for t0 in 0..g.kernel[0] {
+        let s0 = g.source(0, at[0], t0);
+        for t1 in 0..g.kernel[1] {
+            let s1 = s0.and_then(|s| Some(s * g.input[1] + g.source(1, at[1], t1)?));
+            for t2 in 0..g.kernel[2] {
+                f(t, s1.and_then(|s| Some(s * g.input[2] + g.source(2, at[2], t2)?)));
+                t += 1;
+            }
+        }
+    }
 }
 
 /// `y` (`plane` positions of `channels`) = `x` (`channels` planes of `plane`): a
