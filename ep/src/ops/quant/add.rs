@@ -145,39 +145,18 @@ impl Op for QLinearAdd {
             return Err(format!("inputs of shapes {s:?} and {:?} stored in different layouts", x.shapes[ib]));
         }
         let (img, ch, plane) = if relay { (s[1] * s[2] * s[3], s[1], s[2] * s[3]) } else { (0, 0, 0) };
-        // Input `$v` (stored channels last when `$own`) in C's layout: itself, or relaid
-        // into `$buf`.
-        macro_rules! relaid {
-            ($v:expr, $buf:expr, $own:expr) => {{
-                if $own != cl_c {
-                    $buf.resize($v.len(), 0);
-                    for (src, dst) in $v.chunks(img.max(1)).zip($buf.chunks_mut(img.max(1))) {
-                        if cl_c {
-                            qgemm::to_channels_last(src, ch, plane, dst);
-                        } else {
-                            qgemm::from_channels_last(src, ch, plane, dst);
-                        }
-                    }
-                }
-            }};
-        }
+        let dims = (img, ch, plane);
         match (x.ins[ia], x.ins[ib], out) {
             (Data::U8(xa), Data::U8(xb), DataMut::U8(y)) => {
                 let [mut ta, mut tb] = std::mem::take(&mut floats.relaid);
-                relaid!(xa, ta, cl_a);
-                relaid!(xb, tb, cl_b);
-                let xa = if cl_a != cl_c { &ta[..] } else { xa };
-                let xb = if cl_b != cl_c { &tb[..] } else { xb };
+                let (xa, xb) = (in_layout(xa, &mut ta, cl_a, cl_c, dims), in_layout(xb, &mut tb, cl_b, cl_c, dims));
                 let r = add(xa, xb, y, &plan, [a, b, c], floats);
                 floats.relaid = [ta, tb];
                 r
             }
             (Data::I8(xa), Data::I8(xb), DataMut::I8(y)) => {
                 let [mut ta, mut tb] = std::mem::take(&mut floats.relaid_i8);
-                relaid!(xa, ta, cl_a);
-                relaid!(xb, tb, cl_b);
-                let xa = if cl_a != cl_c { &ta[..] } else { xa };
-                let xb = if cl_b != cl_c { &tb[..] } else { xb };
+                let (xa, xb) = (in_layout(xa, &mut ta, cl_a, cl_c, dims), in_layout(xb, &mut tb, cl_b, cl_c, dims));
                 let r = add(xa, xb, y, &plan, [a, b, c], floats);
                 floats.relaid_i8 = [ta, tb];
                 r
@@ -185,6 +164,30 @@ impl Op for QLinearAdd {
             _ => Err("element types differ from the plan's".into()),
         }
     }
+}
+
+/// Input `v` (channels last when `last`) in the output's layout (channels last when
+/// `to_last`): itself, or relaid into `buf`, image by image (`img` elements of `ch`
+/// channels of `plane` positions).
+fn in_layout<'a, T: qgemm::Q8>(
+    v: &'a [T],
+    buf: &'a mut Vec<T>,
+    last: bool,
+    to_last: bool,
+    (img, ch, plane): (usize, usize, usize),
+) -> &'a [T] {
+    if last == to_last {
+        return v;
+    }
+    buf.resize(v.len(), T::from_i32(0));
+    for (src, dst) in v.chunks(img.max(1)).zip(buf.chunks_mut(img.max(1))) {
+        if to_last {
+            qgemm::to_channels_last(src, ch, plane, dst);
+        } else {
+            qgemm::from_channels_last(src, ch, plane, dst);
+        }
+    }
+    buf
 }
 
 /// `y = quantize(dequantize(xa) + dequantize(xb))` with `(scale, zero point)` of A, B and
