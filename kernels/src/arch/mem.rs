@@ -444,6 +444,17 @@ pub(crate) fn store_first(x: &mut [f32], n: usize, v: __m512) {
     unsafe { _mm512_mask_storeu_ps(x.as_mut_ptr(), mask, v) }
 }
 
+/// Stores the low `n` (at most 8) lanes of `v` to the first `n` floats of `x`.
+#[target_feature(enable = "avx512f,avx512vl")]
+#[inline]
+pub(crate) fn store_first8(x: &mut [f32], n: usize, v: __m256) {
+    assert!(n <= 8 && n <= x.len());
+    let mask = ((1u32 << n) - 1) as __mmask8;
+    // SAFETY: the mask selects lanes 0..n, which are in `x` (checked above); masked-off
+    // lanes are not written.
+    unsafe { _mm256_mask_storeu_ps(x.as_mut_ptr(), mask, v) }
+}
+
 /// Stores the low `n` (at most 16) lanes of `v` to the first `n` i32s of `x`.
 #[target_feature(enable = "avx512f")]
 #[inline]

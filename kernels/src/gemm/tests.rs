@@ -490,3 +490,57 @@ fn a_packed_b_read_from_inside_a_panel_panics() {
     let mut c = vec![0.0; m * (n - 3)];
     g.compute(&mut GemmScratch::new(), 0..m, 3..n, &mut c);
 }
+
+/// `apply_rows` runs each part over the whole block; every element must still get the
+/// bits of the parts applied row by row (as it did before), whatever the parts, on rows
+/// of a length that is no multiple of 16, from a first row past 0 (the bias and the
+/// residual indexed from it), with NaN, signed zeros and large values in C.
+#[test]
+fn apply_rows_gives_the_row_by_row_bits() {
+    let (rows, n) = (3..10, 49);
+    let m = rows.end;
+    let mut c0 = values(rows.len() * n, 71);
+    for (i, v) in c0.iter_mut().enumerate() {
+        *v = match i % 37 {
+            0 => f32::NAN,
+            1 => -0.0,
+            2 => 120.0,
+            3 => -95.0,
+            _ => *v * 6.0,
+        };
+    }
+    let bias = values(m, 72);
+    let residual = values(m * n, 73);
+    let acts = [
+        None,
+        Some(Activation::Silu),
+        Some(Activation::Unary(crate::UnaryOp::Sigmoid)),
+        Some(Activation::Unary(crate::UnaryOp::Gelu)),
+        Some(Activation::Clip { min: -0.5, max: 0.75 }),
+    ];
+    for act in acts {
+        for (scale, with_bias, with_residual, after) in [
+            (None, false, false, None),
+            (None, true, false, None),
+            (Some(Scale::Mul(0.5)), true, true, None),
+            (Some(Scale::Div(3.0)), false, true, Some(Activation::Unary(crate::UnaryOp::Relu))),
+            (None, true, true, Some(Activation::Silu)),
+        ] {
+            let e = Epilogue {
+                scale,
+                bias: if with_bias { Bias::Rows(&bias) } else { Bias::None },
+                act,
+                residual: with_residual.then_some(&residual[..]),
+                after,
+            };
+            let mut whole = c0.clone();
+            e.apply_rows(&mut whole, n, rows.clone());
+            let mut by_row = c0.clone();
+            for (r, row) in rows.clone().zip(by_row.chunks_exact_mut(n)) {
+                e.apply(crate::arch::Level::detected(), row, n, n, r..r + 1, 0..n);
+            }
+            let same = whole.iter().zip(&by_row).all(|(a, b)| a.to_bits() == b.to_bits());
+            assert!(same, "{act:?} {scale:?} bias {with_bias} residual {with_residual} {after:?}");
+        }
+    }
+}
