@@ -15,12 +15,18 @@ use rivet::model::{Attr, ModelBuilder, FLOAT, INT32, INT8, UINT8};
 /// the graph's (channels first: both its inputs relaid), else the last convolution's. The
 /// addition's scales are equal, so that ORT's kernel and the three ops' arithmetic agree.
 fn channels_last_chain(add_out: bool) -> (Vec<u8>, Vec<HostTensor>) {
+    channels_last_chain_to(add_out, (3, 1))
+}
+
+/// [`channels_last_chain`] with c3's window `k3` x `k3` at stride `s3` (padded by `k3 / 2`).
+fn channels_last_chain_to(add_out: bool, (k3, s3): (i64, i64)) -> (Vec<u8>, Vec<HostTensor>) {
     let xs = [2i64, 64, 10, 10];
     let ws = [64i64, 64, 3, 3];
     let mut b = ModelBuilder::new(13).domain_opset("com.microsoft", 1).input("x", UINT8, &dims(&xs));
     b = constant_node(b, "s_act", FLOAT, &[], &[0.05]);
     b = constant_node(b, "z_act", UINT8, &[], &[100.0]);
     for (i, name) in ["c1", "c2", "c3"].into_iter().enumerate() {
+        let ws = if name == "c3" { [64, 64, k3, k3] } else { ws };
         b = constant_node(b, &format!("{name}_w"), INT8, &ws, &ints(INT8, 60 + i as u64, len(&ws)));
         let sw: Vec<f64> = (0..64).map(|k| 0.0005 + 0.00001 * k as f64).collect();
         b = constant_node(b, &format!("{name}_sw"), FLOAT, &[64], &sw);
@@ -40,7 +46,9 @@ fn channels_last_chain(add_out: bool) -> (Vec<u8>, Vec<HostTensor>) {
             "z_act",
             &format!("{name}_b"),
         ];
-        b.node_with("QLinearConv", name, &ins, &[y], &[("pads", Attr::Ints(vec![1; 4]))])
+        let (k, stride) = if name == "c3" { (k3, s3) } else { (3, 1) };
+        let attrs = [("pads", Attr::Ints(vec![k / 2; 4])), ("strides", Attr::Ints(vec![stride; 2]))];
+        b.node_with("QLinearConv", name, &ins, &[y], &attrs)
     };
     b = conv(b, "c1", "x", "a");
     b = conv(b, "c2", "a", "bb");
@@ -74,6 +82,14 @@ fn quantized_convolutions_and_additions_between_them_store_channels_last_as_ort_
             assert!(common::same_first_output_bits(&want, &again), "{what}: Runs differ");
         }
     }
+}
+
+/// The chain ending in a 1x1 convolution of stride 2 (ResNet's downsampling), which takes
+/// the addition's channels-last output at a depth of 64 (`channels_last_native`).
+#[test]
+fn a_strided_pointwise_convolution_reads_a_channels_last_addition_as_ort_computes() {
+    let (model, inputs) = channels_last_chain_to(false, (1, 2));
+    assert_matches_ort(&model, &inputs, 0.0, 0.0, "chain into a 1x1 of stride 2");
 }
 
 /// QLinearConv shaped for the channels-last product read through its taps (a uint8 input

@@ -15,13 +15,27 @@ fn qgraph(m: usize, extra_reader: Option<&str>) -> (GraphDesc, Vec<String>) {
 
 /// [`qgraph`] on a batch of `n` planes of `hw` x `hw`.
 fn qgraph_of(n: usize, hw: usize, m: usize, extra_reader: Option<&str>) -> (GraphDesc, Vec<String>) {
+    qgraph_last(n, hw, m, extra_reader, (3, 1))
+}
+
+/// [`qgraph_of`] with c3's window `k` x `k` at stride `s` (padded by `k / 2`).
+fn qgraph_last(
+    n: usize,
+    hw: usize,
+    m: usize,
+    extra_reader: Option<&str>,
+    (k3, s3): (usize, usize),
+) -> (GraphDesc, Vec<String>) {
     let u8v = |name: &str, c: usize| typed(name, dtype::UINT8, &[n, c, hw, hw]);
-    let (x, a, b, s, y) = (u8v("x", 64), u8v("a", m), u8v("b", m), u8v("s", m), u8v("y", m));
+    let (x, a, b, s) = (u8v("x", 64), u8v("a", m), u8v("b", m), u8v("s", m));
+    let out = (hw + 2 * (k3 / 2) - k3) / s3 + 1;
+    let y = typed("y", dtype::UINT8, &[n, m, out, out]);
     let scale = |n: &str| typed(n, dtype::FLOAT, &[]);
     let zero = |n: &str| typed(n, dtype::UINT8, &[]);
     let mut inputs = vec![x.clone()];
     let mut conv = |name: &str, input: &ValueDesc, c: usize, out: &ValueDesc| {
-        let w = typed(&format!("{name}_w"), dtype::INT8, &[m, c, 3, 3]);
+        let (k, stride) = if name == "c3" { (k3, s3) } else { (3, 1) };
+        let w = typed(&format!("{name}_w"), dtype::INT8, &[m, c, k, k]);
         let (sx, zx, sw, zw, sy, zy) = (
             scale(&format!("{name}_sx")),
             zero(&format!("{name}_zx")),
@@ -32,7 +46,10 @@ fn qgraph_of(n: usize, hw: usize, m: usize, extra_reader: Option<&str>) -> (Grap
         );
         inputs.extend([w.clone(), sx.clone(), zx.clone(), sw.clone(), zw.clone(), sy.clone(), zy.clone()]);
         let mut n = node(name, "QLinearConv", 10, &[input.clone(), sx, zx, w, sw, zw, sy, zy], out.clone());
-        n.attrs = vec![("pads".into(), crate::graph::AttrValue::Ints(vec![1; 4]))];
+        n.attrs = vec![
+            ("pads".into(), crate::graph::AttrValue::Ints(vec![k as i64 / 2; 4])),
+            ("strides".into(), crate::graph::AttrValue::Ints(vec![stride as i64; 2])),
+        ];
         n
     };
     let c1 = conv("c1", &x, 64, &a);
@@ -144,4 +161,18 @@ fn graph_outputs_weights_and_broadcast_operands_stay_channels_first() {
     g.nodes.push(add);
     g.outputs.push(t);
     assert_eq!(marked(&g), ["a", "s"], "b read by a broadcasting addition");
+}
+
+/// A strided 1x1 convolution (ResNet's downsampling) takes its input channels last at a
+/// depth of 64, so the addition before it keeps its layout; a 1x1 one of stride 1 at that
+/// depth stays on the planes, and so its input stays channels first.
+#[test]
+fn a_strided_pointwise_reader_keeps_an_addition_channels_last() {
+    if !rivet_kernels::qgemm::vnni_supported() {
+        return;
+    }
+    let (g, between) = qgraph_last(1, 8, 64, None, (1, 2));
+    assert_eq!(marked(&g), between, "s is read by a 1x1 convolution of stride 2");
+    let (g, _) = qgraph_last(1, 8, 64, None, (1, 1));
+    assert_eq!(marked(&g), ["a", "b"], "s is read by a 1x1 convolution of stride 1 and depth 64");
 }

@@ -38,10 +38,18 @@ pub(super) fn channels_last_wins(geo: &Window3d, c: usize, m: usize) -> bool {
 /// channels last: 64 -> 64 3x3 on 56x56 648 / 548, 128 -> 128 on 28x28 624 / 521, 256 ->
 /// 256 on 14x14 609 / 507, 512 -> 512 on 7x7 680 / 532, 64 -> 128 stride 2 on 56x56 345
 /// / 274, 1x1: 1024 -> 256 on 14x14 285 / 235, 256 -> 64 on 56x56 339 / 273; left on the
-/// planes: 64 -> 256 1x1 on 56x56 408 / 416, 16 -> 96 1x1 on 112x112 357 / 385.
+/// planes: 64 -> 256 1x1 on 56x56 408 / 416, 16 -> 96 1x1 on 112x112 357 / 385. A strided
+/// 1x1 convolution takes it at any depth: the planes gather its inputs into a pack first
+/// (ResNet's downsampling 64 -> 128 at stride 2 on 56x56: pack 17 + product 52 us, the
+/// taps 52); then the additions around it keep their inputs' layout and relay nothing.
 pub(super) fn channels_last_native(geo: &Window3d, c: usize, m: usize) -> bool {
     let taps: usize = geo.kernel.iter().product();
-    geo.kernel[0] == 1 && m >= 64 && c >= 16 && c * taps >= 128 && rivet_kernels::qgemm::vnni_supported()
+    let strided_pointwise = taps == 1 && geo.stride.iter().any(|&s| s > 1);
+    geo.kernel[0] == 1
+        && m >= 64
+        && c >= 16
+        && (c * taps >= 128 || strided_pointwise)
+        && rivet_kernels::qgemm::vnni_supported()
 }
 
 impl QConv {
