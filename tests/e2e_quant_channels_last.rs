@@ -92,6 +92,59 @@ fn a_strided_pointwise_convolution_reads_a_channels_last_addition_as_ort_compute
     assert_matches_ort(&model, &inputs, 0.0, 0.0, "chain into a 1x1 of stride 2");
 }
 
+/// An 8-bit MaxPool between channels-last neighbours: `x` (or, with `conv_first`, a 3x3
+/// QLinearConv of it) -> MaxPool 3x3 stride 2 -> a 3x3 QLinearConv and a QLinearAdd of
+/// the pool's and the convolution's outputs (the graph's output). The pool's output goes
+/// channels last (ResNet-18's first stage), and with `conv_first` its input too.
+fn pool_chain(conv_first: bool) -> (Vec<u8>, Vec<HostTensor>) {
+    let xs = [2i64, 64, 12, 12];
+    let ws = [64i64, 64, 3, 3];
+    let mut b = ModelBuilder::new(13).domain_opset("com.microsoft", 1).input("x", UINT8, &dims(&xs));
+    b = constant_node(b, "s_act", FLOAT, &[], &[0.05]);
+    b = constant_node(b, "z_act", UINT8, &[], &[100.0]);
+    b = constant_node(b, "sw", FLOAT, &[], &[0.0007]);
+    b = constant_node(b, "zw", INT8, &[], &[0.0]);
+    let conv = |b: ModelBuilder, name: &str, x: &str, y: &str, seed: u64| {
+        let b = constant_node(b, &format!("{name}_w"), INT8, &ws, &ints(INT8, seed, len(&ws)));
+        let ins = [x, "s_act", "z_act", &format!("{name}_w"), "sw", "zw", "s_act", "z_act"];
+        b.node_with("QLinearConv", name, &ins, &[y], &[("pads", Attr::Ints(vec![1; 4]))])
+    };
+    let pooled = if conv_first { "a" } else { "x" };
+    if conv_first {
+        b = conv(b, "c1", "x", "a", 90);
+    }
+    let attrs = [
+        ("kernel_shape", Attr::Ints(vec![3, 3])),
+        ("strides", Attr::Ints(vec![2, 2])),
+        ("pads", Attr::Ints(vec![1; 4])),
+    ];
+    b = b.node_with("MaxPool", "pool", &[pooled], &["p"], &attrs);
+    b = conv(b, "c2", "p", "bb", 91);
+    b = b.node_in_domain_with(
+        "com.microsoft",
+        "QLinearAdd",
+        "add",
+        &["p", "s_act", "z_act", "bb", "s_act", "z_act", "s_act", "z_act"],
+        &["s"],
+        &[],
+    );
+    (b.output("s", UINT8, None).build(), vec![tensor("x", UINT8, &xs, ints(UINT8, 89, len(&xs)))])
+}
+
+#[test]
+fn a_channels_last_max_pool_computes_as_ort() {
+    for conv_first in [false, true] {
+        let (model, inputs) = pool_chain(conv_first);
+        assert_matches_ort(
+            &model,
+            &inputs,
+            0.0,
+            0.0,
+            &format!("MaxPool between convolutions (a conv first: {conv_first})"),
+        );
+    }
+}
+
 /// QLinearConv shaped for the channels-last product read through its taps (a uint8 input
 /// of 64 channels, 144 positions, 128 output channels) but with weights whose zero points
 /// are not 0: they need the rows' sums, so the product runs on its im2col (found by

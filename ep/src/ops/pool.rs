@@ -10,7 +10,7 @@ use super::claim::{bad_types, exact_inputs, extra_output, outputs, unsupported_o
 use super::geometry::{spatial, window_3d, windowed, within_limit};
 use super::op::util::check_attrs;
 use super::params::{window, Window};
-use super::{Op, RunIn, ShapeError, ShapeIn};
+use super::{Op, OpRef, RunIn, ShapeError, ShapeIn};
 use crate::data::{self, Data, DataMut, Storage};
 use crate::graph::{dtype, NodeDesc, Shape};
 use crate::node_attrs::int_attr;
@@ -21,11 +21,15 @@ const AVERAGE_ATTRS: &[&str] =
     &["auto_pad", "ceil_mode", "count_include_pad", "dilations", "kernel_shape", "pads", "strides"];
 
 /// MaxPool's or AveragePool's output.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct Pool {
     window: Window,
     max: bool,
     count_pad: bool,
+    /// An 8-bit MaxPool's input and output stored channels last
+    /// (`passes::channels_last_int8`): the planes are pooled as stored channels first, the
+    /// input relaid into them and the output from them.
+    cl: [bool; 2],
 }
 
 /// MaxPool's Indices output.
@@ -53,7 +57,7 @@ pub fn max_pool(node: &NodeDesc, output: usize) -> Result<Arc<dyn Op>, String> {
         return Err(bad_types(node, "other element types"));
     }
     if output == 0 {
-        return Ok(Arc::new(Pool { window, max: true, count_pad: false }));
+        return Ok(Arc::new(Pool { window, max: true, count_pad: false, cl: [false; 2] }));
     }
     if t != dtype::FLOAT {
         return Err(unsupported_output(node, output));
@@ -72,7 +76,7 @@ pub fn average_pool(node: &NodeDesc, _output: usize) -> Result<Arc<dyn Op>, Stri
     if !(elem_type(node, true, 0) == dtype::FLOAT && elem_type(node, false, 0) == dtype::FLOAT) {
         return Err(bad_types(node, "float32 only"));
     }
-    Ok(Arc::new(Pool { window, max: false, count_pad }))
+    Ok(Arc::new(Pool { window, max: false, count_pad, cl: [false; 2] }))
 }
 
 /// Input `k`'s (or output `k`'s) element type.
@@ -108,10 +112,34 @@ impl Op for Pool {
         shape(&self.window, x)
     }
 
+    /// An 8-bit 2-D MaxPool takes either layout on its input and output: ResNet-18's pool
+    /// sits between its stem (channels first) and the first stage's convolution and
+    /// addition (channels last), and its output channels last saves the convolution's
+    /// transpose and the addition's relay of it for one transpose here.
+    fn channels_last_use(&self, shapes: &[&[usize]], out: &[usize]) -> Option<bool> {
+        (self.max && out.len() == 4 && shapes.first()?.len() == 4).then_some(false)
+    }
+
+    fn channels_last_inputs(&self) -> u32 {
+        1
+    }
+
+    fn with_channels_last(&self, inputs: u32, output: bool) -> Option<OpRef> {
+        Some(OpRef(Arc::new(Pool { cl: [inputs & 1 != 0, output], ..self.clone() })))
+    }
+
     fn run(&self, x: RunIn<'_, '_>, out: &mut DataMut<'_>) -> Result<(), String> {
         let s = x.shapes[0];
         let (g, pad_end) = geometry(&self.window, s)?;
         let planes = s[0] * s[1];
+        if self.cl != [false; 2] {
+            let images = (s[0], s[1], s[2..].iter().product(), g.positions());
+            return match (x.ins[0], out) {
+                (Data::U8(input), DataMut::U8(y)) => relaid(input, images, &g, y, self.cl, x.scratch.state()),
+                (Data::I8(input), DataMut::I8(y)) => relaid(input, images, &g, y, self.cl, x.scratch.state()),
+                _ => Err("a channels-last MaxPool of other than 8-bit integers".into()),
+            };
+        }
         match (x.ins[0], out) {
             (Data::F32(input), DataMut::F32(y)) => {
                 let mode = if self.max { conv::Pool::Max } else { conv::Pool::Average { count_pad: self.count_pad } };
@@ -158,6 +186,50 @@ fn small_integers<T: Storage + rivet_kernels::qgemm::QInt + Ord>(
 ) -> Result<(), String> {
     let x = T::get(x).ok_or("element types differ from the plan's")?;
     rivet_kernels::conv::max_pool_ints(x, planes, g, y, row);
+    Ok(())
+}
+
+/// An 8-bit MaxPool's working memory when its data is stored channels last: the
+/// kernel's row, and the input and output as planes.
+#[derive(Default)]
+struct Relaid<T> {
+    row: Vec<T>,
+    x: Vec<T>,
+    y: Vec<T>,
+}
+
+/// [`small_integers`] on `n` images of `c` channels of `plane` inputs and `positions`
+/// outputs, the input stored channels last when `cl[0]` and the output when `cl[1]`.
+fn relaid<T: rivet_kernels::qgemm::Q8 + rivet_kernels::qgemm::QInt + Ord>(
+    x: &[T],
+    (n, c, plane, positions): (usize, usize, usize, usize),
+    g: &Window3d,
+    y: &mut [T],
+    cl: [bool; 2],
+    s: &mut Relaid<T>,
+) -> Result<(), String> {
+    if x.len() != n * c * plane || y.len() != n * c * positions {
+        return Err("input or output lengths differ from the shapes".into());
+    }
+    let Relaid { row, x: xs, y: ys } = s;
+    let x = if cl[0] {
+        xs.resize(x.len(), T::from_i32(0));
+        for (src, dst) in x.chunks_exact(c * plane).zip(xs.chunks_exact_mut(c * plane)) {
+            rivet_kernels::qgemm::from_channels_last(src, c, plane, dst);
+        }
+        &xs[..]
+    } else {
+        x
+    };
+    if !cl[1] {
+        rivet_kernels::conv::max_pool_ints(x, n * c, g, y, row);
+        return Ok(());
+    }
+    ys.resize(y.len(), T::from_i32(0));
+    rivet_kernels::conv::max_pool_ints(x, n * c, g, ys, row);
+    for (src, dst) in ys.chunks_exact(c * positions).zip(y.chunks_exact_mut(c * positions)) {
+        rivet_kernels::qgemm::to_channels_last(src, c, positions, dst);
+    }
     Ok(())
 }
 

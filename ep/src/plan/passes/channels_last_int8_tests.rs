@@ -176,3 +176,40 @@ fn a_strided_pointwise_reader_keeps_an_addition_channels_last() {
     let (g, _) = qgraph_last(1, 8, 64, None, (1, 1));
     assert_eq!(marked(&g), ["a", "b"], "s is read by a 1x1 convolution of stride 1 and depth 64");
 }
+
+/// A MaxPool of a graph input (channels first, as ResNet-18's stem writes it) into
+/// [`qgraph`]'s first convolution: the pool takes either layout, so its output goes
+/// channels last with the values after it; read by a DequantizeLinear too, it stays.
+#[test]
+fn a_max_pool_writes_channels_last_for_its_readers() {
+    if !rivet_kernels::qgemm::vnni_supported() {
+        return;
+    }
+    for extra in [false, true] {
+        let (mut g, mut between) = qgraph(64, None);
+        let px = typed("px", dtype::UINT8, &[1, 64, 8, 8]);
+        let x = typed("x0", dtype::UINT8, &[1, 64, 16, 16]);
+        for v in g.nodes[0].inputs.iter_mut().flatten().filter(|v| v.name == "x") {
+            *v = px.clone();
+        }
+        g.inputs[0] = x.clone();
+        let mut pool = node("pool", "MaxPool", 12, &[x], px.clone());
+        pool.attrs = vec![
+            ("kernel_shape".into(), crate::graph::AttrValue::Ints(vec![3, 3])),
+            ("strides".into(), crate::graph::AttrValue::Ints(vec![2, 2])),
+            ("pads".into(), crate::graph::AttrValue::Ints(vec![1; 4])),
+        ];
+        g.nodes.insert(0, pool);
+        if extra {
+            let (sd, zd) = (typed("sd", dtype::FLOAT, &[]), typed("zd", dtype::UINT8, &[]));
+            let f = typed("f", dtype::FLOAT, &[1, 64, 8, 8]);
+            g.inputs.extend([sd.clone(), zd.clone()]);
+            g.nodes.push(node("dq", "DequantizeLinear", 13, &[px, sd, zd], f.clone()));
+            g.outputs.push(f);
+        } else {
+            between.push("px".into());
+            between.sort();
+        }
+        assert_eq!(marked(&g), between, "a DequantizeLinear reads the pool's output: {extra}");
+    }
+}
