@@ -52,14 +52,7 @@ fn channels_last_chain_to(add_out: bool, (k3, s3): (i64, i64)) -> (Vec<u8>, Vec<
     };
     b = conv(b, "c1", "x", "a");
     b = conv(b, "c2", "a", "bb");
-    b = b.node_in_domain_with(
-        "com.microsoft",
-        "QLinearAdd",
-        "add",
-        &["a", "s_act", "z_act", "bb", "s_act", "z_act", "s_act", "z_act"],
-        &["s"],
-        &[],
-    );
+    b = add_of(b, "a", "bb", "s");
     if add_out {
         b = b.output("s", UINT8, None);
     } else {
@@ -67,6 +60,12 @@ fn channels_last_chain_to(add_out: bool, (k3, s3): (i64, i64)) -> (Vec<u8>, Vec<
         b = b.output("y", UINT8, None);
     }
     (b.build(), vec![tensor("x", UINT8, &xs, ints(UINT8, 59, len(&xs)))])
+}
+
+/// com.microsoft QLinearAdd `y = a + b`, every scale `s_act` and zero point `z_act`.
+fn add_of(b: ModelBuilder, a: &str, bb: &str, y: &str) -> ModelBuilder {
+    let ins = [a, "s_act", "z_act", bb, "s_act", "z_act", "s_act", "z_act"];
+    b.node_in_domain_with("com.microsoft", "QLinearAdd", "add", &ins, &[y], &[])
 }
 
 #[test]
@@ -120,14 +119,7 @@ fn pool_chain(conv_first: bool) -> (Vec<u8>, Vec<HostTensor>) {
     ];
     b = b.node_with("MaxPool", "pool", &[pooled], &["p"], &attrs);
     b = conv(b, "c2", "p", "bb", 91);
-    b = b.node_in_domain_with(
-        "com.microsoft",
-        "QLinearAdd",
-        "add",
-        &["p", "s_act", "z_act", "bb", "s_act", "z_act", "s_act", "z_act"],
-        &["s"],
-        &[],
-    );
+    b = add_of(b, "p", "bb", "s");
     (b.output("s", UINT8, None).build(), vec![tensor("x", UINT8, &xs, ints(UINT8, 89, len(&xs)))])
 }
 
