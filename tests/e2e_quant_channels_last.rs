@@ -15,11 +15,12 @@ use rivet::model::{Attr, ModelBuilder, FLOAT, INT32, INT8, UINT8};
 /// the graph's (channels first: both its inputs relaid), else the last convolution's. The
 /// addition's scales are equal, so that ORT's kernel and the three ops' arithmetic agree.
 fn channels_last_chain(add_out: bool) -> (Vec<u8>, Vec<HostTensor>) {
-    channels_last_chain_to(add_out, (3, 1))
+    channels_last_chain_to(add_out, (3, 1), false)
 }
 
-/// [`channels_last_chain`] with c3's window `k3` x `k3` at stride `s3` (padded by `k3 / 2`).
-fn channels_last_chain_to(add_out: bool, (k3, s3): (i64, i64)) -> (Vec<u8>, Vec<HostTensor>) {
+/// [`channels_last_chain`] with c3's window `k3` x `k3` at stride `s3` (padded by `k3 / 2`),
+/// and with `gap` a com.microsoft QLinearGlobalAveragePool of c3's output as the graph's.
+fn channels_last_chain_to(add_out: bool, (k3, s3): (i64, i64), gap: bool) -> (Vec<u8>, Vec<HostTensor>) {
     let xs = [2i64, 64, 10, 10];
     let ws = [64i64, 64, 3, 3];
     let mut b = ModelBuilder::new(13).domain_opset("com.microsoft", 1).input("x", UINT8, &dims(&xs));
@@ -57,7 +58,13 @@ fn channels_last_chain_to(add_out: bool, (k3, s3): (i64, i64)) -> (Vec<u8>, Vec<
         b = b.output("s", UINT8, None);
     } else {
         b = conv(b, "c3", "s", "y");
-        b = b.output("y", UINT8, None);
+        if gap {
+            let ins = ["y", "s_act", "z_act", "s_act", "z_act"];
+            b = b.node_in_domain_with("com.microsoft", "QLinearGlobalAveragePool", "gap", &ins, &["g"], &[]);
+            b = b.output("g", UINT8, None);
+        } else {
+            b = b.output("y", UINT8, None);
+        }
     }
     (b.build(), vec![tensor("x", UINT8, &xs, ints(UINT8, 59, len(&xs)))])
 }
@@ -87,8 +94,16 @@ fn quantized_convolutions_and_additions_between_them_store_channels_last_as_ort_
 /// the addition's channels-last output at a depth of 64 (`channels_last_native`).
 #[test]
 fn a_strided_pointwise_convolution_reads_a_channels_last_addition_as_ort_computes() {
-    let (model, inputs) = channels_last_chain_to(false, (1, 2));
+    let (model, inputs) = channels_last_chain_to(false, (1, 2), false);
     assert_matches_ort(&model, &inputs, 0.0, 0.0, "chain into a 1x1 of stride 2");
+}
+
+/// The chain ending in a QLinearGlobalAveragePool of the last convolution's output, which
+/// it reads channels last (ResNet-18's head).
+#[test]
+fn a_global_average_of_channels_last_data_computes_as_ort() {
+    let (model, inputs) = channels_last_chain_to(false, (3, 1), true);
+    assert_matches_ort(&model, &inputs, 0.0, 0.0, "chain into QLinearGlobalAveragePool");
 }
 
 /// An 8-bit MaxPool between channels-last neighbours: `x` (or, with `conv_first`, a 3x3

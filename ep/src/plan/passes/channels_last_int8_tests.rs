@@ -213,3 +213,32 @@ fn a_max_pool_writes_channels_last_for_its_readers() {
         assert_eq!(marked(&g), between, "a DequantizeLinear reads the pool's output: {extra}");
     }
 }
+
+/// [`qgraph`]'s last convolution read by a com.microsoft QLinearGlobalAveragePool (the
+/// graph's output): the convolution's output goes channels last too; with the
+/// attribute `channels_last` set (its input `[N, H, W, C]` by declaration) it does not.
+#[test]
+fn a_global_average_reads_a_convolution_channels_last() {
+    if !rivet_kernels::qgemm::vnni_supported() {
+        return;
+    }
+    for attr in [false, true] {
+        let (mut g, mut between) = qgraph(64, None);
+        let y = g.outputs[0].clone();
+        let out = typed("g", dtype::UINT8, if attr { &[1, 64, 8, 1] } else { &[1, 64, 1, 1] });
+        let (s, z) = (typed("sg", dtype::FLOAT, &[]), typed("zg", dtype::UINT8, &[]));
+        g.inputs.extend([s.clone(), z.clone()]);
+        let mut gap = node("gap", "QLinearGlobalAveragePool", 1, &[y, s.clone(), z.clone(), s, z], out.clone());
+        gap.domain = "com.microsoft".into();
+        if attr {
+            gap.attrs = vec![("channels_last".into(), crate::graph::AttrValue::Int(1))];
+        }
+        g.nodes.push(gap);
+        g.outputs = vec![out];
+        if !attr {
+            between.push("y".into());
+            between.sort();
+        }
+        assert_eq!(marked(&g), between, "the attribute channels_last: {attr}");
+    }
+}
